@@ -1,0 +1,295 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// The Engine's ledger API. Writes go through the owning shard and return
+// once durable; reads are served from durable state without queueing.
+
+// wait blocks until c completes or ctx ends. The command goes on even if
+// the caller gives up: it is already in the shard's log.
+func wait(ctx context.Context, c *call) error {
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) do(ctx context.Context, s *shard, cmd Command) (*call, error) {
+	c, err := e.submit(s, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, c.err
+}
+
+// CreateAccount opens an account; created is false when an identical one
+// existed.
+func (e *Engine) CreateAccount(ctx context.Context, spec ledger.AccountSpec) (ledger.Account, bool, error) {
+	c, err := e.do(ctx, e.shardFor(spec.ID), CmdCreateAccount{Spec: spec})
+	if err != nil {
+		return ledger.Account{}, false, err
+	}
+	return c.account, c.flag, nil
+}
+
+// Account returns the account id as of its last durable change.
+func (e *Engine) Account(_ context.Context, id string) (ledger.Account, error) {
+	a, ok := e.account(id)
+	if !ok {
+		return ledger.Account{}, ledger.Errorf(ledger.CodeAccountNotFound, "account %s not found", id)
+	}
+	return a, nil
+}
+
+// Transfer moves money; it returns once the transfer is durable on both
+// accounts' shards.
+func (e *Engine) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
+	c, err := e.do(ctx, e.shardFor(req.From), CmdTransfer{Req: req})
+	if err != nil {
+		return ledger.Transfer{}, false, err
+	}
+	return c.transfer, c.flag, nil
+}
+
+// TransferBatch applies reqs, each debiting shard applying its share as one
+// command. An atomic batch whose debits span shards runs with every shard
+// parked, as one storage batch.
+func (e *Engine) TransferBatch(ctx context.Context, reqs []ledger.TransferRequest, atomic bool) ([]ledger.BatchResult, error) {
+	groups := e.groupByShard(reqs)
+	if atomic && len(groups) > 1 {
+		return e.atomicAcrossShards(reqs), nil
+	}
+	calls := make([]*call, len(groups))
+	for i, g := range groups {
+		c, err := e.submit(g.shard, CmdBatch{Reqs: g.reqs, Atomic: atomic})
+		if err != nil {
+			// Earlier groups may already be applied, so report per item.
+			return failRest(reqs, groups[i:], err), nil
+		}
+		calls[i] = c
+	}
+	out := make([]ledger.BatchResult, len(reqs))
+	for i, c := range calls {
+		if err := wait(ctx, c); err != nil {
+			return nil, err
+		}
+		for j, r := range c.batch {
+			out[groups[i].index[j]] = r
+		}
+	}
+	return out, nil
+}
+
+type shardGroup struct {
+	shard *shard
+	reqs  []ledger.TransferRequest
+	index []int // positions in the original batch
+}
+
+// groupByShard splits reqs by debiting shard, keeping their order.
+func (e *Engine) groupByShard(reqs []ledger.TransferRequest) []shardGroup {
+	var groups []shardGroup
+	pos := make(map[*shard]int, len(e.shards))
+	for i, r := range reqs {
+		s := e.shardFor(r.From)
+		g, ok := pos[s]
+		if !ok {
+			g = len(groups)
+			pos[s] = g
+			groups = append(groups, shardGroup{shard: s})
+		}
+		groups[g].reqs = append(groups[g].reqs, r)
+		groups[g].index = append(groups[g].index, i)
+	}
+	return groups
+}
+
+// failRest reports err for every item of groups, which were not submitted.
+func failRest(reqs []ledger.TransferRequest, groups []shardGroup, err error) []ledger.BatchResult {
+	out := make([]ledger.BatchResult, len(reqs))
+	for _, g := range groups {
+		for _, i := range g.index {
+			out[i] = ledger.BatchResult{Transfer: ledger.Transfer{ID: reqs[i].ID}, Err: err}
+		}
+	}
+	return out
+}
+
+// PostPending posts a pending transfer; amount 0 posts all it holds.
+func (e *Engine) PostPending(ctx context.Context, id string, amount int64) (ledger.Transfer, error) {
+	s, err := e.holdShard(id)
+	if err != nil {
+		return ledger.Transfer{}, err
+	}
+	c, err := e.do(ctx, s, CmdPost{ID: id, Amount: amount})
+	if err != nil {
+		return ledger.Transfer{}, err
+	}
+	return c.transfer, nil
+}
+
+// VoidPending releases a pending transfer's hold.
+func (e *Engine) VoidPending(ctx context.Context, id string) (ledger.Transfer, error) {
+	s, err := e.holdShard(id)
+	if err != nil {
+		return ledger.Transfer{}, err
+	}
+	c, err := e.do(ctx, s, CmdVoid{ID: id})
+	if err != nil {
+		return ledger.Transfer{}, err
+	}
+	return c.transfer, nil
+}
+
+// holdShard finds the shard owning transfer id: its debiting account's.
+func (e *Engine) holdShard(id string) (*shard, error) {
+	t, err := e.GetTransfer(context.Background(), id)
+	if err != nil {
+		return nil, err
+	}
+	return e.shardFor(t.From), nil
+}
+
+// GetTransfer returns the transfer id.
+func (e *Engine) GetTransfer(_ context.Context, id string) (ledger.Transfer, error) {
+	t, ok, err := e.db.Transfer(id)
+	if err != nil {
+		return ledger.Transfer{}, err
+	}
+	if !ok {
+		return ledger.Transfer{}, ledger.Errorf(ledger.CodeTransferNotFound, "transfer %s not found", id)
+	}
+	return t, nil
+}
+
+// History returns a page of an account's history, newest first.
+func (e *Engine) History(_ context.Context, accountID string, q ledger.HistoryQuery) (ledger.HistoryPage, error) {
+	a, ok := e.account(accountID)
+	if !ok {
+		return ledger.HistoryPage{}, ledger.Errorf(ledger.CodeAccountNotFound, "account %s not found", accountID)
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = ledger.DefaultPageSize
+	}
+	limit = min(limit, ledger.MaxPageSize)
+	// Entries are numbered 1..a.Entries; read those below "before".
+	before := a.Entries + 1
+	switch {
+	case q.Cursor > 0:
+		before = min(q.Cursor, before)
+	case q.Offset >= a.Entries:
+		return ledger.HistoryPage{}, nil
+	default:
+		before -= q.Offset
+	}
+	entries, err := e.db.History(accountID, before, limit)
+	if err != nil {
+		return ledger.HistoryPage{}, err
+	}
+	page := ledger.HistoryPage{Entries: entries}
+	if n := len(entries); n == limit && entries[n-1].Seq > 1 {
+		page.NextCursor = entries[n-1].Seq
+	}
+	return page, nil
+}
+
+// Stats sums the committed view. It is exact when no transfer is in
+// progress; under load, shards publish at slightly different moments.
+func (e *Engine) Stats(context.Context) (ledger.Stats, error) {
+	st := ledger.Stats{BalanceSum: map[string]int64{}, InFlightAmount: map[string]int64{}}
+	e.accounts.Range(func(_, v any) bool {
+		a := v.(*ledger.Account)
+		st.Accounts++
+		st.BalanceSum[a.Currency] += a.Balance
+		return true
+	})
+	err := e.db.EachOutbox(func(leg ledger.CreditLeg) error {
+		st.InFlight++
+		if a, ok := e.account(leg.To); ok {
+			st.InFlightAmount[a.Currency] += leg.Amount
+		}
+		return nil
+	})
+	return st, err
+}
+
+// atomicAcrossShards applies an atomic batch whose debits span shards. It
+// parks every shard (after each has made its earlier work durable), applies
+// the items in order over all Books, crediting receivers directly, and
+// writes the outcome as one storage batch: all or nothing, even on a crash.
+func (e *Engine) atomicAcrossShards(reqs []ledger.TransferRequest) []ledger.BatchResult {
+	e.barrier.Lock()
+	defer e.barrier.Unlock()
+	release := e.parkAll()
+	defer close(release)
+
+	books := make([]*ledger.Book, len(e.shards))
+	saves := make([]ledger.Savepoint, len(e.shards))
+	for i, s := range e.shards {
+		books[i] = s.book
+		saves[i] = s.book.Begin()
+	}
+	res, failed := e.applyAcross(reqs)
+	for i, b := range books {
+		if failed {
+			b.Rollback(saves[i])
+		} else {
+			b.Commit()
+		}
+	}
+	if !failed {
+		if err := e.persist(books...); err != nil {
+			panic("engine: atomic batch commit failed: " + err.Error())
+		}
+	}
+	for _, b := range books {
+		e.publish(b)
+		b.Reset()
+	}
+	return res
+}
+
+// parkAll sends a barrier to every shard and waits until all are parked.
+func (e *Engine) parkAll() chan struct{} {
+	parked := make(chan struct{}, len(e.shards))
+	release := make(chan struct{})
+	for _, s := range e.shards {
+		_ = s.log.Append(Envelope{Cmd: cmdBarrier{parked: parked, release: release}}, true)
+	}
+	for range e.shards {
+		<-parked
+	}
+	return release
+}
+
+func (e *Engine) applyAcross(reqs []ledger.TransferRequest) ([]ledger.BatchResult, bool) {
+	res := make([]ledger.BatchResult, len(reqs))
+	now := time.Now().UTC()
+	for i, r := range reqs {
+		from := e.shardFor(r.From).book
+		mark := len(from.Changes().Credits)
+		t, replayed, err := from.Transfer(r, now)
+		if err != nil {
+			return aborted(reqs, i, err), true
+		}
+		res[i] = ledger.BatchResult{Transfer: t, Replayed: replayed}
+		// Both legs land in the same storage batch: no outbox needed.
+		ch := from.Changes()
+		for _, leg := range ch.Credits[mark:] {
+			e.shardFor(leg.To).book.ApplyCredit(leg)
+		}
+		ch.Credits = ch.Credits[:mark]
+	}
+	return res, false
+}

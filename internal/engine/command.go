@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"sync/atomic"
+
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// Command is one entry of a shard's Log. Commands are plain data: applying
+// one is up to the shard and the domain code, so a command could as well
+// have come from a durable log.
+type Command interface{ command() }
+
+// Envelope carries a command through a Log, with the in-process call
+// waiting for its outcome (nil when nobody waits).
+type Envelope struct {
+	Cmd  Command
+	call *call
+}
+
+// CmdCreateAccount opens an account.
+type CmdCreateAccount struct{ Spec ledger.AccountSpec }
+
+// CmdTransfer makes a transfer debiting an account of the shard.
+type CmdTransfer struct{ Req ledger.TransferRequest }
+
+// CmdBatch makes many transfers debiting accounts of the shard; with Atomic,
+// all or none.
+type CmdBatch struct {
+	Reqs   []ledger.TransferRequest
+	Atomic bool
+}
+
+// CmdPost posts a pending transfer (Amount 0: all of it).
+type CmdPost struct {
+	ID     string
+	Amount int64
+}
+
+// CmdVoid voids a pending transfer.
+type CmdVoid struct{ ID string }
+
+// CmdCredit applies the second leg of a cross-shard transfer.
+type CmdCredit struct{ Leg ledger.CreditLeg }
+
+// CmdExpire releases holds whose deadline has passed.
+type CmdExpire struct{}
+
+// cmdBarrier parks the shard, once everything before it is durable, until
+// release is closed, so that a coordinator can use every shard's Book at
+// once. In-process only.
+type cmdBarrier struct {
+	parked  chan<- struct{}
+	release <-chan struct{}
+}
+
+func (CmdCreateAccount) command() {}
+func (CmdTransfer) command()      {}
+func (CmdBatch) command()         {}
+func (CmdPost) command()          {}
+func (CmdVoid) command()          {}
+func (CmdCredit) command()        {}
+func (CmdExpire) command()        {}
+func (cmdBarrier) command()       {}
+
+// call is a client waiting for a command's outcome. It completes when the
+// command is durable on every shard it touched: legs counts the shards still
+// to commit, plus one held by the originating shard until it has sent them.
+type call struct {
+	done chan struct{}
+	legs atomic.Int32
+
+	account  ledger.Account
+	transfer ledger.Transfer
+	flag     bool // created or replayed
+	batch    []ledger.BatchResult
+	err      error
+}
+
+func newCall() *call {
+	c := &call{done: make(chan struct{})}
+	c.legs.Store(1)
+	return c
+}
+
+// legDone records that one shard has made its part durable.
+func (c *call) legDone() {
+	if c.legs.Add(-1) == 0 {
+		close(c.done)
+	}
+}

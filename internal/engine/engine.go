@@ -1,0 +1,273 @@
+// Package engine runs surge's shards: it routes each command to the shard
+// that owns its key, applies commands in batches, and makes each batch
+// durable with one storage commit before any reply (group commit).
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
+)
+
+// Config sets up an Engine.
+type Config struct {
+	// Dir is the storage directory.
+	Dir string
+	// Shards is the number of shards; 0 means one per CPU.
+	Shards int
+	// QueueCapacity bounds each shard's queue; beyond it clients are told
+	// to retry (overloaded).
+	QueueCapacity int
+	// MaxBatch bounds the commands applied per storage commit.
+	MaxBatch int
+	// DefaultCurrency is the currency of @world when it is first created.
+	DefaultCurrency string
+	// NoSync acknowledges writes before fsync (see store.Options.NoSync).
+	NoSync bool
+	// Registerer receives the engine's metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Logger receives operational messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Shards <= 0 {
+		c.Shards = runtime.NumCPU()
+	}
+	if c.QueueCapacity <= 0 {
+		c.QueueCapacity = 65536
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 4096
+	}
+	if c.DefaultCurrency == "" {
+		c.DefaultCurrency = "USD"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Engine is the running set of shards over one store.
+type Engine struct {
+	cfg     Config
+	db      *store.Store
+	shards  []*shard
+	metrics *metrics
+	wg      sync.WaitGroup
+	closed  atomic.Bool
+
+	// accounts is the committed view: a copy of every account as of its
+	// last durable batch, published after the fsync. Reads are served from
+	// it, so they never see a write that a crash could still undo. Since
+	// accounts are never deleted, it also tells every shard which accounts
+	// exist and in which currency.
+	accounts sync.Map // id → *ledger.Account
+	// claims are client-chosen transfer ids being created and not yet
+	// committed, with the shard creating each: two shards can never both
+	// create the same id.
+	claims sync.Map // transfer id → shard index
+	// barrier serialises atomic batches that span shards.
+	barrier sync.Mutex
+}
+
+// Open opens the store, rebuilds every shard's state from it, finishes
+// cross-shard transfers a crash interrupted, and starts the shards.
+func Open(cfg Config) (*Engine, error) {
+	cfg.setDefaults()
+	e := &Engine{cfg: cfg, metrics: newMetrics(cfg.Registerer)}
+	db, err := store.Open(cfg.Dir, store.Options{NoSync: cfg.NoSync, OnSync: e.metrics.observeSync})
+	if err != nil {
+		return nil, err
+	}
+	e.db = db
+	for i := range cfg.Shards {
+		e.shards = append(e.shards, newShard(i, e))
+	}
+	e.metrics.watchQueues(e.shards)
+	if err := e.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	for _, s := range e.shards {
+		s.scheduleExpiry()
+		e.wg.Add(1)
+		go s.run()
+	}
+	if err := e.resumeCredits(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := e.ensureWorld(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// load puts every stored account and open hold into its shard's Book.
+func (e *Engine) load() error {
+	err := e.db.EachAccount(func(a ledger.Account) error {
+		e.shardFor(a.ID).book.Load(a)
+		e.accounts.Store(a.ID, &a)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load accounts: %w", err)
+	}
+	err = e.db.EachHold(func(t ledger.Transfer) error {
+		e.shardFor(t.From).book.LoadPending(t)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load pending transfers: %w", err)
+	}
+	return nil
+}
+
+// resumeCredits applies every credit whose debit committed before the last
+// stop, and waits until they are durable.
+func (e *Engine) resumeCredits() error {
+	var calls []*call
+	err := e.db.EachOutbox(func(leg ledger.CreditLeg) error {
+		c := newCall()
+		calls = append(calls, c)
+		return e.shardFor(leg.To).log.Append(Envelope{Cmd: CmdCredit{Leg: leg}, call: c}, true)
+	})
+	for _, c := range calls {
+		<-c.done
+	}
+	if len(calls) > 0 {
+		e.cfg.Logger.Info("resumed interrupted cross-shard transfers", "count", len(calls))
+	}
+	return err
+}
+
+func (e *Engine) ensureWorld() error {
+	if a, ok := e.account(ledger.WorldID); ok {
+		if a.Currency != e.cfg.DefaultCurrency {
+			e.cfg.Logger.Warn("@world keeps its original currency", "currency", a.Currency, "flag", e.cfg.DefaultCurrency)
+		}
+		return nil
+	}
+	c, err := e.submitWait(e.shardFor(ledger.WorldID), CmdCreateAccount{Spec: ledger.AccountSpec{
+		ID: ledger.WorldID, Currency: e.cfg.DefaultCurrency,
+	}})
+	if err != nil {
+		return err
+	}
+	return c.err
+}
+
+// Close stops the shards once their queues are drained, then closes the
+// store. Callers must stop sending requests first.
+func (e *Engine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	for _, s := range e.shards {
+		s.log.Close()
+	}
+	e.wg.Wait()
+	for _, s := range e.shards {
+		if s.expiry != nil {
+			s.expiry.Stop()
+		}
+	}
+	return e.db.Close()
+}
+
+// Shards returns the number of shards.
+func (e *Engine) Shards() int { return len(e.shards) }
+
+func (e *Engine) shardFor(key string) *shard {
+	return e.shards[xxhash.Sum64String(key)%uint64(len(e.shards))]
+}
+
+func (e *Engine) account(id string) (ledger.Account, bool) {
+	v, ok := e.accounts.Load(id)
+	if !ok {
+		return ledger.Account{}, false
+	}
+	return *v.(*ledger.Account), true
+}
+
+// persist writes every change the Books hold as one storage batch and makes
+// it durable.
+func (e *Engine) persist(books ...*ledger.Book) error {
+	w := store.NewLedgerBatch(e.db.NewBatch())
+	for _, b := range books {
+		writeChanges(w, b.Changes())
+	}
+	return e.db.Commit(w.Batch)
+}
+
+func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
+	for _, a := range ch.Accounts {
+		w.PutAccount(a)
+	}
+	for _, t := range ch.Transfers {
+		w.PutTransfer(t)
+	}
+	for i := range ch.Entries {
+		w.PutEntry(&ch.Entries[i])
+	}
+	for i := range ch.Credits {
+		w.PutOutbox(&ch.Credits[i])
+	}
+	for _, id := range ch.Settled {
+		w.DeleteOutbox(id)
+	}
+	for _, id := range ch.HoldsOpened {
+		w.PutHold(id)
+	}
+	for _, id := range ch.HoldsClosed {
+		w.DeleteHold(id)
+	}
+}
+
+// publish makes a durable batch's accounts visible to readers and frees its
+// claimed ids (storage now answers for them).
+func (e *Engine) publish(b *ledger.Book) {
+	ch := b.Changes()
+	for _, a := range ch.Accounts {
+		cp := *a
+		e.accounts.Store(a.ID, &cp)
+	}
+	for _, id := range ch.Claimed {
+		e.claims.Delete(id)
+	}
+}
+
+// submit queues cmd on s; the returned call completes once it is durable.
+func (e *Engine) submit(s *shard, cmd Command) (*call, error) {
+	c := newCall()
+	if err := s.log.Append(Envelope{Cmd: cmd, call: c}, false); err != nil {
+		return nil, queueError(err)
+	}
+	return c, nil
+}
+
+func (e *Engine) submitWait(s *shard, cmd Command) (*call, error) {
+	c, err := e.submit(s, cmd)
+	if err != nil {
+		return nil, err
+	}
+	<-c.done
+	return c, nil
+}
+
+func queueError(err error) error {
+	if errors.Is(err, ErrOverloaded) {
+		return ledger.Errorf(ledger.CodeOverloaded, "server busy, retry shortly")
+	}
+	return ledger.Errorf(ledger.CodeOverloaded, "server shutting down")
+}

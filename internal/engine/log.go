@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"errors"
+	"sync"
+)
+
+// Errors from a Log.
+var (
+	// ErrOverloaded rejects a command because the shard's queue is full.
+	ErrOverloaded = errors.New("engine: shard queue full")
+	// ErrClosed rejects a command because the engine is shutting down.
+	ErrClosed = errors.New("engine: closed")
+)
+
+// Log is a shard's input: an ordered stream of commands with one reader,
+// the shard. The in-memory implementation is a bounded queue; a Kafka
+// partition could implement it and feed the same shard and domain code,
+// with replies then routed through a reply topic instead of Envelope.call.
+type Log interface {
+	// Append adds e to the end of the log. Unless force is set it fails
+	// fast with ErrOverloaded when the log is full: clients are told to come
+	// back rather than queued without bound. Commands the engine itself must
+	// not lose, such as the second leg of a transfer, are forced.
+	Append(e Envelope, force bool) error
+	// Read blocks until the log holds at least one command or is closed, and
+	// returns up to max commands in order. The slice is the caller's until
+	// its next Read. After Close it returns what is left, then nil.
+	Read(max int) []Envelope
+	// Len is the number of commands waiting.
+	Len() int
+	// Close refuses further appends and wakes the reader.
+	Close()
+}
+
+// memLog is the in-process Log: a mutex-guarded slice that the reader
+// swaps out whole, so one lock round-trip hands over a whole batch.
+type memLog struct {
+	mu       sync.Mutex
+	queue    []Envelope
+	spare    []Envelope
+	capacity int
+	closed   bool
+	wake     chan struct{} // capacity 1: "the queue may be non-empty"
+}
+
+func newMemLog(capacity int) *memLog {
+	return &memLog{capacity: capacity, wake: make(chan struct{}, 1)}
+}
+
+func (l *memLog) Append(e Envelope, force bool) error {
+	l.mu.Lock()
+	switch {
+	case l.closed:
+		l.mu.Unlock()
+		return ErrClosed
+	case !force && len(l.queue) >= l.capacity:
+		l.mu.Unlock()
+		return ErrOverloaded
+	}
+	l.queue = append(l.queue, e)
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (l *memLog) Read(max int) []Envelope {
+	for {
+		l.mu.Lock()
+		if n := len(l.queue); n > 0 {
+			out := l.take(min(n, max))
+			l.mu.Unlock()
+			return out
+		}
+		closed := l.closed
+		l.mu.Unlock()
+		if closed {
+			return nil
+		}
+		<-l.wake
+	}
+}
+
+// take removes the first n envelopes; l.mu is held.
+func (l *memLog) take(n int) []Envelope {
+	clear(l.spare) // drop references from the batch before last
+	if n == len(l.queue) {
+		out := l.queue
+		l.queue, l.spare = l.spare[:0], out
+		return out
+	}
+	out := append(l.spare[:0], l.queue[:n]...)
+	rest := copy(l.queue, l.queue[n:])
+	clear(l.queue[rest:])
+	l.queue = l.queue[:rest]
+	l.spare = out
+	return out
+}
+
+func (l *memLog) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
+func (l *memLog) Close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// shard owns a slice of the accounts. Its goroutine is the only one that
+// touches its Book, and it applies commands a batch at a time: apply all in
+// memory, write all effects as one storage batch, one fsync, then answer.
+type shard struct {
+	id   int
+	eng  *Engine
+	log  Log
+	book *ledger.Book
+	// spans[i] is the range of Changes().Credits produced by envelope i.
+	spans [][2]int
+	// expiry fires a CmdExpire at expiryAt, the earliest hold deadline.
+	expiry   *time.Timer
+	expiryAt time.Time
+}
+
+func newShard(id int, e *Engine) *shard {
+	s := &shard{id: id, eng: e, log: newMemLog(e.cfg.QueueCapacity)}
+	s.book = ledger.NewBook(s)
+	return s
+}
+
+func (s *shard) run() {
+	defer s.eng.wg.Done()
+	for {
+		envs := s.log.Read(s.eng.cfg.MaxBatch)
+		if envs == nil {
+			return
+		}
+		s.process(envs)
+	}
+}
+
+// process applies envs as one or more durable batches: a barrier splits
+// them, since everything before it must be durable before the shard parks.
+func (s *shard) process(envs []Envelope) {
+	start := 0
+	for i := range envs {
+		if b, ok := envs[i].Cmd.(cmdBarrier); ok {
+			s.commitBatch(envs[start:i])
+			b.parked <- struct{}{}
+			<-b.release
+			start = i + 1
+		}
+	}
+	s.commitBatch(envs[start:])
+}
+
+func (s *shard) commitBatch(envs []Envelope) {
+	if len(envs) == 0 {
+		return
+	}
+	now := time.Now().UTC()
+	s.spans = s.spans[:0]
+	for i := range envs {
+		from := len(s.book.Changes().Credits)
+		s.apply(&envs[i], now)
+		s.spans = append(s.spans, [2]int{from, len(s.book.Changes().Credits)})
+	}
+	s.eng.metrics.batchSize.Observe(float64(len(envs)))
+	if err := s.eng.persist(s.book); err != nil {
+		// The Book is ahead of the disk and cannot be rolled back in
+		// general; carrying on would acknowledge lost writes. Recovery on
+		// restart rebuilds the state from what did reach the disk.
+		panic(fmt.Sprintf("engine: shard %d: commit failed: %v", s.id, err))
+	}
+	s.eng.publish(s.book)
+	s.dispatch(envs)
+	s.book.Reset()
+	s.scheduleExpiry()
+}
+
+func (s *shard) apply(env *Envelope, now time.Time) {
+	c := env.call
+	switch cmd := env.Cmd.(type) {
+	case CmdCreateAccount:
+		c.account, c.flag, c.err = s.book.CreateAccount(cmd.Spec, now)
+	case CmdTransfer:
+		c.transfer, c.flag, c.err = s.book.Transfer(cmd.Req, now)
+	case CmdBatch:
+		c.batch = s.applyBatch(cmd, now)
+	case CmdPost:
+		c.transfer, c.err = s.book.Post(cmd.ID, cmd.Amount, now)
+	case CmdVoid:
+		c.transfer, c.err = s.book.Void(cmd.ID, now)
+	case CmdCredit:
+		s.book.ApplyCredit(cmd.Leg)
+	case CmdExpire:
+		s.expiryAt = time.Time{}
+		s.book.Expire(now)
+	default:
+		panic(fmt.Sprintf("engine: unknown command %T", cmd))
+	}
+}
+
+func (s *shard) applyBatch(cmd CmdBatch, now time.Time) []ledger.BatchResult {
+	res := make([]ledger.BatchResult, len(cmd.Reqs))
+	if !cmd.Atomic {
+		for i, r := range cmd.Reqs {
+			res[i].Transfer, res[i].Replayed, res[i].Err = s.book.Transfer(r, now)
+		}
+		return res
+	}
+	sp := s.book.Begin()
+	for i, r := range cmd.Reqs {
+		t, replayed, err := s.book.Transfer(r, now)
+		if err != nil {
+			s.book.Rollback(sp)
+			return aborted(cmd.Reqs, i, err)
+		}
+		res[i] = ledger.BatchResult{Transfer: t, Replayed: replayed}
+	}
+	s.book.Commit()
+	return res
+}
+
+// aborted is the outcome of an atomic batch whose item failed failed.
+func aborted(reqs []ledger.TransferRequest, failed int, err error) []ledger.BatchResult {
+	res := make([]ledger.BatchResult, len(reqs))
+	for i, r := range reqs {
+		res[i].Transfer.ID = r.ID
+		res[i].Err = ledger.Errorf(ledger.CodeBatchAborted, "not applied: item %d failed", failed)
+	}
+	res[failed].Err = err
+	return res
+}
+
+// dispatch sends each envelope's cross-shard credits, now that their debits
+// are durable, and completes this shard's part of each call.
+func (s *shard) dispatch(envs []Envelope) {
+	credits := s.book.Changes().Credits
+	for i := range envs {
+		c := envs[i].call
+		legs := credits[s.spans[i][0]:s.spans[i][1]]
+		if c != nil {
+			c.legs.Add(int32(len(legs)))
+		}
+		for _, leg := range legs {
+			err := s.eng.shardFor(leg.To).log.Append(Envelope{Cmd: CmdCredit{Leg: leg}, call: c}, true)
+			if err != nil && c != nil {
+				// Shutting down: the outbox record is durable and recovery
+				// applies the credit on the next start.
+				c.legDone()
+			}
+		}
+		if c != nil {
+			c.legDone()
+		}
+	}
+}
+
+// scheduleExpiry arms the timer for the earliest open hold.
+func (s *shard) scheduleExpiry() {
+	next := s.book.NextExpiry()
+	if next.IsZero() || next.Equal(s.expiryAt) {
+		return
+	}
+	s.expiryAt = next
+	d := time.Until(next)
+	if s.expiry == nil {
+		s.expiry = time.AfterFunc(d, s.fireExpiry)
+		return
+	}
+	s.expiry.Reset(d)
+}
+
+func (s *shard) fireExpiry() { _ = s.log.Append(Envelope{Cmd: CmdExpire{}}, true) }
+
+// The shard is its Book's ledger.Lookup.
+
+func (s *shard) Transfer(id string) (ledger.Transfer, bool, error) { return s.eng.db.Transfer(id) }
+
+func (s *shard) Claim(id string) bool {
+	_, taken := s.eng.claims.LoadOrStore(id, s.id)
+	return !taken
+}
+
+func (s *shard) Release(id string) { s.eng.claims.Delete(id) }
+
+func (s *shard) Currency(id string) (string, bool) {
+	a, ok := s.eng.account(id)
+	return a.Currency, ok
+}
+
+func (s *shard) NewID() string { return uuid.Must(uuid.NewV7()).String() }

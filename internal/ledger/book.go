@@ -1,0 +1,497 @@
+package ledger
+
+import (
+	"container/heap"
+	"maps"
+	"time"
+)
+
+// Lookup is how a Book sees transfers it does not hold in memory: those
+// already committed to storage, and the ids other shards are creating right
+// now. It is the Book's only window on the world beyond its own accounts.
+type Lookup interface {
+	// Transfer returns the committed transfer with id.
+	Transfer(id string) (Transfer, bool, error)
+	// Claim reserves a client-chosen transfer id for this shard until the
+	// batch creating it commits. It returns false if another shard holds it.
+	Claim(id string) bool
+	// Release gives up a claim taken in a batch that was rolled back.
+	Release(id string)
+	// Currency returns the currency of any account in the ledger, whichever
+	// shard owns it. Accounts are never deleted and never change currency, so
+	// an answer once given stays true.
+	Currency(id string) (string, bool)
+	// NewID returns a fresh server-chosen transfer id.
+	NewID() string
+}
+
+// CreditLeg is the second leg of a transfer whose receiver lives on another
+// shard: the debit has committed, and the credit must follow exactly once.
+type CreditLeg struct {
+	TransferID string
+	From       string
+	To         string
+	Amount     int64
+	Memo       string
+	At         time.Time
+}
+
+// Changes are the effects of the commands applied since the last Reset,
+// for the engine to persist in one storage batch.
+type Changes struct {
+	Accounts  []*Account // each dirty account once
+	Transfers []*Transfer
+	Entries   []AccountEntry
+	// Credits are cross-shard second legs to record in the outbox and send.
+	Credits []CreditLeg
+	// Settled are outbox records this shard's credits have fulfilled.
+	Settled []string
+	// HoldsOpened and HoldsClosed track the pending-transfer index.
+	HoldsOpened []string
+	HoldsClosed []string
+	// Claimed are the client-chosen ids claimed in this batch.
+	Claimed []string
+}
+
+// AccountEntry is a history Entry with the account it belongs to.
+type AccountEntry struct {
+	Account string
+	Entry
+}
+
+// Book is one shard's part of the ledger: the accounts it owns and the
+// pending transfers that debit them. It is not safe for concurrent use; a
+// single shard goroutine owns it, which is what makes it lock-free.
+type Book struct {
+	lookup   Lookup
+	accounts map[string]*Account
+	dirty    map[*Account]struct{}
+	// pending holds open two-phase transfers by id; expiries orders those
+	// with a timeout by deadline (entries may be stale: checked on pop).
+	pending  map[string]*Transfer
+	expiries expiryHeap
+	// recent are transfers written since Reset, which Lookup cannot see yet.
+	recent  map[string]*Transfer
+	changes Changes
+	// undo, when non-nil, records how to reverse each change of an open
+	// atomic group, newest last.
+	undo []func()
+}
+
+// NewBook returns an empty Book that consults lookup.
+func NewBook(lookup Lookup) *Book {
+	return &Book{
+		lookup:   lookup,
+		accounts: make(map[string]*Account),
+		dirty:    make(map[*Account]struct{}),
+		pending:  make(map[string]*Transfer),
+		recent:   make(map[string]*Transfer),
+	}
+}
+
+// Load puts a stored account into the Book, as recovery does on start.
+func (b *Book) Load(a Account) { b.accounts[a.ID] = &a }
+
+// LoadPending puts a stored pending transfer back into the Book.
+func (b *Book) LoadPending(t Transfer) {
+	p := &t
+	b.pending[t.ID] = p
+	if t.Timeout > 0 {
+		heap.Push(&b.expiries, p)
+	}
+}
+
+// Account returns a copy of the account id if this Book owns it.
+func (b *Book) Account(id string) (Account, bool) {
+	a, ok := b.accounts[id]
+	if !ok {
+		return Account{}, false
+	}
+	return *a, true
+}
+
+// Changes returns the effects accumulated since the last Reset.
+func (b *Book) Changes() *Changes { return &b.changes }
+
+// Reset forgets the accumulated changes once they are durable.
+func (b *Book) Reset() {
+	clear(b.dirty)
+	clear(b.recent)
+	c := &b.changes
+	c.Accounts = c.Accounts[:0]
+	c.Transfers = c.Transfers[:0]
+	c.Entries = c.Entries[:0]
+	c.Credits = c.Credits[:0]
+	c.Settled = c.Settled[:0]
+	c.HoldsOpened = c.HoldsOpened[:0]
+	c.HoldsClosed = c.HoldsClosed[:0]
+	c.Claimed = c.Claimed[:0]
+}
+
+// CreateAccount opens an account. An existing account with the same
+// attributes is returned with created false; one with other attributes is an
+// account_exists error.
+func (b *Book) CreateAccount(spec AccountSpec, now time.Time) (Account, bool, error) {
+	if a, ok := b.accounts[spec.ID]; ok {
+		if a.Currency != spec.Currency || a.OverdraftLimit != spec.OverdraftLimit || !sameMetadata(a.Metadata, spec.Metadata) {
+			return Account{}, false, Errorf(CodeAccountExists, "account %s exists with other attributes", spec.ID)
+		}
+		return *a, false, nil
+	}
+	a := &Account{
+		ID:             spec.ID,
+		Currency:       spec.Currency,
+		OverdraftLimit: spec.OverdraftLimit,
+		Metadata:       maps.Clone(spec.Metadata),
+		CreatedAt:      now,
+	}
+	b.accounts[a.ID] = a
+	b.logUndo(func() { delete(b.accounts, a.ID) })
+	b.touch(a)
+	return *a, true, nil
+}
+
+func sameMetadata(a, b map[string]string) bool {
+	return len(a) == len(b) && maps.Equal(a, b)
+}
+
+// Transfer applies a single- or two-phase transfer debiting an account of
+// this Book. A replay of an earlier identical request returns its result
+// with replayed true.
+func (b *Book) Transfer(req TransferRequest, now time.Time) (t Transfer, replayed bool, err error) {
+	if req.ID != "" {
+		prev, found, err := b.find(req.ID)
+		if err != nil {
+			return Transfer{}, false, err
+		}
+		if found {
+			if !prev.Matches(req) {
+				return Transfer{}, false, Errorf(CodeIdempotencyConflict, "transfer %s exists with another body", req.ID)
+			}
+			return prev, true, nil
+		}
+	}
+	from, err := b.checkTransfer(req)
+	if err != nil {
+		return Transfer{}, false, err
+	}
+	if err := b.claim(&req); err != nil {
+		return Transfer{}, false, err
+	}
+	rec := &Transfer{
+		ID: req.ID, From: req.From, To: req.To, Amount: req.Amount,
+		Currency: from.Currency, CurrencyGiven: req.Currency != "", Memo: req.Memo,
+		TwoPhase: req.Pending, Timeout: req.Timeout, CreatedAt: now, UpdatedAt: now,
+	}
+	if req.Pending {
+		rec.State = StatePending
+		b.hold(from, rec)
+	} else {
+		rec.State = StatePosted
+		rec.PostedAmount = req.Amount
+		b.move(from, rec, req.Amount, now)
+	}
+	b.record(rec)
+	return *rec, false, nil
+}
+
+// checkTransfer validates req against the Book's state and returns the
+// account to debit.
+func (b *Book) checkTransfer(req TransferRequest) (*Account, error) {
+	if req.From == req.To {
+		return nil, Errorf(CodeSameAccount, "from and to are both %s", req.From)
+	}
+	if req.Amount <= 0 || req.Amount > MaxAmount {
+		return nil, Errorf(CodeInvalidArgument, "amount must be between 1 and %d", int64(MaxAmount))
+	}
+	from, ok := b.accounts[req.From]
+	if !ok {
+		return nil, Errorf(CodeAccountNotFound, "account %s not found", req.From)
+	}
+	toCurrency, ok := b.currency(req.To)
+	if !ok {
+		return nil, Errorf(CodeAccountNotFound, "account %s not found", req.To)
+	}
+	if toCurrency != from.Currency {
+		return nil, Errorf(CodeCurrencyMismatch, "%s holds %s, %s holds %s", req.From, from.Currency, req.To, toCurrency)
+	}
+	if req.Currency != "" && req.Currency != from.Currency {
+		return nil, Errorf(CodeCurrencyMismatch, "transfer in %s between %s accounts", req.Currency, from.Currency)
+	}
+	if !canSpend(from, req.Amount) {
+		return nil, Errorf(CodeInsufficientFunds, "account %s has %d available, needs %d", from.ID, from.Available(), req.Amount)
+	}
+	return from, nil
+}
+
+// currency finds the currency of any account: this Book's own (including
+// those opened in the current batch) or, through Lookup, another shard's.
+func (b *Book) currency(id string) (string, bool) {
+	if a, ok := b.accounts[id]; ok {
+		return a.Currency, true
+	}
+	return b.lookup.Currency(id)
+}
+
+// canSpend reports whether a may be debited amount more, holds included.
+func canSpend(a *Account, amount int64) bool {
+	floor := -a.OverdraftLimit
+	if a.System() {
+		floor = -MaxSupply
+	}
+	return a.Balance-a.Pending-amount >= floor
+}
+
+// claim gives a server-chosen id to req, or reserves its client-chosen one
+// against other shards.
+func (b *Book) claim(req *TransferRequest) error {
+	if req.ID == "" {
+		req.ID = b.lookup.NewID()
+		return nil
+	}
+	if !b.lookup.Claim(req.ID) {
+		return Errorf(CodeIdempotencyConflict, "transfer %s is being created with another body", req.ID)
+	}
+	id := req.ID
+	b.changes.Claimed = append(b.changes.Claimed, id)
+	b.logUndo(func() { b.lookup.Release(id) })
+	return nil
+}
+
+// find looks for a transfer in memory first, then in storage.
+func (b *Book) find(id string) (Transfer, bool, error) {
+	if t, ok := b.recent[id]; ok {
+		return *t, true, nil
+	}
+	if t, ok := b.pending[id]; ok {
+		return *t, true, nil
+	}
+	return b.lookup.Transfer(id)
+}
+
+// hold reserves rec.Amount on from for a pending transfer.
+func (b *Book) hold(from *Account, rec *Transfer) {
+	b.touch(from)
+	from.Pending += rec.Amount
+	b.pending[rec.ID] = rec
+	b.logUndo(func() { delete(b.pending, rec.ID) })
+	if rec.Timeout > 0 {
+		heap.Push(&b.expiries, rec)
+	}
+	b.changes.HoldsOpened = append(b.changes.HoldsOpened, rec.ID)
+}
+
+// move debits from by amount and credits rec.To, here or through a CreditLeg
+// for the receiver's shard.
+func (b *Book) move(from *Account, rec *Transfer, amount int64, now time.Time) {
+	b.entry(from, Debit, amount, rec, rec.To, now)
+	if to, ok := b.accounts[rec.To]; ok {
+		b.entry(to, Credit, amount, rec, rec.From, now)
+		return
+	}
+	b.changes.Credits = append(b.changes.Credits, CreditLeg{
+		TransferID: rec.ID, From: rec.From, To: rec.To, Amount: amount, Memo: rec.Memo, At: now,
+	})
+}
+
+// entry changes a's balance and appends the matching history entry.
+func (b *Book) entry(a *Account, dir Direction, amount int64, rec *Transfer, counterpart string, now time.Time) {
+	b.touch(a)
+	if dir == Debit {
+		a.Balance -= amount
+	} else {
+		if a.Balance > MaxSupply+MaxAmount-amount {
+			// Unreachable while MaxSupply and MaxAmount bound the money in
+			// the ledger; continuing would corrupt balances.
+			panic("ledger: credit overflows balance of " + a.ID)
+		}
+		a.Balance += amount
+	}
+	a.Entries++
+	b.changes.Entries = append(b.changes.Entries, AccountEntry{Account: a.ID, Entry: Entry{
+		Seq: a.Entries, TransferID: rec.ID, Direction: dir, Amount: amount,
+		BalanceAfter: a.Balance, Counterpart: counterpart, Memo: rec.Memo, At: now,
+	}})
+}
+
+// ApplyCredit applies the second leg of a cross-shard transfer. The engine
+// delivers each CreditLeg exactly once: the outbox record it settles is deleted
+// in the same storage batch.
+func (b *Book) ApplyCredit(c CreditLeg) {
+	to, ok := b.accounts[c.To]
+	if !ok {
+		// The debit side checked the receiver, and accounts are never deleted.
+		panic("ledger: credit for unknown account " + c.To)
+	}
+	rec := &Transfer{ID: c.TransferID, Memo: c.Memo}
+	b.entry(to, Credit, c.Amount, rec, c.From, c.At)
+	b.changes.Settled = append(b.changes.Settled, c.TransferID)
+}
+
+// Post moves amount (0: all of it) of a pending transfer's hold to its
+// receiver and releases the rest.
+func (b *Book) Post(id string, amount int64, now time.Time) (Transfer, error) {
+	rec, err := b.openHold(id)
+	if err != nil {
+		return Transfer{}, err
+	}
+	if amount == 0 {
+		amount = rec.Amount
+	}
+	if amount < 0 || amount > rec.Amount {
+		return Transfer{}, Errorf(CodeExceedsPending, "transfer %s holds %d, cannot post %d", id, rec.Amount, amount)
+	}
+	from := b.release(rec, StatePosted, now)
+	rec.PostedAmount = amount
+	b.move(from, rec, amount, now)
+	return *rec, nil
+}
+
+// Void releases a pending transfer's hold.
+func (b *Book) Void(id string, now time.Time) (Transfer, error) {
+	rec, err := b.openHold(id)
+	if err != nil {
+		return Transfer{}, err
+	}
+	b.release(rec, StateVoided, now)
+	return *rec, nil
+}
+
+// Expire releases every hold whose deadline is at or before now and returns
+// the transfers it expired.
+func (b *Book) Expire(now time.Time) []Transfer {
+	var out []Transfer
+	for len(b.expiries) > 0 {
+		next := b.expiries[0]
+		if b.pending[next.ID] != next {
+			heap.Pop(&b.expiries) // posted or voided since
+			continue
+		}
+		if next.ExpiresAt().After(now) {
+			break
+		}
+		heap.Pop(&b.expiries)
+		b.release(next, StateExpired, now)
+		out = append(out, *next)
+	}
+	return out
+}
+
+// NextExpiry returns the earliest deadline of an open hold, or zero.
+func (b *Book) NextExpiry() time.Time {
+	for len(b.expiries) > 0 {
+		next := b.expiries[0]
+		if b.pending[next.ID] == next {
+			return next.ExpiresAt()
+		}
+		heap.Pop(&b.expiries)
+	}
+	return time.Time{}
+}
+
+// openHold finds the pending transfer id, owned by this Book.
+func (b *Book) openHold(id string) (*Transfer, error) {
+	if rec, ok := b.pending[id]; ok {
+		return rec, nil
+	}
+	t, found, err := b.find(id)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, Errorf(CodeTransferNotFound, "transfer %s not found", id)
+	default:
+		return nil, Errorf(CodeTransferNotPending, "transfer %s is %s", id, t.State)
+	}
+}
+
+// release ends rec's hold with the given final state and returns the
+// account that held it.
+func (b *Book) release(rec *Transfer, state TransferState, now time.Time) *Account {
+	from := b.accounts[rec.From]
+	b.touch(from)
+	from.Pending -= rec.Amount
+	prev := *rec
+	b.logUndo(func() { *rec = prev; b.pending[rec.ID] = rec })
+	delete(b.pending, rec.ID)
+	rec.State = state
+	rec.UpdatedAt = now
+	b.changes.HoldsClosed = append(b.changes.HoldsClosed, rec.ID)
+	b.record(rec)
+	return from
+}
+
+// record queues rec to be written and makes it visible to later commands.
+func (b *Book) record(rec *Transfer) {
+	b.recent[rec.ID] = rec
+	b.logUndo(func() { delete(b.recent, rec.ID) })
+	b.changes.Transfers = append(b.changes.Transfers, rec)
+}
+
+// touch marks a as changed, saving its state first inside an atomic group.
+func (b *Book) touch(a *Account) {
+	if b.undo != nil {
+		prev := *a
+		b.undo = append(b.undo, func() { *a = prev })
+	}
+	if _, ok := b.dirty[a]; !ok {
+		b.dirty[a] = struct{}{}
+		b.changes.Accounts = append(b.changes.Accounts, a)
+	}
+}
+
+func (b *Book) logUndo(f func()) {
+	if b.undo != nil {
+		b.undo = append(b.undo, f)
+	}
+}
+
+// Begin opens an atomic group: until Commit or Rollback, every change can be
+// undone.
+func (b *Book) Begin() Savepoint {
+	b.undo = make([]func(), 0, 16)
+	c := &b.changes
+	return Savepoint{len(c.Accounts), len(c.Transfers), len(c.Entries), len(c.Credits), len(c.Settled), len(c.HoldsOpened), len(c.HoldsClosed), len(c.Claimed)}
+}
+
+// Savepoint is the extent of the Changes when an atomic group began.
+type Savepoint [8]int
+
+// Commit closes the atomic group, keeping its changes.
+func (b *Book) Commit() { b.undo = nil }
+
+// Rollback reverses every change since Begin.
+func (b *Book) Rollback(sp Savepoint) {
+	for i := len(b.undo) - 1; i >= 0; i-- {
+		b.undo[i]()
+	}
+	b.undo = nil
+	c := &b.changes
+	for _, a := range c.Accounts[sp[0]:] {
+		delete(b.dirty, a)
+	}
+	c.Accounts, c.Transfers, c.Entries, c.Credits = c.Accounts[:sp[0]], c.Transfers[:sp[1]], c.Entries[:sp[2]], c.Credits[:sp[3]]
+	c.Settled, c.HoldsOpened, c.HoldsClosed, c.Claimed = c.Settled[:sp[4]], c.HoldsOpened[:sp[5]], c.HoldsClosed[:sp[6]], c.Claimed[:sp[7]]
+}
+
+// Matches reports whether req asks for exactly the transfer t records, so
+// that a retry with the same idempotency key can be told from a conflict.
+func (t *Transfer) Matches(req TransferRequest) bool {
+	currencyOK := req.Currency == "" && !t.CurrencyGiven || req.Currency != "" && t.CurrencyGiven && req.Currency == t.Currency
+	return t.From == req.From && t.To == req.To && t.Amount == req.Amount && t.Memo == req.Memo &&
+		t.TwoPhase == req.Pending && t.Timeout == req.Timeout && currencyOK
+}
+
+// expiryHeap orders pending transfers by deadline.
+type expiryHeap []*Transfer
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].ExpiresAt().Before(h[j].ExpiresAt()) }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(*Transfer)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,308 @@
+package store
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// Ledger key layout. Every ledger key starts with 'l'; account ids cannot
+// contain 0x00, which ends the account part of a history key so that one
+// account's history never runs into another's.
+//
+//	la/<account>               account
+//	lt/<transfer>              transfer
+//	lh/<account>\x00<seq:8 BE> history entry, seq 1..Entries
+//	lo/<transfer>              outbox: a cross-shard credit not yet applied
+//	lp/<transfer>              an open two-phase hold (value empty)
+var (
+	prefixAccount  = []byte("la/")
+	prefixTransfer = []byte("lt/")
+	prefixHistory  = []byte("lh/")
+	prefixOutbox   = []byte("lo/")
+	prefixHold     = []byte("lp/")
+)
+
+const recordVersion = 1
+
+func key(dst, prefix []byte, id string) []byte {
+	return append(append(dst[:0], prefix...), id...)
+}
+
+func historyKey(dst []byte, account string, seq uint64) []byte {
+	dst = key(dst, prefixHistory, account)
+	dst = append(dst, 0)
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// upperBound returns the smallest key greater than every key with prefix p.
+func upperBound(p []byte) []byte {
+	u := append([]byte(nil), p...)
+	u[len(u)-1]++
+	return u
+}
+
+// LedgerBatch writes ledger records into one storage batch, reusing its
+// scratch buffers across records.
+type LedgerBatch struct {
+	*pebble.Batch
+	key []byte
+	val encoder
+}
+
+// NewLedgerBatch wraps b.
+func NewLedgerBatch(b *pebble.Batch) *LedgerBatch { return &LedgerBatch{Batch: b} }
+
+func (w *LedgerBatch) set() {
+	// Set copies key and value into the batch, so the buffers can be reused.
+	_ = w.Set(w.key, w.val.b, nil)
+}
+
+// PutAccount writes a.
+func (w *LedgerBatch) PutAccount(a *ledger.Account) {
+	w.key = key(w.key, prefixAccount, a.ID)
+	w.val.b = encodeAccount(w.val.b[:0], a)
+	w.set()
+}
+
+// PutTransfer writes t.
+func (w *LedgerBatch) PutTransfer(t *ledger.Transfer) {
+	w.key = key(w.key, prefixTransfer, t.ID)
+	w.val.b = encodeTransfer(w.val.b[:0], t)
+	w.set()
+}
+
+// PutEntry writes one history entry.
+func (w *LedgerBatch) PutEntry(e *ledger.AccountEntry) {
+	w.key = historyKey(w.key, e.Account, e.Seq)
+	w.val.b = encodeEntry(w.val.b[:0], &e.Entry)
+	w.set()
+}
+
+// PutOutbox records a cross-shard credit that must still be applied.
+func (w *LedgerBatch) PutOutbox(c *ledger.CreditLeg) {
+	w.key = key(w.key, prefixOutbox, c.TransferID)
+	w.val.b = encodeCredit(w.val.b[:0], c)
+	w.set()
+}
+
+// DeleteOutbox removes a settled credit.
+func (w *LedgerBatch) DeleteOutbox(transferID string) {
+	w.key = key(w.key, prefixOutbox, transferID)
+	_ = w.Delete(w.key, nil)
+}
+
+// PutHold indexes an open two-phase transfer.
+func (w *LedgerBatch) PutHold(transferID string) {
+	w.key = key(w.key, prefixHold, transferID)
+	_ = w.Set(w.key, nil, nil)
+}
+
+// DeleteHold removes a closed two-phase transfer from the index.
+func (w *LedgerBatch) DeleteHold(transferID string) {
+	w.key = key(w.key, prefixHold, transferID)
+	_ = w.Delete(w.key, nil)
+}
+
+// Account reads the account id.
+func (s *Store) Account(id string) (ledger.Account, bool, error) {
+	v, ok, err := s.Get(key(nil, prefixAccount, id))
+	if !ok || err != nil {
+		return ledger.Account{}, false, err
+	}
+	a, err := decodeAccount(v)
+	return a, err == nil, err
+}
+
+// Transfer reads the transfer id.
+func (s *Store) Transfer(id string) (ledger.Transfer, bool, error) {
+	v, ok, err := s.Get(key(nil, prefixTransfer, id))
+	if !ok || err != nil {
+		return ledger.Transfer{}, false, err
+	}
+	t, err := decodeTransfer(v)
+	return t, err == nil, err
+}
+
+// History returns up to limit entries of account with seq < before, newest
+// first.
+func (s *Store) History(account string, before uint64, limit int) ([]ledger.Entry, error) {
+	lower := historyKey(nil, account, 0)
+	upper := historyKey(nil, account, before)
+	out := make([]ledger.Entry, 0, min(limit, 64))
+	err := s.Scan(lower, upper, true, func(k, v []byte) (bool, error) {
+		e, err := decodeEntry(v)
+		if err != nil {
+			return false, err
+		}
+		e.Seq = binary.BigEndian.Uint64(k[len(k)-8:])
+		out = append(out, e)
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// EachAccount calls fn for every account.
+func (s *Store) EachAccount(fn func(ledger.Account) error) error {
+	return s.Scan(prefixAccount, upperBound(prefixAccount), false, func(_, v []byte) (bool, error) {
+		a, err := decodeAccount(v)
+		if err != nil {
+			return false, err
+		}
+		return true, fn(a)
+	})
+}
+
+// EachHold calls fn for every open two-phase transfer.
+func (s *Store) EachHold(fn func(ledger.Transfer) error) error {
+	return s.Scan(prefixHold, upperBound(prefixHold), false, func(k, _ []byte) (bool, error) {
+		t, ok, err := s.Transfer(string(k[len(prefixHold):]))
+		if err != nil || !ok {
+			return false, orCorrupt(err)
+		}
+		return true, fn(t)
+	})
+}
+
+// EachOutbox calls fn for every cross-shard credit not yet applied.
+func (s *Store) EachOutbox(fn func(ledger.CreditLeg) error) error {
+	return s.Scan(prefixOutbox, upperBound(prefixOutbox), false, func(_, v []byte) (bool, error) {
+		c, err := decodeCredit(v)
+		if err != nil {
+			return false, err
+		}
+		return true, fn(c)
+	})
+}
+
+func orCorrupt(err error) error {
+	if err == nil {
+		return errCorrupt
+	}
+	return err
+}
+
+func encodeAccount(dst []byte, a *ledger.Account) []byte {
+	e := encoder{dst}
+	e.byte(recordVersion)
+	e.string(a.ID)
+	e.string(a.Currency)
+	e.varint(a.OverdraftLimit)
+	e.varint(a.CreatedAt.UnixNano())
+	e.varint(a.Balance)
+	e.varint(a.Pending)
+	e.uvarint(a.Entries)
+	e.uvarint(uint64(len(a.Metadata)))
+	for k, v := range a.Metadata {
+		e.string(k)
+		e.string(v)
+	}
+	return e.b
+}
+
+func decodeAccount(b []byte) (ledger.Account, error) {
+	d := decoder{b: b}
+	if d.byte() != recordVersion {
+		return ledger.Account{}, errCorrupt
+	}
+	a := ledger.Account{
+		ID: d.string(), Currency: d.string(), OverdraftLimit: d.varint(),
+		CreatedAt: unixNano(d.varint()), Balance: d.varint(), Pending: d.varint(), Entries: d.uvarint(),
+	}
+	if n := d.uvarint(); n > 0 && n <= ledger.MaxMetadataKeys {
+		a.Metadata = make(map[string]string, n)
+		for range n {
+			k := d.string()
+			a.Metadata[k] = d.string()
+		}
+	} else if n > ledger.MaxMetadataKeys {
+		d.fail()
+	}
+	return a, d.done()
+}
+
+func encodeTransfer(dst []byte, t *ledger.Transfer) []byte {
+	e := encoder{dst}
+	e.byte(recordVersion)
+	e.string(t.ID)
+	e.string(t.From)
+	e.string(t.To)
+	e.varint(t.Amount)
+	e.string(t.Currency)
+	e.bool(t.CurrencyGiven)
+	e.string(t.Memo)
+	e.byte(byte(t.State))
+	e.bool(t.TwoPhase)
+	e.varint(int64(t.Timeout))
+	e.varint(t.PostedAmount)
+	e.varint(t.CreatedAt.UnixNano())
+	e.varint(t.UpdatedAt.UnixNano())
+	return e.b
+}
+
+func decodeTransfer(b []byte) (ledger.Transfer, error) {
+	d := decoder{b: b}
+	if d.byte() != recordVersion {
+		return ledger.Transfer{}, errCorrupt
+	}
+	t := ledger.Transfer{
+		ID: d.string(), From: d.string(), To: d.string(), Amount: d.varint(),
+		Currency: d.string(), CurrencyGiven: d.bool(), Memo: d.string(),
+		State: ledger.TransferState(d.byte()), TwoPhase: d.bool(), Timeout: time.Duration(d.varint()),
+		PostedAmount: d.varint(), CreatedAt: unixNano(d.varint()), UpdatedAt: unixNano(d.varint()),
+	}
+	return t, d.done()
+}
+
+func encodeEntry(dst []byte, en *ledger.Entry) []byte {
+	e := encoder{dst}
+	e.byte(recordVersion)
+	e.string(en.TransferID)
+	e.byte(byte(en.Direction))
+	e.varint(en.Amount)
+	e.varint(en.BalanceAfter)
+	e.string(en.Counterpart)
+	e.string(en.Memo)
+	e.varint(en.At.UnixNano())
+	return e.b
+}
+
+func decodeEntry(b []byte) (ledger.Entry, error) {
+	d := decoder{b: b}
+	if d.byte() != recordVersion {
+		return ledger.Entry{}, errCorrupt
+	}
+	en := ledger.Entry{
+		TransferID: d.string(), Direction: ledger.Direction(d.byte()), Amount: d.varint(),
+		BalanceAfter: d.varint(), Counterpart: d.string(), Memo: d.string(), At: unixNano(d.varint()),
+	}
+	return en, d.done()
+}
+
+func encodeCredit(dst []byte, c *ledger.CreditLeg) []byte {
+	e := encoder{dst}
+	e.byte(recordVersion)
+	e.string(c.TransferID)
+	e.string(c.From)
+	e.string(c.To)
+	e.varint(c.Amount)
+	e.string(c.Memo)
+	e.varint(c.At.UnixNano())
+	return e.b
+}
+
+func decodeCredit(b []byte) (ledger.CreditLeg, error) {
+	d := decoder{b: b}
+	if d.byte() != recordVersion {
+		return ledger.CreditLeg{}, errCorrupt
+	}
+	c := ledger.CreditLeg{
+		TransferID: d.string(), From: d.string(), To: d.string(), Amount: d.varint(),
+		Memo: d.string(), At: unixNano(d.varint()),
+	}
+	return c, d.done()
+}
+
+func unixNano(n int64) time.Time { return time.Unix(0, n).UTC() }

@@ -1,0 +1,144 @@
+// Package store is surge's embedded storage: one Pebble LSM under --data,
+// the key layout of every workload, and compact binary codecs for records.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+)
+
+// Options tune the storage engine.
+type Options struct {
+	// CacheBytes is the block cache size.
+	CacheBytes int64
+	// MemTableBytes is the size of each memtable.
+	MemTableBytes uint64
+	// NoSync acknowledges writes before they reach the disk. Faster, but a
+	// power cut or kill -9 can lose the last acknowledged writes.
+	NoSync bool
+	// OnSync, if set, observes how long each durable commit took.
+	OnSync func(time.Duration)
+}
+
+// Store is the database. It is safe for concurrent use.
+type Store struct {
+	db     *pebble.DB
+	writeO *pebble.WriteOptions
+	onSync func(time.Duration)
+}
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, o Options) (*Store, error) {
+	if o.CacheBytes == 0 {
+		o.CacheBytes = 256 << 20
+	}
+	if o.MemTableBytes == 0 {
+		o.MemTableBytes = 64 << 20
+	}
+	cache := pebble.NewCache(o.CacheBytes)
+	defer cache.Unref()
+	popts := &pebble.Options{
+		Cache:                       cache,
+		MemTableSize:                o.MemTableBytes,
+		MemTableStopWritesThreshold: 4,
+		// Bursts of small writes land in L0; let it absorb a flash crowd
+		// before compactions throttle writers.
+		L0CompactionThreshold: 4,
+		L0StopWritesThreshold: 64,
+		FormatMajorVersion:    pebble.FormatNewest,
+		Logger:                quietLogger{},
+	}
+	for i := range popts.Levels {
+		// Point lookups of absent keys (new idempotency keys) must not touch
+		// data blocks.
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("open storage in %s: %w", dir, err)
+	}
+	s := &Store{db: db, writeO: pebble.Sync, onSync: o.OnSync}
+	if o.NoSync {
+		s.writeO = pebble.NoSync
+	}
+	return s, nil
+}
+
+// Close flushes nothing extra (every commit is already in the WAL) and
+// releases the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// NewBatch returns an empty write batch.
+func (s *Store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
+
+// Commit makes b durable (unless the store runs with NoSync) and closes it.
+// Concurrent commits share one WAL fsync: Pebble groups them.
+func (s *Store) Commit(b *pebble.Batch) error {
+	start := time.Now()
+	err := s.db.Apply(b, s.writeO)
+	if s.onSync != nil && err == nil {
+		s.onSync(time.Since(start))
+	}
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Get returns a copy of the value at key, or ok false if absent.
+func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	value = append([]byte(nil), v...)
+	return value, true, closer.Close()
+}
+
+// Scan calls fn for each key in [lower, upper), in ascending order or, with
+// reverse, descending, until fn returns false or an error. The slices passed
+// to fn are valid only during the call.
+func (s *Store) Scan(lower, upper []byte, reverse bool, fn func(key, value []byte) (bool, error)) (err error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	first, next := it.First, it.Next
+	if reverse {
+		first, next = it.Last, it.Prev
+	}
+	for ok := first(); ok; ok = next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if more, err := fn(it.Key(), v); err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// quietLogger keeps Pebble's informational chatter out of surge's output
+// while still surfacing errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	fmt.Printf("pebble: "+format+"\n", args...)
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
