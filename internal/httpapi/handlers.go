@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// sameAccount is the problem of a transfer whose from equals its to. It is
+// decided here, without the ledger, since it needs no state.
+func sameAccount(id string) *problem {
+	return newProblem(string(ledger.CodeSameAccount), "from and to are both "+id)
+}
+
+// pathID returns the {id} of the request path if it is a valid id.
+func pathID(r *http.Request) (string, *problem) {
+	id := r.PathValue("id")
+	if !ValidID(id) {
+		return "", newProblem(string(ledger.CodeInvalidArgument), "id in path: "+msgID)
+	}
+	return id, nil
+}
+
+// sendJSON writes a JSON reply built in ob.
+func sendJSON(w http.ResponseWriter, status int, ob *[]byte) int {
+	return send(w, status, hdrJSON, ob)
+}
+
+func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) int {
+	return writeProblem(w, a.ledgerProblem(r, err))
+}
+
+func (a *API) createAccount(w http.ResponseWriter, r *http.Request) int {
+	body, p := readBody(r, maxBody)
+	if p != nil {
+		return writeProblem(w, p)
+	}
+	spec, ierr := decodeAccount(*body, a.defaultCurrency)
+	putBuf(body)
+	if ierr != nil {
+		return writeProblem(w, inputProblem(ierr))
+	}
+	acct, created, err := a.ledger.CreateAccount(r.Context(), spec)
+	if err != nil {
+		return a.fail(w, r, err)
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	ob := getBuf()
+	*ob = appendAccount(*ob, &acct)
+	return sendJSON(w, status, ob)
+}
+
+func (a *API) getAccount(w http.ResponseWriter, r *http.Request) int {
+	id, p := pathID(r)
+	if p != nil {
+		return writeProblem(w, p)
+	}
+	acct, err := a.ledger.Account(r.Context(), id)
+	if err != nil {
+		return a.fail(w, r, err)
+	}
+	ob := getBuf()
+	*ob = appendAccount(*ob, &acct)
+	return sendJSON(w, http.StatusOK, ob)
+}
+
+func (a *API) history(w http.ResponseWriter, r *http.Request) int {
+	id, p := pathID(r)
+	if p != nil {
+		return writeProblem(w, p)
+	}
+	q, ierr := parseHistoryQuery(r.URL.RawQuery)
+	if ierr != nil {
+		return writeProblem(w, inputProblem(ierr))
+	}
+	page, err := a.ledger.History(r.Context(), id, q)
+	if err != nil {
+		return a.fail(w, r, err)
+	}
+	ob := getBuf()
+	*ob = appendHistory(*ob, &page)
+	return sendJSON(w, http.StatusOK, ob)
+}
+
+func (a *API) createTransfer(w http.ResponseWriter, r *http.Request) int {
+	body, p := readBody(r, maxBody)
+	if p != nil {
+		return writeProblem(w, p)
+	}
+	req, ierr := decodeTransfer(*body)
+	putBuf(body)
+	if ierr != nil {
+		return writeProblem(w, inputProblem(ierr))
+	}
+	if req.From == req.To {
+		return writeProblem(w, sameAccount(req.From))
+	}
+	t, replayed, err := a.ledger.Transfer(r.Context(), req)
+	if err != nil {
+		return a.fail(w, r, err)
+	}
+	return a.sendTransfer(w, created(replayed), &t)
+}
+
+// created is the status of a write: 201, or 200 for an idempotent replay.
+func created(replayed bool) int {
+	if replayed {
+		return http.StatusOK
+	}
+	return http.StatusCreated
+}
+
+func (a *API) sendTransfer(w http.ResponseWriter, status int, t *ledger.Transfer) int {
+	ob := getBuf()
+	*ob = appendTransfer(*ob, t)
+	return sendJSON(w, status, ob)
+}
+
+func (a *API) getTransfer(w http.ResponseWriter, r *http.Request) int {
+	id, p := pathID(r)
+	if p != nil {
+		return writeProblem(w, p)
+	}
+	t, err := a.ledger.GetTransfer(r.Context(), id)
+	if err != nil {
+		return a.fail(w, r, err)
+	}
+	return a.sendTransfer(w, http.StatusOK, &t)
+}
+
+func (a *API) postPending(w http.ResponseWriter, r *http.Request) int {
+	id, p := pathID(r)
+	if p != nil {
+		return writeProblem(w, p)
+	}
+	body, p := readBody(r, maxBody)
+	if p != nil {
+		return writeProblem(w, p)
+	}
+	amount, ierr := decodePost(*body)
+	putBuf(body)
+	if ierr != nil {
+		return writeProblem(w, inputProblem(ierr))
+	}
+	t, err := a.ledger.PostPending(r.Context(), id, amount)
+	if err != nil {
+		return a.fail(w, r, err)
+	}
+	return a.sendTransfer(w, http.StatusOK, &t)
+}
+
+func (a *API) voidPending(w http.ResponseWriter, r *http.Request) int {
+	id, p := pathID(r)
+	if p != nil {
+		return writeProblem(w, p)
+	}
+	body, p := readBody(r, maxBody)
+	if p != nil {
+		return writeProblem(w, p)
+	}
+	ierr := decodeEmpty(*body)
+	putBuf(body)
+	if ierr != nil {
+		return writeProblem(w, inputProblem(ierr))
+	}
+	t, err := a.ledger.VoidPending(r.Context(), id)
+	if err != nil {
+		return a.fail(w, r, err)
+	}
+	return a.sendTransfer(w, http.StatusOK, &t)
+}
+
+func (a *API) stats(w http.ResponseWriter, r *http.Request) int {
+	s, err := a.ledger.Stats(r.Context())
+	if err != nil {
+		return a.fail(w, r, err)
+	}
+	ob := getBuf()
+	*ob = appendStats(*ob, &s)
+	return sendJSON(w, http.StatusOK, ob)
+}

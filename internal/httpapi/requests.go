@@ -1,0 +1,525 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// fields is a set of request members, one bit each; it records which were
+// present (and not null) and catches a member given twice.
+type fields uint16
+
+// Members of the transfer object.
+const (
+	fID fields = 1 << iota
+	fFrom
+	fTo
+	fAmount
+	fCurrency
+	fMemo
+	fPending
+	fTimeout
+)
+
+// Members of the other request objects. They reuse bits: a set only ever
+// holds members of one object type.
+const (
+	fOverdraft fields = 1 << (iota + 8)
+	fMetadata
+	fAtomic
+	fTransfers
+)
+
+// transferInput is a transfer object as decoded, before validation.
+type transferInput struct {
+	id, from, to, currency, memo string
+	amount, timeoutMS            int64
+	pending                      bool
+	has                          fields
+}
+
+func transferField(key []byte) fields {
+	switch string(key) {
+	case "id":
+		return fID
+	case "from":
+		return fFrom
+	case "to":
+		return fTo
+	case "amount":
+		return fAmount
+	case "currency":
+		return fCurrency
+	case "memo":
+		return fMemo
+	case "pending":
+		return fPending
+	case "timeout_ms":
+		return fTimeout
+	}
+	return 0
+}
+
+// unknownField reports a member the contract does not define.
+func (s *scanner) unknownField(key []byte) *inputError {
+	return s.fail(errUnknownField, truncate(string(key), 64), "unknown field")
+}
+
+// duplicateField reports a member given twice.
+func (s *scanner) duplicateField(key []byte) *inputError {
+	return s.fail(errDuplicateField, truncate(string(key), 64), "given more than once")
+}
+
+// nextField reads the next member name of an object of known members,
+// resolving it with lookup and refusing unknown and repeated ones. It
+// returns 0 at the end of the object.
+func (s *scanner) nextField(first *bool, seen *fields, lookup func([]byte) fields) (fields, *inputError) {
+	key, ok, err := s.member(first)
+	if err != nil || !ok {
+		return 0, err
+	}
+	f := lookup(key)
+	if f == 0 {
+		return 0, s.unknownField(key)
+	}
+	if *seen&f != 0 {
+		return 0, s.duplicateField(key)
+	}
+	*seen |= f
+	return f, nil
+}
+
+// transfer decodes the transfer object at the cursor.
+func (s *scanner) transfer() (in transferInput, err *inputError) {
+	if err = s.openObject(""); err != nil {
+		return in, err
+	}
+	var seen fields
+	for first := true; ; {
+		f, err := s.nextField(&first, &seen, transferField)
+		if f == 0 || err != nil {
+			return in, err
+		}
+		present, err := s.transferMember(&in, f)
+		if err != nil {
+			return in, err
+		}
+		if present {
+			in.has |= f
+		}
+	}
+}
+
+// transferMember decodes the value of member f into in.
+func (s *scanner) transferMember(in *transferInput, f fields) (bool, *inputError) {
+	switch f {
+	case fID:
+		return s.setString("id", &in.id)
+	case fFrom:
+		return s.setString("from", &in.from)
+	case fTo:
+		return s.setString("to", &in.to)
+	case fAmount:
+		return s.setInt("amount", &in.amount)
+	case fCurrency:
+		return s.setString("currency", &in.currency)
+	case fMemo:
+		return s.setString("memo", &in.memo)
+	case fPending:
+		return s.setBool("pending", &in.pending)
+	default: // fTimeout
+		return s.setInt("timeout_ms", &in.timeoutMS)
+	}
+}
+
+// setString stores the string member field in dst unless it is null.
+func (s *scanner) setString(field string, dst *string) (bool, *inputError) {
+	v, null, err := s.stringValue(field)
+	if err != nil || null {
+		return false, err
+	}
+	*dst = string(v)
+	return true, nil
+}
+
+// setInt stores the integer member field in dst unless it is null.
+func (s *scanner) setInt(field string, dst *int64) (bool, *inputError) {
+	v, null, err := s.intValue(field)
+	if err != nil || null {
+		return false, err
+	}
+	*dst = v
+	return true, nil
+}
+
+// setBool stores the boolean member field in dst unless it is null.
+func (s *scanner) setBool(field string, dst *bool) (bool, *inputError) {
+	v, null, err := s.boolValue(field)
+	if err != nil || null {
+		return false, err
+	}
+	*dst = v
+	return true, nil
+}
+
+// request validates a decoded transfer (item i of a batch, or -1) and turns
+// it into a ledger request. from == to is left to the caller, since it is
+// not an invalid_argument but a same_account error.
+func (in *transferInput) request(item int) (ledger.TransferRequest, *inputError) {
+	bad := func(field, msg string) (ledger.TransferRequest, *inputError) {
+		return ledger.TransferRequest{}, &inputError{kind: errValue, field: fieldPath(item, field), msg: msg}
+	}
+	switch {
+	case in.has&fID != 0 && !ValidID(in.id):
+		return bad("id", msgID)
+	case in.has&fFrom == 0:
+		return bad("from", msgRequired)
+	case !ValidID(in.from):
+		return bad("from", msgID)
+	case in.has&fTo == 0:
+		return bad("to", msgRequired)
+	case !ValidID(in.to):
+		return bad("to", msgID)
+	case in.has&fAmount == 0:
+		return bad("amount", msgRequired)
+	case !validAmount(in.amount):
+		return bad("amount", msgAmount)
+	case in.has&fCurrency != 0 && !ValidCurrency(in.currency):
+		return bad("currency", msgCurrency)
+	case len(in.memo) > ledger.MaxMemoLength:
+		return bad("memo", msgMemo)
+	case in.timeoutMS < 0 || in.timeoutMS > maxTimeoutMS:
+		return bad("timeout_ms", msgTimeout)
+	case in.timeoutMS > 0 && !in.pending:
+		return bad("timeout_ms", "is only allowed with \"pending\": true")
+	}
+	return ledger.TransferRequest{
+		ID: in.id, From: in.from, To: in.to, Amount: in.amount,
+		Currency: in.currency, Memo: in.memo, Pending: in.pending,
+		Timeout: time.Duration(in.timeoutMS) * time.Millisecond,
+	}, nil
+}
+
+// decodeTransfer decodes and validates the body of POST /v1/transfers.
+func decodeTransfer(body []byte) (ledger.TransferRequest, *inputError) {
+	s := newScanner(body)
+	in, err := s.transfer()
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		return ledger.TransferRequest{}, err
+	}
+	return in.request(-1)
+}
+
+func batchField(key []byte) fields {
+	switch string(key) {
+	case "atomic":
+		return fAtomic
+	case "transfers":
+		return fTransfers
+	}
+	return 0
+}
+
+// batchInput is a decoded and validated batch.
+type batchInput struct {
+	atomic bool
+	reqs   []ledger.TransferRequest
+	// same lists, in order, the items whose from equals to: they fail with
+	// same_account without reaching the ledger.
+	same []int
+}
+
+// decodeBatch decodes and validates the body of POST /v1/transfers/batch.
+// Any invalid item fails the whole batch with invalid_argument (naming the
+// item), so that a malformed batch changes nothing, atomic or not.
+func decodeBatch(body []byte) (b batchInput, err *inputError) {
+	s := newScanner(body)
+	if err = s.openObject(""); err != nil {
+		return b, err
+	}
+	var seen, has fields
+	for first := true; ; {
+		f, err := s.nextField(&first, &seen, batchField)
+		if err != nil {
+			return b, err
+		}
+		if f == 0 {
+			break
+		}
+		present := false
+		if f == fAtomic {
+			present, err = s.setBool("atomic", &b.atomic)
+		} else {
+			present, err = s.items(&b, len(body))
+		}
+		if err != nil {
+			return b, err
+		}
+		if present {
+			has |= f
+		}
+	}
+	if err = s.end(); err != nil {
+		return b, err
+	}
+	if has&fTransfers == 0 {
+		return b, &inputError{kind: errValue, field: "transfers", msg: msgRequired}
+	}
+	return b, nil
+}
+
+// minItemSize is a lower bound on the bytes of one batch item as clients
+// write it ({"from":"a","to":"b","amount":1} is 32); it sizes the request
+// slice from the body length so that it rarely grows.
+const minItemSize = 32
+
+// items decodes the "transfers" array into b.
+func (s *scanner) items(b *batchInput, bodyLen int) (bool, *inputError) {
+	if null, err := s.null(); null || err != nil {
+		return false, err
+	}
+	if s.peek() != '[' {
+		return false, s.wrongType("transfers", "an array of transfer objects")
+	}
+	s.pos++
+	b.reqs = make([]ledger.TransferRequest, 0, min(bodyLen/minItemSize+1, ledger.MaxBatch))
+	defer func() { s.item = -1 }()
+	for first := true; ; {
+		more, err := s.element(&first)
+		if err != nil || !more {
+			return true, err
+		}
+		s.item = len(b.reqs)
+		if s.item == ledger.MaxBatch {
+			return true, &inputError{kind: errBatchTooLarge, field: "transfers", msg: "a batch holds at most 8190 transfers"}
+		}
+		if err = s.batchItem(b); err != nil {
+			return true, err
+		}
+	}
+}
+
+// batchItem decodes and validates one item of a batch and appends it to b.
+func (s *scanner) batchItem(b *batchInput) *inputError {
+	in, err := s.transfer()
+	if err != nil {
+		return err
+	}
+	req, err := in.request(s.item)
+	if err != nil {
+		return err
+	}
+	if req.From == req.To {
+		b.same = append(b.same, s.item)
+	}
+	b.reqs = append(b.reqs, req)
+	return nil
+}
+
+func accountField(key []byte) fields {
+	switch string(key) {
+	case "id":
+		return fID
+	case "currency":
+		return fCurrency
+	case "overdraft_limit":
+		return fOverdraft
+	case "metadata":
+		return fMetadata
+	}
+	return 0
+}
+
+// accountInput is an account object as decoded, before validation.
+type accountInput struct {
+	spec ledger.AccountSpec
+	has  fields
+}
+
+// decodeAccount decodes and validates the body of POST /v1/accounts. An
+// absent currency becomes defaultCurrency, or is an error if that is "".
+func decodeAccount(body []byte, defaultCurrency string) (ledger.AccountSpec, *inputError) {
+	s := newScanner(body)
+	in, err := s.account()
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		return ledger.AccountSpec{}, err
+	}
+	if in.has&fCurrency == 0 && defaultCurrency != "" {
+		in.spec.Currency = defaultCurrency
+		in.has |= fCurrency
+	}
+	return in.validate()
+}
+
+// account decodes the account object at the cursor.
+func (s *scanner) account() (in accountInput, err *inputError) {
+	if err = s.openObject(""); err != nil {
+		return in, err
+	}
+	var seen fields
+	for first := true; ; {
+		f, err := s.nextField(&first, &seen, accountField)
+		if f == 0 || err != nil {
+			return in, err
+		}
+		var present bool
+		switch f {
+		case fID:
+			present, err = s.setString("id", &in.spec.ID)
+		case fCurrency:
+			present, err = s.setString("currency", &in.spec.Currency)
+		case fOverdraft:
+			present, err = s.setInt("overdraft_limit", &in.spec.OverdraftLimit)
+		default: // fMetadata
+			present, err = s.metadata(&in.spec.Metadata)
+		}
+		if err != nil {
+			return in, err
+		}
+		if present {
+			in.has |= f
+		}
+	}
+}
+
+// metadata decodes the "metadata" object of string values into *m.
+func (s *scanner) metadata(m *map[string]string) (bool, *inputError) {
+	if null, err := s.null(); null || err != nil {
+		return false, err
+	}
+	if err := s.openObject("metadata"); err != nil {
+		return false, err
+	}
+	md := make(map[string]string)
+	for first := true; ; {
+		key, ok, err := s.member(&first)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			break
+		}
+		k := string(key)
+		if len(md) == ledger.MaxMetadataKeys {
+			// Stop early: a 1 MiB body could otherwise build a map of 100,000 keys.
+			return false, s.fail(errValue, "metadata", msgMetadataKeys)
+		}
+		if _, dup := md[k]; dup {
+			return false, s.fail(errDuplicateField, "metadata."+truncate(k, 64), "given more than once")
+		}
+		if s.peek() != '"' {
+			return false, s.wrongType("metadata."+truncate(k, 64), "a string")
+		}
+		v, err := s.str()
+		if err != nil {
+			return false, err
+		}
+		md[k] = string(v)
+	}
+	*m = md
+	return true, nil
+}
+
+// validate checks a decoded account against the contract's limits.
+func (in *accountInput) validate() (ledger.AccountSpec, *inputError) {
+	bad := func(field, msg string) (ledger.AccountSpec, *inputError) {
+		return ledger.AccountSpec{}, &inputError{kind: errValue, field: field, msg: msg}
+	}
+	switch {
+	case in.has&fID == 0:
+		return bad("id", msgRequired)
+	case !ValidID(in.spec.ID):
+		return bad("id", msgID)
+	case in.has&fCurrency == 0:
+		return bad("currency", msgRequired)
+	case !ValidCurrency(in.spec.Currency):
+		return bad("currency", msgCurrency)
+	case in.spec.OverdraftLimit < 0 || in.spec.OverdraftLimit > ledger.MaxAmount:
+		return bad("overdraft_limit", msgLimit)
+	case len(in.spec.Metadata) > ledger.MaxMetadataKeys:
+		return bad("metadata", msgMetadataKeys)
+	}
+	for k, v := range in.spec.Metadata {
+		if len(k) == 0 || len(k) > ledger.MaxMetadataLength || len(v) > ledger.MaxMetadataLength {
+			return bad("metadata", msgMetadataSize)
+		}
+	}
+	if len(in.spec.Metadata) == 0 {
+		in.spec.Metadata = nil // {} and absent mean the same account
+	}
+	return in.spec, nil
+}
+
+func amountField(key []byte) fields {
+	if string(key) == "amount" {
+		return fAmount
+	}
+	return 0
+}
+
+func noField([]byte) fields { return 0 }
+
+// decodePost decodes the optional body of POST /v1/transfers/{id}/post. It
+// returns 0 (post everything held) for an empty body or no amount.
+func decodePost(body []byte) (int64, *inputError) {
+	if isBlank(body) {
+		return 0, nil
+	}
+	s := newScanner(body)
+	if err := s.openObject(""); err != nil {
+		return 0, err
+	}
+	var amount int64
+	var seen fields
+	present := false
+	for first := true; ; {
+		f, err := s.nextField(&first, &seen, amountField)
+		if err != nil {
+			return 0, err
+		}
+		if f == 0 {
+			break
+		}
+		if present, err = s.setInt("amount", &amount); err != nil {
+			return 0, err
+		}
+	}
+	if err := s.end(); err != nil {
+		return 0, err
+	}
+	if present && !validAmount(amount) {
+		return 0, &inputError{kind: errValue, field: "amount", msg: msgAmount}
+	}
+	return amount, nil
+}
+
+// decodeEmpty accepts an empty body or an empty JSON object, the bodies of
+// routes that take no input (void).
+func decodeEmpty(body []byte) *inputError {
+	if isBlank(body) {
+		return nil
+	}
+	s := newScanner(body)
+	if err := s.openObject(""); err != nil {
+		return err
+	}
+	var seen fields
+	first := true
+	if _, err := s.nextField(&first, &seen, noField); err != nil {
+		return err
+	}
+	return s.end()
+}
+
+// isBlank reports whether b holds only JSON whitespace.
+func isBlank(b []byte) bool {
+	s := newScanner(b)
+	return s.peek() == 0
+}
