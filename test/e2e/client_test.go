@@ -148,7 +148,7 @@ func shorten(b []byte) string {
 // Client is a small typed client for the ledger routes of docs/API.md.
 type Client struct {
 	base string
-	key  string
+	auth string // the Authorization header value, if any
 	hc   *http.Client
 }
 
@@ -156,14 +156,24 @@ type Client struct {
 // is sent as a bearer token.
 func newClient(base, key string) *Client {
 	tr := &http.Transport{MaxIdleConns: 128, MaxIdleConnsPerHost: 128, IdleConnTimeout: 30 * time.Second}
-	return &Client{base: base, key: key, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	c := &Client{base: base, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return c.withKey(key)
 }
 
-// withKey returns a client for the same server that sends key instead
-// (none when empty).
+// withKey returns a client for the same server that sends key as a bearer
+// token instead (none when empty).
 func (c *Client) withKey(key string) *Client {
+	if key == "" {
+		return c.withAuth("")
+	}
+	return c.withAuth("Bearer " + key)
+}
+
+// withAuth returns a client for the same server that sends auth verbatim
+// as its Authorization header (none when empty).
+func (c *Client) withAuth(auth string) *Client {
 	cp := *c
-	cp.key = key
+	cp.auth = auth
 	return &cp
 }
 
@@ -181,8 +191,8 @@ func (c *Client) raw(method, path, contentType string, body []byte) (*Response, 
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
