@@ -23,11 +23,11 @@ func TestConservationUnderConcurrency(t *testing.T) {
 	fx := openFunded(t, c, "cc", loadAccounts, 1000)
 	l := &load{c: c, accounts: fx.accounts, workers: loadWorkers, requests: 5000, maxAmount: 200, prefix: "cc", seed: rng.Uint64()}
 
-	stopWatch := watchStats(t, c)
+	var stopWatch func() statsWatch
+	l.onAck, stopWatch = watchStats(t, c)
 	res := l.run()
-	samples := stopWatch()
-	t.Logf("%d acknowledged, %d refused, %d without answer; %d stats samples during the load",
-		len(res.acked), len(res.rejected), len(res.unknown), samples)
+	stopWatch().report(t)
+	t.Logf("%d acknowledged, %d refused, %d without answer", len(res.acked), len(res.rejected), len(res.unknown))
 	for _, u := range res.unexpected {
 		t.Errorf("answer outside the contract: %s", u)
 	}
@@ -55,36 +55,87 @@ func TestConservationUnderConcurrency(t *testing.T) {
 	wantNotStored(t, c, res.rejected)
 }
 
-// watchStats samples /v1/ledger/stats until the returned stop function is
-// called, which returns the number of samples. Every sample must show the
-// documented invariant: the balances sum to minus the in-flight amount
-// (so to 0 when nothing is in flight).
-func watchStats(t *testing.T, c *Client) (stop func() int) {
+// statsWatch is what watchStats saw.
+type statsWatch struct {
+	samples int
+	// unsettled counts samples with in_flight 0 but a non-zero balance_sum,
+	// against "balance_sum is 0 whenever in_flight is 0" (docs/API.md).
+	unsettled int
+	// unbalanced counts samples whose balance_sum is not minus the
+	// in-flight amount, which is money debited and not yet credited.
+	unbalanced int
+	// firstUnsettled and firstUnbalanced are the first faulty samples.
+	firstUnsettled, firstUnbalanced Stats
+}
+
+// statsEvery is how many acknowledged transfers separate two stats
+// samples during the load.
+const statsEvery = 20
+
+// watchStats samples /v1/ledger/stats during a load, once for every
+// statsEvery acknowledged transfers (a sample is skipped if the previous
+// one is still running). It returns the load's onAck hook and a stop
+// function that returns what it saw.
+func watchStats(t *testing.T, c *Client) (onAck func(int64), stop func() statsWatch) {
 	done := make(chan struct{})
-	var wg sync.WaitGroup
-	samples := 0
+	kick := make(chan struct{})
+	var (
+		wg sync.WaitGroup
+		w  statsWatch
+	)
 	wg.Go(func() {
 		for {
 			select {
 			case <-done:
 				return
-			default:
+			case <-kick:
 			}
 			s, r, err := c.Stats()
-			if err != nil || r.Status != 200 {
-				t.Errorf("stats during load: %v %v", r, err)
+			if !want(t, r, err, 200, "") {
 				return
 			}
-			samples++
-			if sum, fly := s.BalanceSum[currency], s.InFlightAmount[currency]; sum+fly != 0 || (s.InFlight == 0 && sum != 0) {
-				t.Errorf("stats during load broke conservation: %+v", s)
-				return
-			}
+			w.add(s)
 		}
 	})
-	return func() int {
+	onAck = func(n int64) {
+		if n%statsEvery == 0 {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return onAck, func() statsWatch {
 		close(done)
 		wg.Wait()
-		return samples
+		return w
+	}
+}
+
+// add records one sample.
+func (w *statsWatch) add(s Stats) {
+	w.samples++
+	sum, fly := s.BalanceSum[currency], s.InFlightAmount[currency]
+	if s.InFlight == 0 && sum != 0 {
+		if w.unsettled++; w.unsettled == 1 {
+			w.firstUnsettled = s
+		}
+	}
+	if sum+fly != 0 {
+		if w.unbalanced++; w.unbalanced == 1 {
+			w.firstUnbalanced = s
+		}
+	}
+}
+
+// report fails the test for faulty samples.
+func (w statsWatch) report(t *testing.T) {
+	t.Helper()
+	t.Logf("%d stats samples during the load", w.samples)
+	if w.unsettled > 0 {
+		t.Errorf("%d of %d stats samples had in_flight 0 and balance_sum != 0; first: %+v", w.unsettled, w.samples, w.firstUnsettled)
+	}
+	if w.unbalanced > 0 {
+		t.Errorf("%d of %d stats samples had balance_sum != -in_flight_amount (a snapshot that is not consistent); first: %+v", w.unbalanced, w.samples, w.firstUnbalanced)
 	}
 }
