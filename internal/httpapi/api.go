@@ -30,21 +30,20 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Logger receives server faults. Nil means slog.Default().
 	Logger *slog.Logger
-	// DefaultCurrency is the currency of an account created without one. If
-	// empty, POST /v1/accounts requires "currency". It must be empty or
-	// satisfy ValidCurrency.
+	// DefaultCurrency is the server's default currency (that of @world). The
+	// transport does not use it today: docs/API.md makes "currency" required
+	// on POST /v1/accounts. If set, it must satisfy ValidCurrency.
 	DefaultCurrency string
 }
 
 // API serves the ledger over HTTP. It is safe for concurrent use.
 type API struct {
-	ledger          Ledger
-	log             *slog.Logger
-	defaultCurrency string
-	keyHash         [sha256.Size]byte
-	authOn          bool
-	ready           atomic.Bool
-	metrics         *metrics
+	ledger  Ledger
+	log     *slog.Logger
+	keyHash [sha256.Size]byte
+	authOn  bool
+	ready   atomic.Bool
+	metrics *metrics
 	// allowed maps the path pattern of each /v1 route to its Allow header,
 	// for 405 replies; paths answers which path pattern a request has.
 	allowed map[string][]string
@@ -61,7 +60,7 @@ func New(l Ledger, opts Options) *API {
 	if opts.DefaultCurrency != "" && !ValidCurrency(opts.DefaultCurrency) {
 		panic("httpapi: invalid default currency " + opts.DefaultCurrency)
 	}
-	a := &API{ledger: l, log: opts.Logger, defaultCurrency: opts.DefaultCurrency}
+	a := &API{ledger: l, log: opts.Logger}
 	if a.log == nil {
 		a.log = slog.Default()
 	}

@@ -35,7 +35,7 @@ func (a *API) createAccount(w http.ResponseWriter, r *http.Request) int {
 	if p != nil {
 		return writeProblem(w, p)
 	}
-	spec, ierr := decodeAccount(*body, a.defaultCurrency)
+	spec, ierr := decodeAccount(*body)
 	putBuf(body)
 	if ierr != nil {
 		return writeProblem(w, inputProblem(ierr))

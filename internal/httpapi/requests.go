@@ -340,9 +340,8 @@ type accountInput struct {
 	has  fields
 }
 
-// decodeAccount decodes and validates the body of POST /v1/accounts. An
-// absent currency becomes defaultCurrency, or is an error if that is "".
-func decodeAccount(body []byte, defaultCurrency string) (ledger.AccountSpec, *inputError) {
+// decodeAccount decodes and validates the body of POST /v1/accounts.
+func decodeAccount(body []byte) (ledger.AccountSpec, *inputError) {
 	s := newScanner(body)
 	in, err := s.account()
 	if err == nil {
@@ -350,10 +349,6 @@ func decodeAccount(body []byte, defaultCurrency string) (ledger.AccountSpec, *in
 	}
 	if err != nil {
 		return ledger.AccountSpec{}, err
-	}
-	if in.has&fCurrency == 0 && defaultCurrency != "" {
-		in.spec.Currency = defaultCurrency
-		in.has |= fCurrency
 	}
 	return in.validate()
 }

@@ -158,7 +158,11 @@ func (s *scanner) null() (bool, *inputError) {
 
 // openObject consumes the '{' that starts an object named field.
 func (s *scanner) openObject(field string) *inputError {
-	if s.peek() != '{' {
+	c := s.peek()
+	if c == 0 && s.pos == len(s.buf) && s.item < 0 && field == "" && isBlank(s.buf) {
+		return &inputError{kind: errSyntax, field: "body", msg: "is empty; a JSON object is required"}
+	}
+	if c != '{' {
 		return s.wrongType(field, "a JSON object")
 	}
 	s.pos++
