@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Closed is the closed-loop load model (k6's looping VUs, ghz's -c): each
+// of VUs virtual users starts its next iteration as soon as its previous
+// one ended, so the offered load follows the server's latency.
+type Closed struct {
+	// VUs is the number of virtual users.
+	VUs int
+	// Duration bounds the measured phase; 0 means no time limit, in which
+	// case Iterations must be set.
+	Duration time.Duration
+	// Iterations, when positive, is the total number of measured
+	// iterations, shared out evenly between the VUs up front (so no VU
+	// coordinates with another while running).
+	Iterations int64
+	// Warmup runs the VUs unmeasured for this long first.
+	Warmup time.Duration
+	// Seed seeds each VU's random source (with the VU's id), so a run's
+	// choices are reproducible.
+	Seed uint64
+	// OnTick, if set, is called once a second with the last closed second.
+	OnTick func(Tick)
+}
+
+// Iteration runs one iteration for vu; it records what it measured with
+// vu.Record. When ctx is cancelled the run is being interrupted and the
+// iteration should return quickly without recording.
+type Iteration func(ctx context.Context, vu *VU)
+
+// VU is one virtual user: its identity, its random source and its
+// Recorder. An Iteration owns its VU while it runs.
+type VU struct {
+	// ID numbers the VUs from 0.
+	ID int
+	// Rand is this VU's random source, seeded from Closed.Seed and ID.
+	Rand *rand.Rand
+	// N counts the iterations this VU has started (warm-up included); with
+	// ID it makes request ids unique within a run.
+	N int64
+
+	rec      *Recorder
+	measured bool
+}
+
+// Record records one request that started at start and ended now. Samples
+// taken during the warm-up are dropped.
+func (v *VU) Record(start time.Time, o Outcome) {
+	if v.measured {
+		v.rec.Record(start, time.Now(), o)
+	}
+}
+
+// NoteOpFailures adds n individually rejected ops to the failure breakdown
+// under key (see Recorder.NoteOpFailures).
+func (v *VU) NoteOpFailures(key string, n int64, detail string) {
+	if v.measured {
+		v.rec.NoteOpFailures(key, n, detail)
+	}
+}
+
+// Run is what a closed-loop run measured.
+type Run struct {
+	// Start is when the measured phase began (after any warm-up).
+	Start time.Time
+	// Elapsed is the measured phase, until the last VU stopped.
+	Elapsed time.Duration
+	// VUs is the number of virtual users.
+	VUs int
+	// Stats holds every VU's samples merged.
+	Stats *Recorder
+	// Series is the per-second time series.
+	Series []Point
+	// CPU is the CPU time this process used during the measured phase
+	// (all goroutines, not just the VUs), or -1 where unknown.
+	CPU time.Duration
+	// Interrupted reports that ctx was cancelled before the run ended.
+	Interrupted bool
+}
+
+// Run prepares one Iteration per VU with prepare (before the clock starts,
+// so per-VU setup is not measured), then runs them until the duration
+// passes, the iterations are done, or ctx is cancelled.
+func (c Closed) Run(ctx context.Context, prepare func(vu *VU) (Iteration, error)) (*Run, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	vus := make([]*VU, c.VUs)
+	its := make([]Iteration, c.VUs)
+	for i := range vus {
+		vus[i] = &VU{ID: i, Rand: rand.New(rand.NewPCG(c.Seed, uint64(i))), measured: c.Warmup <= 0}
+		it, err := prepare(vus[i])
+		if err != nil {
+			return nil, err
+		}
+		its[i] = it
+	}
+
+	origin := time.Now().Add(c.Warmup)
+	col := NewCollector(origin, c.VUs, c.OnTick)
+	for _, vu := range vus {
+		vu.rec = col.NewRecorder()
+	}
+	col.Start()
+
+	ctl := newRunControl(ctx, c.Warmup, c.Duration)
+	var wg sync.WaitGroup
+	for i, vu := range vus {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.loop(ctl.ctx, vu, its[i], c.quota(i), origin, &ctl.stop)
+		}()
+	}
+	wg.Wait()
+	end := time.Now()
+	cpu := ctl.finish()
+
+	run := &Run{Start: origin, Elapsed: max(end.Sub(origin), 0), VUs: c.VUs,
+		Stats: NewRecorder(origin), CPU: cpu, Interrupted: ctx.Err() != nil}
+	run.Series = col.Stop(end)
+	for _, vu := range vus {
+		run.Stats.Merge(vu.rec)
+	}
+	return run, nil
+}
+
+func (c Closed) validate() error {
+	switch {
+	case c.VUs <= 0:
+		return errors.New("bench: VUs must be positive")
+	case c.Duration < 0 || c.Warmup < 0 || c.Iterations < 0:
+		return errors.New("bench: duration, warm-up and iterations must not be negative")
+	case c.Duration == 0 && c.Iterations == 0:
+		return errors.New("bench: a run needs a duration or a number of iterations")
+	}
+	return nil
+}
+
+// quota is how many measured iterations VU i runs; -1 means no limit.
+func (c Closed) quota(i int) int64 {
+	if c.Iterations <= 0 {
+		return -1
+	}
+	q := c.Iterations / int64(c.VUs)
+	if int64(i) < c.Iterations%int64(c.VUs) {
+		q++
+	}
+	return q
+}
+
+// loop is one VU's life. It polls stop, an atomic flag only ever read on
+// the hot path, rather than ctx.Err(), which takes a mutex.
+func (c Closed) loop(ctx context.Context, vu *VU, it Iteration, quota int64, origin time.Time, stop *atomic.Bool) {
+	defer vu.rec.Flush()
+	for !stop.Load() && quota != 0 {
+		if !vu.measured {
+			vu.measured = !time.Now().Before(origin)
+		}
+		it(ctx, vu)
+		vu.N++
+		if vu.measured {
+			vu.rec.CountIteration()
+			quota--
+		}
+	}
+}
+
+// runControl ends a run: it raises stop when the measured phase is over or
+// the caller's context is cancelled, and samples CPU time around the
+// measured phase.
+type runControl struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   atomic.Bool
+	done   chan struct{}
+	cpu0   time.Duration
+}
+
+func newRunControl(parent context.Context, warmup, duration time.Duration) *runControl {
+	ctx, cancel := context.WithCancel(parent)
+	rc := &runControl{ctx: ctx, cancel: cancel, done: make(chan struct{}), cpu0: -1}
+	if warmup <= 0 {
+		rc.cpu0 = processCPU()
+	}
+	go rc.watch(warmup, duration)
+	return rc
+}
+
+func (rc *runControl) watch(warmup, duration time.Duration) {
+	defer close(rc.done)
+	defer rc.stop.Store(true)
+	if warmup > 0 {
+		if !rc.wait(warmup) {
+			return
+		}
+		rc.cpu0 = processCPU()
+	}
+	rc.wait(duration)
+}
+
+// wait waits d (until cancelled if d is 0) and reports whether the run
+// should go on: false once the context is cancelled.
+func (rc *runControl) wait(d time.Duration) bool {
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-timeout:
+		return true
+	case <-rc.ctx.Done():
+		return false
+	}
+}
+
+// finish stops the watcher once the VUs are done and returns the CPU time
+// of the measured phase (-1 if unknown).
+func (rc *runControl) finish() time.Duration {
+	cpu1 := processCPU()
+	rc.cancel() // releases the watcher if it is still waiting
+	<-rc.done   // and makes its write of cpu0 visible here
+	if rc.cpu0 < 0 || cpu1 < 0 {
+		return -1
+	}
+	return cpu1 - rc.cpu0
+}

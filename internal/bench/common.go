@@ -1,0 +1,124 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Common holds the settings every scenario shares.
+type Common struct {
+	// Target is the base URL of the surge under test.
+	Target string
+	// APIKey, if set, is sent as a Bearer token.
+	APIKey string
+	// VUs is the number of closed-loop virtual users.
+	VUs int
+	// Duration bounds the measured phase (0: no limit; needs Iterations).
+	Duration time.Duration
+	// Iterations, if positive, ends the run after that many measured
+	// iterations in total.
+	Iterations int64
+	// Warmup runs the load unmeasured first.
+	Warmup time.Duration
+	// Timeout bounds the wait for each reply.
+	Timeout time.Duration
+	// Seed makes the random choices reproducible; 0 picks one, which the
+	// result reports.
+	Seed uint64
+	// Log receives setup messages and progress lines; nil discards them.
+	Log io.Writer
+}
+
+// DefaultCommon returns the settings of seed 000's k6 run: 100 VUs for a
+// minute against a local surge.
+func DefaultCommon() Common {
+	return Common{
+		Target:   "http://127.0.0.1:8080",
+		VUs:      100,
+		Duration: time.Minute,
+		Timeout:  30 * time.Second,
+	}
+}
+
+func (c Common) validate() error {
+	switch {
+	case c.VUs <= 0:
+		return errors.New("bench: --vus must be at least 1")
+	case c.Duration < 0 || c.Warmup < 0 || c.Iterations < 0 || c.Timeout < 0:
+		return errors.New("bench: --duration, --warmup, --iterations and --timeout must not be negative")
+	case c.Duration == 0 && c.Iterations == 0:
+		return errors.New("bench: set --duration or --iterations")
+	}
+	return nil
+}
+
+// withDefaults fills the unset fields a run needs: a seed and a log.
+func (c Common) withDefaults() Common {
+	for c.Seed == 0 {
+		c.Seed = randomUint64()
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return c
+}
+
+func (c Common) params(extra map[string]string) Params {
+	return Params{
+		Target:     c.Target,
+		VUs:        c.VUs,
+		Duration:   ToSeconds(c.Duration),
+		Iterations: c.Iterations,
+		Warmup:     ToSeconds(c.Warmup),
+		Seed:       c.Seed,
+		Extra:      extra,
+	}
+}
+
+func (c Common) closed(onTick func(Tick)) Closed {
+	return Closed{VUs: c.VUs, Duration: c.Duration, Iterations: c.Iterations, Warmup: c.Warmup, Seed: c.Seed, OnTick: onTick}
+}
+
+func (c Common) httpClient(conns int) (*HTTPClient, error) {
+	return NewHTTPClient(HTTPOptions{Target: c.Target, APIKey: c.APIKey, Conns: conns, Timeout: c.Timeout})
+}
+
+// checkReady fails fast, with a clear message, when the target is down or
+// not ready, instead of a run made only of connection errors.
+func checkReady(ctx context.Context, c *HTTPClient) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	status, _, err := c.Do(ctx, http.MethodGet, "/readyz", nil)
+	if err != nil {
+		return fmt.Errorf("bench: target %s unreachable: %w", c.Target(), err)
+	}
+	if status != http.StatusOK {
+		return fmt.Errorf("bench: target %s not ready: GET /readyz answered %d", c.Target(), status)
+	}
+	return nil
+}
+
+// newRunID returns a short random id that makes this run's request ids
+// unique even when the seed, and so every other choice, repeats an
+// earlier run's: a repeated id would be an idempotent replay, not work.
+func newRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+func randomUint64() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+func utoa(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -1,0 +1,319 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// MaxBatch is the most transfers the ledger accepts in one batch.
+const MaxBatch = 8190
+
+// Targets from SPEC §8 for the transfer scenario.
+const (
+	TargetTPS         = 30000
+	TargetP95Ms       = 10
+	TargetBatchPerSec = 500000
+)
+
+// TransferConfig configures the transfer scenario, seed 000's k6 test:
+// closed-loop VUs moving random amounts between random accounts.
+type TransferConfig struct {
+	Common
+	// Accounts is the number of accounts transfers run between.
+	Accounts int
+	// Batch, if positive, sends that many transfers per request to the
+	// batch route; 0 uses the single-transfer route.
+	Batch int
+	// AmountMax bounds each transfer's amount, drawn from 1..AmountMax.
+	AmountMax int64
+	// Fund is each account's initial balance from @world.
+	Fund int64
+	// NoSetup reuses the accounts of an earlier run.
+	NoSetup bool
+	// Currency of the accounts.
+	Currency string
+	// AccountPrefix starts every account id; ids are prefix + index.
+	AccountPrefix string
+}
+
+// DefaultTransferConfig returns seed 000's settings with 50,000 accounts,
+// funded far beyond what a run can move out of any one of them.
+func DefaultTransferConfig() TransferConfig {
+	return TransferConfig{
+		Common:        DefaultCommon(),
+		Accounts:      50000,
+		AmountMax:     1000,
+		Fund:          1_000_000_000,
+		Currency:      "USD",
+		AccountPrefix: "bench-",
+	}
+}
+
+func (c TransferConfig) validate() error {
+	if err := c.Common.validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Accounts < 2:
+		return errors.New("bench: --accounts must be at least 2")
+	case c.Batch < 0 || c.Batch > MaxBatch:
+		return fmt.Errorf("bench: --batch must be between 0 and %d", MaxBatch)
+	case c.AmountMax < 1:
+		return errors.New("bench: --amount-max must be at least 1")
+	case c.Fund < c.AmountMax:
+		return errors.New("bench: --fund must be at least --amount-max")
+	}
+	return nil
+}
+
+func (c TransferConfig) accountID(i int) string { return c.AccountPrefix + strconv.Itoa(i) }
+
+// RunTransfer runs the transfer scenario against cfg.Target: it creates and
+// funds the accounts (unless NoSetup), checks them, runs the load and
+// returns what it measured. Setup problems and an unreachable target are
+// errors; failed transfers are counted in the Result (see Result.Err).
+func RunTransfer(ctx context.Context, cfg TransferConfig) (*Result, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Common = cfg.Common.withDefaults()
+	client, err := cfg.httpClient(max(cfg.VUs, setupWorkers))
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	opsName := ""
+	if cfg.Batch > 0 {
+		opsName = "transfers"
+	}
+	progress := NewProgress(cfg.Log, opsName)
+	if err := checkReady(ctx, client); err != nil {
+		return nil, err
+	}
+	if err := setupTransferAccounts(ctx, client, cfg, progress); err != nil {
+		return nil, err
+	}
+
+	runID := newRunID()
+	progress.Printf("transfer: %d VUs, %s, run id %s", cfg.VUs, describeLimit(cfg.Common), runID)
+	run, err := cfg.closed(progress.Tick).Run(ctx, func(vu *VU) (Iteration, error) {
+		return newTransferVU(ctx, client, cfg, runID, vu.ID).iterate, nil
+	})
+	progress.Done()
+	if err != nil {
+		return nil, err
+	}
+	res := NewResult("transfer", cfg.params(transferParams(cfg, runID)), run, client)
+	res.Totals.OpsName = opsName
+	res.Verdict = transferVerdict(res, cfg.Batch)
+	return res, nil
+}
+
+func describeLimit(c Common) string {
+	s := k6Duration(c.Duration)
+	if c.Iterations > 0 {
+		s = fmt.Sprintf("%d iterations", c.Iterations)
+	}
+	if c.Warmup > 0 {
+		s += " after " + k6Duration(c.Warmup) + " of warm-up"
+	}
+	return s
+}
+
+func transferParams(c TransferConfig, runID string) map[string]string {
+	return map[string]string{
+		"accounts":   strconv.Itoa(c.Accounts),
+		"batch":      strconv.Itoa(c.Batch),
+		"amount_max": strconv.FormatInt(c.AmountMax, 10),
+		"fund":       strconv.FormatInt(c.Fund, 10),
+		"no_setup":   strconv.FormatBool(c.NoSetup),
+		"currency":   c.Currency,
+		"run_id":     runID,
+	}
+}
+
+// transferVerdict judges a run against SPEC §8, counting only transfers
+// the server accepted.
+func transferVerdict(r *Result, batch int) *Verdict {
+	secs := float64(r.Totals.Elapsed)
+	if batch == 0 {
+		tps := perSecond(r.Totals.Requests-r.Totals.Failed, secs)
+		return &Verdict{
+			Target: fmt.Sprintf("≥ %s TPS with p95 ≤ %d ms", thousands(TargetTPS), TargetP95Ms),
+			Pass:   tps >= TargetTPS && r.Latency.P95 <= TargetP95Ms,
+			Detail: fmt.Sprintf("%s TPS, p95 %.2f ms", ratef(tps), r.Latency.P95),
+		}
+	}
+	rate := perSecond(r.Totals.Ops-r.Totals.FailedOps, secs)
+	return &Verdict{
+		Target: fmt.Sprintf("≥ %s transfers/s", thousands(TargetBatchPerSec)),
+		Pass:   rate >= TargetBatchPerSec,
+		Detail: fmt.Sprintf("%s transfers/s in batches of %d, p95 %.2f ms per batch", ratef(rate), batch, r.Latency.P95),
+	}
+}
+
+// transferVU is one VU of the transfer scenario. It builds each request
+// body by appending to a reused buffer, with no JSON encoder, because on a
+// machine shared with the server every microsecond the load generator
+// spends is one the server does not get.
+type transferVU struct {
+	ep        *Endpoint
+	accounts  int
+	amountMax int64
+	batch     int
+	prefix    string // account id prefix
+	idPrefix  string // "<run id>-<vu>-"
+	seq       int64  // transfers this VU has sent; makes ids unique
+}
+
+func newTransferVU(ctx context.Context, c *HTTPClient, cfg TransferConfig, runID string, vu int) *transferVU {
+	path := "/v1/transfers"
+	if cfg.Batch > 0 {
+		path = "/v1/transfers/batch"
+	}
+	return &transferVU{
+		ep:        c.Endpoint(ctx, http.MethodPost, path),
+		accounts:  cfg.Accounts,
+		amountMax: cfg.AmountMax,
+		batch:     cfg.Batch,
+		prefix:    cfg.AccountPrefix,
+		idPrefix:  runID + "-" + strconv.Itoa(vu) + "-",
+	}
+}
+
+func (t *transferVU) iterate(ctx context.Context, vu *VU) {
+	body := t.ep.Body()
+	if t.batch > 0 {
+		body = append(body, `{"transfers":[`...)
+		for i := range t.batch {
+			if i > 0 {
+				body = append(body, ',')
+			}
+			body = t.appendTransfer(body, vu.Rand)
+		}
+		body = append(body, "]}"...)
+	} else {
+		body = t.appendTransfer(body, vu.Rand)
+	}
+	start := time.Now()
+	status, reply, err := t.ep.Send(body)
+	if err != nil && ctx.Err() != nil {
+		return // interrupted: not the server's failure
+	}
+	vu.Record(start, t.judge(vu, status, reply, err))
+}
+
+// appendTransfer appends one transfer between two distinct random accounts.
+func (t *transferVU) appendTransfer(b []byte, r *rand.Rand) []byte {
+	from := r.IntN(t.accounts)
+	to := r.IntN(t.accounts - 1)
+	if to >= from {
+		to++ // uniform over the other accounts
+	}
+	b = append(b, `{"id":"`...)
+	b = append(b, t.idPrefix...)
+	b = strconv.AppendInt(b, t.seq, 10)
+	t.seq++
+	b = append(b, `","from":"`...)
+	b = append(b, t.prefix...)
+	b = strconv.AppendInt(b, int64(from), 10)
+	b = append(b, `","to":"`...)
+	b = append(b, t.prefix...)
+	b = strconv.AppendInt(b, int64(to), 10)
+	b = append(b, `","amount":`...)
+	b = strconv.AppendInt(b, 1+r.Int64N(t.amountMax), 10)
+	return append(b, '}')
+}
+
+// judge turns a reply into an Outcome; for a batch it also notes why
+// individual items failed.
+func (t *transferVU) judge(vu *VU, status int, reply []byte, err error) Outcome {
+	o := Outcome{Ops: max(t.batch, 1)}
+	switch {
+	case err != nil:
+		o.Failure, o.Detail = ErrorKey(err), err.Error()
+	case status < 200 || status > 299:
+		o.Failure, o.Detail = StatusKey(status, reply), ProblemDetail(reply)
+	case t.batch > 0:
+		failed, reasons, ok := judgeBatch(reply, t.batch)
+		if !ok {
+			o.Failure, o.Detail = fmt.Sprintf("%d bad_batch_reply", status), ProblemDetail(reply)
+			break
+		}
+		o.FailedOps = failed
+		for _, r := range reasons {
+			vu.NoteOpFailures(r.key, r.n, r.detail)
+		}
+	}
+	return o
+}
+
+// batchReason is one failure key of a batch reply, with how many items
+// failed for it and the first one's detail.
+type batchReason struct {
+	key    string
+	n      int64
+	detail string
+}
+
+// judgeBatch checks a batch reply of want results. The common case, every
+// item accepted, is settled by a scan for the status fields, much cheaper
+// than decoding thousands of results; anything else is decoded in full to
+// learn why items failed. ok is false if the reply is not want results.
+func judgeBatch(reply []byte, want int) (failed int, reasons []batchReason, ok bool) {
+	if n, bad := scanStatuses(reply); n == want && bad == 0 {
+		return 0, nil, true
+	}
+	var br struct {
+		Results []struct {
+			Status int    `json:"status"`
+			Code   string `json:"code"`
+			Detail string `json:"detail"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(reply, &br); err != nil || len(br.Results) != want {
+		return 0, nil, false
+	}
+	index := map[string]int{}
+	for _, it := range br.Results {
+		if it.Status >= 200 && it.Status <= 299 {
+			continue
+		}
+		failed++
+		key := fmt.Sprintf("%d %s", it.Status, it.Code)
+		i, seen := index[key]
+		if !seen {
+			i = len(reasons)
+			index[key] = i
+			reasons = append(reasons, batchReason{key: key, detail: it.Detail})
+		}
+		reasons[i].n++
+	}
+	return failed, reasons, true
+}
+
+// scanStatuses counts the `"status":` fields of a reply and those whose
+// value is not 2xx.
+func scanStatuses(reply []byte) (n, bad int) {
+	pat := []byte(`"status":`)
+	for {
+		i := bytes.Index(reply, pat)
+		if i < 0 {
+			return n, bad
+		}
+		reply = reply[i+len(pat):]
+		n++
+		if len(reply) < 3 || reply[0] != '2' || !isDigit(reply[1]) || !isDigit(reply[2]) {
+			bad++
+		}
+	}
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }

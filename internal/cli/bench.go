@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/surge-dev/surge/internal/bench"
+)
+
+// newBenchCommand is `surge bench`, the load lab (SPEC §6). Each scenario
+// is a subcommand; the work is done in internal/bench.
+func newBenchCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench <scenario>",
+		Short: "Run a load test against a running surge",
+		Long: `Run one of surge's load-lab scenarios against a running surge (--target) and
+print a summary in the shape of the load-test report the scenario reproduces,
+so that figures compare line by line. --out writes the result as JSON or
+Markdown.
+
+Every flag can also be set from the environment as SURGE_<FLAG>, upper case
+with dashes as underscores (--api-key: SURGE_API_KEY); a flag on the command
+line wins over the environment.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newBenchTransferCommand())
+	return cmd
+}
+
+// benchOptions are the command-line settings that are not part of a
+// scenario's configuration.
+type benchOptions struct {
+	out        string
+	cpuProfile string
+}
+
+func newBenchTransferCommand() *cobra.Command {
+	cfg := bench.DefaultTransferConfig()
+	var opts benchOptions
+	cmd := &cobra.Command{
+		Use:   "transfer",
+		Short: "Money transfers between random accounts (k6, seed 000)",
+		Long: `Reproduce seed 000's k6 test: --vus closed-loop virtual users, each sending a
+transfer of a random amount between two random accounts as soon as its last
+one was answered, for --duration. Each transfer carries a unique id (its
+idempotency key), so every request is new work.
+
+Setup creates --accounts accounts (bench-0, bench-1, ...) and funds each with
+--fund from @world through the batch route, then reads a sample back. It is
+idempotent: running it again reuses the accounts and does not fund twice.
+--no-setup skips it.
+
+With --batch N each request posts N transfers to /v1/transfers/batch and the
+summary adds transfers/s.
+
+The summary ends with an informational verdict against SPEC §8 (≥ 30,000 TPS
+with p95 ≤ 10 ms; ≥ 500,000 transfers/s with --batch). The exit status is 1
+only if setup failed, the target was unreachable, or more than 1% of requests
+or transfers failed.`,
+		Example: `  surge bench transfer --vus 100 --duration 1m
+  surge bench transfer --batch 1000 --duration 30s --out batch.json
+  SURGE_TARGET=http://10.0.0.5:8080 SURGE_API_KEY=secret surge bench transfer --no-setup`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Fill cfg and opts from the environment before they are
+			// copied into the run.
+			if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
+				return err
+			}
+			return runBenchTransfer(cmd, cfg, opts)
+		},
+	}
+	fs := cmd.Flags()
+	addBenchCommonFlags(fs, &cfg.Common, &opts)
+	fs.IntVar(&cfg.Accounts, "accounts", cfg.Accounts, "number of accounts transfers run between")
+	fs.IntVar(&cfg.Batch, "batch", cfg.Batch,
+		fmt.Sprintf("transfers per request on POST /v1/transfers/batch (1-%d); 0 posts single transfers to /v1/transfers", bench.MaxBatch))
+	fs.Int64Var(&cfg.AmountMax, "amount-max", cfg.AmountMax, "largest transfer amount in minor units; amounts are uniform in 1..amount-max")
+	fs.Int64Var(&cfg.Fund, "fund", cfg.Fund, "initial balance of each account in minor units, moved from @world during setup")
+	fs.StringVar(&cfg.Currency, "currency", cfg.Currency, "currency of the accounts")
+	fs.BoolVar(&cfg.NoSetup, "no-setup", cfg.NoSetup, "reuse the accounts of an earlier run instead of creating and funding them (a sample is still checked)")
+	bench.DocumentEnv(fs, bench.EnvPrefix)
+	return cmd
+}
+
+// addBenchCommonFlags defines the flags every scenario has.
+func addBenchCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions) {
+	fs.StringVar(&c.Target, "target", c.Target, "base URL of the surge under test")
+	fs.StringVar(&c.APIKey, "api-key", c.APIKey, "API key, sent as 'Authorization: Bearer <key>' (needed when surge runs with --api-key)")
+	fs.IntVar(&c.VUs, "vus", c.VUs, "number of virtual users, each with one request in flight (and its own connection)")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "length of the measured run; 0 means until --iterations are done")
+	fs.Int64Var(&c.Iterations, "iterations", c.Iterations, "stop after this many requests in total, shared evenly by the VUs; 0 means no limit (--duration decides)")
+	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "run the load this long before measuring (not counted in the results)")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "longest wait for a reply before it counts as a failed request")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for the random accounts and amounts, to repeat a run's choices; 0 picks one (reported in the summary)")
+	fs.StringVar(&opts.out, "out", "", "also write the result to this file: .json (for reports and comparisons) or .md (Markdown tables)")
+	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator itself to this file (go tool pprof)")
+}
+
+func runBenchTransfer(cmd *cobra.Command, cfg bench.TransferConfig, opts benchOptions) error {
+	return runBenchScenario(cmd, opts, func(cmd *cobra.Command) (*bench.Result, error) {
+		cfg.Log = cmd.ErrOrStderr()
+		return bench.RunTransfer(cmd.Context(), cfg)
+	})
+}
+
+// runBenchScenario does what every scenario command does around its run:
+// output checks, interrupt handling, profiling, the summary,
+// the --out file and the exit status.
+func runBenchScenario(cmd *cobra.Command, opts benchOptions, run func(*cobra.Command) (*bench.Result, error)) error {
+	if opts.out != "" {
+		if err := bench.CheckOutPath(opts.out); err != nil {
+			return err
+		}
+	}
+	// The first interrupt ends the run early with a summary of what ran;
+	// after stop, a second one kills the process as usual.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd.SetContext(ctx)
+
+	stopProfile, err := bench.StartCPUProfile(opts.cpuProfile)
+	if err != nil {
+		return err
+	}
+	res, err := run(cmd)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteSummary(cmd.OutOrStdout(), res); err != nil {
+		return err
+	}
+	if opts.out != "" {
+		if err := bench.WriteFile(opts.out, res); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", opts.out)
+	}
+	return res.Err()
+}
