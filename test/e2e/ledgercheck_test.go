@@ -184,7 +184,8 @@ func wantStored(t testing.TB, c *Client, reqs []TransferReq) {
 	parallel(8, len(reqs), func(i int) {
 		req := reqs[i]
 		got, r, err := c.GetTransfer(req.ID)
-		if !want(t, r, err, http.StatusOK, "") {
+		if err != nil || r.Status != http.StatusOK {
+			t.Errorf("acknowledged transfer %s (%s->%s %d) is not stored: %v %v", req.ID, req.From, req.To, req.Amount, r, err)
 			return
 		}
 		if got.From != req.From || got.To != req.To || got.Amount != req.Amount || got.State != "posted" || got.PostedAmount != req.Amount {
@@ -198,7 +199,10 @@ func wantStored(t testing.TB, c *Client, reqs []TransferReq) {
 func wantNotStored(t testing.TB, c *Client, reqs []TransferReq) {
 	t.Helper()
 	parallel(8, len(reqs), func(i int) {
-		_, r, err := c.GetTransfer(reqs[i].ID)
-		want(t, r, err, http.StatusNotFound, "transfer_not_found")
+		req := reqs[i]
+		got, r, err := c.GetTransfer(req.ID)
+		if err != nil || r.Status != http.StatusNotFound || r.Problem.Code != "transfer_not_found" {
+			t.Errorf("transfer %s (%s->%s %d) should not exist: %v %+v %v", req.ID, req.From, req.To, req.Amount, r, got, err)
+		}
 	})
 }
