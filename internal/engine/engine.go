@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,8 @@ type Config struct {
 	DefaultCurrency string
 	// NoSync acknowledges writes before fsync (see store.Options.NoSync).
 	NoSync bool
+	// MemTableBytes sizes the storage memtable (0: the store's default).
+	MemTableBytes uint64
 	// Registerer receives the engine's metrics; nil means none.
 	Registerer prometheus.Registerer
 	// Logger receives operational messages; nil means slog.Default().
@@ -75,6 +78,8 @@ type Engine struct {
 	// committed, with the shard creating each: two shards can never both
 	// create the same id.
 	claims sync.Map // transfer id → shard index
+	// ids answers "is this transfer id new?" without storage, mostly.
+	ids *idFilter
 	// barrier serialises atomic batches that span shards.
 	barrier sync.Mutex
 }
@@ -84,7 +89,7 @@ type Engine struct {
 func Open(cfg Config) (*Engine, error) {
 	cfg.setDefaults()
 	e := &Engine{cfg: cfg, metrics: newMetrics(cfg.Registerer)}
-	db, err := store.Open(cfg.Dir, store.Options{NoSync: cfg.NoSync, OnSync: e.metrics.observeSync})
+	db, err := store.Open(cfg.Dir, store.Options{NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync})
 	if err != nil {
 		return nil, err
 	}
@@ -114,21 +119,43 @@ func Open(cfg Config) (*Engine, error) {
 }
 
 // load puts every stored account and open hold into its shard's Book.
+// Stored account records hold what an account was opened with; its balance
+// and entry count come from its newest history entry and its pending sum
+// from its open holds, which is all that transfers write.
 func (e *Engine) load() error {
-	err := e.db.EachAccount(func(a ledger.Account) error {
+	n, err := e.db.CountTransfers()
+	if err != nil {
+		return fmt.Errorf("count transfers: %w", err)
+	}
+	e.ids = newIDFilter(2 * uint(n))
+	e.ids.add(e.db.TransferIDs(&err))
+	if err != nil {
+		return fmt.Errorf("load transfer ids: %w", err)
+	}
+	held := make(map[string]int64)
+	err = e.db.EachHold(func(t ledger.Transfer) error {
+		e.shardFor(t.From).book.LoadPending(t)
+		held[t.From] += t.Amount
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load pending transfers: %w", err)
+	}
+	err = e.db.EachAccount(func(a ledger.Account) error {
+		last, err := e.db.History(a.ID, math.MaxUint64, 1)
+		if err != nil {
+			return err
+		}
+		if len(last) == 1 {
+			a.Balance, a.Entries = last[0].BalanceAfter, last[0].Seq
+		}
+		a.Pending = held[a.ID]
 		e.shardFor(a.ID).book.Load(a)
 		e.accounts.Store(a.ID, &a)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("load accounts: %w", err)
-	}
-	err = e.db.EachHold(func(t ledger.Transfer) error {
-		e.shardFor(t.From).book.LoadPending(t)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("load pending transfers: %w", err)
 	}
 	return nil
 }
@@ -211,7 +238,7 @@ func (e *Engine) persist(books ...*ledger.Book) error {
 }
 
 func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
-	for _, a := range ch.Accounts {
+	for _, a := range ch.Opened {
 		w.PutAccount(a)
 	}
 	for _, t := range ch.Transfers {
@@ -235,13 +262,20 @@ func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
 }
 
 // publish makes a durable batch's accounts visible to readers and frees its
-// claimed ids (storage now answers for them).
+// claimed ids, once the id filter knows them (storage now answers for them).
 func (e *Engine) publish(b *ledger.Book) {
 	ch := b.Changes()
 	for _, a := range ch.Accounts {
 		cp := *a
 		e.accounts.Store(a.ID, &cp)
 	}
+	e.ids.add(func(yield func(string) bool) {
+		for _, t := range ch.Transfers {
+			if !yield(t.ID) {
+				return
+			}
+		}
+	})
 	for _, id := range ch.Claimed {
 		e.claims.Delete(id)
 	}

@@ -177,7 +177,12 @@ func (s *shard) fireExpiry() { _ = s.log.Append(Envelope{Cmd: CmdExpire{}}, true
 
 // The shard is its Book's ledger.Lookup.
 
-func (s *shard) Transfer(id string) (ledger.Transfer, bool, error) { return s.eng.db.Transfer(id) }
+func (s *shard) Transfer(id string) (ledger.Transfer, bool, error) {
+	if !s.eng.ids.mayContain(id) {
+		return ledger.Transfer{}, false, nil
+	}
+	return s.eng.db.Transfer(id)
+}
 
 func (s *shard) Claim(id string) bool {
 	_, taken := s.eng.claims.LoadOrStore(id, s.id)

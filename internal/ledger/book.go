@@ -13,9 +13,10 @@ type Lookup interface {
 	// Transfer returns the committed transfer with id.
 	Transfer(id string) (Transfer, bool, error)
 	// Claim reserves a client-chosen transfer id for this shard until the
-	// batch creating it commits. It returns false if another shard holds it.
+	// batch creating it commits and storage answers for it. It returns false
+	// if another shard holds it.
 	Claim(id string) bool
-	// Release gives up a claim taken in a batch that was rolled back.
+	// Release gives up a claim whose transfer was not created.
 	Release(id string)
 	// Currency returns the currency of any account in the ledger, whichever
 	// shard owns it. Accounts are never deleted and never change currency, so
@@ -39,7 +40,11 @@ type CreditLeg struct {
 // Changes are the effects of the commands applied since the last Reset,
 // for the engine to persist in one storage batch.
 type Changes struct {
-	Accounts  []*Account // each dirty account once
+	// Accounts are the accounts changed, each once. Only Opened ones need
+	// writing: a balance is in the account's newest history entry and its
+	// pending sum is that of its open holds, so storage derives them.
+	Accounts  []*Account
+	Opened    []*Account
 	Transfers []*Transfer
 	Entries   []AccountEntry
 	// Credits are cross-shard second legs to record in the outbox and send.
@@ -119,6 +124,7 @@ func (b *Book) Reset() {
 	clear(b.recent)
 	c := &b.changes
 	c.Accounts = c.Accounts[:0]
+	c.Opened = c.Opened[:0]
 	c.Transfers = c.Transfers[:0]
 	c.Entries = c.Entries[:0]
 	c.Credits = c.Credits[:0]
@@ -148,6 +154,7 @@ func (b *Book) CreateAccount(spec AccountSpec, now time.Time) (Account, bool, er
 	b.accounts[a.ID] = a
 	b.logUndo(func() { delete(b.accounts, a.ID) })
 	b.touch(a)
+	b.changes.Opened = append(b.changes.Opened, a)
 	return *a, true, nil
 }
 
@@ -160,23 +167,18 @@ func sameMetadata(a, b map[string]string) bool {
 // with replayed true.
 func (b *Book) Transfer(req TransferRequest, now time.Time) (t Transfer, replayed bool, err error) {
 	if req.ID != "" {
-		prev, found, err := b.find(req.ID)
-		if err != nil {
-			return Transfer{}, false, err
-		}
-		if found {
-			if !prev.Matches(req) {
-				return Transfer{}, false, Errorf(CodeIdempotencyConflict, "transfer %s exists with another body", req.ID)
-			}
-			return prev, true, nil
+		prev, found, err := b.claimOrFind(req.ID)
+		if err != nil || found {
+			return b.replay(prev, req, err)
 		}
 	}
 	from, err := b.checkTransfer(req)
 	if err != nil {
+		b.unclaim(req.ID)
 		return Transfer{}, false, err
 	}
-	if err := b.claim(&req); err != nil {
-		return Transfer{}, false, err
+	if req.ID == "" {
+		req.ID = b.lookup.NewID()
 	}
 	rec := &Transfer{
 		ID: req.ID, From: req.From, To: req.To, Amount: req.Amount,
@@ -193,6 +195,56 @@ func (b *Book) Transfer(req TransferRequest, now time.Time) (t Transfer, replaye
 	}
 	b.record(rec)
 	return *rec, false, nil
+}
+
+// claimOrFind looks for an existing transfer with a client-chosen id and,
+// if there is none, claims the id so no other shard can create it. The
+// claim comes before the storage lookup: a shard that created the id
+// releases its claim only once storage answers for it.
+func (b *Book) claimOrFind(id string) (Transfer, bool, error) {
+	if t, ok := b.recent[id]; ok {
+		return *t, true, nil
+	}
+	if t, ok := b.pending[id]; ok {
+		return *t, true, nil
+	}
+	if !b.lookup.Claim(id) {
+		return Transfer{}, false, Errorf(CodeIdempotencyConflict, "transfer %s is being created with another body", id)
+	}
+	t, found, err := b.lookup.Transfer(id)
+	if err != nil || found {
+		b.lookup.Release(id)
+		return t, found, err
+	}
+	b.changes.Claimed = append(b.changes.Claimed, id)
+	b.logUndo(func() { b.lookup.Release(id) })
+	return Transfer{}, false, nil
+}
+
+// replay answers a request whose id names an existing transfer: its result
+// again if the request is the same, a conflict otherwise.
+func (b *Book) replay(prev Transfer, req TransferRequest, err error) (Transfer, bool, error) {
+	switch {
+	case err != nil:
+		return Transfer{}, false, err
+	case !prev.Matches(req):
+		return Transfer{}, false, Errorf(CodeIdempotencyConflict, "transfer %s exists with another body", req.ID)
+	default:
+		return prev, true, nil
+	}
+}
+
+// unclaim gives up the claim on a client-chosen id whose request failed.
+func (b *Book) unclaim(id string) {
+	if id == "" {
+		return
+	}
+	c := &b.changes
+	c.Claimed = c.Claimed[:len(c.Claimed)-1]
+	if b.undo != nil {
+		b.undo = b.undo[:len(b.undo)-1]
+	}
+	b.lookup.Release(id)
 }
 
 // checkTransfer validates req against the Book's state and returns the
@@ -240,33 +292,6 @@ func canSpend(a *Account, amount int64) bool {
 		floor = -MaxSupply
 	}
 	return a.Balance-a.Pending-amount >= floor
-}
-
-// claim gives a server-chosen id to req, or reserves its client-chosen one
-// against other shards.
-func (b *Book) claim(req *TransferRequest) error {
-	if req.ID == "" {
-		req.ID = b.lookup.NewID()
-		return nil
-	}
-	if !b.lookup.Claim(req.ID) {
-		return Errorf(CodeIdempotencyConflict, "transfer %s is being created with another body", req.ID)
-	}
-	id := req.ID
-	b.changes.Claimed = append(b.changes.Claimed, id)
-	b.logUndo(func() { b.lookup.Release(id) })
-	return nil
-}
-
-// find looks for a transfer in memory first, then in storage.
-func (b *Book) find(id string) (Transfer, bool, error) {
-	if t, ok := b.recent[id]; ok {
-		return *t, true, nil
-	}
-	if t, ok := b.pending[id]; ok {
-		return *t, true, nil
-	}
-	return b.lookup.Transfer(id)
 }
 
 // hold reserves rec.Amount on from for a pending transfer.
@@ -394,7 +419,10 @@ func (b *Book) openHold(id string) (*Transfer, error) {
 	if rec, ok := b.pending[id]; ok {
 		return rec, nil
 	}
-	t, found, err := b.find(id)
+	t, found, err := b.lookup.Transfer(id)
+	if r, ok := b.recent[id]; ok {
+		t, found, err = *r, true, nil
+	}
 	switch {
 	case err != nil:
 		return nil, err
@@ -451,11 +479,11 @@ func (b *Book) logUndo(f func()) {
 func (b *Book) Begin() Savepoint {
 	b.undo = make([]func(), 0, 16)
 	c := &b.changes
-	return Savepoint{len(c.Accounts), len(c.Transfers), len(c.Entries), len(c.Credits), len(c.Settled), len(c.HoldsOpened), len(c.HoldsClosed), len(c.Claimed)}
+	return Savepoint{len(c.Accounts), len(c.Transfers), len(c.Entries), len(c.Credits), len(c.Settled), len(c.HoldsOpened), len(c.HoldsClosed), len(c.Claimed), len(c.Opened)}
 }
 
 // Savepoint is the extent of the Changes when an atomic group began.
-type Savepoint [8]int
+type Savepoint [9]int
 
 // Commit closes the atomic group, keeping its changes.
 func (b *Book) Commit() { b.undo = nil }
@@ -472,6 +500,7 @@ func (b *Book) Rollback(sp Savepoint) {
 	}
 	c.Accounts, c.Transfers, c.Entries, c.Credits = c.Accounts[:sp[0]], c.Transfers[:sp[1]], c.Entries[:sp[2]], c.Credits[:sp[3]]
 	c.Settled, c.HoldsOpened, c.HoldsClosed, c.Claimed = c.Settled[:sp[4]], c.HoldsOpened[:sp[5]], c.HoldsClosed[:sp[6]], c.Claimed[:sp[7]]
+	c.Opened = c.Opened[:sp[8]]
 }
 
 // Matches reports whether req asks for exactly the transfer t records, so

@@ -12,7 +12,7 @@ import (
 // contain 0x00, which ends the account part of a history key so that one
 // account's history never runs into another's.
 //
-//	la/<account>               account
+//	la/<account>               account as opened (id, currency, limit, metadata)
 //	lt/<transfer>              transfer
 //	lh/<account>\x00<seq:8 BE> history entry, seq 1..Entries
 //	lo/<transfer>              outbox: a cross-shard credit not yet applied
@@ -60,7 +60,9 @@ func (w *LedgerBatch) set() {
 	_ = w.Set(w.key, w.val.b, nil)
 }
 
-// PutAccount writes a.
+// PutAccount writes what a was opened with. Balance, pending sum and entry
+// count are not stored here: transfers would rewrite the record every time,
+// and they follow from the account's history and open holds.
 func (w *LedgerBatch) PutAccount(a *ledger.Account) {
 	w.key = key(w.key, prefixAccount, a.ID)
 	w.val.b = encodeAccount(w.val.b[:0], a)
@@ -106,7 +108,7 @@ func (w *LedgerBatch) DeleteHold(transferID string) {
 	_ = w.Delete(w.key, nil)
 }
 
-// Account reads the account id.
+// Account reads what the account id was opened with (see PutAccount).
 func (s *Store) Account(id string) (ledger.Account, bool, error) {
 	v, ok, err := s.Get(key(nil, prefixAccount, id))
 	if !ok || err != nil {
@@ -155,6 +157,26 @@ func (s *Store) EachAccount(fn func(ledger.Account) error) error {
 	})
 }
 
+// CountTransfers returns how many transfers are stored.
+func (s *Store) CountTransfers() (int, error) {
+	n := 0
+	err := s.Scan(prefixTransfer, upperBound(prefixTransfer), false, func(_, _ []byte) (bool, error) {
+		n++
+		return true, nil
+	})
+	return n, err
+}
+
+// TransferIDs iterates over every stored transfer id; a scan error ends the
+// iteration and is left in *err.
+func (s *Store) TransferIDs(err *error) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		*err = s.Scan(prefixTransfer, upperBound(prefixTransfer), false, func(k, _ []byte) (bool, error) {
+			return yield(string(k[len(prefixTransfer):])), nil
+		})
+	}
+}
+
 // EachHold calls fn for every open two-phase transfer.
 func (s *Store) EachHold(fn func(ledger.Transfer) error) error {
 	return s.Scan(prefixHold, upperBound(prefixHold), false, func(k, _ []byte) (bool, error) {
@@ -191,9 +213,6 @@ func encodeAccount(dst []byte, a *ledger.Account) []byte {
 	e.string(a.Currency)
 	e.varint(a.OverdraftLimit)
 	e.varint(a.CreatedAt.UnixNano())
-	e.varint(a.Balance)
-	e.varint(a.Pending)
-	e.uvarint(a.Entries)
 	e.uvarint(uint64(len(a.Metadata)))
 	for k, v := range a.Metadata {
 		e.string(k)
@@ -209,7 +228,7 @@ func decodeAccount(b []byte) (ledger.Account, error) {
 	}
 	a := ledger.Account{
 		ID: d.string(), Currency: d.string(), OverdraftLimit: d.varint(),
-		CreatedAt: unixNano(d.varint()), Balance: d.varint(), Pending: d.varint(), Entries: d.uvarint(),
+		CreatedAt: unixNano(d.varint()),
 	}
 	if n := d.uvarint(); n > 0 && n <= ledger.MaxMetadataKeys {
 		a.Metadata = make(map[string]string, n)

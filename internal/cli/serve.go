@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/httpapi"
+)
+
+type serveConfig struct {
+	addr     string
+	data     string
+	apiKey   string
+	currency string
+	shards   int
+	queue    int
+	maxBatch int
+	noSync   bool
+	memtable int
+	logLevel slog.Level
+}
+
+func newServeCommand() *cobra.Command {
+	var c serveConfig
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the surge server",
+		Long: `Run the surge server: every workload on one port, storage embedded under --data.
+
+Listening on a loopback address needs no key. Listening on any other address
+requires --api-key, which every /v1 request must then carry as
+"Authorization: Bearer <key>".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), c, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks a free one)")
+	f.StringVar(&c.data, "data", "./data", "directory of the embedded storage (created if missing)")
+	f.StringVar(&c.apiKey, "api-key", "", "bearer key required on /v1 routes; mandatory off loopback")
+	f.StringVar(&c.currency, "currency", "USD", "currency of @world when the ledger is first created")
+	f.IntVar(&c.shards, "shards", 0, "number of shards (0: one per CPU)")
+	f.IntVar(&c.queue, "queue", 65536, "commands a shard may queue before requests are refused with 503")
+	f.IntVar(&c.maxBatch, "max-batch", 4096, "most commands a shard applies per storage commit")
+	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes before fsync: faster, but a crash loses the latest acknowledged writes")
+	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
+	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	return cmd
+}
+
+func serve(ctx context.Context, c serveConfig, out io.Writer) error {
+	if err := checkExposure(c.addr, c.apiKey); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	dir, err := filepath.Abs(c.data)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	eng, err := engine.Open(engine.Config{
+		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
+		DefaultCurrency: c.currency, NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	api := httpapi.New(eng, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger, DefaultCurrency: c.currency})
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: withPprof(api.Handler(), c.apiKey), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(out, "surge: data in %s (%d shards)\n", dir, eng.Shards())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	api.SetReady(true)
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	api.SetReady(false)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return eng.Close()
+}
+
+// checkExposure refuses to serve beyond loopback without an API key.
+func checkExposure(addr, apiKey string) error {
+	if apiKey != "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to listen on %s without --api-key: off loopback, anyone could move money", addr)
+}
