@@ -12,8 +12,10 @@ const (
 	loadShards   = "4"
 )
 
-// TestConservationUnderConcurrency runs 5,000 random transfers from 32
-// goroutines over 200 accounts on 4 shards, then checks that no money was
+// TestConservationUnderConcurrency runs 5,000 random requests (single
+// transfers, and one in ten an atomic batch of three) from 32 goroutines
+// over 200 accounts on 4 shards, sampling the ledger totals meanwhile, then
+// checks that no money was
 // made or lost and that every account agrees with its history.
 func TestConservationUnderConcurrency(t *testing.T) {
 	skipIfShort(t)
@@ -21,7 +23,7 @@ func TestConservationUnderConcurrency(t *testing.T) {
 	srv := start(t, t.TempDir(), "--shards", loadShards)
 	c := srv.c
 	fx := openFunded(t, c, "cc", loadAccounts, 1000)
-	l := &load{c: c, accounts: fx.accounts, workers: loadWorkers, requests: 5000, maxAmount: 200, prefix: "cc", seed: rng.Uint64()}
+	l := &load{c: c, accounts: fx.accounts, workers: loadWorkers, requests: 5000, maxAmount: 200, batchEvery: 10, prefix: "cc", seed: rng.Uint64()}
 
 	var stopWatch func() statsWatch
 	l.onAck, stopWatch = watchStats(t, c)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"sync"
@@ -18,15 +19,16 @@ const (
 
 // outcomes accumulates, over all rounds, what is known of each transfer.
 type outcomes struct {
-	acked    []TransferReq // acknowledged: must exist
-	rejected []TransferReq // refused: must not exist
-	unknown  []TransferReq // in flight at a kill: all or nothing
+	acked    []TransferReq   // acknowledged: must exist
+	rejected []TransferReq   // refused: must not exist
+	unknown  [][]TransferReq // requests in flight at a kill: each all or nothing
 }
 
-// TestCrashRecovery runs concurrent load on 4 shards and kills the server
+// TestCrashRecovery runs concurrent load (single transfers and atomic
+// batches) on 4 shards and kills the server
 // with SIGKILL at a random point of it, five times, restarting on the same
 // data each time. Every acknowledged transfer must survive, nothing refused
-// may appear, transfers in flight at a kill must be whole or absent, money
+// may appear, requests in flight at a kill must be whole or absent, money
 // must be conserved, and retrying an in-flight request must never
 // duplicate it.
 func TestCrashRecovery(t *testing.T) {
@@ -40,7 +42,7 @@ func TestCrashRecovery(t *testing.T) {
 	for round := range crashRounds {
 		killAt := int64(crashMinAcks + rng.IntN(crashMaxAcks-crashMinAcks+1))
 		l := &load{c: srv.c, accounts: fx.accounts, workers: loadWorkers, requests: roundRequestLimit,
-			maxAmount: 100, prefix: "cr" + strconv.Itoa(round), seed: rng.Uint64()}
+			maxAmount: 100, batchEvery: 10, prefix: "cr" + strconv.Itoa(round), seed: rng.Uint64()}
 		res := loadUntilKill(t, srv, l, killAt)
 		t.Logf("round %d: killed after %d acks: %d acknowledged, %d refused, %d in flight",
 			round, killAt, len(res.acked), len(res.rejected), len(res.unknown))
@@ -88,9 +90,9 @@ func loadUntilKill(t *testing.T, srv *server, l *load, killAt int64) loadResult 
 	return <-done
 }
 
-// splitAlternate splits reqs into those at even and at odd positions.
-func splitAlternate(reqs []TransferReq) (even, odd []TransferReq) {
-	for i, r := range reqs {
+// splitAlternate splits items into those at even and at odd positions.
+func splitAlternate[T any](items []T) (even, odd []T) {
+	for i, r := range items {
 		if i%2 == 0 {
 			even = append(even, r)
 		} else {
@@ -101,35 +103,88 @@ func splitAlternate(reqs []TransferReq) (even, odd []TransferReq) {
 }
 
 // retryInFlight re-sends requests that were in flight at a kill, with the
-// same id and body. One that exists must be replayed (200, same transfer);
-// one that does not must now be created (201), or refused for lack of
-// funds. It returns the requests now known to exist and those refused.
-func retryInFlight(t *testing.T, c *Client, reqs []TransferReq) (acked, rejected []TransferReq) {
+// same ids and bodies. A request that happened must be replayed (200, the
+// same transfers); one that did not must now be applied (201, or 200 with
+// every item 201 for a batch) or refused for lack of funds. It returns the
+// transfers now known to exist and those refused.
+func retryInFlight(t *testing.T, c *Client, groups [][]TransferReq) (acked, rejected []TransferReq) {
 	t.Helper()
-	for _, req := range reqs {
-		_, r, err := c.GetTransfer(req.ID)
-		if err != nil || (r.Status != http.StatusOK && r.Status != http.StatusNotFound) {
-			t.Errorf("GET in-flight transfer %s: %v %v", req.ID, r, err)
+	for _, group := range groups {
+		existed, ok := groupExists(t, c, group)
+		if !ok {
 			continue
 		}
-		existed := r.Status == http.StatusOK
-		got, r, err := c.Transfer(req)
-		switch {
-		case err != nil:
-			t.Errorf("retry of %s: %v", req.ID, err)
-		case existed && want(t, r, nil, http.StatusOK, ""):
-			if got.From != req.From || got.To != req.To || got.Amount != req.Amount {
-				t.Errorf("retry of %s replayed another transfer: %+v", req.ID, got)
-			}
-			acked = append(acked, req)
-		case existed:
-		case r.Status == http.StatusCreated:
-			acked = append(acked, req)
-		case want(t, r, nil, http.StatusUnprocessableEntity, "insufficient_funds"):
-			rejected = append(rejected, req)
+		r, err := send(c, group)
+		if err != nil {
+			t.Errorf("retry of %s: %v", group[0].ID, err)
+			continue
+		}
+		if existed {
+			wantReplayed(t, group, r)
+			acked = append(acked, group...)
+			continue
+		}
+		var res loadResult
+		if classify(&res, group, r) {
+			acked = append(acked, group...)
+		} else {
+			rejected = append(rejected, group...)
+		}
+		for _, u := range res.unexpected {
+			t.Errorf("retry of an in-flight request: %s", u)
 		}
 	}
 	return acked, rejected
+}
+
+// groupExists reports, via GET /v1/transfers/{id}, whether the transfers
+// of one request exist; ok is false (and the test failed) if only some do
+// or a read fails.
+func groupExists(t *testing.T, c *Client, group []TransferReq) (exists, ok bool) {
+	t.Helper()
+	found := 0
+	for _, req := range group {
+		_, r, err := c.GetTransfer(req.ID)
+		if err != nil || (r.Status != http.StatusOK && r.Status != http.StatusNotFound) {
+			t.Errorf("GET in-flight transfer %s: %v %v", req.ID, r, err)
+			return false, false
+		}
+		if r.Status == http.StatusOK {
+			found++
+		}
+	}
+	if found != 0 && found != len(group) {
+		t.Errorf("only %d of the %d transfers of one request exist: %+v", found, len(group), group)
+		return false, false
+	}
+	return found > 0, true
+}
+
+// wantReplayed checks the answer to a request that had already happened:
+// 200 and the same transfers (for a batch, 200 for every item).
+func wantReplayed(t *testing.T, group []TransferReq, r *Response) {
+	t.Helper()
+	if !wantStatus(t, r, nil, http.StatusOK) {
+		return
+	}
+	if len(group) > 1 {
+		var reply BatchReply
+		if err := json.Unmarshal(r.Body, &reply); err != nil || len(reply.Results) != len(group) {
+			t.Errorf("replayed batch: %s", r)
+			return
+		}
+		for _, it := range reply.Results {
+			if it.Status != http.StatusOK {
+				t.Errorf("replayed batch item %+v, want 200", it)
+			}
+		}
+		return
+	}
+	var got Transfer
+	req := group[0]
+	if err := json.Unmarshal(r.Body, &got); err != nil || got.ID != req.ID || got.From != req.From || got.To != req.To || got.Amount != req.Amount {
+		t.Errorf("retry of %s replayed another transfer: %s", req.ID, r)
+	}
 }
 
 // wantCrashOutcomes checks the ledger after all the crashes against what
@@ -151,26 +206,36 @@ func wantCrashOutcomes(t *testing.T, c *Client, fx ledgerFixture, all outcomes) 
 		wantAbsent(t, idx, req)
 	}
 	present := 0
-	for _, req := range all.unknown {
-		known[req.ID] = true
-		if wantWholeOrAbsent(t, c, idx, req) {
+	for _, group := range all.unknown {
+		for _, req := range group {
+			known[req.ID] = true
+		}
+		if wantWholeOrAbsent(t, c, idx, group) {
 			present++
 		}
 	}
-	t.Logf("%d acknowledged, %d refused; of %d left in flight, %d happened", len(all.acked), len(all.rejected), len(all.unknown), present)
+	t.Logf("%d transfers acknowledged, %d refused; of %d requests left in flight, %d happened", len(all.acked), len(all.rejected), len(all.unknown), present)
 	wantNoPhantoms(t, idx, known)
 }
 
-// wantWholeOrAbsent checks that a transfer in flight at a kill either
-// exists whole (stored, and once on each side) or not at all, and reports
-// whether it exists.
-func wantWholeOrAbsent(t *testing.T, c *Client, idx map[string]*legs, req TransferReq) bool {
+// wantWholeOrAbsent checks that a request in flight at a kill either
+// happened whole (each of its transfers stored, and once on each side) or
+// not at all, and reports whether it happened.
+func wantWholeOrAbsent(t *testing.T, c *Client, idx map[string]*legs, group []TransferReq) bool {
 	t.Helper()
-	if idx[req.ID] == nil {
-		wantNotStored(t, c, []TransferReq{req})
+	found := 0
+	for _, req := range group {
+		if idx[req.ID] != nil {
+			found++
+		}
+	}
+	if found == 0 {
+		wantNotStored(t, c, group)
 		return false
 	}
-	wantPresent(t, idx, req)
-	wantStored(t, c, []TransferReq{req})
+	for _, req := range group {
+		wantPresent(t, idx, req)
+	}
+	wantStored(t, c, group)
 	return true
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -19,25 +20,34 @@ const (
 )
 
 // load drives random transfers between accounts from many goroutines.
-// Transfer ids are chosen by the client and unique: prefix-w<worker>-<n>.
+// Most requests are single transfers; every batchEvery-th request of a
+// worker is instead an atomic batch of batchSize transfers. Transfer ids are
+// chosen by the client and unique: prefix-w<worker>-<n>[-<item>].
 type load struct {
-	c         *Client
-	accounts  []string
-	workers   int
-	requests  int   // total requests to send, at most
-	maxAmount int64 // amounts are drawn from [1, maxAmount]
-	prefix    string
-	seed      uint64
-	// onAck, when set, is called after each acknowledged transfer with the
-	// number acknowledged so far.
+	c          *Client
+	accounts   []string
+	workers    int
+	requests   int   // total requests to send, at most
+	maxAmount  int64 // amounts are drawn from [1, maxAmount]
+	batchEvery int   // 0: no batches
+	prefix     string
+	seed       uint64
+	// onAck, when set, is called after each acknowledged request with the
+	// number of transfers acknowledged so far.
 	onAck func(acked int64)
 }
 
-// loadResult sorts the requests a load sent by what the server answered.
+// Size of the atomic batches of a load.
+const batchSize = 3
+
+// loadResult sorts the transfers a load asked for by what the server
+// answered.
 type loadResult struct {
-	acked    []TransferReq // 201: the transfer happened
-	rejected []TransferReq // a problem answer: nothing happened
-	unknown  []TransferReq // no answer: it may or may not have happened
+	acked    []TransferReq // acknowledged: the transfer happened
+	rejected []TransferReq // refused: nothing happened
+	// unknown holds the requests that got no answer, each as the transfers
+	// it carried: each request happened whole or not at all.
+	unknown [][]TransferReq
 	// unexpected describes answers outside the contract.
 	unexpected []string
 }
@@ -78,26 +88,34 @@ func (l *load) worker(w int, next, acked *atomic.Int64) loadResult {
 	var res loadResult
 	rng := rand.New(rand.NewPCG(l.seed, uint64(w)))
 	for n := 0; next.Add(1) <= int64(l.requests); n++ {
-		req := l.randomTransfer(rng, l.prefix+"-w"+strconv.Itoa(w)+"-"+strconv.Itoa(n))
-		r, err := sendRetrying(l.c, req)
-		switch {
-		case err != nil:
-			res.unknown = append(res.unknown, req)
+		group := l.randomRequest(rng, fmt.Sprintf("%s-w%d-%d", l.prefix, w, n), n)
+		r, err := send(l.c, group)
+		if err != nil {
+			res.unknown = append(res.unknown, group)
 			return res
-		case r.Status == http.StatusCreated:
-			res.acked = append(res.acked, req)
-			count := acked.Add(1)
-			if l.onAck != nil {
-				l.onAck(count)
-			}
-		case r.Status == http.StatusUnprocessableEntity && r.Problem.Code == "insufficient_funds":
-			res.rejected = append(res.rejected, req)
-		default:
-			res.rejected = append(res.rejected, req)
-			res.unexpected = append(res.unexpected, r.String())
+		}
+		if !classify(&res, group, r) {
+			continue
+		}
+		count := acked.Add(int64(len(group)))
+		if l.onAck != nil {
+			l.onAck(count)
 		}
 	}
 	return res
+}
+
+// randomRequest draws the n-th request of a worker: one transfer with id,
+// or an atomic batch of transfers id-0, id-1, ….
+func (l *load) randomRequest(rng *rand.Rand, id string, n int) []TransferReq {
+	if l.batchEvery == 0 || n%l.batchEvery != l.batchEvery-1 {
+		return []TransferReq{l.randomTransfer(rng, id)}
+	}
+	group := make([]TransferReq, batchSize)
+	for i := range group {
+		group[i] = l.randomTransfer(rng, id+"-"+strconv.Itoa(i))
+	}
+	return group
 }
 
 // randomTransfer draws two distinct accounts and an amount.
@@ -110,16 +128,59 @@ func (l *load) randomTransfer(rng *rand.Rand, id string) TransferReq {
 	return TransferReq{ID: id, From: l.accounts[from], To: l.accounts[to], Amount: 1 + rng.Int64N(l.maxAmount)}
 }
 
-// sendRetrying sends a transfer, retrying with the same id and body while
-// the server answers 503 overloaded.
-func sendRetrying(c *Client, req TransferReq) (*Response, error) {
+// send sends a group (one transfer, or several as an atomic batch),
+// retrying with the same ids and bodies while the server answers 503
+// overloaded.
+func send(c *Client, group []TransferReq) (*Response, error) {
 	for attempt := 1; ; attempt++ {
-		_, r, err := c.Transfer(req)
+		var (
+			r   *Response
+			err error
+		)
+		if len(group) == 1 {
+			_, r, err = c.Transfer(group[0])
+		} else {
+			_, r, err = c.Batch(BatchReq{Atomic: true, Transfers: group})
+		}
 		if err != nil || r.Status != http.StatusServiceUnavailable || attempt == overloadRetries {
 			return r, err
 		}
 		time.Sleep(time.Duration(attempt) * overloadPause)
 	}
+}
+
+// classify files a group by the server's answer and reports whether it was
+// acknowledged. A single transfer is acknowledged by 201; an atomic batch
+// by 200 (all applied). Refusal for lack of funds (422) is expected; any
+// other answer is unexpected, and its group counted as refused, since a
+// failed request changes nothing.
+func classify(res *loadResult, group []TransferReq, r *Response) bool {
+	single := len(group) == 1
+	switch {
+	case single && r.Status == http.StatusCreated, !single && r.Status == http.StatusOK && allCreated(r):
+		res.acked = append(res.acked, group...)
+		return true
+	case single && r.Problem.Code == "insufficient_funds", !single && r.Status == http.StatusUnprocessableEntity:
+		res.rejected = append(res.rejected, group...)
+	default:
+		res.rejected = append(res.rejected, group...)
+		res.unexpected = append(res.unexpected, r.String())
+	}
+	return false
+}
+
+// allCreated reports whether every item of a batch reply is 201.
+func allCreated(r *Response) bool {
+	var reply BatchReply
+	if json.Unmarshal(r.Body, &reply) != nil || len(reply.Results) == 0 {
+		return false
+	}
+	for _, it := range reply.Results {
+		if it.Status != http.StatusCreated {
+			return false
+		}
+	}
+	return true
 }
 
 // ledgerFixture is a set of funded accounts for a load.
