@@ -25,9 +25,8 @@ type outcomes struct {
 }
 
 // TestCrashRecovery runs concurrent load (single transfers and atomic
-// batches) on 4 shards and kills the server
-// with SIGKILL at a random point of it, five times, restarting on the same
-// data each time. Every acknowledged transfer must survive, nothing refused
+// batches) on 4 shards and kills the server with SIGKILL at a random point
+// of it, five times, restarting on the same data each time. Every acknowledged transfer must survive, nothing refused
 // may appear, requests in flight at a kill must be whole or absent, money
 // must be conserved, and retrying an in-flight request must never
 // duplicate it.
