@@ -126,19 +126,16 @@ func (c *HTTPClient) Do(ctx context.Context, method, path string, body []byte) (
 type Endpoint struct {
 	rt    http.RoundTripper
 	tmpl  *http.Request
-	buf   []byte
+	buf   []byte // the last body, reusable if reuse is set
+	reuse bool
 	reply []byte
-	last  *reusedBody
 }
 
 // Body returns an empty buffer to build the next request body in. Pass the
-// result of appending to it to Send. The buffer is the previous body's
-// unless the transport might still be reading that one.
+// result of appending to it to Send.
 func (e *Endpoint) Body() []byte {
-	if e.last != nil && !e.last.closed.Load() {
-		// The server answered before the transport finished sending (it
-		// closes the body when done): leave that buffer to it.
-		e.buf = nil
+	if !e.reuse {
+		return make([]byte, 0, cap(e.buf))
 	}
 	return e.buf[:0]
 }
@@ -151,11 +148,13 @@ func (e *Endpoint) Send(body []byte) (status int, reply []byte, err error) {
 	req := new(http.Request)
 	*req = *e.tmpl
 	if body != nil {
-		rb := &reusedBody{}
-		rb.r.Reset(body)
-		req.Body, req.ContentLength = rb, int64(len(body))
-		e.buf, e.last = body, rb
+		// A *bytes.Reader (bare or in a NopCloser) is a body the
+		// transport knows to be in memory: it then sends headers and body
+		// in one write instead of flushing the headers first, which halves
+		// the write system calls and the packets the server must read.
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
+	e.buf, e.reuse = body, false
 	resp, err := e.rt.RoundTrip(req)
 	if err != nil {
 		return 0, nil, err
@@ -165,21 +164,15 @@ func (e *Endpoint) Send(body []byte) (status int, reply []byte, err error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	// The body's buffer may be reused once the transport is done writing
+	// it. It is when the server accepted the request (it had to read the
+	// whole body for that) on a connection that stays open: then the
+	// transport waits for the write to finish before it reports the end
+	// of the reply that readInto just saw. After an error reply or on a
+	// closing connection the write may still be under way, so the buffer
+	// is left to the transport and the next body gets a new one.
+	e.reuse = resp.StatusCode/100 == 2 && !resp.Close
 	return resp.StatusCode, e.reply, nil
-}
-
-// reusedBody is a request body over a buffer the Endpoint will reuse; it
-// notes when the transport is done with it.
-type reusedBody struct {
-	r      bytes.Reader
-	closed atomic.Bool
-}
-
-func (b *reusedBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-
-func (b *reusedBody) Close() error {
-	b.closed.Store(true)
-	return nil
 }
 
 // readInto appends everything r yields to buf, growing it as needed.
