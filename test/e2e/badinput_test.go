@@ -149,7 +149,8 @@ func badOthers() []badCase {
 
 // TestBadInput sends malformed, mistyped, out-of-range, oversized and
 // misaddressed requests: each gets its documented 4xx status and code, and
-// afterwards nothing has changed and the server still runs.
+// afterwards nothing has changed and the server still runs. Last, a body of
+// exactly the size limit is accepted.
 func TestBadInput(t *testing.T) {
 	srv := start(t, t.TempDir(), "--shards", "4")
 	c := srv.c
@@ -185,4 +186,8 @@ func TestBadInput(t *testing.T) {
 	if srv.isExited() {
 		t.Errorf("server exited during bad input: %v", srv.err)
 	}
+
+	atLimit := padded(`{"id":"bi-limit","from":"bi-g","to":"bi-o","amount":1}`, bodyLimit)
+	r, err = c.raw(http.MethodPost, "/v1/transfers", "application/json", []byte(atLimit))
+	want(t, r, err, http.StatusCreated, "")
 }

@@ -16,6 +16,7 @@ func TestBatch(t *testing.T) {
 	c := srv.c
 	t.Run("non_atomic", func(t *testing.T) { testBatchNonAtomic(t, c) })
 	t.Run("in_order_per_source", func(t *testing.T) { testBatchInOrder(t, c) })
+	t.Run("duplicate_ids", func(t *testing.T) { testBatchDuplicateIDs(t, c) })
 	t.Run("atomic_aborted", func(t *testing.T) { testBatchAtomicAborted(t, c) })
 	t.Run("atomic_applied", func(t *testing.T) { testBatchAtomicApplied(t, c) })
 	t.Run("max_size", func(t *testing.T) { testBatchMaxSize(t, c) })
@@ -99,6 +100,37 @@ func testBatchInOrder(t *testing.T, c *Client) {
 	wantBatch(t, c, b, http.StatusOK, []itemWant{{201, ""}, {422, "insufficient_funds"}, {201, ""}})
 	wantBalance(t, c, "bo-a", 0, 0)
 	wantBalance(t, c, "bo-b", 100, 0)
+}
+
+// testBatchDuplicateIDs: an id repeated within one batch is a replay when
+// the body is the same (201 then 200) and a conflict when it is not (one
+// 201, one 409 idempotency_conflict, whichever source goes first); money
+// moves once per id.
+func testBatchDuplicateIDs(t *testing.T, c *Client) {
+	openAccounts(t, c, "bd-a", "bd-b", "bd-c")
+	fund(t, c, "bd-a", 100)
+	fund(t, c, "bd-b", 100)
+	same := TransferReq{ID: "bd-1", From: "bd-a", To: "bd-c", Amount: 5}
+	wantBatch(t, c, BatchReq{Transfers: []TransferReq{same, same}}, http.StatusOK, []itemWant{{201, ""}, {200, ""}})
+
+	rivals := []TransferReq{{ID: "bd-2", From: "bd-a", To: "bd-c", Amount: 5}, {ID: "bd-2", From: "bd-b", To: "bd-c", Amount: 6}}
+	got, r, err := c.Batch(BatchReq{Transfers: rivals})
+	if !wantStatus(t, r, err, http.StatusOK) || len(got.Results) != 2 {
+		t.Fatalf("batch of rivals: %v", r)
+	}
+	winner := 0
+	if got.Results[1].Status == http.StatusCreated {
+		winner = 1
+	}
+	loser := got.Results[1-winner]
+	if got.Results[winner].Status != http.StatusCreated || loser.Status != http.StatusConflict || loser.Code != "idempotency_conflict" {
+		t.Errorf("rival items: got %+v, want one 201 and one 409 idempotency_conflict", got.Results)
+	}
+	stored := mustGetTransfer(t, c, "bd-2")
+	if stored.From != rivals[winner].From {
+		t.Errorf("bd-2 stored as %+v, but item %d was created", stored, winner)
+	}
+	wantBalance(t, c, "bd-c", 5+stored.Amount, 0)
 }
 
 // testBatchAtomicAborted: one bad item aborts an atomic batch: 422, that

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -16,18 +17,26 @@ func TestLedgerLifecycle(t *testing.T) {
 	t.Run("accounts", func(t *testing.T) { testAccounts(t, srv.c) })
 	t.Run("transfers", func(t *testing.T) { testTransfers(t, srv.c) })
 	t.Run("idempotency", func(t *testing.T) { testIdempotency(t, srv.c) })
+	t.Run("idempotency_race", func(t *testing.T) { testIdempotencyRace(t, srv.c) })
+	t.Run("account_race", func(t *testing.T) { testAccountRace(t, srv.c) })
+	t.Run("system_account", func(t *testing.T) { testSystemAccount(t, srv.c) })
 	t.Run("refusals", func(t *testing.T) { testRefusals(t, srv.c) })
 	t.Run("overdraft", func(t *testing.T) { testOverdraft(t, srv.c) })
 	t.Run("history", func(t *testing.T) { testHistory(t, srv.c) })
 	t.Run("history_limits", func(t *testing.T) { testHistoryLimits(t, srv.c) })
+	t.Run("stable_cursor", func(t *testing.T) { testStableCursor(t, srv.c) })
 }
 
 // testAccounts: 201 on creation, 200 on an identical replay, 409
 // account_exists on other attributes, and the documented account fields.
 func testAccounts(t *testing.T, c *Client) {
+	before := mustStats(t, c)
 	spec := NewAccount{ID: "lc-alice", Currency: currency, Metadata: map[string]string{"tier": "gold"}}
 	a := mustCreateAccount(t, c, spec)
 	wantNewAccount(t, a, spec)
+	if now := mustStats(t, c); now.Accounts != before.Accounts+1 {
+		t.Errorf("stats accounts %d after one creation, was %d", now.Accounts, before.Accounts)
+	}
 
 	again, r, err := c.CreateAccount(spec)
 	must(t, r, err, http.StatusOK, "")
@@ -45,6 +54,9 @@ func testAccounts(t *testing.T, c *Client) {
 	}
 	if got := mustAccount(t, c, spec.ID); !reflect.DeepEqual(got, a) {
 		t.Errorf("GET account: got %+v, want %+v", got, a)
+	}
+	if now := mustStats(t, c); now.Accounts != before.Accounts+1 {
+		t.Errorf("stats accounts %d after replays and conflicts, want %d", now.Accounts, before.Accounts+1)
 	}
 
 	od := NewAccount{ID: "lc-od", Currency: currency, OverdraftLimit: 75}
@@ -145,6 +157,7 @@ func testIdempotency(t *testing.T, c *Client) {
 		{ID: req.ID, From: req.From, To: "id-c", Amount: req.Amount, Memo: req.Memo},
 		{ID: req.ID, From: req.From, To: req.To, Amount: req.Amount, Memo: "twice"},
 		{ID: req.ID, From: "id-b", To: "id-a", Amount: req.Amount, Memo: req.Memo},
+		{ID: req.ID, From: req.From, To: req.To, Amount: req.Amount, Memo: req.Memo, Pending: true},
 	}
 	for _, from := range others {
 		conflicts = append(conflicts, TransferReq{ID: req.ID, From: from, To: req.To, Amount: req.Amount, Memo: req.Memo})
@@ -156,6 +169,142 @@ func testIdempotency(t *testing.T, c *Client) {
 	snap.wantUnchanged(t, c)
 	if got := mustGetTransfer(t, c, req.ID); !reflect.DeepEqual(got, first) {
 		t.Errorf("after conflicts GET %s: got %+v, want %+v", req.ID, got, first)
+	}
+}
+
+// raceRounds is how many ids the race subtests contend on, and raceClients
+// how many concurrent requests each id gets.
+const (
+	raceRounds  = 20
+	raceClients = 16
+)
+
+// race sends raceClients requests at once through send(i) and returns
+// their answers in order.
+func race(t *testing.T, send func(i int) (*Response, error)) []*Response {
+	t.Helper()
+	out := make([]*Response, raceClients)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Go(func() {
+			<-start
+			r, err := send(i)
+			if err != nil {
+				t.Errorf("racing request %d: %v", i, err)
+				return
+			}
+			out[i] = r
+		})
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	return out
+}
+
+// testIdempotencyRace: many clients send the same transfer id at once,
+// half with one body and half with another whose source is another
+// account (likely on another shard). Exactly one is created; the others
+// with its body are replays (200) and those with the other body 409
+// idempotency_conflict; money moves once.
+func testIdempotencyRace(t *testing.T, c *Client) {
+	openAccounts(t, c, "ir-a", "ir-b", "ir-to")
+	fund(t, c, "ir-a", 1000)
+	fund(t, c, "ir-b", 1000)
+	for round := range raceRounds {
+		id := fmt.Sprintf("ir-%d", round)
+		bodies := [2]TransferReq{{ID: id, From: "ir-a", To: "ir-to", Amount: 1}, {ID: id, From: "ir-b", To: "ir-to", Amount: 2}}
+		answers := race(t, func(i int) (*Response, error) {
+			_, r, err := c.Transfer(bodies[i%2])
+			return r, err
+		})
+		winner := -1
+		for i, r := range answers {
+			if r.Status == http.StatusCreated {
+				if winner >= 0 {
+					t.Errorf("%s created twice: by request %d and %d", id, winner, i)
+				}
+				winner = i
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("%s: no request created it: %v", id, answers[0])
+		}
+		for i, r := range answers {
+			switch {
+			case i == winner:
+			case i%2 == winner%2:
+				want(t, r, nil, http.StatusOK, "")
+			default:
+				want(t, r, nil, http.StatusConflict, "idempotency_conflict")
+			}
+		}
+		if got := mustGetTransfer(t, c, id); got.From != bodies[winner%2].From {
+			t.Errorf("%s stored as %+v, but request %d (%s) created it", id, got, winner, bodies[winner%2].From)
+		}
+	}
+	a, b := mustAccount(t, c, "ir-a"), mustAccount(t, c, "ir-b")
+	to := mustAccount(t, c, "ir-to")
+	if moved := (1000 - a.Balance) + (1000 - b.Balance); moved != to.Balance || a.Entries+b.Entries != 2+raceRounds {
+		t.Errorf("after %d contended ids: ir-a %+v, ir-b %+v, ir-to %+v; want one transfer per id", raceRounds, a, b, to)
+	}
+}
+
+// testAccountRace: many clients open the same account id at once, half
+// in one currency and half in another. Exactly one is created; the others
+// with its attributes get 200 and the rest 409 account_exists.
+func testAccountRace(t *testing.T, c *Client) {
+	for round := range raceRounds {
+		id := fmt.Sprintf("ar-%d", round)
+		specs := [2]NewAccount{{ID: id, Currency: currency}, {ID: id, Currency: "EUR"}}
+		answers := race(t, func(i int) (*Response, error) {
+			_, r, err := c.CreateAccount(specs[i%2])
+			return r, err
+		})
+		winner := -1
+		for i, r := range answers {
+			if r.Status == http.StatusCreated {
+				if winner >= 0 {
+					t.Errorf("account %s created twice: by request %d and %d", id, winner, i)
+				}
+				winner = i
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("account %s: no request created it: %v", id, answers[0])
+		}
+		for i, r := range answers {
+			switch {
+			case i == winner:
+			case i%2 == winner%2:
+				want(t, r, nil, http.StatusOK, "")
+			default:
+				want(t, r, nil, http.StatusConflict, "account_exists")
+			}
+		}
+		if got := mustAccount(t, c, id); got.Currency != specs[winner%2].Currency {
+			t.Errorf("account %s is %+v, but request %d created it", id, got, winner)
+		}
+	}
+}
+
+// testSystemAccount: a client may open another system account (id
+// starting with @), in another currency; it may go negative without limit,
+// and the balances of that currency still sum to 0.
+func testSystemAccount(t *testing.T, c *Client) {
+	sys := mustCreateAccount(t, c, NewAccount{ID: "@lc-mint", Currency: "EUR"})
+	if !sys.System {
+		t.Errorf("@lc-mint: %+v, want system", sys)
+	}
+	mustCreateAccount(t, c, NewAccount{ID: "lc-eur", Currency: "EUR"})
+	mustTransfer(t, c, TransferReq{From: "@lc-mint", To: "lc-eur", Amount: 1 << 40})
+	wantBalance(t, c, "@lc-mint", -(1 << 40), 0)
+	wantBalance(t, c, "lc-eur", 1<<40, 0)
+	if s := mustStats(t, c); s.BalanceSum["EUR"] != 0 || s.BalanceSum[currency] != 0 {
+		t.Errorf("balance_sum %v, want 0 for every currency", s.BalanceSum)
 	}
 }
 
@@ -311,4 +460,28 @@ func testHistoryLimits(t *testing.T, c *Client) {
 	}
 	_, r, err := c.HistoryPage("h-nobody", nil)
 	want(t, r, err, http.StatusNotFound, "account_not_found")
+}
+
+// testStableCursor: a cursor keeps its place while new entries arrive:
+// the pages read before and after them join without gap or repeat, and
+// the new entries come first in a fresh read.
+func testStableCursor(t *testing.T, c *Client) {
+	openAccounts(t, c, "sc-a", "sc-b")
+	for range 10 {
+		fund(t, c, "sc-a", 1)
+	}
+	before := mustHistory(t, c, "sc-a")
+	first, r, err := c.HistoryPage("sc-a", url.Values{"limit": {"4"}})
+	must(t, r, err, http.StatusOK, "")
+	for range 3 {
+		mustTransfer(t, c, TransferReq{From: "sc-a", To: "sc-b", Amount: 1})
+	}
+	rest, r, err := c.HistoryPage("sc-a", url.Values{"limit": {"1000"}, "cursor": {first.NextCursor}})
+	must(t, r, err, http.StatusOK, "")
+	if joined := append(first.Items, rest.Items...); !reflect.DeepEqual(joined, before) {
+		t.Errorf("pages around new entries: got %+v, want %+v", joined, before)
+	}
+	if now := mustHistory(t, c, "sc-a"); len(now) != 13 || !reflect.DeepEqual(now[3:], before) {
+		t.Errorf("history after 3 more entries: %+v, want them before %+v", now, before)
+	}
 }
