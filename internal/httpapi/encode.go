@@ -73,6 +73,10 @@ func appendEscapedByte(b []byte, c byte) []byte {
 		return append(b, '\\', 'r')
 	case '\t':
 		return append(b, '\\', 't')
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
 	}
 	return appendRuneEscape(b, rune(c))
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"sync"
 	"time"
 
 	"github.com/surge-dev/surge/internal/ledger"
@@ -233,52 +234,62 @@ type batchInput struct {
 	same []int
 }
 
+// itemsPool recycles the decoded items of batches. Unlike the requests made
+// from them, they never leave this package, so they can be reused.
+var itemsPool = sync.Pool{New: func() any { return new([]transferInput) }}
+
 // decodeBatch decodes and validates the body of POST /v1/transfers/batch.
-// Any invalid item fails the whole batch with invalid_argument (naming the
-// item), so that a malformed batch changes nothing, atomic or not.
+// The whole body is decoded before any item is validated, so that malformed
+// JSON anywhere is reported as such, as encoding/json would. Any invalid
+// item fails the whole batch with invalid_argument (naming the item), so
+// that a malformed batch changes nothing, atomic or not.
 func decodeBatch(body []byte) (b batchInput, err *inputError) {
+	items := itemsPool.Get().(*[]transferInput)
+	defer func() {
+		clear(*items) // drop the strings, which now belong to b.reqs
+		*items = (*items)[:0]
+		itemsPool.Put(items)
+	}()
 	s := newScanner(body)
-	if err = s.openObject(""); err != nil {
+	present, err := s.batch(&b, items)
+	if err != nil {
 		return b, err
 	}
-	var seen, has fields
+	if !present {
+		return b, &inputError{kind: errValue, field: "transfers", msg: msgRequired}
+	}
+	return b, b.validate(*items)
+}
+
+// batch decodes the batch object into b and *items; present reports whether
+// it had a transfers array.
+func (s *scanner) batch(b *batchInput, items *[]transferInput) (present bool, err *inputError) {
+	if err = s.openObject(""); err != nil {
+		return false, err
+	}
+	var seen fields
 	for first := true; ; {
 		f, err := s.nextField(&first, &seen, batchField)
 		if err != nil {
-			return b, err
+			return false, err
 		}
 		if f == 0 {
 			break
 		}
-		present := false
 		if f == fAtomic {
-			present, err = s.setBool("atomic", &b.atomic)
+			_, err = s.setBool("atomic", &b.atomic)
 		} else {
-			present, err = s.items(&b, len(body))
+			present, err = s.items(items)
 		}
 		if err != nil {
-			return b, err
-		}
-		if present {
-			has |= f
+			return false, err
 		}
 	}
-	if err = s.end(); err != nil {
-		return b, err
-	}
-	if has&fTransfers == 0 {
-		return b, &inputError{kind: errValue, field: "transfers", msg: msgRequired}
-	}
-	return b, nil
+	return present, s.end()
 }
 
-// minItemSize is a lower bound on the bytes of one batch item as clients
-// write it ({"from":"a","to":"b","amount":1} is 32); it sizes the request
-// slice from the body length so that it rarely grows.
-const minItemSize = 32
-
-// items decodes the "transfers" array into b.
-func (s *scanner) items(b *batchInput, bodyLen int) (bool, *inputError) {
+// items decodes the "transfers" array into *items.
+func (s *scanner) items(items *[]transferInput) (bool, *inputError) {
 	if null, err := s.null(); null || err != nil {
 		return false, err
 	}
@@ -286,37 +297,39 @@ func (s *scanner) items(b *batchInput, bodyLen int) (bool, *inputError) {
 		return false, s.wrongType("transfers", "an array of transfer objects")
 	}
 	s.pos++
-	b.reqs = make([]ledger.TransferRequest, 0, min(bodyLen/minItemSize+1, ledger.MaxBatch))
+	*items = (*items)[:0]
 	defer func() { s.item = -1 }()
 	for first := true; ; {
 		more, err := s.element(&first)
 		if err != nil || !more {
 			return true, err
 		}
-		s.item = len(b.reqs)
+		s.item = len(*items)
 		if s.item == ledger.MaxBatch {
 			return true, &inputError{kind: errBatchTooLarge, field: "transfers", msg: "a batch holds at most 8190 transfers"}
 		}
-		if err = s.batchItem(b); err != nil {
+		in, err := s.transfer()
+		if err != nil {
 			return true, err
 		}
+		*items = append(*items, in)
 	}
 }
 
-// batchItem decodes and validates one item of a batch and appends it to b.
-func (s *scanner) batchItem(b *batchInput) *inputError {
-	in, err := s.transfer()
-	if err != nil {
-		return err
+// validate checks the decoded items and makes b's requests of them.
+func (b *batchInput) validate(items []transferInput) *inputError {
+	b.reqs = make([]ledger.TransferRequest, len(items))
+	for i := range items {
+		req, err := items[i].request(i)
+		if err != nil {
+			b.reqs = nil
+			return err
+		}
+		if req.From == req.To {
+			b.same = append(b.same, i)
+		}
+		b.reqs[i] = req
 	}
-	req, err := in.request(s.item)
-	if err != nil {
-		return err
-	}
-	if req.From == req.To {
-		b.same = append(b.same, s.item)
-	}
-	b.reqs = append(b.reqs, req)
 	return nil
 }
 
@@ -516,5 +529,5 @@ func decodeEmpty(body []byte) *inputError {
 // isBlank reports whether b holds only JSON whitespace.
 func isBlank(b []byte) bool {
 	s := newScanner(b)
-	return s.peek() == 0
+	return s.atEnd()
 }

@@ -108,9 +108,16 @@ func (s *scanner) peek() byte {
 	return s.buf[s.pos]
 }
 
+// atEnd reports whether only whitespace is left. (peek's 0 is no proof: the
+// input may hold a NUL byte.)
+func (s *scanner) atEnd() bool {
+	s.skipSpace()
+	return s.pos >= len(s.buf)
+}
+
 // end checks that nothing but whitespace follows the document.
 func (s *scanner) end() *inputError {
-	if s.peek() != 0 {
+	if !s.atEnd() {
 		return &inputError{kind: errSyntax, msg: "unexpected data after the JSON object at byte offset " + strconv.Itoa(s.pos)}
 	}
 	return nil
@@ -159,7 +166,7 @@ func (s *scanner) null() (bool, *inputError) {
 // openObject consumes the '{' that starts an object named field.
 func (s *scanner) openObject(field string) *inputError {
 	c := s.peek()
-	if c == 0 && s.pos == len(s.buf) && s.item < 0 && field == "" && isBlank(s.buf) {
+	if s.item < 0 && field == "" && isBlank(s.buf) {
 		return &inputError{kind: errSyntax, field: "body", msg: "is empty; a JSON object is required"}
 	}
 	if c != '{' {
