@@ -48,10 +48,12 @@ func (e *inputError) Error() string {
 // either the input or its scratch buffer and are valid only until the next
 // call; callers copy what they keep.
 type scanner struct {
-	buf  []byte
-	pos  int
-	tmp  []byte // scratch for strings with escapes
-	item int    // index of the batch item being read, or -1; only used to name fields in errors
+	buf []byte
+	pos int
+	tmp []byte // scratch for strings with escapes
+	// arena gathers the strings of one object, to be made into one string.
+	arena []byte
+	item  int // index of the batch item being read, or -1; only used to name fields in errors
 }
 
 func newScanner(b []byte) scanner { return scanner{buf: b, item: -1} }
