@@ -5,9 +5,129 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/surge-dev/surge/internal/ledger"
 )
+
+func batchField(key []byte) fields {
+	switch string(key) {
+	case "atomic":
+		return fAtomic
+	case "transfers":
+		return fTransfers
+	}
+	return 0
+}
+
+// batchInput is a decoded and validated batch.
+type batchInput struct {
+	atomic bool
+	reqs   []ledger.TransferRequest
+	// same lists, in order, the items whose from equals to: they fail with
+	// same_account without reaching the ledger.
+	same []int
+}
+
+// itemsPool recycles the decoded items of batches. Unlike the requests made
+// from them, they never leave this package, so they can be reused.
+var itemsPool = sync.Pool{New: func() any { return new([]transferInput) }}
+
+// decodeBatch decodes and validates the body of POST /v1/transfers/batch.
+// The whole body is decoded before any item is validated, so that malformed
+// JSON anywhere is reported as such, as encoding/json would. Any invalid
+// item fails the whole batch with invalid_argument (naming the item), so
+// that a malformed batch changes nothing, atomic or not.
+func decodeBatch(body []byte) (b batchInput, err *inputError) {
+	items := itemsPool.Get().(*[]transferInput)
+	defer func() {
+		clear(*items) // drop the strings, which now belong to b.reqs
+		*items = (*items)[:0]
+		itemsPool.Put(items)
+	}()
+	s := newScanner(body)
+	s.arena = make([]byte, 0, 512) // reused by every item; grows for the rare long one
+	present, err := s.batch(&b, items)
+	if err != nil {
+		return b, err
+	}
+	if !present {
+		return b, &inputError{kind: errValue, field: "transfers", msg: msgRequired}
+	}
+	return b, b.validate(*items)
+}
+
+// batch decodes the batch object into b and *items; present reports whether
+// it had a transfers array.
+func (s *scanner) batch(b *batchInput, items *[]transferInput) (present bool, err *inputError) {
+	if err = s.openObject(""); err != nil {
+		return false, err
+	}
+	var seen fields
+	for first := true; ; {
+		f, err := s.nextField(&first, &seen, batchField)
+		if err != nil {
+			return false, err
+		}
+		if f == 0 {
+			break
+		}
+		if f == fAtomic {
+			_, err = s.setBool("atomic", &b.atomic)
+		} else {
+			present, err = s.items(items)
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return present, s.end()
+}
+
+// items decodes the "transfers" array into *items.
+func (s *scanner) items(items *[]transferInput) (bool, *inputError) {
+	if null, err := s.null(); null || err != nil {
+		return false, err
+	}
+	if s.peek() != '[' {
+		return false, s.wrongType("transfers", "an array of transfer objects")
+	}
+	s.pos++
+	*items = (*items)[:0]
+	defer func() { s.item = -1 }()
+	for first := true; ; {
+		more, err := s.element(&first)
+		if err != nil || !more {
+			return true, err
+		}
+		s.item = len(*items)
+		if s.item == ledger.MaxBatch {
+			return true, &inputError{kind: errBatchTooLarge, field: "transfers", msg: "a batch holds at most 8190 transfers"}
+		}
+		in, err := s.transfer()
+		if err != nil {
+			return true, err
+		}
+		*items = append(*items, in)
+	}
+}
+
+// validate checks the decoded items and makes b's requests of them.
+func (b *batchInput) validate(items []transferInput) *inputError {
+	b.reqs = make([]ledger.TransferRequest, len(items))
+	for i := range items {
+		req, err := items[i].request(i)
+		if err != nil {
+			b.reqs = nil
+			return err
+		}
+		if req.From == req.To {
+			b.same = append(b.same, i)
+		}
+		b.reqs[i] = req
+	}
+	return nil
+}
 
 func (a *API) batch(w http.ResponseWriter, r *http.Request) int {
 	body, p := readBody(r, maxBatchBody)
