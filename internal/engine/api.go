@@ -127,7 +127,7 @@ func failRest(reqs []ledger.TransferRequest, groups []shardGroup, err error) []l
 
 // PostPending posts a pending transfer; amount 0 posts all it holds.
 func (e *Engine) PostPending(ctx context.Context, id string, amount int64) (ledger.Transfer, error) {
-	s, err := e.holdShard(id)
+	s, err := e.holdShard(ctx, id)
 	if err != nil {
 		return ledger.Transfer{}, err
 	}
@@ -140,7 +140,7 @@ func (e *Engine) PostPending(ctx context.Context, id string, amount int64) (ledg
 
 // VoidPending releases a pending transfer's hold.
 func (e *Engine) VoidPending(ctx context.Context, id string) (ledger.Transfer, error) {
-	s, err := e.holdShard(id)
+	s, err := e.holdShard(ctx, id)
 	if err != nil {
 		return ledger.Transfer{}, err
 	}
@@ -152,24 +152,37 @@ func (e *Engine) VoidPending(ctx context.Context, id string) (ledger.Transfer, e
 }
 
 // holdShard finds the shard owning transfer id: its debiting account's.
-func (e *Engine) holdShard(id string) (*shard, error) {
-	t, err := e.GetTransfer(context.Background(), id)
+func (e *Engine) holdShard(ctx context.Context, id string) (*shard, error) {
+	t, err := e.GetTransfer(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return e.shardFor(t.From), nil
 }
 
-// GetTransfer returns the transfer id.
-func (e *Engine) GetTransfer(_ context.Context, id string) (ledger.Transfer, error) {
-	t, ok, err := e.db.Transfer(id)
-	if err != nil {
-		return ledger.Transfer{}, err
+// GetTransfer returns the transfer id as of its last durable change. If a
+// batch writing it is in flight, it waits for that batch to be published.
+func (e *Engine) GetTransfer(ctx context.Context, id string) (ledger.Transfer, error) {
+	for {
+		// Take the signal before looking: a publish that clears the id
+		// after this point also closes next.
+		next := *e.published.Load()
+		t, ok, err := e.db.Transfer(id)
+		if err != nil {
+			return ledger.Transfer{}, err
+		}
+		if !ok {
+			return ledger.Transfer{}, ledger.Errorf(ledger.CodeTransferNotFound, "transfer %s not found", id)
+		}
+		if _, busy := e.inflight.Load(id); !busy {
+			return t, nil
+		}
+		select {
+		case <-next:
+		case <-ctx.Done():
+			return ledger.Transfer{}, ctx.Err()
+		}
 	}
-	if !ok {
-		return ledger.Transfer{}, ledger.Errorf(ledger.CodeTransferNotFound, "transfer %s not found", id)
-	}
-	return t, nil
 }
 
 // History returns a page of an account's history, newest first.
@@ -204,24 +217,20 @@ func (e *Engine) History(_ context.Context, accountID string, q ledger.HistoryQu
 	return page, nil
 }
 
-// Stats sums the committed view. It is exact when no transfer is in
-// progress; under load, shards publish at slightly different moments.
+// Stats sums the committed view. It is a consistent cut: every balance and
+// in-flight credit as of the same set of durable batches.
 func (e *Engine) Stats(context.Context) (ledger.Stats, error) {
-	st := ledger.Stats{BalanceSum: map[string]int64{}, InFlightAmount: map[string]int64{}}
+	st := ledger.Stats{BalanceSum: map[string]int64{}}
+	e.viewMu.Lock()
+	defer e.viewMu.Unlock()
 	e.accounts.Range(func(_, v any) bool {
 		a := v.(*ledger.Account)
 		st.Accounts++
 		st.BalanceSum[a.Currency] += a.Balance
 		return true
 	})
-	err := e.db.EachOutbox(func(leg ledger.CreditLeg) error {
-		st.InFlight++
-		if a, ok := e.account(leg.To); ok {
-			st.InFlightAmount[a.Currency] += leg.Amount
-		}
-		return nil
-	})
-	return st, err
+	st.InFlight, st.InFlightAmount = e.flight.snapshot()
+	return st, nil
 }
 
 // atomicAcrossShards applies an atomic batch whose debits span shards. It
@@ -234,28 +243,26 @@ func (e *Engine) atomicAcrossShards(reqs []ledger.TransferRequest) []ledger.Batc
 	release := e.parkAll()
 	defer close(release)
 
-	books := make([]*ledger.Book, len(e.shards))
 	saves := make([]ledger.Savepoint, len(e.shards))
 	for i, s := range e.shards {
-		books[i] = s.book
 		saves[i] = s.book.Begin()
 	}
 	res, failed := e.applyAcross(reqs)
-	for i, b := range books {
+	for i, s := range e.shards {
 		if failed {
-			b.Rollback(saves[i])
+			s.book.Rollback(saves[i])
 		} else {
-			b.Commit()
+			s.book.Commit()
 		}
 	}
 	if !failed {
-		if err := e.persist(books...); err != nil {
+		if err := e.persist(e.shards...); err != nil {
 			panic("engine: atomic batch commit failed: " + err.Error())
 		}
 	}
-	for _, b := range books {
-		e.publish(b)
-		b.Reset()
+	for _, s := range e.shards {
+		e.publish(s.book)
+		s.book.Reset()
 	}
 	return res
 }
@@ -287,7 +294,9 @@ func (e *Engine) applyAcross(reqs []ledger.TransferRequest) ([]ledger.BatchResul
 		// Both legs land in the same storage batch: no outbox needed.
 		ch := from.Changes()
 		for _, leg := range ch.Credits[mark:] {
+			to := e.shardFor(leg.To).book.Changes()
 			e.shardFor(leg.To).book.ApplyCredit(leg)
+			to.Settled = to.Settled[:len(to.Settled)-1] // nothing was in the outbox
 		}
 		ch.Credits = ch.Credits[:mark]
 	}

@@ -74,10 +74,20 @@ type Engine struct {
 	// accounts are never deleted, it also tells every shard which accounts
 	// exist and in which currency.
 	accounts sync.Map // id → *ledger.Account
-	// claims are client-chosen transfer ids being created and not yet
-	// committed, with the shard creating each: two shards can never both
-	// create the same id.
-	claims sync.Map // transfer id → shard index
+	// inflight holds the ids of transfers being written and not yet
+	// published, with the shard writing each. A client-chosen id is claimed
+	// here before it is looked up, so two shards never create the same id;
+	// and since Pebble shows a batch before its fsync ends, readers that
+	// meet an in-flight id wait for the next publish instead of showing a
+	// write a crash could still undo.
+	inflight sync.Map // transfer id → shard index
+	// viewMu orders publishes against Stats: publishes share it, Stats takes
+	// it alone, so Stats sees whole publishes only — a consistent cut of
+	// the committed view and of the money in flight between shards.
+	viewMu sync.RWMutex
+	flight flight
+	// published is closed, and replaced, every time a shard publishes.
+	published atomic.Pointer[chan struct{}]
 	// ids answers "is this transfer id new?" without storage, mostly.
 	ids *idFilter
 	// barrier serialises atomic batches that span shards.
@@ -89,6 +99,8 @@ type Engine struct {
 func Open(cfg Config) (*Engine, error) {
 	cfg.setDefaults()
 	e := &Engine{cfg: cfg, metrics: newMetrics(cfg.Registerer)}
+	next := make(chan struct{})
+	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync})
 	if err != nil {
 		return nil, err
@@ -165,6 +177,7 @@ func (e *Engine) load() error {
 func (e *Engine) resumeCredits() error {
 	var calls []*call
 	err := e.db.EachOutbox(func(leg ledger.CreditLeg) error {
+		e.flight.update([]ledger.CreditLeg{leg}, nil, e.currencyOf)
 		c := newCall()
 		calls = append(calls, c)
 		return e.shardFor(leg.To).log.Append(Envelope{Cmd: CmdCredit{Leg: leg}, call: c}, true)
@@ -219,6 +232,11 @@ func (e *Engine) shardFor(key string) *shard {
 	return e.shards[xxhash.Sum64String(key)%uint64(len(e.shards))]
 }
 
+func (e *Engine) currencyOf(id string) string {
+	a, _ := e.account(id)
+	return a.Currency
+}
+
 func (e *Engine) account(id string) (ledger.Account, bool) {
 	v, ok := e.accounts.Load(id)
 	if !ok {
@@ -227,12 +245,16 @@ func (e *Engine) account(id string) (ledger.Account, bool) {
 	return *v.(*ledger.Account), true
 }
 
-// persist writes every change the Books hold as one storage batch and makes
-// it durable.
-func (e *Engine) persist(books ...*ledger.Book) error {
+// persist writes every change the shards' Books hold as one storage batch
+// and makes it durable.
+func (e *Engine) persist(shards ...*shard) error {
 	w := store.NewLedgerBatch(e.db.NewBatch())
-	for _, b := range books {
-		writeChanges(w, b.Changes())
+	for _, s := range shards {
+		ch := s.book.Changes()
+		for _, t := range ch.Transfers {
+			e.inflight.Store(t.ID, s.id)
+		}
+		writeChanges(w, ch)
 	}
 	return e.db.Commit(w.Batch)
 }
@@ -250,8 +272,8 @@ func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
 	for i := range ch.Credits {
 		w.PutOutbox(&ch.Credits[i])
 	}
-	for _, id := range ch.Settled {
-		w.DeleteOutbox(id)
+	for i := range ch.Settled {
+		w.DeleteOutbox(ch.Settled[i].TransferID)
 	}
 	for _, id := range ch.HoldsOpened {
 		w.PutHold(id)
@@ -261,14 +283,17 @@ func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
 	}
 }
 
-// publish makes a durable batch's accounts visible to readers and frees its
-// claimed ids, once the id filter knows them (storage now answers for them).
+// publish makes a durable batch visible to readers: its accounts in the
+// committed view, its transfer ids in the id filter and out of flight.
 func (e *Engine) publish(b *ledger.Book) {
 	ch := b.Changes()
+	e.viewMu.RLock()
 	for _, a := range ch.Accounts {
 		cp := *a
 		e.accounts.Store(a.ID, &cp)
 	}
+	e.flight.update(ch.Credits, ch.Settled, e.currencyOf)
+	e.viewMu.RUnlock()
 	e.ids.add(func(yield func(string) bool) {
 		for _, t := range ch.Transfers {
 			if !yield(t.ID) {
@@ -276,9 +301,11 @@ func (e *Engine) publish(b *ledger.Book) {
 			}
 		}
 	})
-	for _, id := range ch.Claimed {
-		e.claims.Delete(id)
+	for _, t := range ch.Transfers {
+		e.inflight.Delete(t.ID)
 	}
+	next := make(chan struct{})
+	close(*e.published.Swap(&next))
 }
 
 // submit queues cmd on s; the returned call completes once it is durable.

@@ -67,7 +67,7 @@ func (s *shard) commitBatch(envs []Envelope) {
 		s.spans = append(s.spans, [2]int{from, len(s.book.Changes().Credits)})
 	}
 	s.eng.metrics.batchSize.Observe(float64(len(envs)))
-	if err := s.eng.persist(s.book); err != nil {
+	if err := s.eng.persist(s); err != nil {
 		// The Book is ahead of the disk and cannot be rolled back in
 		// general; carrying on would acknowledge lost writes. Recovery on
 		// restart rebuilds the state from what did reach the disk.
@@ -185,11 +185,11 @@ func (s *shard) Transfer(id string) (ledger.Transfer, bool, error) {
 }
 
 func (s *shard) Claim(id string) bool {
-	_, taken := s.eng.claims.LoadOrStore(id, s.id)
+	_, taken := s.eng.inflight.LoadOrStore(id, s.id)
 	return !taken
 }
 
-func (s *shard) Release(id string) { s.eng.claims.Delete(id) }
+func (s *shard) Release(id string) { s.eng.inflight.Delete(id) }
 
 func (s *shard) Currency(id string) (string, bool) {
 	a, ok := s.eng.account(id)

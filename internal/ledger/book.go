@@ -13,8 +13,8 @@ type Lookup interface {
 	// Transfer returns the committed transfer with id.
 	Transfer(id string) (Transfer, bool, error)
 	// Claim reserves a client-chosen transfer id for this shard until the
-	// batch creating it commits and storage answers for it. It returns false
-	// if another shard holds it.
+	// batch creating it is durable and storage answers for it. It returns
+	// false if another shard holds it.
 	Claim(id string) bool
 	// Release gives up a claim whose transfer was not created.
 	Release(id string)
@@ -49,13 +49,12 @@ type Changes struct {
 	Entries   []AccountEntry
 	// Credits are cross-shard second legs to record in the outbox and send.
 	Credits []CreditLeg
-	// Settled are outbox records this shard's credits have fulfilled.
-	Settled []string
+	// Settled are the cross-shard credits this shard applied; each settles
+	// the outbox record of its transfer.
+	Settled []CreditLeg
 	// HoldsOpened and HoldsClosed track the pending-transfer index.
 	HoldsOpened []string
 	HoldsClosed []string
-	// Claimed are the client-chosen ids claimed in this batch.
-	Claimed []string
 }
 
 // AccountEntry is a history Entry with the account it belongs to.
@@ -131,7 +130,6 @@ func (b *Book) Reset() {
 	c.Settled = c.Settled[:0]
 	c.HoldsOpened = c.HoldsOpened[:0]
 	c.HoldsClosed = c.HoldsClosed[:0]
-	c.Claimed = c.Claimed[:0]
 }
 
 // CreateAccount opens an account. An existing account with the same
@@ -216,7 +214,6 @@ func (b *Book) claimOrFind(id string) (Transfer, bool, error) {
 		b.lookup.Release(id)
 		return t, found, err
 	}
-	b.changes.Claimed = append(b.changes.Claimed, id)
 	b.logUndo(func() { b.lookup.Release(id) })
 	return Transfer{}, false, nil
 }
@@ -239,8 +236,6 @@ func (b *Book) unclaim(id string) {
 	if id == "" {
 		return
 	}
-	c := &b.changes
-	c.Claimed = c.Claimed[:len(c.Claimed)-1]
 	if b.undo != nil {
 		b.undo = b.undo[:len(b.undo)-1]
 	}
@@ -350,7 +345,7 @@ func (b *Book) ApplyCredit(c CreditLeg) {
 	}
 	rec := &Transfer{ID: c.TransferID, Memo: c.Memo}
 	b.entry(to, Credit, c.Amount, rec, c.From, c.At)
-	b.changes.Settled = append(b.changes.Settled, c.TransferID)
+	b.changes.Settled = append(b.changes.Settled, c)
 }
 
 // Post moves amount (0: all of it) of a pending transfer's hold to its
@@ -479,11 +474,11 @@ func (b *Book) logUndo(f func()) {
 func (b *Book) Begin() Savepoint {
 	b.undo = make([]func(), 0, 16)
 	c := &b.changes
-	return Savepoint{len(c.Accounts), len(c.Transfers), len(c.Entries), len(c.Credits), len(c.Settled), len(c.HoldsOpened), len(c.HoldsClosed), len(c.Claimed), len(c.Opened)}
+	return Savepoint{len(c.Accounts), len(c.Transfers), len(c.Entries), len(c.Credits), len(c.Settled), len(c.HoldsOpened), len(c.HoldsClosed), len(c.Opened)}
 }
 
 // Savepoint is the extent of the Changes when an atomic group began.
-type Savepoint [9]int
+type Savepoint [8]int
 
 // Commit closes the atomic group, keeping its changes.
 func (b *Book) Commit() { b.undo = nil }
@@ -499,8 +494,7 @@ func (b *Book) Rollback(sp Savepoint) {
 		delete(b.dirty, a)
 	}
 	c.Accounts, c.Transfers, c.Entries, c.Credits = c.Accounts[:sp[0]], c.Transfers[:sp[1]], c.Entries[:sp[2]], c.Credits[:sp[3]]
-	c.Settled, c.HoldsOpened, c.HoldsClosed, c.Claimed = c.Settled[:sp[4]], c.HoldsOpened[:sp[5]], c.HoldsClosed[:sp[6]], c.Claimed[:sp[7]]
-	c.Opened = c.Opened[:sp[8]]
+	c.Settled, c.HoldsOpened, c.HoldsClosed, c.Opened = c.Settled[:sp[4]], c.HoldsOpened[:sp[5]], c.HoldsClosed[:sp[6]], c.Opened[:sp[7]]
 }
 
 // Matches reports whether req asks for exactly the transfer t records, so
