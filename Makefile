@@ -1,0 +1,72 @@
+# surge — developer tasks. Run `make help` for the list.
+#
+# `make test` is THE test command (README and .ci/run use the same one):
+#     go test -race -count=1 ./...
+# Fuzz targets' seed corpora (testdata/fuzz/...) run as ordinary tests there.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO       ?= go
+PKGS     ?= ./...
+BIN      ?= bin/surge
+FUZZTIME ?= 30s
+# Extra flags for `make run`, e.g. make run ARGS='--addr 127.0.0.1:9090'
+ARGS     ?=
+
+# staticcheck 2026.2.2 (module honnef.co/go/tools v0.8.2): latest release,
+# requires and supports Go 1.26. Run via `go run` so nothing is installed globally.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+.PHONY: help run build test test-short bench lint fmt-check vet staticcheck fuzz clean
+
+help: ## List targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+run: ## Run the server: go run ./cmd/surge serve [ARGS=...]
+	$(GO) run ./cmd/surge serve $(ARGS)
+
+build: ## Build the binary into bin/surge
+	$(GO) build -o $(BIN) ./cmd/surge
+
+test: ## THE test command: go test -race -count=1 ./... (fuzz seed corpora included)
+	$(GO) test -race -count=1 $(PKGS)
+
+test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skips long tests)
+	$(GO) test -short -count=1 $(PKGS)
+
+bench: ## Go benchmarks only (no tests): go test -bench=. -benchmem ./...
+	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+lint: fmt-check vet staticcheck ## gofmt check, go vet and staticcheck (pinned)
+
+fmt-check: ## Fail if any Go file is not gofmt'ed
+	@out="$$(find . -type f -name '*.go' -not -path './.git/*' -not -path './vendor/*' \
+		-not -path '*/testdata/*' -print0 | xargs -0 -r "$$($(GO) env GOROOT)/bin/gofmt" -l)"; \
+	if [ -n "$$out" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$out"; exit 1; fi; \
+	echo "gofmt: ok"
+
+vet: ## go vet ./...
+	$(GO) vet $(PKGS)
+
+staticcheck: ## staticcheck ./... at the pinned version
+	$(STATICCHECK) -version
+	$(STATICCHECK) $(PKGS)
+
+fuzz: ## Run every fuzz target for FUZZTIME (default 30s) each; targets via go test -list '^Fuzz'
+	@list="$$($(GO) test -list '^Fuzz' $(PKGS))"; \
+	targets="$$(printf '%s\n' "$$list" | awk ' \
+		/^Fuzz/ { names[++n] = $$1; next } \
+		/^ok[ \t]/ { for (i = 1; i <= n; i++) print $$2, names[i]; n = 0; next } \
+		{ n = 0 }')"; \
+	if [ -z "$$targets" ]; then echo "fuzz: no fuzz targets found"; exit 0; fi; \
+	echo "fuzz targets ($(FUZZTIME) each):"; printf '%s\n' "$$targets" | sed 's/^/  /'; \
+	while read -r pkg name; do \
+		echo "=== $$pkg $$name"; \
+		$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) "$$pkg"; \
+	done <<< "$$targets"
+
+clean: ## Remove build output (bin/); never touches data/
+	rm -rf bin
