@@ -43,6 +43,7 @@ func TestConservationUnderConcurrency(t *testing.T) {
 	wantConserved(t, c)
 	v := readLedger(t, c, fx.allIDs())
 	v.wantConsistent(t)
+	v.wantHeld(t, nil)
 	idx := v.index()
 	known := map[string]bool{}
 	for _, req := range append(fx.funding, res.acked...) {

@@ -70,23 +70,39 @@ func TestCrashRecovery(t *testing.T) {
 // It returns once every worker has stopped.
 func loadUntilKill(t *testing.T, srv *server, l *load, killAt int64) loadResult {
 	t.Helper()
+	var res loadResult
+	untilKill(t, srv, killAt, func(onAck func(int64)) {
+		l.onAck = onAck
+		res = l.run()
+	})
+	return res
+}
+
+// untilKill runs work, which must call onAck with the running number of
+// acknowledged operations, and kills srv with SIGKILL as soon as that
+// reaches killAt, while work goes on. It returns once work has returned.
+func untilKill(t *testing.T, srv *server, killAt int64, work func(onAck func(int64))) {
+	t.Helper()
 	trigger := make(chan struct{})
 	var once sync.Once
-	l.onAck = func(n int64) {
+	onAck := func(n int64) {
 		if n >= killAt {
 			once.Do(func() { close(trigger) })
 		}
 	}
-	done := make(chan loadResult, 1)
-	go func() { done <- l.run() }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		work(onAck)
+	}()
 	select {
 	case <-trigger:
-	case res := <-done:
+	case <-done:
 		srv.kill()
-		t.Fatalf("load ended with %d of %d acknowledged before the kill point", len(res.acked), killAt)
+		t.Fatalf("the work ended before %d operations were acknowledged; nothing to kill", killAt)
 	}
 	srv.kill()
-	return <-done
+	<-done
 }
 
 // splitAlternate splits items into those at even and at odd positions.
@@ -195,6 +211,7 @@ func wantCrashOutcomes(t *testing.T, c *Client, fx ledgerFixture, all outcomes) 
 	wantNotStored(t, c, all.rejected)
 	v := readLedger(t, c, fx.allIDs())
 	v.wantConsistent(t)
+	v.wantHeld(t, nil)
 	idx := v.index()
 	known := map[string]bool{}
 	for _, req := range all.acked {

@@ -1,9 +1,26 @@
 // Package e2e is the black-box end-to-end suite of surge's ledger. It builds
 // the real binary, runs it as a process on a loopback port and drives it over
-// real HTTP, exactly as a client would: no mocks, no internal packages.
+// real HTTP, exactly as a client would: no mocks, no internal packages. The
+// contract it checks is docs/API.md and the promises of SPEC §5.
 //
-// TestMain builds ./cmd/surge once (or uses the binary named by SURGE_BIN).
-// The long tests (conservation under concurrency, crash recovery) are skipped
-// by `go test -short`. E2E_SEED fixes the random choices of those tests; each
-// run logs the seed it used.
+// TestMain builds ./cmd/surge once, or uses the binary named by SURGE_BIN.
+// The long tests (conservation under concurrency, and the two crash tests)
+// are skipped by `go test -short`. E2E_SEED fixes the random choices of the
+// tests that make them; each run logs the seed it used.
+//
+// The tests:
+//   - TestLedgerLifecycle: accounts, funding, transfers, idempotency (also
+//     under concurrent duplicates), refusals, overdraft, system accounts,
+//     history paging.
+//   - TestTwoPhase: holds, full and partial posts, voids, expiry.
+//   - TestBatch: non-atomic and atomic batches, duplicate ids, size limits.
+//   - TestBadInput: every kind of malformed request gets its documented
+//     status and code, and changes nothing.
+//   - TestLinearizableReads: what one read has shown, a later read shows.
+//   - TestConservationUnderConcurrency: random concurrent transfers across
+//     shards conserve money and agree with the histories.
+//   - TestCrashRecovery, TestCrashTwoPhase: kill -9 under load loses nothing
+//     acknowledged and leaves nothing half done.
+//   - TestRestartPersistence: state survives SIGTERM and kill -9 restarts.
+//   - TestRefusesPublicAddressWithoutKey, TestAPIKey: security defaults.
 package e2e

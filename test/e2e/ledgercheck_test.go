@@ -41,19 +41,27 @@ func readLedger(t testing.TB, c *Client, ids []string) ledgerView {
 
 // wantConsistent checks each account against its own history, and that
 // the balances of all the view's accounts (which must be every account of
-// the ledger) sum to 0 with nothing held.
+// the ledger) sum to 0.
 func (v ledgerView) wantConsistent(t testing.TB) {
 	t.Helper()
 	var sum int64
 	for id, a := range v.accounts {
 		wantAccountMatchesHistory(t, a, v.history[id])
 		sum += a.Balance
-		if a.Pending != 0 {
-			t.Errorf("%s: pending %d after all transfers completed, want 0", id, a.Pending)
-		}
 	}
 	if sum != 0 {
 		t.Errorf("balances of all %d accounts sum to %d, want 0", len(v.accounts), sum)
+	}
+}
+
+// wantHeld checks each account's pending amount against held, the sum of
+// its open holds (absent: none).
+func (v ledgerView) wantHeld(t testing.TB, held map[string]int64) {
+	t.Helper()
+	for id, a := range v.accounts {
+		if a.Pending != held[id] || a.Available != a.Balance-a.Pending {
+			t.Errorf("%s: pending %d available %d balance %d; want pending %d (its open holds)", id, a.Pending, a.Available, a.Balance, held[id])
+		}
 	}
 }
 

@@ -64,45 +64,61 @@ func (r *loadResult) add(o loadResult) {
 // requests are used up, or, for each worker, at its first request that got
 // no answer (the server is presumed gone).
 func (l *load) run() loadResult {
-	var (
-		next  atomic.Int64
-		acked atomic.Int64
-		mu    sync.Mutex
-		total loadResult
-		wg    sync.WaitGroup
-	)
-	for w := range l.workers {
-		wg.Go(func() {
-			res := l.worker(w, &next, &acked)
-			mu.Lock()
-			defer mu.Unlock()
-			total.add(res)
-		})
+	per := make([]loadResult, l.workers)
+	rngs := make([]*rand.Rand, l.workers)
+	sent := make([]int, l.workers)
+	for w := range rngs {
+		rngs[w] = rand.New(rand.NewPCG(l.seed, uint64(w)))
 	}
-	wg.Wait()
+	hammer(l.workers, l.requests, l.onAck, func(w, _ int) (acks int, stop bool) {
+		n := sent[w]
+		sent[w]++
+		group := l.randomRequest(rngs[w], fmt.Sprintf("%s-w%d-%d", l.prefix, w, n), n)
+		r, err := send(l.c, group)
+		if err != nil {
+			per[w].unknown = append(per[w].unknown, group)
+			return 0, true
+		}
+		if classify(&per[w], group, r) {
+			return len(group), false
+		}
+		return 0, false
+	})
+	var total loadResult
+	for _, r := range per {
+		total.add(r)
+	}
 	return total
 }
 
-// worker is one load goroutine.
-func (l *load) worker(w int, next, acked *atomic.Int64) loadResult {
-	var res loadResult
-	rng := rand.New(rand.NewPCG(l.seed, uint64(w)))
-	for n := 0; next.Add(1) <= int64(l.requests); n++ {
-		group := l.randomRequest(rng, fmt.Sprintf("%s-w%d-%d", l.prefix, w, n), n)
-		r, err := send(l.c, group)
-		if err != nil {
-			res.unknown = append(res.unknown, group)
-			return res
-		}
-		if !classify(&res, group, r) {
-			continue
-		}
-		count := acked.Add(int64(len(group)))
-		if l.onAck != nil {
-			l.onAck(count)
-		}
+// hammer calls do(w, i) for each i in [0, n), spread over workers
+// goroutines (w is the caller's number), and returns once all have
+// stopped. A worker stops when the indices run out or when do reports
+// stop. After a call that acknowledged acks operations, onAck (when set)
+// gets the running total.
+func hammer(workers, n int, onAck func(int64), do func(w, i int) (acks int, stop bool)) {
+	var (
+		next, acked atomic.Int64
+		wg          sync.WaitGroup
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				acks, stop := do(w, int(i))
+				if acks > 0 && onAck != nil {
+					onAck(acked.Add(int64(acks)))
+				}
+				if stop {
+					return
+				}
+			}
+		})
 	}
-	return res
+	wg.Wait()
 }
 
 // randomRequest draws the n-th request of a worker: one transfer with id,
@@ -120,28 +136,38 @@ func (l *load) randomRequest(rng *rand.Rand, id string, n int) []TransferReq {
 
 // randomTransfer draws two distinct accounts and an amount.
 func (l *load) randomTransfer(rng *rand.Rand, id string) TransferReq {
-	from := rng.IntN(len(l.accounts))
-	to := rng.IntN(len(l.accounts) - 1)
-	if to >= from {
-		to++
+	from, to := randomPair(rng, l.accounts)
+	return TransferReq{ID: id, From: from, To: to, Amount: 1 + rng.Int64N(l.maxAmount)}
+}
+
+// randomPair draws two distinct accounts.
+func randomPair(rng *rand.Rand, accounts []string) (from, to string) {
+	i := rng.IntN(len(accounts))
+	j := rng.IntN(len(accounts) - 1)
+	if j >= i {
+		j++
 	}
-	return TransferReq{ID: id, From: l.accounts[from], To: l.accounts[to], Amount: 1 + rng.Int64N(l.maxAmount)}
+	return accounts[i], accounts[j]
 }
 
 // send sends a group (one transfer, or several as an atomic batch),
-// retrying with the same ids and bodies while the server answers 503
-// overloaded.
+// retrying while the server answers 503 overloaded.
 func send(c *Client, group []TransferReq) (*Response, error) {
-	for attempt := 1; ; attempt++ {
-		var (
-			r   *Response
-			err error
-		)
+	return retryOverloaded(func() (*Response, error) {
 		if len(group) == 1 {
-			_, r, err = c.Transfer(group[0])
-		} else {
-			_, r, err = c.Batch(BatchReq{Atomic: true, Transfers: group})
+			_, r, err := c.Transfer(group[0])
+			return r, err
 		}
+		_, r, err := c.Batch(BatchReq{Atomic: true, Transfers: group})
+		return r, err
+	})
+}
+
+// retryOverloaded calls do, again (the same request) while the server
+// answers 503 overloaded, a bounded number of times.
+func retryOverloaded(do func() (*Response, error)) (*Response, error) {
+	for attempt := 1; ; attempt++ {
+		r, err := do()
 		if err != nil || r.Status != http.StatusServiceUnavailable || attempt == overloadRetries {
 			return r, err
 		}
