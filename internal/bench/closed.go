@@ -86,18 +86,29 @@ type Run struct {
 	Interrupted bool
 }
 
-// Run prepares one Iteration per VU with prepare (before the clock starts,
-// so per-VU setup is not measured), then runs them until the duration
+// Prepare makes a VU's Iteration before the clock starts, so per-VU setup
+// is not measured. ctx is the VU's own context, which lives as long as the
+// run and is what the Iteration is called with: a context per VU keeps
+// requests from registering with (and contending for) one shared parent.
+type Prepare func(ctx context.Context, vu *VU) (Iteration, error)
+
+// Run prepares one Iteration per VU, then runs them until the duration
 // passes, the iterations are done, or ctx is cancelled.
-func (c Closed) Run(ctx context.Context, prepare func(vu *VU) (Iteration, error)) (*Run, error) {
+func (c Closed) Run(ctx context.Context, prepare Prepare) (*Run, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	ctl := newRunControl(ctx, c.Warmup, c.Duration)
+	defer ctl.cancel()
 	vus := make([]*VU, c.VUs)
 	its := make([]Iteration, c.VUs)
+	ctxs := make([]context.Context, c.VUs)
 	for i := range vus {
 		vus[i] = &VU{ID: i, Rand: rand.New(rand.NewPCG(c.Seed, uint64(i))), measured: c.Warmup <= 0}
-		it, err := prepare(vus[i])
+		vctx, vcancel := context.WithCancel(ctl.ctx)
+		defer vcancel()
+		ctxs[i] = vctx
+		it, err := prepare(vctx, vus[i])
 		if err != nil {
 			return nil, err
 		}
@@ -111,13 +122,13 @@ func (c Closed) Run(ctx context.Context, prepare func(vu *VU) (Iteration, error)
 	}
 	col.Start()
 
-	ctl := newRunControl(ctx, c.Warmup, c.Duration)
+	ctl.start()
 	var wg sync.WaitGroup
 	for i, vu := range vus {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.loop(ctl.ctx, vu, its[i], c.quota(i), origin, &ctl.stop)
+			c.loop(ctxs[i], vu, its[i], c.quota(i), origin, &ctl.stop)
 		}()
 	}
 	wg.Wait()
@@ -178,33 +189,37 @@ func (c Closed) loop(ctx context.Context, vu *VU, it Iteration, quota int64, ori
 // the caller's context is cancelled, and samples CPU time around the
 // measured phase.
 type runControl struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	stop   atomic.Bool
-	done   chan struct{}
-	cpu0   time.Duration
+	ctx              context.Context
+	cancel           context.CancelFunc
+	warmup, duration time.Duration
+	stop             atomic.Bool
+	done             chan struct{}
+	cpu0             time.Duration
 }
 
 func newRunControl(parent context.Context, warmup, duration time.Duration) *runControl {
 	ctx, cancel := context.WithCancel(parent)
-	rc := &runControl{ctx: ctx, cancel: cancel, done: make(chan struct{}), cpu0: -1}
-	if warmup <= 0 {
-		rc.cpu0 = processCPU()
-	}
-	go rc.watch(warmup, duration)
-	return rc
+	return &runControl{ctx: ctx, cancel: cancel, done: make(chan struct{}), cpu0: -1, warmup: warmup, duration: duration}
 }
 
-func (rc *runControl) watch(warmup, duration time.Duration) {
+// start starts the clock.
+func (rc *runControl) start() {
+	if rc.warmup <= 0 {
+		rc.cpu0 = processCPU()
+	}
+	go rc.watch()
+}
+
+func (rc *runControl) watch() {
 	defer close(rc.done)
 	defer rc.stop.Store(true)
-	if warmup > 0 {
-		if !rc.wait(warmup) {
+	if rc.warmup > 0 {
+		if !rc.wait(rc.warmup) {
 			return
 		}
 		rc.cpu0 = processCPU()
 	}
-	rc.wait(duration)
+	rc.wait(rc.duration)
 }
 
 // wait waits d (until cancelled if d is 0) and reports whether the run

@@ -9,7 +9,7 @@ import (
 
 func TestClosedSharesIterationsOut(t *testing.T) {
 	perVU := make([]int, 3)
-	run, err := Closed{VUs: 3, Iterations: 10}.Run(context.Background(), func(vu *VU) (Iteration, error) {
+	run, err := Closed{VUs: 3, Iterations: 10}.Run(context.Background(), func(_ context.Context, vu *VU) (Iteration, error) {
 		return func(_ context.Context, vu *VU) {
 			perVU[vu.ID]++ // each VU writes only its own slot
 			vu.Record(time.Now(), Outcome{Ops: 2})
@@ -33,7 +33,7 @@ func TestClosedStopsWhenCancelled(t *testing.T) {
 	defer cancel()
 	// An hour-long run that VU 0 interrupts on its tenth iteration; the
 	// others notice at their next iteration.
-	run, err := Closed{VUs: 2, Duration: time.Hour}.Run(ctx, func(vu *VU) (Iteration, error) {
+	run, err := Closed{VUs: 2, Duration: time.Hour}.Run(ctx, func(_ context.Context, vu *VU) (Iteration, error) {
 		return func(ictx context.Context, vu *VU) {
 			if vu.ID == 0 && vu.N == 9 {
 				cancel()
@@ -56,7 +56,7 @@ func TestClosedStopsWhenCancelled(t *testing.T) {
 
 func TestClosedPrepareErrorStopsRun(t *testing.T) {
 	boom := errors.New("boom")
-	_, err := Closed{VUs: 2, Iterations: 2}.Run(context.Background(), func(vu *VU) (Iteration, error) {
+	_, err := Closed{VUs: 2, Iterations: 2}.Run(context.Background(), func(_ context.Context, vu *VU) (Iteration, error) {
 		return nil, boom
 	})
 	if !errors.Is(err, boom) {
@@ -75,7 +75,7 @@ func TestClosedValidates(t *testing.T) {
 func TestVURandIsSeeded(t *testing.T) {
 	draw := func() [2]uint64 {
 		var got [2]uint64
-		_, err := Closed{VUs: 2, Iterations: 2, Seed: 99}.Run(context.Background(), func(vu *VU) (Iteration, error) {
+		_, err := Closed{VUs: 2, Iterations: 2, Seed: 99}.Run(context.Background(), func(_ context.Context, vu *VU) (Iteration, error) {
 			return func(_ context.Context, vu *VU) { got[vu.ID] = vu.Rand.Uint64() }, nil
 		})
 		if err != nil {

@@ -103,8 +103,8 @@ func RunTransfer(ctx context.Context, cfg TransferConfig) (*Result, error) {
 
 	runID := newRunID()
 	progress.Printf("transfer: %d VUs, %s, run id %s", cfg.VUs, describeLimit(cfg.Common), runID)
-	run, err := cfg.closed(progress.Tick).Run(ctx, func(vu *VU) (Iteration, error) {
-		return newTransferVU(ctx, client, cfg, runID, vu.ID).iterate, nil
+	run, err := cfg.closed(progress.Tick).Run(ctx, func(vctx context.Context, vu *VU) (Iteration, error) {
+		return newTransferVU(vctx, client, cfg, runID, vu.ID).iterate, nil
 	})
 	progress.Done()
 	if err != nil {
@@ -166,11 +166,11 @@ func transferVerdict(r *Result, batch int) *Verdict {
 type transferVU struct {
 	ep        *Endpoint
 	accounts  int
+	prefix    string // account id prefix
 	amountMax int64
 	batch     int
-	prefix    string // account id prefix
-	idPrefix  string // "<run id>-<vu>-"
-	seq       int64  // transfers this VU has sent; makes ids unique
+	idPrefix  string  // "<run id>-<vu>-"
+	seq       decimal // transfers this VU has sent; makes ids unique
 }
 
 func newTransferVU(ctx context.Context, c *HTTPClient, cfg TransferConfig, runID string, vu int) *transferVU {
@@ -181,10 +181,11 @@ func newTransferVU(ctx context.Context, c *HTTPClient, cfg TransferConfig, runID
 	return &transferVU{
 		ep:        c.Endpoint(ctx, http.MethodPost, path),
 		accounts:  cfg.Accounts,
+		prefix:    cfg.AccountPrefix,
 		amountMax: cfg.AmountMax,
 		batch:     cfg.Batch,
-		prefix:    cfg.AccountPrefix,
 		idPrefix:  runID + "-" + strconv.Itoa(vu) + "-",
+		seq:       decimal("0"),
 	}
 }
 
@@ -211,6 +212,8 @@ func (t *transferVU) iterate(ctx context.Context, vu *VU) {
 }
 
 // appendTransfer appends one transfer between two distinct random accounts.
+// Account ids are formatted each time: a table of preformatted ids is
+// slower, its random reads miss the cache when there are many accounts.
 func (t *transferVU) appendTransfer(b []byte, r *rand.Rand) []byte {
 	from := r.IntN(t.accounts)
 	to := r.IntN(t.accounts - 1)
@@ -219,8 +222,8 @@ func (t *transferVU) appendTransfer(b []byte, r *rand.Rand) []byte {
 	}
 	b = append(b, `{"id":"`...)
 	b = append(b, t.idPrefix...)
-	b = strconv.AppendInt(b, t.seq, 10)
-	t.seq++
+	b = append(b, t.seq...)
+	t.seq.inc()
 	b = append(b, `","from":"`...)
 	b = append(b, t.prefix...)
 	b = strconv.AppendInt(b, int64(from), 10)
@@ -230,6 +233,22 @@ func (t *transferVU) appendTransfer(b []byte, r *rand.Rand) []byte {
 	b = append(b, `","amount":`...)
 	b = strconv.AppendInt(b, 1+r.Int64N(t.amountMax), 10)
 	return append(b, '}')
+}
+
+// decimal is a counter kept as ASCII digits, so that appending it to a
+// body is a copy rather than a conversion.
+type decimal []byte
+
+// inc adds one.
+func (d *decimal) inc() {
+	for i := len(*d) - 1; i >= 0; i-- {
+		if (*d)[i] < '9' {
+			(*d)[i]++
+			return
+		}
+		(*d)[i] = '0'
+	}
+	*d = append(decimal{'1'}, *d...)
 }
 
 // judge turns a reply into an Outcome; for a batch it also notes why
@@ -300,17 +319,22 @@ func judgeBatch(reply []byte, want int) (failed int, reasons []batchReason, ok b
 }
 
 // scanStatuses counts the `"status":` fields of a reply and those whose
-// value is not 2xx.
+// value is not 2xx. It hops from colon to colon, checking the key before
+// each: colons are a few per item, where a search for the whole key would
+// stop at every one of the far more frequent quotes.
 func scanStatuses(reply []byte) (n, bad int) {
-	pat := []byte(`"status":`)
-	for {
-		i := bytes.Index(reply, pat)
-		if i < 0 {
+	const key = `"status"`
+	for i := 0; ; {
+		j := bytes.IndexByte(reply[i:], ':')
+		if j < 0 {
 			return n, bad
 		}
-		reply = reply[i+len(pat):]
+		i += j + 1
+		if i-1 < len(key) || string(reply[i-1-len(key):i-1]) != key {
+			continue
+		}
 		n++
-		if len(reply) < 3 || reply[0] != '2' || !isDigit(reply[1]) || !isDigit(reply[2]) {
+		if v := reply[i:]; len(v) < 3 || v[0] != '2' || !isDigit(v[1]) || !isDigit(v[2]) {
 			bad++
 		}
 	}
