@@ -168,7 +168,7 @@ func (s *scanner) null() (bool, *inputError) {
 // openObject consumes the '{' that starts an object named field.
 func (s *scanner) openObject(field string) *inputError {
 	c := s.peek()
-	if s.item < 0 && field == "" && isBlank(s.buf) {
+	if c == 0 && s.item < 0 && field == "" && isBlank(s.buf) {
 		return &inputError{kind: errSyntax, field: "body", msg: "is empty; a JSON object is required"}
 	}
 	if c != '{' {
