@@ -65,6 +65,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err := checkExposure(c.addr, c.apiKey); err != nil {
 		return err
 	}
+	if !httpapi.ValidCurrency(c.currency) {
+		return fmt.Errorf("--currency %q: want 1-12 characters of A-Z and 0-9", c.currency)
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel}))
 	dir, err := filepath.Abs(c.data)
 	if err != nil {
@@ -84,7 +87,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	defer eng.Close()
-	api := httpapi.New(eng, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger, DefaultCurrency: c.currency})
+	api := httpapi.New(eng, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {

@@ -30,10 +30,6 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Logger receives server faults. Nil means slog.Default().
 	Logger *slog.Logger
-	// DefaultCurrency is the server's default currency (that of @world). The
-	// transport does not use it today: docs/API.md makes "currency" required
-	// on POST /v1/accounts. If set, it must satisfy ValidCurrency.
-	DefaultCurrency string
 }
 
 // API serves the ledger over HTTP. It is safe for concurrent use.
@@ -53,13 +49,8 @@ type API struct {
 	unmatched map[string]*routeMetrics
 }
 
-// New returns an API serving l. It panics if opts.DefaultCurrency is not a
-// valid currency, a programming error that the caller should have caught
-// when parsing its flags (see ValidCurrency).
+// New returns an API serving l.
 func New(l Ledger, opts Options) *API {
-	if opts.DefaultCurrency != "" && !ValidCurrency(opts.DefaultCurrency) {
-		panic("httpapi: invalid default currency " + opts.DefaultCurrency)
-	}
 	a := &API{ledger: l, log: opts.Logger}
 	if a.log == nil {
 		a.log = slog.Default()

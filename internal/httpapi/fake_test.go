@@ -171,7 +171,7 @@ type testAPI struct {
 func newTestAPI(t testing.TB, key string) *testAPI {
 	t.Helper()
 	ta := &testAPI{fake: &fakeLedger{created: true}, reg: prometheus.NewRegistry(), logs: &bytes.Buffer{}}
-	ta.API = New(ta.fake, Options{APIKey: key, Registry: ta.reg, DefaultCurrency: "USD",
+	ta.API = New(ta.fake, Options{APIKey: key, Registry: ta.reg,
 		Logger: slog.New(slog.NewTextHandler(lockedWriter{w: ta.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	return ta
 }
