@@ -62,8 +62,5 @@ func thousands(n int64) string {
 // ratef formats a rate as a rounded integer with separators.
 func ratef(r float64) string { return thousands(int64(math.Round(r))) }
 
-// msf formats milliseconds with two decimals.
-func msf(ms float64) string { return strconv.FormatFloat(ms, 'f', 2, 64) + " ms" }
-
 // percent formats a share (0..1) as a percentage with two decimals.
 func percent(share float64) string { return strconv.FormatFloat(share*100, 'f', 2, 64) + "%" }

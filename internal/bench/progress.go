@@ -37,11 +37,12 @@ func isTerminal(w io.Writer) bool {
 
 // Tick prints the line for one closed second; it fits Closed.OnTick.
 func (p *Progress) Tick(t Tick) {
-	line := fmt.Sprintf("%6.0fs  %s requests  %s/s", t.Elapsed.Seconds(), thousands(t.TotalRequests), ratef(t.Rate()))
+	line := fmt.Sprintf("%6.1fs  %s requests  %s/s", t.Elapsed.Seconds(), thousands(t.TotalRequests), ratef(t.Rate()))
 	if p.opsName != "" {
 		line += fmt.Sprintf("  %s %s/s", ratef(t.OpsRate()), p.opsName)
 	}
-	line += fmt.Sprintf("  p50 %s  p99 %s  failures %s", msf(t.P50Ms), msf(t.P99Ms), thousands(t.TotalFailed))
+	line += fmt.Sprintf("  p50 %s  p99 %s  failures %s",
+		k6Duration(msDuration(t.P50Ms)), k6Duration(msDuration(t.P99Ms)), thousands(t.TotalFailed))
 	p.print(line)
 }
 

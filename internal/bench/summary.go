@@ -21,10 +21,14 @@ func WriteSummary(w io.Writer, r *Result) error {
 	writeMetrics(&b, summaryRows(r))
 	writeFailures(&b, r)
 	writeClientCost(&b, r)
-	fmt.Fprintf(&b, "\nrunning (%s), %03d/%03d VUs, %d complete and 0 interrupted iterations\n",
-		runningClock(r.Totals.Elapsed.Duration()), 0, r.Totals.VUs, r.Totals.Iterations)
+	fmt.Fprintf(&b, "\nrunning (%s), %03d/%03d VUs, %d complete", runningClock(r.Totals.Elapsed.Duration()), 0, r.Totals.VUs, r.Totals.Iterations)
 	if r.Interrupted {
-		b.WriteString("run interrupted before its end\n")
+		// The iterations in flight were cancelled and not counted.
+		b.WriteString(" iterations; run interrupted before its end\n")
+	} else {
+		// VUs finish their last iteration before a run ends, as k6's
+		// graceful stop does, so none is ever cut short.
+		b.WriteString(" and 0 interrupted iterations\n")
 	}
 	if v := r.Verdict; v != nil {
 		fmt.Fprintf(&b, "verdict: %s (SPEC §8 target %s): %s\n", passWord(v.Pass), v.Target, v.Detail)

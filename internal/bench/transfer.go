@@ -148,14 +148,14 @@ func transferVerdict(r *Result, batch int) *Verdict {
 		return &Verdict{
 			Target: fmt.Sprintf("≥ %s TPS with p95 ≤ %d ms", thousands(TargetTPS), TargetP95Ms),
 			Pass:   tps >= TargetTPS && r.Latency.P95 <= TargetP95Ms,
-			Detail: fmt.Sprintf("%s TPS, p95 %.2f ms", ratef(tps), r.Latency.P95),
+			Detail: fmt.Sprintf("%s TPS, p95 %s", ratef(tps), k6Duration(msDuration(r.Latency.P95))),
 		}
 	}
 	rate := perSecond(r.Totals.Ops-r.Totals.FailedOps, secs)
 	return &Verdict{
 		Target: fmt.Sprintf("≥ %s transfers/s", thousands(TargetBatchPerSec)),
 		Pass:   rate >= TargetBatchPerSec,
-		Detail: fmt.Sprintf("%s transfers/s in batches of %d, p95 %.2f ms per batch", ratef(rate), batch, r.Latency.P95),
+		Detail: fmt.Sprintf("%s transfers/s in batches of %d, p95 %s per batch", ratef(rate), batch, k6Duration(msDuration(r.Latency.P95))),
 	}
 }
 
