@@ -168,8 +168,9 @@ func (c Closed) quota(i int) int64 {
 	return q
 }
 
-// loop is one VU's life. It polls stop, an atomic flag only ever read on
-// the hot path, rather than ctx.Err(), which takes a mutex.
+// loop is one VU's life. The end of the run is signalled by stop, not by
+// cancelling ctx, so that the iteration in flight finishes and counts (as
+// with k6's graceful stop); ctx is cancelled only when the user interrupts.
 func (c Closed) loop(ctx context.Context, vu *VU, it Iteration, quota int64, origin time.Time, stop *atomic.Bool) {
 	defer vu.rec.Flush()
 	for !stop.Load() && quota != 0 {

@@ -173,9 +173,10 @@ func (c *Collector) closeSecond(sec int, span float64) {
 	if agg := c.open[sec]; agg != nil {
 		delete(c.open, sec)
 		p.Requests, p.Failed, p.Ops, p.FailedOps = agg.Requests, agg.Failed, agg.Ops, agg.FailedOps
-		p.P50Ms = microsToMs(agg.hist.ValueAtQuantile(50))
-		p.P99Ms = microsToMs(agg.hist.ValueAtQuantile(99))
 		p.MaxMs = nsToMs(agg.maxNs)
+		// Bucket bounds can exceed the exact maximum; see Recorder.clamp.
+		p.P50Ms = min(microsToMs(agg.hist.ValueAtQuantile(50)), p.MaxMs)
+		p.P99Ms = min(microsToMs(agg.hist.ValueAtQuantile(99)), p.MaxMs)
 		c.total.merge(agg.counts)
 		recycle(agg.hist)
 	}

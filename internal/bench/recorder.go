@@ -267,7 +267,17 @@ func (r *Recorder) Max() time.Duration { return time.Duration(r.maxNs) }
 // Quantile returns the latency at quantile q (0..1), to the histogram's
 // precision of three significant digits.
 func (r *Recorder) Quantile(q float64) time.Duration {
-	return time.Duration(r.hist.ValueAtQuantile(q*100)) * time.Microsecond
+	return r.clamp(time.Duration(r.hist.ValueAtQuantile(q*100)) * time.Microsecond)
+}
+
+// clamp keeps a histogram value within the exact extremes: a bucket's
+// upper bound can lie beyond the largest sample, and a percentile above
+// the maximum would be a figure nobody measured.
+func (r *Recorder) clamp(d time.Duration) time.Duration {
+	if r.counts.Requests == 0 {
+		return 0
+	}
+	return min(max(d, r.Min()), r.Max())
 }
 
 // Failures returns a copy of the failed-request counts by key.
@@ -300,7 +310,8 @@ func (r *Recorder) Spectrum() []Quantile {
 	brackets := r.hist.CumulativeDistributionWithTicks(1)
 	out := make([]Quantile, 0, len(brackets))
 	for _, b := range brackets {
-		out = append(out, Quantile{Percentile: b.Quantile, Ms: microsToMs(b.ValueAt), Count: b.Count})
+		ms := float64(r.clamp(time.Duration(b.ValueAt)*time.Microsecond)) / float64(time.Millisecond)
+		out = append(out, Quantile{Percentile: b.Quantile, Ms: ms, Count: b.Count})
 	}
 	return out
 }

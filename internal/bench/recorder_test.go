@@ -52,6 +52,10 @@ func TestRecorderPercentilesFromKnownInputs(t *testing.T) {
 			t.Errorf("Quantile(%v) = %v, want %v ± 0.1%%", c.q, got, c.want)
 		}
 	}
+	// The top bucket's bound lies above 1s; the report must not say so.
+	if got := r.Quantile(1); got != time.Second {
+		t.Errorf("Quantile(1) = %v, want exactly the maximum", got)
+	}
 }
 
 func TestRecorderMergeEqualsOneRecorder(t *testing.T) {
@@ -118,12 +122,16 @@ func TestOutcomeOps(t *testing.T) {
 func TestRecorderClampsHugeLatency(t *testing.T) {
 	origin := time.Now()
 	r := NewRecorder(origin)
+	r.Record(origin, origin.Add(time.Millisecond), Outcome{})
 	r.Record(origin, origin.Add(3*time.Hour), Outcome{})
 	if r.Max() != 3*time.Hour {
 		t.Errorf("Max = %v, want the exact 3h", r.Max())
 	}
 	if got := r.Quantile(1); !within(got, time.Hour, 0.001) {
 		t.Errorf("Quantile(1) = %v, want the histogram's 1h ceiling", got)
+	}
+	if got := r.Quantile(0); got != time.Millisecond {
+		t.Errorf("Quantile(0) = %v, want the exact minimum 1ms, not its bucket's bound", got)
 	}
 }
 

@@ -48,13 +48,14 @@ type Result struct {
 // Params are a run's settings: the ones every scenario has, plus the
 // scenario's own in Extra (as strings, so that any reader can show them).
 type Params struct {
-	Target     string            `json:"target"`
-	VUs        int               `json:"vus"`
-	Duration   Seconds           `json:"duration_s"`
-	Iterations int64             `json:"iterations,omitempty"`
-	Warmup     Seconds           `json:"warmup_s,omitempty"`
-	Seed       uint64            `json:"seed"`
-	Extra      map[string]string `json:"extra,omitempty"`
+	Target     string  `json:"target"`
+	VUs        int     `json:"vus"`
+	Duration   Seconds `json:"duration_s"`
+	Iterations int64   `json:"iterations,omitempty"`
+	Warmup     Seconds `json:"warmup_s,omitempty"`
+	// Seed is a string in JSON: JavaScript numbers cannot hold a uint64.
+	Seed  uint64            `json:"seed,string"`
+	Extra map[string]string `json:"extra,omitempty"`
 }
 
 // Seconds is a duration that reads and writes as a number of seconds.
