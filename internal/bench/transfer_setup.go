@@ -12,10 +12,13 @@ import (
 	"time"
 )
 
-// Setup sizing: account creation is one request per account, so it runs
-// wide; funding rides the batch route, a few thousand transfers a request.
+// Setup sizing: account creation is one request per account (there is no
+// batch route for it), so it runs wide: the more requests in flight, the
+// more the server's group commit puts in each fsync (on a loaded 2-core
+// machine 50,000 accounts took 5.0 s with 64 workers, 3.2 s with 256).
+// Funding rides the batch route, a few thousand transfers a request.
 const (
-	setupWorkers  = 64
+	setupWorkers  = 256
 	fundBatch     = 4096
 	fundWorkers   = 4
 	verifySample  = 32
