@@ -205,6 +205,36 @@ func race(t *testing.T, send func(i int) (*Response, error)) []*Response {
 	return out
 }
 
+// wantOneWinner checks the answers of a race in which even and odd
+// requests carry two different bodies for one id: exactly one is 201, the
+// others with the same body 200, and those with the other body 409 with
+// conflict. It returns the index of the winner.
+func wantOneWinner(t *testing.T, what string, answers []*Response, conflict string) int {
+	t.Helper()
+	winner := -1
+	for i, r := range answers {
+		if r.Status == http.StatusCreated {
+			if winner >= 0 {
+				t.Errorf("%s created twice: by request %d and %d", what, winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("%s: no request created it: %v", what, answers[0])
+	}
+	for i, r := range answers {
+		switch {
+		case i == winner:
+		case i%2 == winner%2:
+			want(t, r, nil, http.StatusOK, "")
+		default:
+			want(t, r, nil, http.StatusConflict, conflict)
+		}
+	}
+	return winner
+}
+
 // testIdempotencyRace: many clients send the same transfer id at once,
 // half with one body and half with another whose source is another
 // account (likely on another shard). Exactly one is created; the others
@@ -221,27 +251,7 @@ func testIdempotencyRace(t *testing.T, c *Client) {
 			_, r, err := c.Transfer(bodies[i%2])
 			return r, err
 		})
-		winner := -1
-		for i, r := range answers {
-			if r.Status == http.StatusCreated {
-				if winner >= 0 {
-					t.Errorf("%s created twice: by request %d and %d", id, winner, i)
-				}
-				winner = i
-			}
-		}
-		if winner < 0 {
-			t.Fatalf("%s: no request created it: %v", id, answers[0])
-		}
-		for i, r := range answers {
-			switch {
-			case i == winner:
-			case i%2 == winner%2:
-				want(t, r, nil, http.StatusOK, "")
-			default:
-				want(t, r, nil, http.StatusConflict, "idempotency_conflict")
-			}
-		}
+		winner := wantOneWinner(t, id, answers, "idempotency_conflict")
 		if got := mustGetTransfer(t, c, id); got.From != bodies[winner%2].From {
 			t.Errorf("%s stored as %+v, but request %d (%s) created it", id, got, winner, bodies[winner%2].From)
 		}
@@ -264,27 +274,7 @@ func testAccountRace(t *testing.T, c *Client) {
 			_, r, err := c.CreateAccount(specs[i%2])
 			return r, err
 		})
-		winner := -1
-		for i, r := range answers {
-			if r.Status == http.StatusCreated {
-				if winner >= 0 {
-					t.Errorf("account %s created twice: by request %d and %d", id, winner, i)
-				}
-				winner = i
-			}
-		}
-		if winner < 0 {
-			t.Fatalf("account %s: no request created it: %v", id, answers[0])
-		}
-		for i, r := range answers {
-			switch {
-			case i == winner:
-			case i%2 == winner%2:
-				want(t, r, nil, http.StatusOK, "")
-			default:
-				want(t, r, nil, http.StatusConflict, "account_exists")
-			}
-		}
+		winner := wantOneWinner(t, "account "+id, answers, "account_exists")
 		if got := mustAccount(t, c, id); got.Currency != specs[winner%2].Currency {
 			t.Errorf("account %s is %+v, but request %d created it", id, got, winner)
 		}
