@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// Benchmarks run with fsync on (the default), on a store in b.TempDir().
+// Every account may overdraw up to MaxAmount, so no transfer fails for lack
+// of funds. Each reports transfers/s.
+
+func benchEngine(b *testing.B, shards int) *Engine {
+	b.Helper()
+	return openEngine(b, Config{Dir: b.TempDir(), Shards: shards})
+}
+
+func benchAccounts(b *testing.B, e *Engine, ids []string) {
+	b.Helper()
+	for _, id := range ids {
+		mustOpenAccount(b, e, id, ledger.MaxAmount)
+	}
+}
+
+func reportRate(b *testing.B, transfers int) {
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(transfers)/s, "transfers/s")
+	}
+}
+
+// benchPair moves money back and forth between two accounts, one transfer
+// at a time: the latency of one durable transfer.
+func benchPair(b *testing.B, x, y string, e *Engine) {
+	n := 0
+	for b.Loop() {
+		req := ledger.TransferRequest{ID: "t" + strconv.Itoa(n), From: x, To: y, Amount: 1}
+		if n%2 == 1 {
+			req.From, req.To = y, x
+		}
+		if _, _, err := e.Transfer(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	reportRate(b, n)
+}
+
+func BenchmarkTransferSameShard(b *testing.B) {
+	e := benchEngine(b, 2)
+	ids := namesOn(e, 0, 2, "s")
+	benchAccounts(b, e, ids)
+	benchPair(b, ids[0], ids[1], e)
+}
+
+func BenchmarkTransferCrossShard(b *testing.B) {
+	e := benchEngine(b, 2)
+	x, y := namesOn(e, 0, 1, "x")[0], namesOn(e, 1, 1, "y")[0]
+	benchAccounts(b, e, []string{x, y})
+	benchPair(b, x, y, e)
+}
+
+// BenchmarkTransferParallel: many concurrent clients, random accounts over
+// two shards; group commit shares each fsync among the waiting clients.
+func BenchmarkTransferParallel(b *testing.B) {
+	e := benchEngine(b, 2)
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = fmt.Sprint("p", i)
+	}
+	benchAccounts(b, e, ids)
+	var seq, total atomic.Int64
+	b.SetParallelism(64) // 64 clients per GOMAXPROCS
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		g := seq.Add(1)
+		rng := rand.New(rand.NewPCG(uint64(g), 7))
+		n := int64(0)
+		for pb.Next() {
+			from := rng.IntN(len(ids))
+			to := (from + 1 + rng.IntN(len(ids)-1)) % len(ids)
+			req := ledger.TransferRequest{ID: fmt.Sprintf("g%d-%d", g, n), From: ids[from], To: ids[to], Amount: 1 + rng.Int64N(100)}
+			if _, _, err := e.Transfer(ctx, req); err != nil {
+				b.Error(err)
+				return
+			}
+			n++
+		}
+		total.Add(n)
+	})
+	reportRate(b, int(total.Load()))
+}
+
+// BenchmarkBatch1000: batches of 1,000 transfers among random accounts of
+// two shards, one batch at a time.
+func BenchmarkBatch1000(b *testing.B) {
+	e := benchEngine(b, 2)
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = fmt.Sprint("b", i)
+	}
+	benchAccounts(b, e, ids)
+	rng := rand.New(rand.NewPCG(1, 2))
+	reqs := make([]ledger.TransferRequest, 1000)
+	n := 0
+	for b.Loop() {
+		for i := range reqs {
+			from := rng.IntN(len(ids))
+			to := (from + 1 + rng.IntN(len(ids)-1)) % len(ids)
+			reqs[i] = ledger.TransferRequest{ID: fmt.Sprintf("b%d-%d", n, i), From: ids[from], To: ids[to], Amount: 1 + rng.Int64N(100)}
+		}
+		res, err := e.TransferBatch(ctx, reqs, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}
+		n++
+	}
+	reportRate(b, n*len(reqs))
+}

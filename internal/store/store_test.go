@@ -1,0 +1,689 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+var t0 = time.Date(2026, 11, 22, 5, 30, 0, 123456789, time.UTC)
+
+// Records decode with their times in UTC and nil for absent metadata, so
+// the values below are written that way and compared with DeepEqual.
+
+func sampleAccounts() []ledger.Account {
+	return []ledger.Account{
+		{ID: "alice", Currency: "USD", CreatedAt: t0},
+		{ID: "@world", Currency: "USD", CreatedAt: t0.Add(-time.Hour)},
+		{ID: "gold:1.a-b_c", Currency: "EURO12345678", OverdraftLimit: ledger.MaxAmount, CreatedAt: t0,
+			Metadata: map[string]string{"tier": "gold", "": "empty key", "note": "ünïcødé ✓", "empty": ""}},
+		{ID: "x", Currency: "X", OverdraftLimit: 1, CreatedAt: time.Unix(0, 1).UTC(), Metadata: map[string]string{"k": "v"}},
+	}
+}
+
+func sampleTransfers() []ledger.Transfer {
+	base := ledger.Transfer{ID: "t-1", From: "@world", To: "alice", Amount: 100, Currency: "USD",
+		Memo: "funding", State: ledger.StatePosted, PostedAmount: 100, CreatedAt: t0, UpdatedAt: t0}
+	pending := base
+	pending.ID, pending.State, pending.TwoPhase, pending.Timeout, pending.PostedAmount = "t-2", ledger.StatePending, true, 7*24*time.Hour, 0
+	pending.CurrencyGiven = true
+	partly := pending
+	partly.ID, partly.State, partly.PostedAmount, partly.UpdatedAt = "t-3", ledger.StatePosted, 37, t0.Add(time.Second)
+	voided := pending
+	voided.ID, voided.State, voided.Timeout, voided.UpdatedAt = "t-4", ledger.StateVoided, 0, t0.Add(time.Minute)
+	expired := pending
+	expired.ID, expired.State, expired.Timeout, expired.UpdatedAt, expired.Memo = "t-5", ledger.StateExpired, time.Millisecond, t0.Add(time.Millisecond), ""
+	huge := base
+	huge.ID, huge.Amount, huge.PostedAmount, huge.Memo = "018f-uuid-like-0000", ledger.MaxAmount, ledger.MaxAmount, string(bytes.Repeat([]byte("m"), ledger.MaxMemoLength))
+	return []ledger.Transfer{base, pending, partly, voided, expired, huge}
+}
+
+func sampleEntries() []ledger.Entry {
+	return []ledger.Entry{
+		{TransferID: "t-1", Direction: ledger.Credit, Amount: 100, BalanceAfter: 100, Counterpart: "@world", Memo: "funding", At: t0},
+		{TransferID: "t-2", Direction: ledger.Debit, Amount: 1, BalanceAfter: -ledger.MaxSupply, Counterpart: "bob", At: t0},
+		{TransferID: "t-3", Direction: ledger.Debit, Amount: ledger.MaxAmount, BalanceAfter: 0, Counterpart: "x", Memo: "ü", At: t0.Add(time.Nanosecond)},
+	}
+}
+
+func sampleCredits() []ledger.CreditLeg {
+	return []ledger.CreditLeg{
+		{TransferID: "t-1", From: "alice", To: "bob", Amount: 40, Memo: "rent", At: t0},
+		{TransferID: "t-2", From: "@world", To: "b", Amount: ledger.MaxAmount, At: t0.Add(time.Hour)},
+	}
+}
+
+func TestAccountRoundTrip(t *testing.T) {
+	for _, a := range sampleAccounts() {
+		b := encodeAccount(nil, &a)
+		got, err := decodeAccount(b)
+		if err != nil {
+			t.Fatalf("%s: %v", a.ID, err)
+		}
+		if !reflect.DeepEqual(got, a) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, a)
+		}
+	}
+	// The record keeps what the account was opened with, not its balance,
+	// pending sum or entry count (those follow from history and holds).
+	a := ledger.Account{ID: "alice", Currency: "USD", CreatedAt: t0, Balance: 5, Pending: 3, Entries: 9}
+	got, err := decodeAccount(encodeAccount(nil, &a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != "alice" || got.Currency != "USD" || !got.CreatedAt.Equal(t0) {
+		t.Fatalf("decoded %+v", got)
+	}
+	// An empty metadata map is stored as none.
+	a = ledger.Account{ID: "e", Currency: "USD", CreatedAt: t0, Metadata: map[string]string{}}
+	if got, err = decodeAccount(encodeAccount(nil, &a)); err != nil || len(got.Metadata) != 0 {
+		t.Fatalf("empty metadata: %+v %v", got, err)
+	}
+}
+
+func TestTransferRoundTrip(t *testing.T) {
+	for _, tr := range sampleTransfers() {
+		got, err := decodeTransfer(encodeTransfer(nil, &tr))
+		if err != nil {
+			t.Fatalf("%s: %v", tr.ID, err)
+		}
+		if !reflect.DeepEqual(got, tr) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, tr)
+		}
+		if !got.ExpiresAt().Equal(tr.ExpiresAt()) {
+			t.Fatalf("%s: expires %v, want %v", tr.ID, got.ExpiresAt(), tr.ExpiresAt())
+		}
+	}
+}
+
+func TestEntryRoundTrip(t *testing.T) {
+	for _, e := range sampleEntries() {
+		got, err := decodeEntry(encodeEntry(nil, &e))
+		if err != nil {
+			t.Fatalf("%s: %v", e.TransferID, err)
+		}
+		// The seq lives in the key, not the value.
+		e.Seq = 0
+		if !reflect.DeepEqual(got, e) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, e)
+		}
+	}
+}
+
+func TestCreditRoundTrip(t *testing.T) {
+	for _, c := range sampleCredits() {
+		got, err := decodeCredit(encodeCredit(nil, &c))
+		if err != nil {
+			t.Fatalf("%s: %v", c.TransferID, err)
+		}
+		if !reflect.DeepEqual(got, c) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, c)
+		}
+	}
+}
+
+// Encoders append to dst without disturbing what it held.
+func TestEncodeAppends(t *testing.T) {
+	prefix := []byte("prefix")
+	tr := sampleTransfers()[1]
+	b := encodeTransfer(slices.Clone(prefix), &tr)
+	if !bytes.HasPrefix(b, prefix) {
+		t.Fatalf("prefix lost: %q", b[:len(prefix)])
+	}
+	got, err := decodeTransfer(b[len(prefix):])
+	if err != nil || !reflect.DeepEqual(got, tr) {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+}
+
+type decodeFunc func([]byte) error
+
+func decoders() map[string]decodeFunc {
+	return map[string]decodeFunc{
+		"account":  func(b []byte) error { _, err := decodeAccount(b); return err },
+		"transfer": func(b []byte) error { _, err := decodeTransfer(b); return err },
+		"entry":    func(b []byte) error { _, err := decodeEntry(b); return err },
+		"credit":   func(b []byte) error { _, err := decodeCredit(b); return err },
+	}
+}
+
+// validEncodings returns well-formed records of each kind.
+func validEncodings() map[string][][]byte {
+	out := map[string][][]byte{}
+	for _, a := range sampleAccounts() {
+		out["account"] = append(out["account"], encodeAccount(nil, &a))
+	}
+	for _, tr := range sampleTransfers() {
+		out["transfer"] = append(out["transfer"], encodeTransfer(nil, &tr))
+	}
+	for _, e := range sampleEntries() {
+		out["entry"] = append(out["entry"], encodeEntry(nil, &e))
+	}
+	for _, c := range sampleCredits() {
+		out["credit"] = append(out["credit"], encodeCredit(nil, &c))
+	}
+	return out
+}
+
+func TestDecodeCorrupt(t *testing.T) {
+	decs := decoders()
+	for kind, encs := range validEncodings() {
+		dec := decs[kind]
+		for _, enc := range encs {
+			// Every proper prefix is missing a field.
+			for n := range len(enc) {
+				if err := dec(enc[:n]); !errors.Is(err, errCorrupt) {
+					t.Fatalf("%s truncated to %d of %d bytes: err %v", kind, n, len(enc), err)
+				}
+			}
+			// Trailing bytes are not ignored.
+			if err := dec(append(slices.Clone(enc), 0)); !errors.Is(err, errCorrupt) {
+				t.Fatalf("%s with a trailing byte: err %v", kind, err)
+			}
+			// Another version is not read as this one.
+			for _, v := range []byte{0, 2, 0xff} {
+				bad := slices.Clone(enc)
+				bad[0] = v
+				if err := dec(bad); !errors.Is(err, errCorrupt) {
+					t.Fatalf("%s with version %d: err %v", kind, v, err)
+				}
+			}
+			// Every single-byte change either decodes or is an error.
+			for i := range enc {
+				for _, v := range []byte{0, 0x7f, 0x80, 0xff} {
+					bad := slices.Clone(enc)
+					bad[i] = v
+					_ = dec(bad)
+				}
+			}
+		}
+	}
+	for kind, dec := range decs {
+		for _, b := range [][]byte{
+			nil, {}, {1},
+			// a string length far beyond the record
+			{1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+			// a string length beyond any int
+			{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+			// an overlong varint
+			append([]byte{1, 0}, bytes.Repeat([]byte{0x80}, 11)...),
+		} {
+			if err := dec(b); !errors.Is(err, errCorrupt) {
+				t.Fatalf("%s(%x): err %v", kind, b, err)
+			}
+		}
+	}
+	// Metadata: too many keys, and fewer keys than announced.
+	e := encoder{}
+	e.byte(recordVersion)
+	e.string("a")
+	e.string("USD")
+	e.varint(0)
+	e.varint(t0.UnixNano())
+	e.uvarint(ledger.MaxMetadataKeys + 1)
+	for i := range ledger.MaxMetadataKeys + 1 {
+		e.string(fmt.Sprint("k", i))
+		e.string("v")
+	}
+	if _, err := decodeAccount(e.b); !errors.Is(err, errCorrupt) {
+		t.Fatalf("%d metadata keys: err %v", ledger.MaxMetadataKeys+1, err)
+	}
+	e = encoder{}
+	e.byte(recordVersion)
+	e.string("a")
+	e.string("USD")
+	e.varint(0)
+	e.varint(t0.UnixNano())
+	e.uvarint(3)
+	e.string("k")
+	e.string("v")
+	if _, err := decodeAccount(e.b); !errors.Is(err, errCorrupt) {
+		t.Fatalf("3 metadata keys announced, 1 present: err %v", err)
+	}
+}
+
+// fuzzDecode checks that dec never panics and that whatever it accepts
+// encodes back to bytes it decodes to the same record.
+func fuzzDecode[T any](f *testing.F, seeds [][]byte, dec func([]byte) (T, error), enc func([]byte, *T) []byte) {
+	for _, s := range seeds {
+		f.Add(s)
+		for n := 0; n < len(s); n += 3 {
+			f.Add(s[:n])
+		}
+	}
+	f.Add([]byte{})
+	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := dec(b)
+		if err != nil {
+			if !errors.Is(err, errCorrupt) {
+				t.Fatalf("error %v is not errCorrupt", err)
+			}
+			return
+		}
+		again, err := dec(enc(nil, &v))
+		if err != nil {
+			t.Fatalf("re-encoded %+v does not decode: %v", v, err)
+		}
+		if !reflect.DeepEqual(again, v) {
+			t.Fatalf("re-encoding changed the record:\n got %+v\nwant %+v", again, v)
+		}
+	})
+}
+
+func FuzzDecodeAccount(f *testing.F) {
+	fuzzDecode(f, validEncodings()["account"], decodeAccount, encodeAccount)
+}
+
+func FuzzDecodeTransfer(f *testing.F) {
+	fuzzDecode(f, validEncodings()["transfer"], decodeTransfer, encodeTransfer)
+}
+
+func FuzzDecodeEntry(f *testing.F) {
+	fuzzDecode(f, validEncodings()["entry"], decodeEntry, encodeEntry)
+}
+
+func FuzzDecodeCredit(f *testing.F) {
+	fuzzDecode(f, validEncodings()["credit"], decodeCredit, encodeCredit)
+}
+
+func openStore(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func commit(t *testing.T, s *Store, fill func(w *LedgerBatch)) {
+	t.Helper()
+	w := NewLedgerBatch(s.NewBatch())
+	fill(w)
+	if err := s.Commit(w.Batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func entry(account string, seq uint64) *ledger.AccountEntry {
+	return &ledger.AccountEntry{Account: account, Entry: ledger.Entry{
+		Seq: seq, TransferID: fmt.Sprintf("%s-%d", account, seq), Direction: ledger.Credit,
+		Amount: int64(seq), BalanceAfter: int64(seq * (seq + 1) / 2), Counterpart: "@world", At: t0.Add(time.Duration(seq)),
+	}}
+}
+
+func seqs(es []ledger.Entry) []uint64 {
+	var out []uint64
+	for _, e := range es {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func span(hi, lo uint64) []uint64 {
+	var out []uint64
+	for s := hi; s >= lo && s > 0; s-- {
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestHistory(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	// Neighbours whose keys share "a" as a prefix must not leak into a's
+	// history: "ab", "a.", and a seq that would sort after a's if the
+	// account part were not terminated.
+	commit(t, s, func(w *LedgerBatch) {
+		for seq := uint64(1); seq <= 25; seq++ {
+			w.PutEntry(entry("a", seq))
+		}
+		for seq := uint64(1); seq <= 5; seq++ {
+			w.PutEntry(entry("ab", seq))
+			w.PutEntry(entry("a.", seq))
+			w.PutEntry(entry("@a", seq))
+		}
+		w.PutEntry(entry("b", 300))
+	})
+
+	for _, c := range []struct {
+		before uint64
+		limit  int
+		want   []uint64
+	}{
+		{26, 10, span(25, 16)},
+		{16, 10, span(15, 6)},
+		{6, 10, span(5, 1)},
+		{1, 10, nil},
+		{0, 10, nil},
+		{math.MaxUint64, 3, span(25, 23)},
+		{26, 1000, span(25, 1)},
+		{13, 1, []uint64{12}},
+	} {
+		got, err := s.History("a", c.before, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(seqs(got), c.want) {
+			t.Fatalf("History(a, %d, %d) = seqs %v, want %v", c.before, c.limit, seqs(got), c.want)
+		}
+		for _, e := range got {
+			want := entry("a", e.Seq).Entry
+			if !reflect.DeepEqual(e, want) {
+				t.Fatalf("entry %d = %+v, want %+v", e.Seq, e, want)
+			}
+		}
+	}
+	for acct, n := range map[string]uint64{"ab": 5, "a.": 5, "@a": 5, "nobody": 0, "": 0} {
+		got, err := s.History(acct, math.MaxUint64, 100)
+		if err != nil || !slices.Equal(seqs(got), span(n, 1)) {
+			t.Fatalf("History(%q) = %v, %v; want %d entries", acct, seqs(got), err, n)
+		}
+	}
+	if got, _ := s.History("b", math.MaxUint64, 10); !slices.Equal(seqs(got), []uint64{300}) {
+		t.Fatalf("History(b) = %v", seqs(got))
+	}
+
+	// Paging with the last seq as the next bound visits every entry once.
+	var all []uint64
+	for before := uint64(26); ; {
+		page, err := s.History("a", before, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, seqs(page)...)
+		before = page[len(page)-1].Seq
+	}
+	if !slices.Equal(all, span(25, 1)) {
+		t.Fatalf("paged %v", all)
+	}
+
+	// A corrupt entry is an error, not a panic or a silent skip.
+	b := s.NewBatch()
+	if err := b.Set(historyKey(nil, "a", 26), []byte{9, 9}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.History("a", math.MaxUint64, 5); !errors.Is(err, errCorrupt) {
+		t.Fatalf("corrupt entry: err %v", err)
+	}
+	if got, err := s.History("a", 26, 5); err != nil || len(got) != 5 {
+		t.Fatalf("below the corrupt entry: %v, %v", seqs(got), err)
+	}
+}
+
+func TestRecordsPersistAcrossReopen(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	accounts, transfers, credits := sampleAccounts(), sampleTransfers(), sampleCredits()
+	commit(t, s, func(w *LedgerBatch) {
+		for i := range accounts {
+			w.PutAccount(&accounts[i])
+		}
+		for i := range transfers {
+			w.PutTransfer(&transfers[i])
+		}
+		for i := range credits {
+			w.PutOutbox(&credits[i])
+		}
+		w.PutHold("t-2")
+		w.PutEntry(entry("alice", 1))
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir)
+	defer s.Close()
+	for _, a := range accounts {
+		got, ok, err := s.Account(a.ID)
+		if err != nil || !ok || !reflect.DeepEqual(got, a) {
+			t.Fatalf("Account(%s) = %+v %v %v", a.ID, got, ok, err)
+		}
+	}
+	for _, tr := range transfers {
+		got, ok, err := s.Transfer(tr.ID)
+		if err != nil || !ok || !reflect.DeepEqual(got, tr) {
+			t.Fatalf("Transfer(%s) = %+v %v %v", tr.ID, got, ok, err)
+		}
+	}
+	if _, ok, err := s.Account("nobody"); ok || err != nil {
+		t.Fatalf("Account(nobody) = %v %v", ok, err)
+	}
+	if _, ok, err := s.Transfer("nothing"); ok || err != nil {
+		t.Fatalf("Transfer(nothing) = %v %v", ok, err)
+	}
+	if h, err := s.History("alice", math.MaxUint64, 10); err != nil || len(h) != 1 || h[0].Seq != 1 {
+		t.Fatalf("history after reopen: %+v %v", h, err)
+	}
+	var outbox []ledger.CreditLeg
+	if err := s.EachOutbox(func(c ledger.CreditLeg) error { outbox = append(outbox, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(outbox, credits) {
+		t.Fatalf("outbox after reopen %+v", outbox)
+	}
+	n, err := s.CountTransfers()
+	if err != nil || n != len(transfers) {
+		t.Fatalf("CountTransfers = %d %v, want %d", n, err, len(transfers))
+	}
+}
+
+func TestEachAccount(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	accounts := sampleAccounts()
+	commit(t, s, func(w *LedgerBatch) {
+		for i := range accounts {
+			w.PutAccount(&accounts[i])
+		}
+		// Records of other kinds must not be visited.
+		tr := sampleTransfers()[0]
+		w.PutTransfer(&tr)
+		w.PutEntry(entry("alice", 1))
+		w.PutHold("t-1")
+	})
+	var got []ledger.Account
+	if err := s.EachAccount(func(a ledger.Account) error { got = append(got, a); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// In key order.
+	want := slices.Clone(accounts)
+	slices.SortFunc(want, func(a, b ledger.Account) int { return bytes.Compare([]byte(a.ID), []byte(b.ID)) })
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("EachAccount:\n got %+v\nwant %+v", got, want)
+	}
+
+	// fn's error stops the walk and is returned.
+	stop := errors.New("stop")
+	calls := 0
+	err := s.EachAccount(func(ledger.Account) error { calls++; return stop })
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("EachAccount with a failing fn: %v after %d calls", err, calls)
+	}
+
+	// A corrupt account record is reported.
+	b := s.NewBatch()
+	_ = b.Set(key(nil, prefixAccount, "zzz"), []byte{1, 2}, nil)
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EachAccount(func(ledger.Account) error { return nil }); !errors.Is(err, errCorrupt) {
+		t.Fatalf("corrupt account: %v", err)
+	}
+	if _, _, err := s.Account("zzz"); !errors.Is(err, errCorrupt) {
+		t.Fatalf("Account(zzz): %v", err)
+	}
+}
+
+func TestEachHold(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	transfers := sampleTransfers()
+	commit(t, s, func(w *LedgerBatch) {
+		for i := range transfers {
+			w.PutTransfer(&transfers[i])
+		}
+		w.PutHold("t-2")
+		w.PutHold("t-3")
+		w.PutHold("t-4")
+	})
+	// Closing a hold removes it from the index; opening and closing in the
+	// same batch leaves nothing.
+	commit(t, s, func(w *LedgerBatch) {
+		w.DeleteHold("t-3")
+		w.PutHold("t-5")
+		w.DeleteHold("t-5")
+	})
+	var ids []string
+	if err := s.EachHold(func(tr ledger.Transfer) error {
+		ids = append(ids, tr.ID)
+		if want := transfers[slices.IndexFunc(transfers, func(x ledger.Transfer) bool { return x.ID == tr.ID })]; !reflect.DeepEqual(tr, want) {
+			t.Errorf("hold %s = %+v, want %+v", tr.ID, tr, want)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []string{"t-2", "t-4"}) {
+		t.Fatalf("holds %v", ids)
+	}
+	// A hold without its transfer record is corruption.
+	commit(t, s, func(w *LedgerBatch) { w.PutHold("ghost") })
+	if err := s.EachHold(func(ledger.Transfer) error { return nil }); !errors.Is(err, errCorrupt) {
+		t.Fatalf("dangling hold: %v", err)
+	}
+}
+
+func TestEachOutbox(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	credits := append(sampleCredits(), ledger.CreditLeg{TransferID: "t-3", From: "a", To: "b", Amount: 1, At: t0})
+	commit(t, s, func(w *LedgerBatch) {
+		for i := range credits {
+			w.PutOutbox(&credits[i])
+		}
+	})
+	commit(t, s, func(w *LedgerBatch) { w.DeleteOutbox("t-2") })
+	var got []ledger.CreditLeg
+	if err := s.EachOutbox(func(c ledger.CreditLeg) error { got = append(got, c); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := []ledger.CreditLeg{credits[0], credits[2]}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("outbox:\n got %+v\nwant %+v", got, want)
+	}
+	commit(t, s, func(w *LedgerBatch) { w.DeleteOutbox("t-1"); w.DeleteOutbox("t-3"); w.DeleteOutbox("never") })
+	n := 0
+	if err := s.EachOutbox(func(ledger.CreditLeg) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("outbox after settling all: %d records, %v", n, err)
+	}
+}
+
+func TestTransferIDs(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	var err error
+	for range s.TransferIDs(&err) {
+		t.Fatalf("an empty store has transfer ids")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	transfers := sampleTransfers()
+	commit(t, s, func(w *LedgerBatch) {
+		for i := range transfers {
+			w.PutTransfer(&transfers[i])
+		}
+		w.PutHold("t-2") // other prefixes are not transfers
+		c := sampleCredits()[0]
+		w.PutOutbox(&c)
+	})
+	var ids []string
+	for id := range s.TransferIDs(&err) {
+		ids = append(ids, id)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, tr := range transfers {
+		want = append(want, tr.ID)
+	}
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Fatalf("TransferIDs = %v, want %v", ids, want)
+	}
+	// Stopping early is allowed.
+	n := 0
+	for range s.TransferIDs(&err) {
+		n++
+		break
+	}
+	if n != 1 || err != nil {
+		t.Fatalf("early stop: %d ids, %v", n, err)
+	}
+	if c, err := s.CountTransfers(); c != len(transfers) || err != nil {
+		t.Fatalf("CountTransfers = %d, %v", c, err)
+	}
+}
+
+func TestStoreGetScanCommit(t *testing.T) {
+	var syncs int
+	s, err := Open(t.TempDir(), Options{OnSync: func(d time.Duration) {
+		if d < 0 {
+			t.Errorf("negative sync time %v", d)
+		}
+		syncs++
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := s.NewBatch()
+	for _, k := range []string{"k1", "k2", "k3", "k4"} {
+		_ = b.Set([]byte(k), []byte("v"+k), nil)
+	}
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if syncs != 1 {
+		t.Fatalf("OnSync called %d times for one commit", syncs)
+	}
+	v, ok, err := s.Get([]byte("k2"))
+	if err != nil || !ok || string(v) != "vk2" {
+		t.Fatalf("Get = %q %v %v", v, ok, err)
+	}
+	if _, ok, err := s.Get([]byte("nope")); ok || err != nil {
+		t.Fatalf("Get(nope) = %v %v", ok, err)
+	}
+	var keys []string
+	collect := func(k, _ []byte) (bool, error) { keys = append(keys, string(k)); return true, nil }
+	if err := s.Scan([]byte("k2"), []byte("k4"), false, collect); err != nil || !slices.Equal(keys, []string{"k2", "k3"}) {
+		t.Fatalf("Scan forward = %v %v", keys, err)
+	}
+	keys = nil
+	if err := s.Scan([]byte("k1"), []byte("k9"), true, collect); err != nil || !slices.Equal(keys, []string{"k4", "k3", "k2", "k1"}) {
+		t.Fatalf("Scan reverse = %v %v", keys, err)
+	}
+	keys = nil
+	stopAfter2 := func(k, _ []byte) (bool, error) { keys = append(keys, string(k)); return len(keys) < 2, nil }
+	if err := s.Scan([]byte("k"), []byte("l"), false, stopAfter2); err != nil || len(keys) != 2 {
+		t.Fatalf("Scan stopped = %v %v", keys, err)
+	}
+	boom := errors.New("boom")
+	if err := s.Scan([]byte("k"), []byte("l"), false, func(_, _ []byte) (bool, error) { return true, boom }); !errors.Is(err, boom) {
+		t.Fatalf("Scan error = %v", err)
+	}
+}
