@@ -260,9 +260,13 @@ func (e *Engine) atomicAcrossShards(reqs []ledger.TransferRequest) []ledger.Batc
 			panic("engine: atomic batch commit failed: " + err.Error())
 		}
 	}
-	for _, s := range e.shards {
-		e.publish(s.book)
-		s.book.Reset()
+	books := make([]*ledger.Book, len(e.shards))
+	for i, s := range e.shards {
+		books[i] = s.book
+	}
+	e.publish(books...)
+	for _, b := range books {
+		b.Reset()
 	}
 	return res
 }

@@ -284,25 +284,31 @@ func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
 }
 
 // publish makes a durable batch visible to readers: its accounts in the
-// committed view, its transfer ids in the id filter and out of flight.
-func (e *Engine) publish(b *ledger.Book) {
-	ch := b.Changes()
+// committed view, its transfer ids in the id filter and out of flight. A
+// batch spanning several Books is published as one.
+func (e *Engine) publish(books ...*ledger.Book) {
 	e.viewMu.RLock()
-	for _, a := range ch.Accounts {
-		cp := *a
-		e.accounts.Store(a.ID, &cp)
-	}
-	e.flight.update(ch.Credits, ch.Settled, e.currencyOf)
-	e.viewMu.RUnlock()
-	e.ids.add(func(yield func(string) bool) {
-		for _, t := range ch.Transfers {
-			if !yield(t.ID) {
-				return
-			}
+	for _, b := range books {
+		ch := b.Changes()
+		for _, a := range ch.Accounts {
+			cp := *a
+			e.accounts.Store(a.ID, &cp)
 		}
-	})
-	for _, t := range ch.Transfers {
-		e.inflight.Delete(t.ID)
+		e.flight.update(ch.Credits, ch.Settled, e.currencyOf)
+	}
+	e.viewMu.RUnlock()
+	for _, b := range books {
+		ch := b.Changes()
+		e.ids.add(func(yield func(string) bool) {
+			for _, t := range ch.Transfers {
+				if !yield(t.ID) {
+					return
+				}
+			}
+		})
+		for _, t := range ch.Transfers {
+			e.inflight.Delete(t.ID)
+		}
 	}
 	next := make(chan struct{})
 	close(*e.published.Swap(&next))
