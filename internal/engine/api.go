@@ -69,15 +69,18 @@ func (e *Engine) TransferBatch(ctx context.Context, reqs []ledger.TransferReques
 	if atomic && len(groups) > 1 {
 		return e.atomicAcrossShards(reqs), nil
 	}
-	calls := make([]*call, len(groups))
-	for i, g := range groups {
+	calls := make([]*call, 0, len(groups))
+	var refused error
+	for _, g := range groups {
 		c, err := e.submit(g.shard, CmdBatch{Reqs: g.reqs, Atomic: atomic})
 		if err != nil {
-			// Earlier groups may already be applied, so report per item.
-			return failRest(reqs, groups[i:], err), nil
+			refused = err
+			break
 		}
-		calls[i] = c
+		calls = append(calls, c)
 	}
+	// Groups already queued run whatever happens next: report their real
+	// outcome, and the refusal for the groups never queued.
 	out := make([]ledger.BatchResult, len(reqs))
 	for i, c := range calls {
 		if err := wait(ctx, c); err != nil {
@@ -85,6 +88,11 @@ func (e *Engine) TransferBatch(ctx context.Context, reqs []ledger.TransferReques
 		}
 		for j, r := range c.batch {
 			out[groups[i].index[j]] = r
+		}
+	}
+	for _, g := range groups[len(calls):] {
+		for _, i := range g.index {
+			out[i] = ledger.BatchResult{Transfer: ledger.Transfer{ID: reqs[i].ID}, Err: refused}
 		}
 	}
 	return out, nil
@@ -112,17 +120,6 @@ func (e *Engine) groupByShard(reqs []ledger.TransferRequest) []shardGroup {
 		groups[g].index = append(groups[g].index, i)
 	}
 	return groups
-}
-
-// failRest reports err for every item of groups, which were not submitted.
-func failRest(reqs []ledger.TransferRequest, groups []shardGroup, err error) []ledger.BatchResult {
-	out := make([]ledger.BatchResult, len(reqs))
-	for _, g := range groups {
-		for _, i := range g.index {
-			out[i] = ledger.BatchResult{Transfer: ledger.Transfer{ID: reqs[i].ID}, Err: err}
-		}
-	}
-	return out
 }
 
 // PostPending posts a pending transfer; amount 0 posts all it holds.
@@ -260,13 +257,9 @@ func (e *Engine) atomicAcrossShards(reqs []ledger.TransferRequest) []ledger.Batc
 			panic("engine: atomic batch commit failed: " + err.Error())
 		}
 	}
-	books := make([]*ledger.Book, len(e.shards))
-	for i, s := range e.shards {
-		books[i] = s.book
-	}
-	e.publish(books...)
-	for _, b := range books {
-		b.Reset()
+	e.publish(e.shards...)
+	for _, s := range e.shards {
+		s.book.Reset()
 	}
 	return res
 }

@@ -285,11 +285,11 @@ func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
 
 // publish makes a durable batch visible to readers: its accounts in the
 // committed view, its transfer ids in the id filter and out of flight. A
-// batch spanning several Books is published as one.
-func (e *Engine) publish(books ...*ledger.Book) {
+// batch spanning several shards is published as one.
+func (e *Engine) publish(shards ...*shard) {
 	e.viewMu.RLock()
-	for _, b := range books {
-		ch := b.Changes()
+	for _, s := range shards {
+		ch := s.book.Changes()
 		for _, a := range ch.Accounts {
 			cp := *a
 			e.accounts.Store(a.ID, &cp)
@@ -297,8 +297,8 @@ func (e *Engine) publish(books ...*ledger.Book) {
 		e.flight.update(ch.Credits, ch.Settled, e.currencyOf)
 	}
 	e.viewMu.RUnlock()
-	for _, b := range books {
-		ch := b.Changes()
+	for _, s := range shards {
+		ch := s.book.Changes()
 		e.ids.add(func(yield func(string) bool) {
 			for _, t := range ch.Transfers {
 				if !yield(t.ID) {
@@ -307,7 +307,7 @@ func (e *Engine) publish(books ...*ledger.Book) {
 			}
 		})
 		for _, t := range ch.Transfers {
-			e.inflight.Delete(t.ID)
+			e.inflight.CompareAndDelete(t.ID, s.id)
 		}
 	}
 	next := make(chan struct{})

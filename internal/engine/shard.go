@@ -49,6 +49,8 @@ func (s *shard) process(envs []Envelope) {
 			s.commitBatch(envs[start:i])
 			b.parked <- struct{}{}
 			<-b.release
+			// The coordinator may have opened holds in this shard's Book.
+			s.scheduleExpiry()
 			start = i + 1
 		}
 	}
@@ -73,7 +75,7 @@ func (s *shard) commitBatch(envs []Envelope) {
 		// restart rebuilds the state from what did reach the disk.
 		panic(fmt.Sprintf("engine: shard %d: commit failed: %v", s.id, err))
 	}
-	s.eng.publish(s.book)
+	s.eng.publish(s)
 	s.dispatch(envs)
 	s.book.Reset()
 	s.scheduleExpiry()
@@ -189,7 +191,7 @@ func (s *shard) Claim(id string) bool {
 	return !taken
 }
 
-func (s *shard) Release(id string) { s.eng.inflight.Delete(id) }
+func (s *shard) Release(id string) { s.eng.inflight.CompareAndDelete(id, s.id) }
 
 func (s *shard) Currency(id string) (string, bool) {
 	a, ok := s.eng.account(id)
