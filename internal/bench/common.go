@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -120,5 +119,3 @@ func randomUint64() uint64 {
 	_, _ = rand.Read(b[:])
 	return binary.LittleEndian.Uint64(b[:])
 }
-
-func utoa(n uint64) string { return strconv.FormatUint(n, 10) }
