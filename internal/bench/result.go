@@ -34,7 +34,7 @@ type Result struct {
 	Failures   map[string]int64 `json:"failures"`
 	OpFailures map[string]int64 `json:"op_failures"`
 	// FailureExamples holds, per key, the first detail seen.
-	FailureExamples map[string]string `json:"failure_examples,omitempty"`
+	FailureExamples map[string]string `json:"failure_examples"`
 	// Series is the per-second time series.
 	Series []Point `json:"series"`
 	// Client is what the load generator itself cost.
@@ -168,7 +168,7 @@ func NewResult(scenario string, p Params, run *Run, wire *HTTPClient) *Result {
 		Version:         ResultVersion,
 		Scenario:        scenario,
 		Params:          p,
-		Start:           run.Start,
+		Start:           run.Start.UTC(), // UTC, and no monotonic reading: as it reads back
 		Machine:         CurrentMachine(),
 		Latency:         latencyOf(s),
 		Spectrum:        s.Spectrum(),

@@ -1,11 +1,13 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -239,6 +241,19 @@ func TestTransferRunsExactIterationsWithUniqueIDs(t *testing.T) {
 	}
 	if res.Latency.Max <= 0 || res.Latency.Min > res.Latency.Med || res.Latency.Med > res.Latency.Max {
 		t.Errorf("implausible latency %+v", res.Latency)
+	}
+
+	// What a real run produces survives the trip through --out JSON.
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, res) {
+		t.Errorf("JSON round trip changed the result:\n got %+v\nwant %+v", back, res)
 	}
 }
 
