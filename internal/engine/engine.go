@@ -135,11 +135,9 @@ func Open(cfg Config) (*Engine, error) {
 // and entry count come from its newest history entry and its pending sum
 // from its open holds, which is all that transfers write.
 func (e *Engine) load() error {
-	n, err := e.db.CountTransfers()
-	if err != nil {
-		return fmt.Errorf("count transfers: %w", err)
-	}
-	e.ids = newIDFilter(2 * uint(n))
+	// The filter grows as it fills, so one pass over the ids sizes it.
+	var err error
+	e.ids = newIDFilter(0)
 	e.ids.add(e.db.TransferIDs(&err))
 	if err != nil {
 		return fmt.Errorf("load transfer ids: %w", err)

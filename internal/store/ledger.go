@@ -157,16 +157,6 @@ func (s *Store) EachAccount(fn func(ledger.Account) error) error {
 	})
 }
 
-// CountTransfers returns how many transfers are stored.
-func (s *Store) CountTransfers() (int, error) {
-	n := 0
-	err := s.Scan(prefixTransfer, upperBound(prefixTransfer), false, func(_, _ []byte) (bool, error) {
-		n++
-		return true, nil
-	})
-	return n, err
-}
-
 // TransferIDs iterates over every stored transfer id; a scan error ends the
 // iteration and is left in *err.
 func (s *Store) TransferIDs(err *error) func(yield func(string) bool) {
