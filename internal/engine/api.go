@@ -220,11 +220,9 @@ func (e *Engine) Stats(context.Context) (ledger.Stats, error) {
 	st := ledger.Stats{BalanceSum: map[string]int64{}}
 	e.viewMu.Lock()
 	defer e.viewMu.Unlock()
-	e.accounts.Range(func(_, v any) bool {
-		a := v.(*ledger.Account)
+	e.accounts.each(func(a *ledger.Account) {
 		st.Accounts++
 		st.BalanceSum[a.Currency] += a.Balance
-		return true
 	})
 	st.InFlight, st.InFlightAmount = e.flight.snapshot()
 	return st, nil

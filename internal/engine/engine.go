@@ -73,7 +73,7 @@ type Engine struct {
 	// it, so they never see a write that a crash could still undo. Since
 	// accounts are never deleted, it also tells every shard which accounts
 	// exist and in which currency.
-	accounts sync.Map // id → *ledger.Account
+	accounts *view
 	// inflight holds the ids of transfers being written and not yet
 	// published, with the shard writing each. A client-chosen id is claimed
 	// here before it is looked up, so two shards never create the same id;
@@ -98,7 +98,7 @@ type Engine struct {
 // cross-shard transfers a crash interrupted, and starts the shards.
 func Open(cfg Config) (*Engine, error) {
 	cfg.setDefaults()
-	e := &Engine{cfg: cfg, metrics: newMetrics(cfg.Registerer)}
+	e := &Engine{cfg: cfg, metrics: newMetrics(cfg.Registerer), accounts: newView()}
 	next := make(chan struct{})
 	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync})
@@ -161,7 +161,7 @@ func (e *Engine) load() error {
 		}
 		a.Pending = held[a.ID]
 		e.shardFor(a.ID).book.Load(a)
-		e.accounts.Store(a.ID, &a)
+		e.accounts.store(&a)
 		return nil
 	})
 	if err != nil {
@@ -236,11 +236,7 @@ func (e *Engine) currencyOf(id string) string {
 }
 
 func (e *Engine) account(id string) (ledger.Account, bool) {
-	v, ok := e.accounts.Load(id)
-	if !ok {
-		return ledger.Account{}, false
-	}
-	return *v.(*ledger.Account), true
+	return e.accounts.load(id)
 }
 
 // persist writes every change the shards' Books hold as one storage batch
@@ -289,8 +285,7 @@ func (e *Engine) publish(shards ...*shard) {
 	for _, s := range shards {
 		ch := s.book.Changes()
 		for _, a := range ch.Accounts {
-			cp := *a
-			e.accounts.Store(a.ID, &cp)
+			e.accounts.store(a)
 		}
 		e.flight.update(ch.Credits, ch.Settled, e.currencyOf)
 	}
