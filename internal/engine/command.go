@@ -12,10 +12,12 @@ import (
 type Command interface{ command() }
 
 // Envelope carries a command through a Log, with the in-process call
-// waiting for its outcome (nil when nobody waits).
+// waiting for its outcome (nil when nobody waits). A CmdCredits serves many
+// calls, one per leg (nil where nobody waits), in legCalls.
 type Envelope struct {
-	Cmd  Command
-	call *call
+	Cmd      Command
+	call     *call
+	legCalls []*call
 }
 
 // CmdCreateAccount opens an account.
@@ -40,8 +42,12 @@ type CmdPost struct {
 // CmdVoid voids a pending transfer.
 type CmdVoid struct{ ID string }
 
-// CmdCredit applies the second leg of a cross-shard transfer.
-type CmdCredit struct{ Leg ledger.CreditLeg }
+// CmdCredits applies the second legs of cross-shard transfers that one
+// batch of another shard debited, and settles their outbox record.
+type CmdCredits struct {
+	OutboxID string
+	Legs     []ledger.CreditLeg
+}
 
 // CmdExpire releases holds whose deadline has passed.
 type CmdExpire struct{}
@@ -59,7 +65,7 @@ func (CmdTransfer) command()      {}
 func (CmdBatch) command()         {}
 func (CmdPost) command()          {}
 func (CmdVoid) command()          {}
-func (CmdCredit) command()        {}
+func (CmdCredits) command()       {}
 func (CmdExpire) command()        {}
 func (cmdBarrier) command()       {}
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -174,11 +175,16 @@ func (e *Engine) load() error {
 // stop, and waits until they are durable.
 func (e *Engine) resumeCredits() error {
 	var calls []*call
-	err := e.db.EachOutbox(func(leg ledger.CreditLeg) error {
-		e.flight.update([]ledger.CreditLeg{leg}, nil, e.currencyOf)
+	err := e.db.EachOutbox(func(id string, legs []ledger.CreditLeg) error {
+		if len(legs) == 0 {
+			return nil
+		}
+		e.flight.update(legs, nil, e.currencyOf)
 		c := newCall()
+		c.legs.Add(int32(len(legs) - 1)) // one legDone per leg
 		calls = append(calls, c)
-		return e.shardFor(leg.To).log.Append(Envelope{Cmd: CmdCredit{Leg: leg}, call: c}, true)
+		cmd := CmdCredits{OutboxID: id, Legs: legs}
+		return e.shardFor(legs[0].To).log.Append(Envelope{Cmd: cmd, legCalls: slices.Repeat([]*call{c}, len(legs))}, true)
 	})
 	for _, c := range calls {
 		<-c.done
@@ -249,6 +255,12 @@ func (e *Engine) persist(shards ...*shard) error {
 			e.inflight.Store(t.ID, s.id)
 		}
 		writeChanges(w, ch)
+		for _, g := range s.outgoing {
+			w.PutOutbox(g.id, g.legs)
+		}
+		for _, id := range s.settled {
+			w.DeleteOutbox(id)
+		}
 	}
 	return e.db.Commit(w.Batch)
 }
@@ -262,12 +274,6 @@ func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
 	}
 	for i := range ch.Entries {
 		w.PutEntry(&ch.Entries[i])
-	}
-	for i := range ch.Credits {
-		w.PutOutbox(&ch.Credits[i])
-	}
-	for i := range ch.Settled {
-		w.DeleteOutbox(ch.Settled[i].TransferID)
 	}
 	for _, id := range ch.HoldsOpened {
 		w.PutHold(id)

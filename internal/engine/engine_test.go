@@ -816,7 +816,7 @@ func TestOutboxResumedOnOpen(t *testing.T) {
 		State: ledger.StatePosted, PostedAmount: 30, CreatedAt: at, UpdatedAt: at})
 	w.PutEntry(&ledger.AccountEntry{Account: payer, Entry: ledger.Entry{Seq: last[0].Seq + 1, TransferID: "crashed",
 		Direction: ledger.Debit, Amount: 30, BalanceAfter: 69, Counterpart: payee, Memo: "mid-crash", At: at}})
-	w.PutOutbox(&leg)
+	w.PutOutbox("crashed-batch", []ledger.CreditLeg{leg})
 	if err := s.Commit(w.Batch); err != nil {
 		t.Fatal(err)
 	}
@@ -835,7 +835,7 @@ func TestOutboxResumedOnOpen(t *testing.T) {
 			t.Fatalf("round %d: payee history %+v", round, h)
 		}
 		n := 0
-		if err := e.db.EachOutbox(func(ledger.CreditLeg) error { n++; return nil }); err != nil || n != 0 {
+		if err := e.db.EachOutbox(func(string, []ledger.CreditLeg) error { n++; return nil }); err != nil || n != 0 {
 			t.Fatalf("round %d: %d outbox records left, %v", round, n, err)
 		}
 		wantBalanced(t, e)

@@ -16,8 +16,13 @@ type shard struct {
 	eng  *Engine
 	log  Log
 	book *ledger.Book
-	// spans[i] is the range of Changes().Credits produced by envelope i.
-	spans [][2]int
+	// legCalls[k] is the call waiting for Changes().Credits[k], or nil.
+	legCalls []*call
+	// outgoing are the batch's credits grouped by receiving shard, each
+	// group one outbox record and one command; settled are the outbox
+	// records of the credits the batch applied.
+	outgoing []outbox
+	settled  []string
 	// expiry fires a CmdExpire at expiryAt, the earliest hold deadline.
 	expiry   *time.Timer
 	expiryAt time.Time
@@ -62,12 +67,14 @@ func (s *shard) commitBatch(envs []Envelope) {
 		return
 	}
 	now := time.Now().UTC()
-	s.spans = s.spans[:0]
 	for i := range envs {
 		from := len(s.book.Changes().Credits)
 		s.apply(&envs[i], now)
-		s.spans = append(s.spans, [2]int{from, len(s.book.Changes().Credits)})
+		for range len(s.book.Changes().Credits) - from {
+			s.legCalls = append(s.legCalls, envs[i].call)
+		}
 	}
+	s.groupCredits()
 	s.eng.metrics.batchSize.Observe(float64(len(envs)))
 	if err := s.eng.persist(s); err != nil {
 		// The Book is ahead of the disk and cannot be rolled back in
@@ -78,6 +85,8 @@ func (s *shard) commitBatch(envs []Envelope) {
 	s.eng.publish(s)
 	s.dispatch(envs)
 	s.book.Reset()
+	clear(s.legCalls)
+	s.legCalls, s.outgoing, s.settled = s.legCalls[:0], s.outgoing[:0], s.settled[:0]
 	s.scheduleExpiry()
 }
 
@@ -94,8 +103,11 @@ func (s *shard) apply(env *Envelope, now time.Time) {
 		c.transfer, c.err = s.book.Post(cmd.ID, cmd.Amount, now)
 	case CmdVoid:
 		c.transfer, c.err = s.book.Void(cmd.ID, now)
-	case CmdCredit:
-		s.book.ApplyCredit(cmd.Leg)
+	case CmdCredits:
+		for _, leg := range cmd.Legs {
+			s.book.ApplyCredit(leg)
+		}
+		s.settled = append(s.settled, cmd.OutboxID)
 	case CmdExpire:
 		s.expiryAt = time.Time{}
 		s.book.Expire(now)
@@ -136,24 +148,60 @@ func aborted(reqs []ledger.TransferRequest, failed int, err error) []ledger.Batc
 	return res
 }
 
-// dispatch sends each envelope's cross-shard credits, now that their debits
-// are durable, and completes this shard's part of each call.
-func (s *shard) dispatch(envs []Envelope) {
-	credits := s.book.Changes().Credits
-	for i := range envs {
-		c := envs[i].call
-		legs := credits[s.spans[i][0]:s.spans[i][1]]
-		if c != nil {
-			c.legs.Add(int32(len(legs)))
+// outbox is the credits one batch sends to one shard.
+type outbox struct {
+	id    string
+	to    *shard
+	legs  []ledger.CreditLeg
+	calls []*call // parallel to legs
+}
+
+// groupCredits sorts the batch's credits into one outbox per receiving
+// shard: one record and one command each, however many transfers.
+func (s *shard) groupCredits() {
+	for k, leg := range s.book.Changes().Credits {
+		to := s.eng.shardFor(leg.To)
+		g := len(s.outgoing) - 1
+		for g >= 0 && s.outgoing[g].to != to {
+			g--
 		}
-		for _, leg := range legs {
-			err := s.eng.shardFor(leg.To).log.Append(Envelope{Cmd: CmdCredit{Leg: leg}, call: c}, true)
-			if err != nil && c != nil {
-				// Shutting down: the outbox record is durable and recovery
-				// applies the credit on the next start.
-				c.legDone()
+		if g < 0 {
+			s.outgoing = append(s.outgoing, outbox{id: uuid.Must(uuid.NewV7()).String(), to: to})
+			g = len(s.outgoing) - 1
+		}
+		s.outgoing[g].legs = append(s.outgoing[g].legs, leg)
+		s.outgoing[g].calls = append(s.outgoing[g].calls, s.legCalls[k])
+	}
+}
+
+// dispatch sends the batch's credits, now that their debits are durable,
+// and completes this shard's part of every call in the batch.
+func (s *shard) dispatch(envs []Envelope) {
+	for _, g := range s.outgoing {
+		for _, c := range g.calls {
+			if c != nil {
+				c.legs.Add(1)
 			}
 		}
+	}
+	for _, g := range s.outgoing {
+		err := g.to.log.Append(Envelope{Cmd: CmdCredits{OutboxID: g.id, Legs: g.legs}, legCalls: g.calls}, true)
+		if err != nil {
+			// Shutting down: the outbox record is durable and recovery
+			// applies the credits on the next start.
+			completeAll(g.calls)
+		}
+	}
+	for i := range envs {
+		if c := envs[i].call; c != nil {
+			c.legDone()
+		}
+		completeAll(envs[i].legCalls)
+	}
+}
+
+func completeAll(calls []*call) {
+	for _, c := range calls {
 		if c != nil {
 			c.legDone()
 		}

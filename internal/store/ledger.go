@@ -15,7 +15,8 @@ import (
 //	la/<account>               account as opened (id, currency, limit, metadata)
 //	lt/<transfer>              transfer
 //	lh/<account>\x00<seq:8 BE> history entry, seq 1..Entries
-//	lo/<transfer>              outbox: a cross-shard credit not yet applied
+//	lo/<outbox id>             outbox: cross-shard credits sent by one batch
+//	                           to one shard and not yet applied there
 //	lp/<transfer>              an open two-phase hold (value empty)
 var (
 	prefixAccount  = []byte("la/")
@@ -83,16 +84,18 @@ func (w *LedgerBatch) PutEntry(e *ledger.AccountEntry) {
 	w.set()
 }
 
-// PutOutbox records a cross-shard credit that must still be applied.
-func (w *LedgerBatch) PutOutbox(c *ledger.CreditLeg) {
-	w.key = key(w.key, prefixOutbox, c.TransferID)
-	w.val.b = encodeCredit(w.val.b[:0], c)
+// PutOutbox records cross-shard credits that must still be applied, as one
+// record: a batch sends all its credits for one shard together, so they are
+// recorded and settled together too.
+func (w *LedgerBatch) PutOutbox(id string, legs []ledger.CreditLeg) {
+	w.key = key(w.key, prefixOutbox, id)
+	w.val.b = encodeOutbox(w.val.b[:0], legs)
 	w.set()
 }
 
-// DeleteOutbox removes a settled credit.
-func (w *LedgerBatch) DeleteOutbox(transferID string) {
-	w.key = key(w.key, prefixOutbox, transferID)
+// DeleteOutbox removes an outbox record whose credits are applied.
+func (w *LedgerBatch) DeleteOutbox(id string) {
+	w.key = key(w.key, prefixOutbox, id)
 	_ = w.Delete(w.key, nil)
 }
 
@@ -178,14 +181,15 @@ func (s *Store) EachHold(fn func(ledger.Transfer) error) error {
 	})
 }
 
-// EachOutbox calls fn for every cross-shard credit not yet applied.
-func (s *Store) EachOutbox(fn func(ledger.CreditLeg) error) error {
-	return s.Scan(prefixOutbox, upperBound(prefixOutbox), false, func(_, v []byte) (bool, error) {
-		c, err := decodeCredit(v)
+// EachOutbox calls fn for every outbox record, whose credits are not yet
+// applied.
+func (s *Store) EachOutbox(fn func(id string, legs []ledger.CreditLeg) error) error {
+	return s.Scan(prefixOutbox, upperBound(prefixOutbox), false, func(k, v []byte) (bool, error) {
+		legs, err := decodeOutbox(v)
 		if err != nil {
 			return false, err
 		}
-		return true, fn(c)
+		return true, fn(string(k[len(prefixOutbox):]), legs)
 	})
 }
 
@@ -290,28 +294,39 @@ func decodeEntry(b []byte) (ledger.Entry, error) {
 	return en, d.done()
 }
 
-func encodeCredit(dst []byte, c *ledger.CreditLeg) []byte {
+func encodeOutbox(dst []byte, legs []ledger.CreditLeg) []byte {
 	e := encoder{dst}
 	e.byte(recordVersion)
-	e.string(c.TransferID)
-	e.string(c.From)
-	e.string(c.To)
-	e.varint(c.Amount)
-	e.string(c.Memo)
-	e.varint(c.At.UnixNano())
+	e.uvarint(uint64(len(legs)))
+	for i := range legs {
+		c := &legs[i]
+		e.string(c.TransferID)
+		e.string(c.From)
+		e.string(c.To)
+		e.varint(c.Amount)
+		e.string(c.Memo)
+		e.varint(c.At.UnixNano())
+	}
 	return e.b
 }
 
-func decodeCredit(b []byte) (ledger.CreditLeg, error) {
+func decodeOutbox(b []byte) ([]ledger.CreditLeg, error) {
 	d := decoder{b: b}
 	if d.byte() != recordVersion {
-		return ledger.CreditLeg{}, errCorrupt
+		return nil, errCorrupt
 	}
-	c := ledger.CreditLeg{
-		TransferID: d.string(), From: d.string(), To: d.string(), Amount: d.varint(),
-		Memo: d.string(), At: unixNano(d.varint()),
+	n := d.uvarint()
+	if n > uint64(len(b)) { // each leg takes several bytes
+		return nil, errCorrupt
 	}
-	return c, d.done()
+	legs := make([]ledger.CreditLeg, 0, n)
+	for range n {
+		legs = append(legs, ledger.CreditLeg{
+			TransferID: d.string(), From: d.string(), To: d.string(), Amount: d.varint(),
+			Memo: d.string(), At: unixNano(d.varint()),
+		})
+	}
+	return legs, d.done()
 }
 
 func unixNano(n int64) time.Time { return time.Unix(0, n).UTC() }

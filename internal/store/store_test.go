@@ -117,14 +117,15 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 }
 
-func TestCreditRoundTrip(t *testing.T) {
-	for _, c := range sampleCredits() {
-		got, err := decodeCredit(encodeCredit(nil, &c))
+func TestOutboxRoundTrip(t *testing.T) {
+	all := sampleCredits()
+	for _, legs := range [][]ledger.CreditLeg{all, all[:1], {}} {
+		got, err := decodeOutbox(encodeOutbox(nil, legs))
 		if err != nil {
-			t.Fatalf("%s: %v", c.TransferID, err)
+			t.Fatalf("%d legs: %v", len(legs), err)
 		}
-		if !reflect.DeepEqual(got, c) {
-			t.Fatalf("round trip:\n got %+v\nwant %+v", got, c)
+		if !reflect.DeepEqual(got, legs) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, legs)
 		}
 	}
 }
@@ -150,7 +151,7 @@ func decoders() map[string]decodeFunc {
 		"account":  func(b []byte) error { _, err := decodeAccount(b); return err },
 		"transfer": func(b []byte) error { _, err := decodeTransfer(b); return err },
 		"entry":    func(b []byte) error { _, err := decodeEntry(b); return err },
-		"credit":   func(b []byte) error { _, err := decodeCredit(b); return err },
+		"outbox":   func(b []byte) error { _, err := decodeOutbox(b); return err },
 	}
 }
 
@@ -166,9 +167,7 @@ func validEncodings() map[string][][]byte {
 	for _, e := range sampleEntries() {
 		out["entry"] = append(out["entry"], encodeEntry(nil, &e))
 	}
-	for _, c := range sampleCredits() {
-		out["credit"] = append(out["credit"], encodeCredit(nil, &c))
-	}
+	out["outbox"] = [][]byte{encodeOutbox(nil, sampleCredits()), encodeOutbox(nil, sampleCredits()[:1])}
 	return out
 }
 
@@ -290,8 +289,9 @@ func FuzzDecodeEntry(f *testing.F) {
 	fuzzDecode(f, validEncodings()["entry"], decodeEntry, encodeEntry)
 }
 
-func FuzzDecodeCredit(f *testing.F) {
-	fuzzDecode(f, validEncodings()["credit"], decodeCredit, encodeCredit)
+func FuzzDecodeOutbox(f *testing.F) {
+	enc := func(dst []byte, legs *[]ledger.CreditLeg) []byte { return encodeOutbox(dst, *legs) }
+	fuzzDecode(f, validEncodings()["outbox"], decodeOutbox, enc)
 }
 
 func openStore(t *testing.T, dir string) *Store {
@@ -435,9 +435,7 @@ func TestRecordsPersistAcrossReopen(t *testing.T) {
 		for i := range transfers {
 			w.PutTransfer(&transfers[i])
 		}
-		for i := range credits {
-			w.PutOutbox(&credits[i])
-		}
+		w.PutOutbox("o-1", credits)
 		w.PutHold("t-2")
 		w.PutEntry(entry("alice", 1))
 	})
@@ -468,7 +466,7 @@ func TestRecordsPersistAcrossReopen(t *testing.T) {
 		t.Fatalf("history after reopen: %+v %v", h, err)
 	}
 	var outbox []ledger.CreditLeg
-	if err := s.EachOutbox(func(c ledger.CreditLeg) error { outbox = append(outbox, c); return nil }); err != nil {
+	if err := s.EachOutbox(func(_ string, legs []ledger.CreditLeg) error { outbox = append(outbox, legs...); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(outbox, credits) {
@@ -575,22 +573,25 @@ func TestEachOutbox(t *testing.T) {
 	defer s.Close()
 	credits := append(sampleCredits(), ledger.CreditLeg{TransferID: "t-3", From: "a", To: "b", Amount: 1, At: t0})
 	commit(t, s, func(w *LedgerBatch) {
-		for i := range credits {
-			w.PutOutbox(&credits[i])
-		}
+		w.PutOutbox("o-1", credits[:1])
+		w.PutOutbox("o-2", credits[1:])
 	})
-	commit(t, s, func(w *LedgerBatch) { w.DeleteOutbox("t-2") })
+	commit(t, s, func(w *LedgerBatch) { w.DeleteOutbox("o-1") })
+	var ids []string
 	var got []ledger.CreditLeg
-	if err := s.EachOutbox(func(c ledger.CreditLeg) error { got = append(got, c); return nil }); err != nil {
+	err := s.EachOutbox(func(id string, legs []ledger.CreditLeg) error {
+		ids, got = append(ids, id), append(got, legs...)
+		return nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ledger.CreditLeg{credits[0], credits[2]}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("outbox:\n got %+v\nwant %+v", got, want)
+	if !reflect.DeepEqual(ids, []string{"o-2"}) || !reflect.DeepEqual(got, credits[1:]) {
+		t.Fatalf("outbox:\n got %v %+v\nwant [o-2] %+v", ids, got, credits[1:])
 	}
-	commit(t, s, func(w *LedgerBatch) { w.DeleteOutbox("t-1"); w.DeleteOutbox("t-3"); w.DeleteOutbox("never") })
+	commit(t, s, func(w *LedgerBatch) { w.DeleteOutbox("o-2"); w.DeleteOutbox("never") })
 	n := 0
-	if err := s.EachOutbox(func(ledger.CreditLeg) error { n++; return nil }); err != nil || n != 0 {
+	if err := s.EachOutbox(func(string, []ledger.CreditLeg) error { n++; return nil }); err != nil || n != 0 {
 		t.Fatalf("outbox after settling all: %d records, %v", n, err)
 	}
 }
@@ -611,8 +612,7 @@ func TestTransferIDs(t *testing.T) {
 			w.PutTransfer(&transfers[i])
 		}
 		w.PutHold("t-2") // other prefixes are not transfers
-		c := sampleCredits()[0]
-		w.PutOutbox(&c)
+		w.PutOutbox("o-1", sampleCredits()[:1])
 	})
 	var ids []string
 	for id := range s.TransferIDs(&err) {
