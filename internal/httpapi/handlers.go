@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/surge-dev/surge/internal/ledger"
@@ -132,27 +133,22 @@ func (a *API) getTransfer(w http.ResponseWriter, r *http.Request) int {
 }
 
 func (a *API) postPending(w http.ResponseWriter, r *http.Request) int {
-	id, p := pathID(r)
-	if p != nil {
-		return writeProblem(w, p)
-	}
-	body, p := readBody(r, maxBody)
-	if p != nil {
-		return writeProblem(w, p)
-	}
-	amount, ierr := decodePost(*body)
-	putBuf(body)
-	if ierr != nil {
-		return writeProblem(w, inputProblem(ierr))
-	}
-	t, err := a.ledger.PostPending(r.Context(), id, amount)
-	if err != nil {
-		return a.fail(w, r, err)
-	}
-	return a.sendTransfer(w, http.StatusOK, &t)
+	return a.finishPending(w, r, decodePost, a.ledger.PostPending)
 }
 
 func (a *API) voidPending(w http.ResponseWriter, r *http.Request) int {
+	noAmount := func(body []byte) (int64, *inputError) { return 0, decodeEmpty(body) }
+	void := func(ctx context.Context, id string, _ int64) (ledger.Transfer, error) {
+		return a.ledger.VoidPending(ctx, id)
+	}
+	return a.finishPending(w, r, noAmount, void)
+}
+
+// finishPending serves post and void: a transfer id in the path, a small
+// body decoded by decode, the ledger's act, and the transfer in reply.
+func (a *API) finishPending(w http.ResponseWriter, r *http.Request,
+	decode func([]byte) (int64, *inputError),
+	act func(ctx context.Context, id string, amount int64) (ledger.Transfer, error)) int {
 	id, p := pathID(r)
 	if p != nil {
 		return writeProblem(w, p)
@@ -161,12 +157,12 @@ func (a *API) voidPending(w http.ResponseWriter, r *http.Request) int {
 	if p != nil {
 		return writeProblem(w, p)
 	}
-	ierr := decodeEmpty(*body)
+	amount, ierr := decode(*body)
 	putBuf(body)
 	if ierr != nil {
 		return writeProblem(w, inputProblem(ierr))
 	}
-	t, err := a.ledger.VoidPending(r.Context(), id)
+	t, err := act(r.Context(), id, amount)
 	if err != nil {
 		return a.fail(w, r, err)
 	}
