@@ -29,6 +29,8 @@ type Common struct {
 	Warmup time.Duration
 	// Timeout bounds the wait for each reply.
 	Timeout time.Duration
+	// Client selects the HTTP client the VUs send with (empty: FastClient).
+	Client ClientKind
 	// Seed makes the random choices reproducible; 0 picks one, which the
 	// result reports.
 	Seed uint64
@@ -44,6 +46,7 @@ func DefaultCommon() Common {
 		VUs:      100,
 		Duration: time.Minute,
 		Timeout:  30 * time.Second,
+		Client:   FastClient,
 	}
 }
 
@@ -56,7 +59,7 @@ func (c Common) validate() error {
 	case c.Duration == 0 && c.Iterations == 0:
 		return errors.New("bench: set --duration or --iterations")
 	}
-	return nil
+	return c.Client.validate()
 }
 
 // withDefaults fills the unset fields a run needs: a seed and a log.
@@ -87,7 +90,7 @@ func (c Common) closed(onTick func(Tick)) Closed {
 }
 
 func (c Common) httpClient(conns int) (*HTTPClient, error) {
-	return NewHTTPClient(HTTPOptions{Target: c.Target, APIKey: c.APIKey, Conns: conns, Timeout: c.Timeout})
+	return NewHTTPClient(HTTPOptions{Target: c.Target, APIKey: c.APIKey, Client: c.Client, Conns: conns, Timeout: c.Timeout})
 }
 
 // checkReady fails fast, with a clear message, when the target is down or

@@ -12,9 +12,12 @@
 //     time series. Whole-run histograms are merged once, at the end.
 //   - Closed is the closed-loop load model (k6's looping VUs, ghz's -c):
 //     every VU starts its next iteration as soon as the last one ended.
-//   - HTTPClient and Endpoint send requests with a Transport sized for the
-//     VU count, reusing request bodies and reply buffers, and count the
-//     bytes on the wire.
+//   - HTTPClient and Endpoint send requests, reusing request bodies and
+//     reply buffers, and count the bytes on the wire. By default they use
+//     a lean HTTP/1.1 client (fastclient.go, fastparse.go): one connection
+//     per VU, driven by the VU's own goroutine, which costs the shared
+//     machine a fraction of the CPU of net/http's Transport, the other
+//     choice (StdClient).
 //   - Progress prints a line a second while a run goes; Result is the
 //     scenario-independent outcome of a run, written as a k6-style summary
 //     (WriteSummary), JSON (WriteJSON) or Markdown (WriteMarkdown).

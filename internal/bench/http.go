@@ -16,15 +16,46 @@ import (
 	"time"
 )
 
+// ClientKind selects the HTTP client a load generator sends with.
+type ClientKind string
+
+const (
+	// FastClient is the lean HTTP/1.1 client of fastclient.go: a
+	// connection per Endpoint, driven by the Endpoint's own goroutine.
+	// It is the default (also for an empty ClientKind).
+	FastClient ClientKind = "fast"
+	// StdClient is net/http's Transport, for comparison and for https.
+	StdClient ClientKind = "std"
+)
+
+func (k ClientKind) validate() error {
+	switch k {
+	case "", FastClient, StdClient:
+		return nil
+	}
+	return fmt.Errorf("bench: --http-client must be %s or %s, not %q", FastClient, StdClient, string(k))
+}
+
+// orDefault returns k, or FastClient if k is empty.
+func (k ClientKind) orDefault() ClientKind {
+	if k == "" {
+		return FastClient
+	}
+	return k
+}
+
 // HTTPOptions configures an HTTPClient.
 type HTTPOptions struct {
+	// Client selects the client; empty means FastClient.
+	Client ClientKind
 	// Target is the server's base URL, such as http://127.0.0.1:8080.
 	Target string
 	// APIKey, if set, is sent as "Authorization: Bearer <key>".
 	APIKey string
 	// Conns is how many connections to keep open: the number of VUs.
 	Conns int
-	// Timeout bounds the wait for a reply's headers (0: 30 s).
+	// Timeout bounds a request: the wait for the reply's headers with
+	// StdClient, the whole exchange with FastClient (0: 30 s).
 	Timeout time.Duration
 }
 
@@ -32,8 +63,9 @@ type HTTPOptions struct {
 // per VU, and a count of the bytes that cross them.
 type HTTPClient struct {
 	base   *url.URL
-	rt     *http.Transport
-	header http.Header // shared by every request; never modified after construction
+	rt     *http.Transport // StdClient
+	fast   *fastTransport  // FastClient
+	header http.Header     // shared by every request; never modified after construction
 	wire   wireCounters
 }
 
@@ -42,6 +74,12 @@ func NewHTTPClient(o HTTPOptions) (*HTTPClient, error) {
 	base, err := url.Parse(strings.TrimRight(o.Target, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, fmt.Errorf("bench: target %q is not an http(s) URL", o.Target)
+	}
+	if err := o.Client.validate(); err != nil {
+		return nil, err
+	}
+	if !isFieldValue([]byte(o.APIKey)) {
+		return nil, errors.New("bench: the API key holds characters a header cannot")
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -55,6 +93,12 @@ func NewHTTPClient(o HTTPOptions) (*HTTPClient, error) {
 	}}
 	if o.APIKey != "" {
 		c.header.Set("Authorization", "Bearer "+o.APIKey)
+	}
+	if o.Client.orDefault() == FastClient {
+		if c.fast, err = newFastTransport(base, o.APIKey, conns, timeout, &c.wire); err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	c.rt = &http.Transport{
@@ -93,14 +137,27 @@ func (c *HTTPClient) BytesReceived() int64 {
 	return c.wire.total(func(w *wireCount) int64 { return w.received.Load() })
 }
 
-// Close closes the idle connections.
-func (c *HTTPClient) Close() { c.rt.CloseIdleConnections() }
+// Close closes the connections: with StdClient the idle ones, with
+// FastClient all of them (an Endpoint still sending fails).
+func (c *HTTPClient) Close() {
+	if c.fast != nil {
+		c.fast.close()
+		return
+	}
+	c.rt.CloseIdleConnections()
+}
 
 // Endpoint returns a handle that sends method requests to path. An
 // Endpoint reuses its body and reply buffers, so each VU needs its own.
+//
+// ctx bounds every request of the Endpoint: when it ends, the request in
+// flight fails at once.
 func (c *HTTPClient) Endpoint(ctx context.Context, method, path string) *Endpoint {
 	u := *c.base
 	u.Path += path
+	if c.fast != nil {
+		return &Endpoint{fast: newFastEndpoint(c.fast, ctx, method, u.RequestURI())}
+	}
 	req := (&http.Request{
 		Method:     method,
 		URL:        &u,
@@ -117,6 +174,7 @@ func (c *HTTPClient) Endpoint(ctx context.Context, method, path string) *Endpoin
 // the whole reply. It allocates; use it for setup, not on the hot path.
 func (c *HTTPClient) Do(ctx context.Context, method, path string, body []byte) (int, []byte, error) {
 	e := c.Endpoint(ctx, method, path)
+	defer e.Close()
 	status, reply, err := e.Send(body)
 	return status, bytes.Clone(reply), err
 }
@@ -124,6 +182,8 @@ func (c *HTTPClient) Do(ctx context.Context, method, path string, body []byte) (
 // Endpoint sends requests to one URL from one goroutine, reusing its body
 // and reply buffers from request to request.
 type Endpoint struct {
+	fast *fastEndpoint // FastClient; the fields below are StdClient's
+
 	rt    http.RoundTripper
 	tmpl  *http.Request
 	buf   []byte // the last body, reusable if reuse is set
@@ -134,6 +194,9 @@ type Endpoint struct {
 // Body returns an empty buffer to build the next request body in. Pass the
 // result of appending to it to Send.
 func (e *Endpoint) Body() []byte {
+	if e.fast != nil {
+		return e.fast.body()
+	}
 	if !e.reuse {
 		return make([]byte, 0, cap(e.buf))
 	}
@@ -145,6 +208,9 @@ func (e *Endpoint) Body() []byte {
 // skips http.Client's redirect and timeout machinery, which a load
 // generator does not need and would pay for on every request.
 func (e *Endpoint) Send(body []byte) (status int, reply []byte, err error) {
+	if e.fast != nil {
+		return e.fast.send(body)
+	}
 	req := new(http.Request)
 	*req = *e.tmpl
 	if body != nil {
@@ -175,6 +241,16 @@ func (e *Endpoint) Send(body []byte) (status int, reply []byte, err error) {
 	return resp.StatusCode, e.reply, nil
 }
 
+// Close releases the Endpoint's connection for another Endpoint to use.
+// An Endpoint that is never closed keeps its connection until the
+// HTTPClient is closed.
+func (e *Endpoint) Close() {
+	if e.fast != nil {
+		e.fast.close()
+	}
+	// The net/http Transport pools connections itself, per request.
+}
+
 // readInto appends everything r yields to buf, growing it as needed.
 func readInto(r io.Reader, buf []byte) ([]byte, error) {
 	for {
@@ -200,16 +276,25 @@ type wireCounters struct {
 	conns []*wireCount
 }
 
+// wireCount is one connection's counts. The padding gives it a cache line
+// of its own: counters of different connections, allocated one after the
+// other, would otherwise share one, and every count would take the line
+// from the core counting for the other connection.
 type wireCount struct {
 	sent, received atomic.Int64
+	_              [48]byte
 }
 
-func (w *wireCounters) wrap(conn net.Conn) net.Conn {
+func (w *wireCounters) newCount() *wireCount {
 	wc := &wireCount{}
 	w.mu.Lock()
 	w.conns = append(w.conns, wc)
 	w.mu.Unlock()
-	return &countingConn{Conn: conn, n: wc}
+	return wc
+}
+
+func (w *wireCounters) wrap(conn net.Conn) net.Conn {
+	return &countingConn{Conn: conn, n: w.newCount()}
 }
 
 func (w *wireCounters) total(get func(*wireCount) int64) int64 {

@@ -67,9 +67,10 @@ func TestErrorKey(t *testing.T) {
 	}
 }
 
-// TestEndpointReusesBodyOnlyAfterSuccess checks the rule that keeps body
-// buffers safe: reused after a 2xx on a kept-alive connection, never after
-// an error reply, when the transport may still hold it.
+// TestEndpointReusesBodyOnlyAfterSuccess checks the rule that keeps the
+// net/http client's body buffers safe: reused after a 2xx on a kept-alive
+// connection, never after an error reply, when the transport may still
+// hold it. (The fast client always reuses it: see TestFastReusesBuffers.)
 func TestEndpointReusesBodyOnlyAfterSuccess(t *testing.T) {
 	var bodies []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -81,7 +82,7 @@ func TestEndpointReusesBodyOnlyAfterSuccess(t *testing.T) {
 		fmt.Fprintf(w, "echo %s", b)
 	}))
 	defer srv.Close()
-	c, err := NewHTTPClient(HTTPOptions{Target: srv.URL, Conns: 1})
+	c, err := NewHTTPClient(HTTPOptions{Target: srv.URL, Conns: 1, Client: StdClient})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,13 +129,14 @@ func describeLimit(c Common) string {
 
 func transferParams(c TransferConfig, runID string) map[string]string {
 	return map[string]string{
-		"accounts":   strconv.Itoa(c.Accounts),
-		"batch":      strconv.Itoa(c.Batch),
-		"amount_max": strconv.FormatInt(c.AmountMax, 10),
-		"fund":       strconv.FormatInt(c.Fund, 10),
-		"no_setup":   strconv.FormatBool(c.NoSetup),
-		"currency":   c.Currency,
-		"run_id":     runID,
+		"accounts":    strconv.Itoa(c.Accounts),
+		"batch":       strconv.Itoa(c.Batch),
+		"amount_max":  strconv.FormatInt(c.AmountMax, 10),
+		"fund":        strconv.FormatInt(c.Fund, 10),
+		"no_setup":    strconv.FormatBool(c.NoSetup),
+		"currency":    c.Currency,
+		"run_id":      runID,
+		"http_client": string(c.Client.orDefault()),
 	}
 }
 

@@ -48,7 +48,7 @@ func setupTransferAccounts(ctx context.Context, c *HTTPClient, cfg TransferConfi
 // createAccounts opens every account; one that already exists with the
 // same attributes (200) is fine, so setup can be repeated.
 func createAccounts(ctx context.Context, c *HTTPClient, cfg TransferConfig) error {
-	return forEach(ctx, setupWorkers, cfg.Accounts, func(ctx context.Context) func(int) error {
+	return forEach(ctx, setupWorkers, cfg.Accounts, func(ctx context.Context) (func(int) error, func()) {
 		ep := c.Endpoint(ctx, http.MethodPost, "/v1/accounts")
 		return func(i int) error {
 			body := fmt.Appendf(ep.Body(), `{"id":%q,"currency":%q}`, cfg.accountID(i), cfg.Currency)
@@ -60,7 +60,7 @@ func createAccounts(ctx context.Context, c *HTTPClient, cfg TransferConfig) erro
 				return fmt.Errorf("bench: creating account %s: %s: %s", cfg.accountID(i), StatusKey(status, reply), ProblemDetail(reply))
 			}
 			return nil
-		}
+		}, ep.Close
 	})
 }
 
@@ -69,7 +69,7 @@ func createAccounts(ctx context.Context, c *HTTPClient, cfg TransferConfig) erro
 // with the same --fund replays them instead of paying twice.
 func fundAccounts(ctx context.Context, c *HTTPClient, cfg TransferConfig) error {
 	chunks := (cfg.Accounts + fundBatch - 1) / fundBatch
-	return forEach(ctx, fundWorkers, chunks, func(ctx context.Context) func(int) error {
+	return forEach(ctx, fundWorkers, chunks, func(ctx context.Context) (func(int) error, func()) {
 		ep := c.Endpoint(ctx, http.MethodPost, "/v1/transfers/batch")
 		return func(chunk int) error {
 			lo, hi := chunk*fundBatch, min((chunk+1)*fundBatch, cfg.Accounts)
@@ -89,7 +89,7 @@ func fundAccounts(ctx context.Context, c *HTTPClient, cfg TransferConfig) error 
 					failed, hi-lo, reasons[0].key, reasons[0].detail)
 			}
 			return nil
-		}
+		}, ep.Close
 	})
 }
 
@@ -174,8 +174,10 @@ func sendRetrying(ctx context.Context, ep *Endpoint, body []byte) (int, []byte, 
 
 // forEach calls a worker function for every i in [0, n), spread over
 // workers goroutines, each of which makes its own function (and so its own
-// Endpoint) with newWorker. The first error stops the rest.
-func forEach(ctx context.Context, workers, n int, newWorker func(context.Context) func(int) error) error {
+// Endpoint) with newWorker, and calls the done function newWorker returned
+// with it when it stops (to close the Endpoint, so that the VUs can reuse
+// its connection). The first error stops the rest.
+func forEach(ctx context.Context, workers, n int, newWorker func(context.Context) (do func(int) error, done func())) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -188,7 +190,8 @@ func forEach(ctx context.Context, workers, n int, newWorker func(context.Context
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			do := newWorker(ctx)
+			do, done := newWorker(ctx)
+			defer done()
 			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 				if err := do(i); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })

@@ -26,6 +26,9 @@ type fakeLedger struct {
 	// fail, if set, decides the fate of the n-th transfer (from 0):
 	// status 0 lets it through.
 	fail func(n int) (status int, code string)
+	// failTransfer, if set, decides the same from the transfer itself,
+	// which (unlike arrival order) a seeded run repeats exactly.
+	failTransfer func(fakeTransfer) (status int, code string)
 }
 
 func newFakeLedger() *fakeLedger {
@@ -127,11 +130,16 @@ func (f *fakeLedger) apply(tr fakeTransfer) (int, string) {
 	if tr.From != "@world" {
 		n := f.transfers
 		f.transfers++
+		status, code := 0, ""
 		if f.fail != nil {
-			if status, code := f.fail(n); status != 0 {
-				f.injected[fmt.Sprintf("%d %s", status, code)]++
-				return status, code
-			}
+			status, code = f.fail(n)
+		}
+		if status == 0 && f.failTransfer != nil {
+			status, code = f.failTransfer(tr)
+		}
+		if status != 0 {
+			f.injected[fmt.Sprintf("%d %s", status, code)]++
+			return status, code
 		}
 	}
 	f.accounts[tr.From] -= tr.Amount
@@ -192,8 +200,15 @@ func vuCounts(t *testing.T, f *fakeLedger, runID string) map[string]int {
 }
 
 func TestTransferRunsExactIterationsWithUniqueIDs(t *testing.T) {
+	for _, kind := range []ClientKind{FastClient, StdClient} {
+		t.Run(string(kind), func(t *testing.T) { testTransferRunsExactIterations(t, kind) })
+	}
+}
+
+func testTransferRunsExactIterations(t *testing.T, kind ClientKind) {
 	f, srv := startFake(t)
 	cfg := testTransferConfig(srv.URL)
+	cfg.Client = kind
 	res, err := RunTransfer(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -385,5 +400,62 @@ func TestTransferUnreachableTarget(t *testing.T) {
 	_, err := RunTransfer(context.Background(), testTransferConfig(url))
 	if err == nil || !strings.Contains(err.Error(), "unreachable") {
 		t.Errorf("err = %v, want the target reported unreachable", err)
+	}
+}
+
+// TestTransferSameCountsWithBothClients runs the same seeded scenario
+// against the fake ledger with each HTTP client: single transfers and
+// batches, with failures injected by content (so the same transfers fail
+// in both runs). Everything both clients count must come out the same;
+// only the bytes differ, since the fast client sends fewer headers.
+func TestTransferSameCountsWithBothClients(t *testing.T) {
+	type counts struct {
+		Server     map[string]int
+		Injected   map[string]int
+		PerVU      map[string]int
+		Totals     Totals
+		Failures   map[string]int64
+		OpFailures map[string]int64
+		Examples   map[string]string
+	}
+	run := func(kind ClientKind, batch int) counts {
+		f, srv := startFake(t)
+		f.failTransfer = func(tr fakeTransfer) (int, string) {
+			switch {
+			case tr.Amount%5 == 0:
+				return 422, "insufficient_funds"
+			case tr.Amount%7 == 0:
+				return 503, "overloaded"
+			}
+			return 0, ""
+		}
+		cfg := testTransferConfig(srv.URL)
+		cfg.Client, cfg.Batch = kind, batch
+		if batch > 0 {
+			cfg.Iterations = 10
+		}
+		res, err := RunTransfer(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Params.Extra["http_client"] != string(kind) {
+			t.Errorf("params say http_client=%q, want %q", res.Params.Extra["http_client"], kind)
+		}
+		if res.Totals.BytesSent <= 0 || res.Totals.BytesReceived <= 0 {
+			t.Errorf("%s: no bytes counted: %+v", kind, res.Totals)
+		}
+		tot := res.Totals
+		tot.Elapsed, tot.RequestsPerS, tot.OpsPerS, tot.BytesSent, tot.BytesReceived = 0, 0, 0, 0, 0
+		return counts{f.requests, f.injected, vuCounts(t, f, res.Params.Extra["run_id"]), tot,
+			res.Failures, res.OpFailures, res.FailureExamples}
+	}
+	for _, batch := range []int{0, 25} {
+		std, fast := run(StdClient, batch), run(FastClient, batch)
+		if !reflect.DeepEqual(std, fast) {
+			t.Errorf("batch %d: the clients counted differently:\n std %+v\nfast %+v", batch, std, fast)
+		}
+		if len(fast.Injected) != 2 || (batch == 0 && len(fast.Failures) != 2) || (batch > 0 && len(fast.OpFailures) != 2) {
+			t.Errorf("batch %d: failures not exercised: %+v", batch, fast)
+		}
 	}
 }

@@ -59,6 +59,12 @@ idempotent: running it again reuses the accounts and does not fund twice.
 With --batch N each request posts N transfers to /v1/transfers/batch and the
 summary adds transfers/s.
 
+The VUs send with a lean HTTP/1.1 client by default (--http-client fast): on
+a machine shared with the server, every microsecond the load generator spends
+on a request is taken from the server. --http-client std sends with Go's
+net/http instead, to compare the two or to reach an https target; the
+summary's load generator CPU line shows the difference.
+
 The summary ends with an informational verdict against SPEC §8 (≥ 30,000 TPS
 with p95 ≤ 10 ms; ≥ 500,000 transfers/s with --batch). The exit status is 1
 only if setup failed, the target was unreachable, or more than 1% of requests
@@ -99,6 +105,8 @@ func addBenchCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions)
 	fs.Int64Var(&c.Iterations, "iterations", c.Iterations, "stop after this many requests in total, shared evenly by the VUs; 0 means no limit (--duration decides)")
 	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "run the load this long before measuring (not counted in the results)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "longest wait for a reply before it counts as a failed request")
+	fs.StringVar((*string)(&c.Client), "http-client", string(c.Client),
+		"HTTP client of the VUs: 'fast', a lean HTTP/1.1 client that leaves the server more CPU on a shared machine (plain http only), or 'std', Go's net/http")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for the random accounts and amounts, to repeat a run's choices; 0 picks one (reported in the summary)")
 	fs.StringVar(&opts.out, "out", "", "also write the result to this file: .json (for reports and comparisons) or .md (Markdown tables)")
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator itself to this file (go tool pprof)")
