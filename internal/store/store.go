@@ -45,9 +45,12 @@ func Open(dir string, o Options) (*Store, error) {
 		Cache:                       cache,
 		MemTableSize:                o.MemTableBytes,
 		MemTableStopWritesThreshold: 4,
-		// Bursts of small writes land in L0; let it absorb a flash crowd
-		// before compactions throttle writers.
-		L0CompactionThreshold: 4,
+		// Ledger writes are random keys (history entries of random
+		// accounts), so every L0 file overlaps all of Lbase and each L0
+		// compaction rewrites Lbase. Compacting 16 files at a time instead
+		// of 4 amortises that rewrite: in two A/B pairs of 60 s transfer
+		// runs it gave 5% more throughput and a lower p95 and p99.
+		L0CompactionThreshold: 16,
 		L0StopWritesThreshold: 64,
 		FormatMajorVersion:    pebble.FormatNewest,
 		Logger:                quietLogger{},
