@@ -286,14 +286,13 @@ func (e *Engine) applyAcross(reqs []ledger.TransferRequest) ([]ledger.BatchResul
 			return aborted(reqs, i, err), true
 		}
 		res[i] = ledger.BatchResult{Transfer: t, Replayed: replayed}
-		// Both legs land in the same storage batch: no outbox needed.
-		ch := from.Changes()
-		for _, leg := range ch.Credits[mark:] {
-			to := e.shardFor(leg.To).book.Changes()
+		// Credit at once, so later items see it. Both legs land in the same
+		// storage batch and are published together, so no outbox record is
+		// written (only shard batches group credits into outboxes) and the
+		// money in flight counts each leg in and out in one publish.
+		for _, leg := range from.Changes().Credits[mark:] {
 			e.shardFor(leg.To).book.ApplyCredit(leg)
-			to.Settled = to.Settled[:len(to.Settled)-1] // nothing was in the outbox
 		}
-		ch.Credits = ch.Credits[:mark]
 	}
 	return res, false
 }

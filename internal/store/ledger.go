@@ -61,8 +61,8 @@ func (w *LedgerBatch) set() {
 	_ = w.Set(w.key, w.val.b, nil)
 }
 
-// PutAccount writes what a was opened with. Balance, pending sum and entry
-// count are not stored here: transfers would rewrite the record every time,
+// PutAccount writes what a was opened with (read back by EachAccount).
+// Balance, pending sum and entry count are not stored here: transfers would rewrite the record every time,
 // and they follow from the account's history and open holds.
 func (w *LedgerBatch) PutAccount(a *ledger.Account) {
 	w.key = key(w.key, prefixAccount, a.ID)
@@ -109,16 +109,6 @@ func (w *LedgerBatch) PutHold(transferID string) {
 func (w *LedgerBatch) DeleteHold(transferID string) {
 	w.key = key(w.key, prefixHold, transferID)
 	_ = w.Delete(w.key, nil)
-}
-
-// Account reads what the account id was opened with (see PutAccount).
-func (s *Store) Account(id string) (ledger.Account, bool, error) {
-	v, ok, err := s.Get(key(nil, prefixAccount, id))
-	if !ok || err != nil {
-		return ledger.Account{}, false, err
-	}
-	a, err := decodeAccount(v)
-	return a, err == nil, err
 }
 
 // Transfer reads the transfer id.
