@@ -229,6 +229,10 @@ func (e *Engine) Close() error {
 	return e.db.Close()
 }
 
+// Store returns the engine's storage, for workloads that write to it
+// directly (they share its WAL and so its fsyncs).
+func (e *Engine) Store() *store.Store { return e.db }
+
 // Shards returns the number of shards.
 func (e *Engine) Shards() int { return len(e.shards) }
 
