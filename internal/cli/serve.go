@@ -100,6 +100,11 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	srv := &http.Server{Handler: withPprof(api.Handler(), c.apiKey), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// HTTP/2 without TLS (h2c) beside HTTP/1.1 on the same port: gRPC
+	// clients and ticket-master's load client (--http2) speak it.
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "surge: data in %s (%d shards)\n", dir, eng.Shards())
 	served := make(chan error, 1)
