@@ -1,0 +1,107 @@
+// Package ledgerspan traces the ledger facade that the HTTP transport
+// calls: one span per engine call, a child of the request's server span,
+// so a trace shows how much of a request the engine took (queueing, the
+// shard's batch and its fsync).
+package ledgerspan
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/surge-dev/surge/internal/httpapi"
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/telemetry"
+)
+
+// Wrap returns next with every call traced. Wrap it only when tracing is
+// on: with tracing off the spans would cost without being seen.
+func Wrap(next httpapi.Ledger) httpapi.Ledger { return traced{next} }
+
+type traced struct{ next httpapi.Ledger }
+
+// start starts the span of one facade call.
+func start(ctx context.Context, op string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return telemetry.StartSpan(ctx, "ledger."+op, attrs...)
+}
+
+// end ends span, marking it failed by err. Refusals the client caused
+// (insufficient funds, say) are outcomes, not faults, and are recorded as
+// the ledger code only.
+func end(span trace.Span, err error) {
+	if err != nil {
+		if code := ledger.CodeOf(err); code != "" {
+			span.SetAttributes(attribute.String("surge.ledger.code", string(code)))
+		} else {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
+}
+
+func (l traced) CreateAccount(ctx context.Context, spec ledger.AccountSpec) (ledger.Account, bool, error) {
+	ctx, span := start(ctx, "CreateAccount", attribute.String("surge.account", spec.ID))
+	a, created, err := l.next.CreateAccount(ctx, spec)
+	end(span, err)
+	return a, created, err
+}
+
+func (l traced) Account(ctx context.Context, id string) (ledger.Account, error) {
+	ctx, span := start(ctx, "Account", attribute.String("surge.account", id))
+	a, err := l.next.Account(ctx, id)
+	end(span, err)
+	return a, err
+}
+
+func (l traced) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
+	ctx, span := start(ctx, "Transfer", attribute.String("surge.transfer", req.ID))
+	t, replayed, err := l.next.Transfer(ctx, req)
+	span.SetAttributes(attribute.Bool("surge.replayed", replayed))
+	end(span, err)
+	return t, replayed, err
+}
+
+func (l traced) TransferBatch(ctx context.Context, reqs []ledger.TransferRequest, atomic bool) ([]ledger.BatchResult, error) {
+	ctx, span := start(ctx, "TransferBatch", attribute.Int("surge.batch.transfers", len(reqs)), attribute.Bool("surge.batch.atomic", atomic))
+	res, err := l.next.TransferBatch(ctx, reqs, atomic)
+	end(span, err)
+	return res, err
+}
+
+func (l traced) PostPending(ctx context.Context, id string, amount int64) (ledger.Transfer, error) {
+	ctx, span := start(ctx, "PostPending", attribute.String("surge.transfer", id))
+	t, err := l.next.PostPending(ctx, id, amount)
+	end(span, err)
+	return t, err
+}
+
+func (l traced) VoidPending(ctx context.Context, id string) (ledger.Transfer, error) {
+	ctx, span := start(ctx, "VoidPending", attribute.String("surge.transfer", id))
+	t, err := l.next.VoidPending(ctx, id)
+	end(span, err)
+	return t, err
+}
+
+func (l traced) GetTransfer(ctx context.Context, id string) (ledger.Transfer, error) {
+	ctx, span := start(ctx, "GetTransfer", attribute.String("surge.transfer", id))
+	t, err := l.next.GetTransfer(ctx, id)
+	end(span, err)
+	return t, err
+}
+
+func (l traced) History(ctx context.Context, accountID string, q ledger.HistoryQuery) (ledger.HistoryPage, error) {
+	ctx, span := start(ctx, "History", attribute.String("surge.account", accountID))
+	p, err := l.next.History(ctx, accountID, q)
+	end(span, err)
+	return p, err
+}
+
+func (l traced) Stats(ctx context.Context) (ledger.Stats, error) {
+	ctx, span := start(ctx, "Stats")
+	s, err := l.next.Stats(ctx)
+	end(span, err)
+	return s, err
+}
