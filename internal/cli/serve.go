@@ -11,13 +11,17 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+
+	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/httpapi"
+	"github.com/surge-dev/surge/internal/telemetry"
+	"github.com/surge-dev/surge/internal/telemetry/ledgerspan"
 )
 
 type serveConfig struct {
@@ -32,10 +36,12 @@ type serveConfig struct {
 	memtable int
 	gcPct    int
 	logLevel slog.Level
+	logFmt   telemetry.LogFormat
+	tracing  telemetry.TracingConfig
 }
 
 func newServeCommand() *cobra.Command {
-	var c serveConfig
+	c := serveConfig{logFmt: telemetry.LogText}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the surge server",
@@ -60,7 +66,10 @@ requires --api-key, which every /v1 request must then carry as
 	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes before fsync: faster, but a crash loses the latest acknowledged writes")
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
-	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug (adds a line per request), info, warn or error")
+	f.Var(&c.logFmt, "log-format", "log format: text (key=value) or json")
+	f.StringVar(&c.tracing.Endpoint, "otlp-endpoint", "", "OpenTelemetry collector to send traces to over OTLP/HTTP, e.g. http://localhost:4318; empty: no tracing")
+	f.Float64Var(&c.tracing.SampleRatio, "trace-sample", 0.01, "share of requests traced (0 to 1) when --otlp-endpoint is set; a client's sampled traceparent is always followed")
 	return cmd
 }
 
@@ -74,7 +83,13 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(c.gcPct)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	logger := telemetry.NewLogger(os.Stderr, c.logLevel, c.logFmt)
+	c.tracing.Version = buildVersion()
+	tracing, err := telemetry.StartTracing(ctx, c.tracing)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(tracing, logger)
 	dir, err := filepath.Abs(c.data)
 	if err != nil {
 		return err
@@ -83,7 +98,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return fmt.Errorf("create data directory: %w", err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	telemetry.RegisterRuntime(reg)
 
 	eng, err := engine.Open(engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
@@ -93,13 +108,28 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	defer eng.Close()
-	api := httpapi.New(eng, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	feed := dashboard.NewLedgerFeed(eng)
+	var ledger httpapi.Ledger = feed
+	if tracing.Provider() != nil {
+		ledger = ledgerspan.Wrap(ledger)
+	}
+	api := httpapi.New(ledger, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	meter := telemetry.NewMeter(telemetry.Workloads...)
+	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
+	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
+	dash.Start()
+	defer dash.Close()
+	handler := telemetry.NewMiddleware(withDashboard(dash, withPprof(api.Handler(), c.apiKey), c.apiKey), telemetry.MiddlewareOptions{
+		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
+	})
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: withPprof(api.Handler(), c.apiKey), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// Dashboard streams never end on their own; Shutdown would wait for them.
+	srv.RegisterOnShutdown(dash.Close)
 	// HTTP/2 without TLS (h2c) beside HTTP/1.1 on the same port: gRPC
 	// clients and ticket-master's load client (--http2) speak it.
 	srv.Protocols = new(http.Protocols)
@@ -124,6 +154,38 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	return eng.Close()
+}
+
+// withDashboard serves the dashboard at exactly "/" and under /ui/, to
+// operators only, and everything else with next.
+func withDashboard(d *dashboard.Dashboard, next http.Handler, apiKey string) http.Handler {
+	page := telemetry.OperatorOnly(d.Handler(), apiKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "/" || strings.HasPrefix(p, "/ui/") {
+			page.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// shutdownTracing sends the spans still buffered, waiting a few seconds
+// at most for a collector that is gone.
+func shutdownTracing(t *telemetry.Tracing, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		log.Warn("flushing traces", "err", err)
+	}
+}
+
+// buildVersion is the module version the binary was built from, as
+// service.version in traces.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return "unknown"
 }
 
 // checkExposure refuses to serve beyond loopback without an API key.

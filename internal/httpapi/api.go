@@ -18,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/surge-dev/surge/internal/telemetry"
 )
 
 // Options configure an API.
@@ -194,7 +196,7 @@ func (a *API) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	if v == http.ErrAbortHandler {
 		panic(v)
 	}
-	a.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+	a.log.Error("panic serving request", "request_id", telemetry.RequestID(w), "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
 	writeProblem(w, internalProblem) // a no-op on the wire if the reply had started
 }
 

@@ -144,7 +144,7 @@ func (a *API) batch(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return a.fail(w, r, err)
 	}
-	ob, status := a.batchReply(r, &b, results)
+	ob, status := a.batchReply(w, r, &b, results)
 	return sendJSON(w, status, ob)
 }
 
@@ -200,7 +200,7 @@ func abortAll(n, culprit int) []ledger.BatchResult {
 // batchReply builds the reply to a batch from the ledger's results (one per
 // item sent) and the items failed here, and returns it with its status: 200,
 // or for an atomic batch with a failed item, 422 (or the 5xx of a fault).
-func (a *API) batchReply(r *http.Request, b *batchInput, results []ledger.BatchResult) (*[]byte, int) {
+func (a *API) batchReply(w http.ResponseWriter, r *http.Request, b *batchInput, results []ledger.BatchResult) (*[]byte, int) {
 	ob := getBuf()
 	buf := append(*ob, `{"results":[`...)
 	status := http.StatusOK
@@ -215,7 +215,7 @@ func (a *API) batchReply(r *http.Request, b *batchInput, results []ledger.BatchR
 			res = itemResult{id: b.reqs[i].ID, status: http.StatusUnprocessableEntity,
 				code: string(ledger.CodeSameAccount), detail: "from and to are both " + b.reqs[i].From}
 		} else {
-			res = a.itemResult(r, &b.reqs[i], &results[0])
+			res = a.itemResult(w, r, &b.reqs[i], &results[0])
 			results = results[1:]
 		}
 		buf = appendResult(buf, &res)
@@ -230,7 +230,7 @@ func (a *API) batchReply(r *http.Request, b *batchInput, results []ledger.BatchR
 // itemResult turns the ledger's result for one request into what the client
 // sees. The id is the transfer's, which the server assigned if the request
 // had none; a failed item without an id gets "".
-func (a *API) itemResult(r *http.Request, req *ledger.TransferRequest, br *ledger.BatchResult) itemResult {
+func (a *API) itemResult(w http.ResponseWriter, r *http.Request, req *ledger.TransferRequest, br *ledger.BatchResult) itemResult {
 	id := br.Transfer.ID
 	if id == "" {
 		id = req.ID
@@ -238,7 +238,7 @@ func (a *API) itemResult(r *http.Request, req *ledger.TransferRequest, br *ledge
 	if br.Err == nil {
 		return itemResult{id: id, status: created(br.Replayed)}
 	}
-	p := a.ledgerProblem(r, br.Err)
+	p := a.ledgerProblem(w, r, br.Err)
 	return itemResult{id: id, status: p.status, code: p.code, detail: p.detail}
 }
 

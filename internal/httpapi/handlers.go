@@ -28,7 +28,7 @@ func sendJSON(w http.ResponseWriter, status int, ob *[]byte) int {
 }
 
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) int {
-	return writeProblem(w, a.ledgerProblem(r, err))
+	return writeProblem(w, a.ledgerProblem(w, r, err))
 }
 
 func (a *API) createAccount(w http.ResponseWriter, r *http.Request) int {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/telemetry"
 )
 
 // Codes that only the transport produces; the rest are ledger.Code values.
@@ -77,7 +78,7 @@ func inputProblem(e *inputError) *problem {
 // ledgerProblem maps an error from the Ledger to its problem. Anything that
 // is not a *ledger.Error with a known code is a server fault: it is logged
 // and the client gets a bare 500.
-func (a *API) ledgerProblem(r *http.Request, err error) *problem {
+func (a *API) ledgerProblem(w http.ResponseWriter, r *http.Request, err error) *problem {
 	var le *ledger.Error
 	if errors.As(err, &le) {
 		if info, ok := codes[string(le.Code)]; ok && le.Code != "" {
@@ -88,7 +89,7 @@ func (a *API) ledgerProblem(r *http.Request, err error) *problem {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		level = slog.LevelDebug // the client went away; nothing is wrong here
 	}
-	a.log.Log(r.Context(), level, "ledger request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	a.log.Log(r.Context(), level, "ledger request failed", "request_id", telemetry.RequestID(w), "method", r.Method, "path", r.URL.Path, "err", err)
 	return internalProblem
 }
 

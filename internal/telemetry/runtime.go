@@ -19,8 +19,10 @@ func RegisterRuntime(reg prometheus.Registerer) {
 	)
 }
 
-// procCollector exports what /proc/self says beyond Prometheus's process
-// collector. Where /proc does not exist it exports nothing.
+// procCollector exports the process's context switches (getrusage, summed
+// over every thread) and disk I/O (/proc/self/io), beyond what
+// Prometheus's process collector has. Where either is missing it exports
+// nothing for it.
 type procCollector struct {
 	switches, ioBytes *prometheus.Desc
 }
@@ -42,15 +44,15 @@ func (c *procCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.ioBytes
 }
 
-// Collect reads /proc/self/status and /proc/self/io.
+// Collect reads the counters now.
 func (c *procCollector) Collect(ch chan<- prometheus.Metric) {
+	if voluntary, involuntary, ok := contextSwitches(); ok {
+		ch <- prometheus.MustNewConstMetric(c.switches, prometheus.CounterValue, float64(voluntary), "voluntary")
+		ch <- prometheus.MustNewConstMetric(c.switches, prometheus.CounterValue, float64(involuntary), "involuntary")
+	}
 	p, err := procfs.Self()
 	if err != nil {
 		return
-	}
-	if st, err := p.NewStatus(); err == nil {
-		ch <- prometheus.MustNewConstMetric(c.switches, prometheus.CounterValue, float64(st.VoluntaryCtxtSwitches), "voluntary")
-		ch <- prometheus.MustNewConstMetric(c.switches, prometheus.CounterValue, float64(st.NonVoluntaryCtxtSwitches), "involuntary")
 	}
 	if io, err := p.IO(); err == nil {
 		ch <- prometheus.MustNewConstMetric(c.ioBytes, prometheus.CounterValue, float64(io.ReadBytes), "read")

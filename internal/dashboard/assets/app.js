@@ -13,6 +13,10 @@ function fmtRate(v) { return fmtInt.format(v); }
 
 function fmtMs(v) {
   if (v === 0) return "–";
+  return fmtAxisMs(v);
+}
+
+function fmtAxisMs(v) {
   if (v < 10) return v.toFixed(2);
   if (v < 100) return v.toFixed(1);
   return fmtInt.format(v);
@@ -86,13 +90,13 @@ function fitCanvas(canvas, cssHeight) {
 }
 
 // drawChart draws series ({color, width, points: [[tMs, v]]}) over the
-// last WINDOW_S seconds up to nowMs.
+// last WINDOW_S seconds up to nowMs; a null v breaks the line.
 function drawChart(canvas, series, nowMs, fmt) {
   const { ctx, w, h } = fitCanvas(canvas, 220);
   const pad = { l: 56, r: 8, t: 8, b: 22 };
   const x0 = nowMs - WINDOW_S * 1000;
   let ymax = 0;
-  for (const s of series) for (const [, v] of s.points) ymax = Math.max(ymax, v);
+  for (const s of series) for (const [, v] of s.points) if (v !== null) ymax = Math.max(ymax, v);
   ymax = niceMax(ymax);
   const X = t => pad.l + (t - x0) / (WINDOW_S * 1000) * (w - pad.l - pad.r);
   const Y = v => h - pad.b - v / ymax * (h - pad.t - pad.b);
@@ -119,7 +123,12 @@ function drawChart(canvas, series, nowMs, fmt) {
     ctx.strokeStyle = s.color;
     ctx.lineWidth = s.width;
     ctx.beginPath();
-    pts.forEach(([t, v], i) => (i ? ctx.lineTo(X(t), Y(v)) : ctx.moveTo(X(t), Y(v))));
+    let drawing = false;
+    for (const [t, v] of pts) {
+      if (v === null) { drawing = false; continue; }
+      if (drawing) ctx.lineTo(X(t), Y(v)); else ctx.moveTo(X(t), Y(v));
+      drawing = true;
+    }
     ctx.stroke();
   }
 }
@@ -128,9 +137,11 @@ function renderCharts() {
   if (samples.length === 0) return;
   const nowMs = samples[samples.length - 1].t;
   const names = samples[samples.length - 1].workloads.map(w => w.name);
+  // A second without requests has a rate of 0 but no latency at all.
   const pick = (name, field) => samples.map(s => {
     const w = s.workloads.find(x => x.name === name);
-    return [s.t, w ? w[field] : 0];
+    if (!w) return [s.t, null];
+    return [s.t, field === "rps" || w.rps > 0 ? w[field] : null];
   });
   // Idle workloads stay off the charts, so the busy ones keep the scale.
   const active = names.filter(n => samples.some(s => s.workloads.some(w => w.name === n && w.rps > 0)));
@@ -140,7 +151,7 @@ function renderCharts() {
     active.flatMap(n => [
       { color: color(n), width: 1, points: pick(n, "p50_ms") },
       { color: color(n), width: 2.5, points: pick(n, "p99_ms") },
-    ]), nowMs, fmtMs);
+    ]), nowMs, fmtAxisMs);
 }
 
 // --- panels ----------------------------------------------------------------

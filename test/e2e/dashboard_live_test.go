@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// pageFigures are the ledger's figures as the dashboard shows them.
+type pageFigures struct {
+	RPS       float64  `json:"rps"`
+	P50       float64  `json:"p50"`
+	P99       float64  `json:"p99"`
+	Total     int64    `json:"total"`
+	Frames    int64    `json:"frames"`
+	Transfers []string `json:"transfers"`
+}
+
+// ledgerFigures reads the ledger's card and transfers panel from the page:
+// the exact figures each element keeps in data-value.
+const ledgerFigures = `(() => {
+	const card = document.querySelector('[data-workload="ledger"]');
+	const v = k => Number(card.querySelector('.' + k).dataset.value || 0);
+	return {
+		rps: v('rps'), p50: v('p50'), p99: v('p99'), total: v('total'),
+		frames: Number(document.body.dataset.frames || 0),
+		transfers: [...document.querySelectorAll('[data-panel="ledger-transfers"] tr[data-transfer]')].map(r => r.dataset.transfer),
+	};
+})()`
+
+// Waits in the dashboard tests: bounds on conditions that a healthy run
+// meets within a second or two.
+const pageWait = 20 * time.Second
+
+// waitPage polls the page until cond holds and returns what it showed.
+func waitPage(t *testing.T, b *browser, what string, cond func(pageFigures) bool) pageFigures {
+	t.Helper()
+	var got pageFigures
+	poll(t, pageWait, what, func() (bool, string) {
+		got = eval[pageFigures](t, b, ledgerFigures)
+		return cond(got), fmt.Sprintf("%+v", got)
+	})
+	return got
+}
+
+// ledgerRequests sums surge_http_requests_total over the ledger's routes:
+// the transport's own count, independent of the dashboard's.
+func ledgerRequests(t *testing.T, s *server) int64 {
+	t.Helper()
+	r, err := s.c.raw(http.MethodGet, "/metrics", "", nil)
+	if err != nil || r.Status != http.StatusOK {
+		t.Fatalf("GET /metrics: %v %v", r, err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(r.Body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	var n float64
+	for _, m := range families["surge_http_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "route" && strings.HasPrefix(l.GetValue(), "/v1/") {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return int64(n)
+}
+
+// TestDashboardLive loads the dashboard of a real server in headless
+// Chromium, drives transfers at it, and checks that the page's figures move
+// while they run and then agree with the server's own counters.
+func TestDashboardLive(t *testing.T) {
+	b := newBrowser(t)
+	s := start(t, t.TempDir())
+	accounts := []string{"dash-0", "dash-1", "dash-2", "dash-3", "dash-4", "dash-5"}
+	openAccounts(t, s.c, accounts...)
+	for _, id := range accounts {
+		fund(t, s.c, id, 1_000_000_000)
+	}
+	b.open(t, s.url+"/", `[data-workload="ledger"]`)
+
+	// A small spike: workers send transfers until the page has seen them,
+	// bounded in count in case it never does.
+	const workers, perWorker = 6, 5000
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	sent := map[string]bool{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("dash-w%d-%d", w, i)
+				_, r, err := s.c.Transfer(TransferReq{ID: id, From: accounts[w], To: accounts[(w+1+i%5)%len(accounts)], Amount: 1})
+				if !want(t, r, err, http.StatusCreated, "") {
+					return
+				}
+				mu.Lock()
+				sent[id] = true
+				mu.Unlock()
+			}
+		})
+	}
+	first := waitPage(t, b, "the page to show ledger traffic", func(p pageFigures) bool {
+		return p.RPS > 0 && p.P50 > 0 && p.P99 >= p.P50
+	})
+	waitPage(t, b, "the page's ledger total to grow", func(p pageFigures) bool {
+		return p.Frames > first.Frames && p.Total > first.Total
+	})
+	close(stop)
+	wg.Wait()
+
+	var server int64
+	final := waitPage(t, b, "the page's total to match /metrics", func(p pageFigures) bool {
+		server = ledgerRequests(t, s)
+		return p.Total == server
+	})
+	t.Logf("page: %d ledger requests, /metrics: %d; %d transfers sent", final.Total, server, len(sent))
+	if len(final.Transfers) == 0 {
+		t.Error("the recent-transfers panel is empty")
+	}
+	for _, id := range final.Transfers {
+		if !sent[id] {
+			t.Errorf("the recent-transfers panel shows %s, which the load did not send", id)
+		}
+	}
+	b.onlyFrom(t, s.url)
+	b.screenshot(t, "dashboard-live")
+	// The page's event stream is still open: shutdown must not wait on it.
+	s.stop()
+}
