@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/httpapi"
+	"github.com/surge-dev/surge/internal/ticketapi"
 )
 
 type serveConfig struct {
@@ -94,12 +96,19 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	defer eng.Close()
 	api := httpapi.New(eng, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	var ready atomic.Bool
+	tickets := ticketapi.New(eng, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
+	mux := http.NewServeMux()
+	for _, route := range ticketapi.Routes {
+		mux.Handle(route, tickets)
+	}
+	mux.Handle("/", api.Handler())
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: withPprof(api.Handler(), c.apiKey), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: withPprof(mux, c.apiKey), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// HTTP/2 without TLS (h2c) beside HTTP/1.1 on the same port: gRPC
 	// clients and ticket-master's load client (--http2) speak it.
 	srv.Protocols = new(http.Protocols)
@@ -110,6 +119,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	api.SetReady(true)
+	ready.Store(true)
 
 	select {
 	case err := <-served:
@@ -118,6 +128,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	logger.Info("shutting down")
 	api.SetReady(false)
+	ready.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
