@@ -162,11 +162,14 @@ func (e *Engine) Reserve(userID string, req tickets.ReserveRequest) (string, err
 		return e.failNow(id, r, now, tickets.ReasonInvalidEventArea, fmt.Sprintf("event %s has no area %s", req.EventID, req.AreaID))
 	}
 	ev := &a.event.spec
+	// Share the event's strings: the request's copies would live as long
+	// as the reservation, a million times over in a flash sale.
+	r.EventID, r.AreaID = ev.EventName, a.spec.AreaID
 	if reason, detail := ev.OpenAt(now); reason != "" {
 		return e.failNow(id, r, now, reason, detail)
 	}
 	if r.NumOfSeats > 0 && r.NumOfSeats <= tickets.MaxSeatsPerReservation && a.available.Load() < int64(r.NumOfSeats) {
-		return e.failNow(id, r, now, tickets.ReasonNotAvailable, fmt.Sprintf("area %s has fewer than %d seats left", req.AreaID, r.NumOfSeats))
+		return e.failNow(id, r, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
 	}
 	limited := ev.PerUserSeatLimit > 0
 	if limited && !e.tk.users.claim(ev.EventName, userID, r.NumOfSeats, ev.PerUserSeatLimit) {
