@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/surge-dev/surge/internal/telemetry"
 )
@@ -195,25 +193,6 @@ func TestStateEndpoint(t *testing.T) {
 	}
 	if len(raw.Panels) != 1 || raw.Panels[0].Kind != "transfers" || raw.Panels[0].Data[0].To != "b" {
 		t.Errorf("state %+v", raw)
-	}
-}
-
-func TestSeatsCollector(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(SeatsCollector(staticEvents{concert, opera}))
-	want := `
-# HELP surge_event_seats Seats of a ticketed event, by state: sold or available.
-# TYPE surge_event_seats gauge
-surge_event_seats{event="concert",state="available"} 0
-surge_event_seats{event="concert",state="sold"} 10
-surge_event_seats{event="opera",state="available"} 3
-surge_event_seats{event="opera",state="sold"} 1
-# HELP surge_event_sold_out_timestamp_seconds When a ticketed event's last seat sold, in Unix seconds.
-# TYPE surge_event_sold_out_timestamp_seconds gauge
-surge_event_sold_out_timestamp_seconds{event="concert"} 1.795348807e+09
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
-		t.Error(err)
 	}
 }
 
