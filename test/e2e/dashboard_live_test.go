@@ -13,46 +13,54 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// pageFigures are the ledger's figures as the dashboard shows them.
+// pageFigures are one workload's figures as the dashboard shows them.
 type pageFigures struct {
-	RPS       float64  `json:"rps"`
-	P50       float64  `json:"p50"`
-	P99       float64  `json:"p99"`
-	Total     int64    `json:"total"`
-	Frames    int64    `json:"frames"`
+	RPS    float64 `json:"rps"`
+	P50    float64 `json:"p50"`
+	P99    float64 `json:"p99"`
+	Total  int64   `json:"total"`
+	Frames int64   `json:"frames"`
+	// PeakRPS and PeakP99 are the highest of the samples the page holds,
+	// so a burst shorter than a poll of the page is still seen.
+	PeakRPS   float64  `json:"peak_rps"`
+	PeakP99   float64  `json:"peak_p99"`
 	Transfers []string `json:"transfers"`
 }
 
-// ledgerFigures reads the ledger's card and transfers panel from the page:
-// the exact figures each element keeps in data-value.
-const ledgerFigures = `(() => {
-	const card = document.querySelector('[data-workload="ledger"]');
+// workloadFigures reads a workload's card and the ledger's transfers panel
+// from the page: the exact figures each element keeps in data-value.
+const workloadFigures = `((name) => {
+	const card = document.querySelector('[data-workload="' + name + '"]');
 	const v = k => Number(card.querySelector('.' + k).dataset.value || 0);
+	const peak = f => Math.max(0, ...samples.map(s => (s.workloads.find(w => w.name === name) || {})[f] || 0));
 	return {
+		peak_rps: peak('rps'), peak_p99: peak('p99_ms'),
 		rps: v('rps'), p50: v('p50'), p99: v('p99'), total: v('total'),
 		frames: Number(document.body.dataset.frames || 0),
 		transfers: [...document.querySelectorAll('[data-panel="ledger-transfers"] tr[data-transfer]')].map(r => r.dataset.transfer),
 	};
-})()`
+})`
 
 // Waits in the dashboard tests: bounds on conditions that a healthy run
 // meets within a second or two.
 const pageWait = 20 * time.Second
 
-// waitPage polls the page until cond holds and returns what it showed.
-func waitPage(t *testing.T, b *browser, what string, cond func(pageFigures) bool) pageFigures {
+// waitPage polls the page until cond holds of workload's figures and
+// returns them.
+func waitPage(t *testing.T, b *browser, workload, what string, cond func(pageFigures) bool) pageFigures {
 	t.Helper()
 	var got pageFigures
 	poll(t, pageWait, what, func() (bool, string) {
-		got = eval[pageFigures](t, b, ledgerFigures)
+		got = eval[pageFigures](t, b, workloadFigures+"('"+workload+"')")
 		return cond(got), fmt.Sprintf("%+v", got)
 	})
 	return got
 }
 
-// ledgerRequests sums surge_http_requests_total over the ledger's routes:
-// the transport's own count, independent of the dashboard's.
-func ledgerRequests(t *testing.T, s *server) int64 {
+// serverCount sums, over the series of metric family whose route label
+// passes match, the counter's value or the histogram's count: the
+// transports' own counts, independent of the dashboard's.
+func serverCount(t *testing.T, s *server, family string, match func(route string) bool) int64 {
 	t.Helper()
 	r, err := s.c.raw(http.MethodGet, "/metrics", "", nil)
 	if err != nil || r.Status != http.StatusOK {
@@ -64,14 +72,19 @@ func ledgerRequests(t *testing.T, s *server) int64 {
 		t.Fatalf("parsing /metrics: %v", err)
 	}
 	var n float64
-	for _, m := range families["surge_http_requests_total"].GetMetric() {
+	for _, m := range families[family].GetMetric() {
 		for _, l := range m.GetLabel() {
-			if l.GetName() == "route" && strings.HasPrefix(l.GetValue(), "/v1/") {
-				n += m.GetCounter().GetValue()
+			if l.GetName() == "route" && match(l.GetValue()) {
+				n += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
 			}
 		}
 	}
 	return int64(n)
+}
+
+// ledgerRequests counts the ledger transport's requests.
+func ledgerRequests(t *testing.T, s *server) int64 {
+	return serverCount(t, s, "surge_http_requests_total", func(route string) bool { return strings.HasPrefix(route, "/v1/") })
 }
 
 // TestDashboardLive loads the dashboard of a real server in headless
@@ -113,17 +126,17 @@ func TestDashboardLive(t *testing.T) {
 			}
 		})
 	}
-	first := waitPage(t, b, "the page to show ledger traffic", func(p pageFigures) bool {
+	first := waitPage(t, b, "ledger", "the page to show ledger traffic", func(p pageFigures) bool {
 		return p.RPS > 0 && p.P50 > 0 && p.P99 >= p.P50
 	})
-	waitPage(t, b, "the page's ledger total to grow", func(p pageFigures) bool {
+	waitPage(t, b, "ledger", "the page's ledger total to grow", func(p pageFigures) bool {
 		return p.Frames > first.Frames && p.Total > first.Total
 	})
 	close(stop)
 	wg.Wait()
 
 	var server int64
-	final := waitPage(t, b, "the page's total to match /metrics", func(p pageFigures) bool {
+	final := waitPage(t, b, "ledger", "the page's total to match /metrics", func(p pageFigures) bool {
 		server = ledgerRequests(t, s)
 		return p.Total == server
 	})

@@ -196,7 +196,7 @@ function renderEvents(body, events) {
     let div = [...body.children].find(c => c.dataset.event === ev.name);
     if (!div) {
       div = el("div", { class: "event", "data-event": ev.name }, el("h3", {}, ev.name), el("div", { class: "meta" }), el("canvas", {}),
-        el("div", { class: "legend" }, "0%", el("i", {}), "sold"));
+        el("div", { class: "legend" }, "sold: 0%", el("i", {}), "100%"));
       div.querySelector("canvas").addEventListener("mousemove", e => hoverArea(div, e));
       body.append(div);
     }
