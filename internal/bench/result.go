@@ -37,6 +37,10 @@ type Result struct {
 	FailureExamples map[string]string `json:"failure_examples"`
 	// Series is the per-second time series.
 	Series []Point `json:"series"`
+	// Histogram is the latency histogram of the whole run.
+	Histogram []HistogramBucket `json:"histogram,omitempty"`
+	// Sales is a spike's sales curve, which the spike scenario fills.
+	Sales []SalePoint `json:"sales,omitempty"`
 	// Client is what the load generator itself cost.
 	Client ClientCost `json:"client"`
 	// Verdict compares the run with the scenario's target, if it has one.
@@ -176,6 +180,7 @@ func NewResult(scenario string, p Params, run *Run, wire *HTTPClient) *Result {
 		OpFailures:      s.OpFailures(),
 		FailureExamples: s.Examples(),
 		Series:          run.Series,
+		Histogram:       s.Histogram(),
 		Interrupted:     run.Interrupted,
 		Totals: Totals{
 			Elapsed:      ToSeconds(run.Elapsed),
@@ -242,6 +247,7 @@ func ReadJSON(rd io.Reader) (*Result, error) {
 var outWriters = map[string]func(io.Writer, *Result) error{
 	".json": WriteJSON,
 	".md":   WriteMarkdown,
+	".html": WriteHTML,
 }
 
 // CheckOutPath reports whether WriteFile can write path, so that a bad
@@ -249,7 +255,7 @@ var outWriters = map[string]func(io.Writer, *Result) error{
 func CheckOutPath(path string) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	if _, ok := outWriters[ext]; !ok {
-		return fmt.Errorf("bench: cannot write %q: the extension must be .json or .md", path)
+		return fmt.Errorf("bench: cannot write %q: the extension must be .json, .md or .html", path)
 	}
 	return nil
 }
