@@ -52,7 +52,13 @@ func newServeCommand() *cobra.Command {
 
 Listening on a loopback address needs no key. Listening on any other address
 requires --api-key, which every /v1 request must then carry as
-"Authorization: Bearer <key>".`,
+"Authorization: Bearer <key>".
+
+The live dashboard is at / (http://127.0.0.1:8080/ by default). It and
+/debug/pprof/ are for operators: loopback clients, or others with the API key
+(a browser asks for it: any user name, the key as password). /metrics,
+/healthz and /readyz are open. docs/OPERATIONS.md says how to run, scrape,
+trace and read surge.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serve(cmd.Context(), c, cmd.OutOrStdout())

@@ -46,11 +46,11 @@ var enabled atomic.Bool
 // OpenTelemetry tracer provider and W3C trace-context propagator. Call
 // Shutdown on the result to flush spans still buffered.
 func StartTracing(ctx context.Context, cfg TracingConfig) (*Tracing, error) {
-	if cfg.Endpoint == "" {
-		return &Tracing{}, nil
-	}
 	if cfg.SampleRatio < 0 || cfg.SampleRatio > 1 {
 		return nil, fmt.Errorf("trace sample ratio %v: want 0 to 1", cfg.SampleRatio)
+	}
+	if cfg.Endpoint == "" {
+		return &Tracing{}, nil
 	}
 	endpoint, err := tracesURL(cfg.Endpoint)
 	if err != nil {

@@ -100,6 +100,7 @@ func TestTracingConfigErrors(t *testing.T) {
 		{Endpoint: "ftp://collector", SampleRatio: 1},
 		{Endpoint: "http://localhost:4318", SampleRatio: 1.5},
 		{Endpoint: "http://localhost:4318", SampleRatio: -0.1},
+		{SampleRatio: 2}, // a bad flag is an error even with tracing off
 	} {
 		if _, err := StartTracing(context.Background(), cfg); err == nil {
 			t.Errorf("%+v: no error", cfg)
