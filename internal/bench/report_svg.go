@@ -48,11 +48,8 @@ func lineChart(xLabel, yUnit string, lines []line) template.HTML {
 	X := func(x float64) float64 { return padL + x/xmax*plotW }
 	Y := func(y float64) float64 { return padTop + plotH - y/ymax*plotH }
 	var b strings.Builder
-	openSVG(&b)
+	openSVG(&b, ymax, Y)
 	for i := 0; i <= axisTicks; i++ {
-		v := ymax * float64(i) / axisTicks
-		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, padL, chartW-padR, Y(v), Y(v))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, padL-6, Y(v), axisNumber(v))
 		x := xmax * float64(i) / axisTicks
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`, X(x), chartH-padBottom+16, axisNumber(x))
 	}
@@ -85,12 +82,7 @@ func histogramChart(buckets []HistogramBucket) template.HTML {
 	barW := plotW / float64(len(buckets))
 	Y := func(y float64) float64 { return padTop + plotH - y/ymax*plotH }
 	var b strings.Builder
-	openSVG(&b)
-	for i := 0; i <= axisTicks; i++ {
-		v := ymax * float64(i) / axisTicks
-		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, padL, chartW-padR, Y(v), Y(v))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, padL-6, Y(v), axisNumber(v))
-	}
+	openSVG(&b, ymax, Y)
 	lower, labelEvery := 0.0, max(len(buckets)/axisTicks, 1)
 	for i, bk := range buckets {
 		x := padL + float64(i)*barW
@@ -107,9 +99,16 @@ func histogramChart(buckets []HistogramBucket) template.HTML {
 	return template.HTML(b.String())
 }
 
-func openSVG(b *strings.Builder) {
+// openSVG starts a chart: its frame, and the y axis up to ymax with a grid
+// line at each tick; Y maps a value to its height.
+func openSVG(b *strings.Builder, ymax float64, Y func(float64) float64) {
 	fmt.Fprintf(b, `<svg viewBox="0 0 %.0f %.0f" role="img" xmlns="http://www.w3.org/2000/svg">`, chartW, chartH)
 	fmt.Fprintf(b, `<rect class="frame" x="%.1f" y="%.1f" width="%.1f" height="%.1f"/>`, padL, padTop, plotW, plotH)
+	for i := 0; i <= axisTicks; i++ {
+		v := ymax * float64(i) / axisTicks
+		fmt.Fprintf(b, `<line class="grid" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f"/>`, padL, chartW-padR, Y(v), Y(v))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, padL-6, Y(v), axisNumber(v))
+	}
 }
 
 // legend writes the i-th entry of a chart's legend, along its top.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/surge-dev/surge/internal/telemetry"
 )
 
@@ -118,6 +117,20 @@ func TestPageAndAssets(t *testing.T) {
 	}
 }
 
+// serveAndGet serves d's handler on a test server and GETs path; the body
+// is closed when the test ends.
+func serveAndGet(t *testing.T, d *Dashboard, path string) *http.Response {
+	t.Helper()
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
 // readEvent reads one server-sent event's data.
 func readEvent(t *testing.T, rd *bufio.Reader) Frame {
 	t.Helper()
@@ -142,14 +155,7 @@ func TestEventStream(t *testing.T) {
 	d.Register(EventsPanel("sales", "Sales", staticEvents{concert}))
 	d.last = time.Now()
 	d.update(d.last.Add(time.Second))
-	srv := httptest.NewServer(d.Handler())
-	defer srv.Close()
-
-	resp, err := http.Get(srv.URL + "/ui/events")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := serveAndGet(t, d, "/ui/events")
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("content type %q", ct)
 	}
@@ -175,13 +181,7 @@ func TestEventStream(t *testing.T) {
 func TestStateEndpoint(t *testing.T) {
 	d := New(Options{})
 	d.Register(TransfersPanel("ledger", "Recent transfers", staticFeed{{ID: "t1", From: "a", To: "b", Amount: 5, Currency: "USD", State: "posted"}}))
-	srv := httptest.NewServer(d.Handler())
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/ui/state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := serveAndGet(t, d, "/ui/state")
 	var raw struct {
 		Panels []struct {
 			Kind string            `json:"kind"`
