@@ -151,9 +151,10 @@ func (c *HTTPClient) Close() {
 // Endpoint reuses its body and reply buffers, so each VU needs its own.
 //
 // ctx bounds every request of the Endpoint: when it ends, the request in
-// flight fails at once.
+// flight fails at once. path may end in a query ("?wait=10s").
 func (c *HTTPClient) Endpoint(ctx context.Context, method, path string) *Endpoint {
 	u := *c.base
+	path, u.RawQuery, _ = strings.Cut(path, "?")
 	u.Path += path
 	if c.fast != nil {
 		return &Endpoint{fast: newFastEndpoint(c.fast, ctx, method, u.RequestURI())}

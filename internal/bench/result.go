@@ -41,6 +41,8 @@ type Result struct {
 	Client ClientCost `json:"client"`
 	// Verdict compares the run with the scenario's target, if it has one.
 	Verdict *Verdict `json:"verdict,omitempty"`
+	// Spike is the spike scenario's own report.
+	Spike *SpikeReport `json:"spike,omitempty"`
 	// Interrupted reports a run cut short by the user.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -139,9 +141,14 @@ func (r *Result) FailureRate() float64 {
 	return max(ratio(r.Totals.Failed, r.Totals.Requests), ratio(r.Totals.FailedOps, r.Totals.Ops))
 }
 
-// Err returns why the run as a whole failed, or nil: nothing completed, or
-// more than MaxFailureRate of it failed.
+// Err returns why the run as a whole failed, or nil: nothing completed,
+// more than MaxFailureRate of it failed, or (spike) a seat was sold wrong.
 func (r *Result) Err() error {
+	if r.Spike != nil {
+		if err := r.Spike.err(r.Totals.Failed); err != nil {
+			return err
+		}
+	}
 	if r.Totals.Requests == 0 {
 		return fmt.Errorf("bench: no request completed")
 	}

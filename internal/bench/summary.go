@@ -19,6 +19,9 @@ func WriteSummary(w io.Writer, r *Result) error {
 	writeHeader(&b, r)
 	b.WriteString("\n")
 	writeMetrics(&b, summaryRows(r))
+	if r.Spike != nil {
+		writeSpikeSummary(&b, r)
+	}
 	writeFailures(&b, r)
 	writeClientCost(&b, r)
 	fmt.Fprintf(&b, "\nrunning (%s), %03d/%03d VUs, %d complete", runningClock(r.Totals.Elapsed.Duration()), 0, r.Totals.VUs, r.Totals.Iterations)
