@@ -87,10 +87,17 @@ func (a *Area) reserveRandom(req ReserveRequest) ([]Seat, Reason, string) {
 	}
 	seats, ok := a.PickBest(n)
 	if !ok {
-		return nil, ReasonNotAvailable, fmt.Sprintf("no continuous %d seats at area %s in event %s", n, req.AreaID, req.EventID)
+		return nil, ReasonNotAvailable, NoBlockDetail(n, req.EventID, req.AreaID)
 	}
 	a.Take(seats)
 	return seats, "", ""
+}
+
+// NoBlockDetail is the detail of a RANDOM request for n seats that area
+// areaID of event eventID cannot seat. It depends on nothing else, so a
+// store of many failures may keep the inputs and rebuild the text.
+func NoBlockDetail(n int, eventID, areaID string) string {
+	return fmt.Sprintf("no continuous %d seats at area %s in event %s", n, areaID, eventID)
 }
 
 func (a *Area) reserveSelfPick(req ReserveRequest) ([]Seat, Reason, string) {
