@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,40 @@ func TestPostReply(t *testing.T) {
 		if id != tt.id || final != tt.final || (err == nil) != (tt.wantError == "") ||
 			(err != nil && !strings.Contains(err.Error(), tt.wantError)) {
 			t.Errorf("postReply(%q) = %q, %v, %v; want %q, %v, %q", tt.reply, id, final, err, tt.id, tt.final, tt.wantError)
+		}
+	}
+}
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		reply string
+		want  reservationJSON
+		err   string
+	}{
+		{`{"reservationId":"r","userId":"u","eventId":"e","areaId":"a","numOfSeats":2,"numOfSeat":2,"type":"RANDOM",` +
+			`"seats":[{"row":3,"col":4},{"col":5,"row":3}],"state":"RESERVED","failedReason":"","holdUntil":"2026-11-22T10:10:00Z"}`,
+			reservationJSON{ReservationID: "r", EventID: "e", AreaID: "a", State: "RESERVED", Seats: seats(3, 4, 3, 5)}, ""},
+		{` { "state" : "FAILED", "failedReason": "[NOT_AVAILABLE]: \"x\" \u00e9", "seats": null } `,
+			reservationJSON{State: "FAILED", FailedReason: `[NOT_AVAILABLE]: "x" é`}, ""},
+		{`{"state":"RESERVED","seats":[]}`, reservationJSON{State: "RESERVED"}, ""},
+		{`[]`, reservationJSON{}, "not an object"},
+		{`{"state":5}`, reservationJSON{}, "state:"},
+		{`{"seats":{}}`, reservationJSON{}, "seats:"},
+		{`{"seats":[1]}`, reservationJSON{}, "is not an object"},
+		{`{"seats":[{"row":1}]}`, reservationJSON{}, "has no col"},
+		{`{"seats":[{"row":1,"col":1.5}]}`, reservationJSON{}, "col:"},
+		{`{"state":"RESERVED"`, reservationJSON{}, "decoding the reservation"},
+	}
+	for _, tt := range tests {
+		v := newTestVU()
+		v.res.Seats = seats(9, 9) // left over from an earlier reply
+		err := v.decode([]byte(tt.reply))
+		if (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("decode(%s) error %v; want %q", tt.reply, err, tt.err)
+			continue
+		}
+		if err == nil && (fmt.Sprint(v.res) != fmt.Sprint(tt.want)) {
+			t.Errorf("decode(%s) = %+v; want %+v", tt.reply, v.res, tt.want)
 		}
 	}
 }
