@@ -13,10 +13,11 @@ import (
 // Limits of the spike scenario's configuration. The seat ledger the run
 // keeps to catch double bookings takes a bit and a string header per seat.
 const (
-	spikeMaxSeatsTotal = 4_000_000
-	spikeMaxRowsOrCols = 1000
-	spikeMaxSeatsAsked = 50
-	spikeMaxWait       = time.Minute
+	spikeMaxSeatsTotal    = 4_000_000
+	spikeMaxEventsOrAreas = 1000
+	spikeMaxRowsOrCols    = 1000
+	spikeMaxSeatsAsked    = 50
+	spikeMaxWait          = time.Minute
 )
 
 // SpikeConfig configures the spike scenario, ticket-master's load test
@@ -58,8 +59,8 @@ func (c SpikeConfig) validate() error {
 	switch {
 	case c.Warmup != 0:
 		return errors.New("bench: spike has no warm-up: it would sell the seats before the measured run")
-	case c.Events < 1 || c.Areas < 1:
-		return errors.New("bench: --events and --areas must be at least 1")
+	case c.Events < 1 || c.Events > spikeMaxEventsOrAreas || c.Areas < 1 || c.Areas > spikeMaxEventsOrAreas:
+		return fmt.Errorf("bench: --events and --areas must each be 1 to %d", spikeMaxEventsOrAreas)
 	case c.Rows < 1 || c.Rows > spikeMaxRowsOrCols || c.Cols < 1 || c.Cols > spikeMaxRowsOrCols:
 		return fmt.Errorf("bench: --rows and --cols must be 1 to %d", spikeMaxRowsOrCols)
 	case c.Events*c.Areas > spikeMaxSeatsTotal/(c.Rows*c.Cols):
