@@ -43,6 +43,8 @@ type Result struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Interrupted reports a run cut short by the user.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// KV holds what only the kv scenario reports.
+	KV *KVReport `json:"kv,omitempty"`
 }
 
 // Params are a run's settings: the ones every scenario has, plus the
