@@ -138,11 +138,11 @@ func TestRefusals(t *testing.T) {
 // so the limit is found while reading, not from Content-Length.
 func TestValueLimitUnknownLength(t *testing.T) {
 	srv := newServer(t, Options{MaxValueBytes: 8})
-	for size, status := range map[int]int{0: 201, 8: 201, 9: 413, 100000: 413} {
-		body := io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("x"), size))) // hides the length
+	for _, c := range []struct{ size, status int }{{0, 201}, {9, 413}, {100000, 413}, {8, 201}} {
+		body := io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("x"), c.size))) // hides the length
 		r := do(t, srv, "PUT", "/v0/entity?id=k", body)
-		if r.status != status {
-			t.Errorf("%d-byte value of unknown length: %d %q, want %d", size, r.status, r.body, status)
+		if r.status != c.status {
+			t.Errorf("%d-byte value of unknown length: %d %q, want %d", c.size, r.status, r.body, c.status)
 		}
 	}
 	want(t, do(t, srv, "GET", "/v0/entity?id=k", nil), 200, "xxxxxxxx")
