@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ import (
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kvapi"
 	"github.com/surge-dev/surge/internal/kvstore"
+	"github.com/surge-dev/surge/internal/ticketapi"
 )
 
 type serveConfig struct {
@@ -35,6 +37,7 @@ type serveConfig struct {
 	memtable int
 	gcPct    int
 	kvValue  int
+	memLimit int
 	logLevel slog.Level
 }
 
@@ -68,6 +71,7 @@ that away, store-wide, for latency.`,
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
+	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
 	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	return cmd
 }
@@ -84,6 +88,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(c.gcPct)
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && c.memLimit > 0 {
+		debug.SetMemoryLimit(int64(c.memLimit) << 20)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel}))
 	dir, err := filepath.Abs(c.data)
@@ -110,12 +117,19 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	kvs := kvapi.New(kvstore.New(eng.Store(), reg), kvapi.Options{
 		MaxValueBytes: c.kvValue, Authorize: api.Authorized, Registry: reg, Logger: logger,
 	})
+	var ready atomic.Bool
+	tickets := ticketapi.New(eng, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
+	mux := http.NewServeMux()
+	for _, route := range ticketapi.Routes {
+		mux.Handle(route, tickets)
+	}
+	mux.Handle("/", api.Handler())
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: kvs.WithFallback(withPprof(api.Handler(), c.apiKey)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: kvs.WithFallback(withPprof(mux, c.apiKey)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// HTTP/2 without TLS (h2c) beside HTTP/1.1 on the same port: gRPC
 	// clients and ticket-master's load client (--http2) speak it.
 	srv.Protocols = new(http.Protocols)
@@ -126,6 +140,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	api.SetReady(true)
+	ready.Store(true)
 
 	select {
 	case err := <-served:
@@ -134,6 +149,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	logger.Info("shutting down")
 	api.SetReady(false)
+	ready.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/tickets"
 )
 
 // Command is one entry of a shard's Log. Commands are plain data: applying
@@ -52,6 +53,20 @@ type CmdCredits struct {
 // CmdExpire releases holds whose deadline has passed.
 type CmdExpire struct{}
 
+// CmdReserve decides a new reservation in an area of the shard. Nobody
+// waits on its call: readers wait on the reservation index instead.
+type CmdReserve struct{ Res *tickets.Reservation }
+
+// CmdPayReservation marks a reservation of the shard paid by a payment,
+// the pending ledger transfer PaymentID.
+type CmdPayReservation struct{ ID, PaymentID string }
+
+// CmdCancelReservation gives a reservation's seats back.
+type CmdCancelReservation struct{ ID string }
+
+// CmdInspectArea reads an area's seat map and holders, as of the batch.
+type CmdInspectArea struct{ EventID, AreaID string }
+
 // cmdBarrier parks the shard, once everything before it is durable, until
 // release is closed, so that a coordinator can use every shard's Book at
 // once. In-process only.
@@ -60,14 +75,18 @@ type cmdBarrier struct {
 	release <-chan struct{}
 }
 
-func (CmdCreateAccount) command() {}
-func (CmdTransfer) command()      {}
-func (CmdBatch) command()         {}
-func (CmdPost) command()          {}
-func (CmdVoid) command()          {}
-func (CmdCredits) command()       {}
-func (CmdExpire) command()        {}
-func (cmdBarrier) command()       {}
+func (CmdCreateAccount) command()     {}
+func (CmdTransfer) command()          {}
+func (CmdBatch) command()             {}
+func (CmdPost) command()              {}
+func (CmdVoid) command()              {}
+func (CmdCredits) command()           {}
+func (CmdExpire) command()            {}
+func (CmdReserve) command()           {}
+func (CmdPayReservation) command()    {}
+func (CmdCancelReservation) command() {}
+func (CmdInspectArea) command()       {}
+func (cmdBarrier) command()           {}
 
 // call is a client waiting for a command's outcome. It completes when the
 // command is durable on every shard it touched: legs counts the shards still
@@ -81,6 +100,9 @@ type call struct {
 	flag     bool // created or replayed
 	batch    []ledger.BatchResult
 	err      error
+
+	reservation tickets.Reservation
+	area        AreaSeats
 }
 
 func newCall() *call {

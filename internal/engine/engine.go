@@ -93,13 +93,18 @@ type Engine struct {
 	ids *idFilter
 	// barrier serialises atomic batches that span shards.
 	barrier sync.Mutex
+	// tk is the ticketing workload's state outside the shards.
+	tk *ticketing
+	// payments are the reservation payments found pending at Open, which
+	// it settles once the shards run.
+	payments []string
 }
 
 // Open opens the store, rebuilds every shard's state from it, finishes
 // cross-shard transfers a crash interrupted, and starts the shards.
 func Open(cfg Config) (*Engine, error) {
 	cfg.setDefaults()
-	e := &Engine{cfg: cfg, metrics: newMetrics(cfg.Registerer), accounts: newView()}
+	e := &Engine{cfg: cfg, metrics: newMetrics(cfg.Registerer), accounts: newView(), tk: newTicketing()}
 	next := make(chan struct{})
 	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync})
@@ -111,6 +116,7 @@ func Open(cfg Config) (*Engine, error) {
 		e.shards = append(e.shards, newShard(i, e))
 	}
 	e.metrics.watchQueues(e.shards)
+	e.metrics.watchTickets(e)
 	if err := e.load(); err != nil {
 		db.Close()
 		return nil, err
@@ -128,6 +134,8 @@ func Open(cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
+	e.settlePayments(e.payments)
+	e.payments = nil
 	return e, nil
 }
 
@@ -147,6 +155,9 @@ func (e *Engine) load() error {
 	err = e.db.EachHold(func(t ledger.Transfer) error {
 		e.shardFor(t.From).book.LoadPending(t)
 		held[t.From] += t.Amount
+		if paymentReservation(t.ID) != "" {
+			e.payments = append(e.payments, t.ID)
+		}
 		return nil
 	})
 	if err != nil {
@@ -168,7 +179,7 @@ func (e *Engine) load() error {
 	if err != nil {
 		return fmt.Errorf("load accounts: %w", err)
 	}
-	return nil
+	return e.loadTickets()
 }
 
 // resumeCredits applies every credit whose debit committed before the last
@@ -265,6 +276,10 @@ func (e *Engine) persist(shards ...*shard) error {
 		for _, id := range s.settled {
 			w.DeleteOutbox(id)
 		}
+		tw := store.NewTicketBatch(w.Batch)
+		for _, r := range s.desk.Changes() {
+			tw.PutReservation(r)
+		}
 	}
 	return e.db.Commit(w.Batch)
 }
@@ -312,6 +327,7 @@ func (e *Engine) publish(shards ...*shard) {
 		for _, t := range ch.Transfers {
 			e.inflight.CompareAndDelete(t.ID, s.id)
 		}
+		e.publishReservations(s.desk.Changes())
 	}
 	next := make(chan struct{})
 	close(*e.published.Swap(&next))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/tickets"
 )
 
 // shard owns a slice of the accounts. Its goroutine is the only one that
@@ -16,6 +17,7 @@ type shard struct {
 	eng  *Engine
 	log  Log
 	book *ledger.Book
+	desk *tickets.Desk
 	// legCalls[k] is the call waiting for Changes().Credits[k], or nil.
 	legCalls []*call
 	// outgoing are the batch's credits grouped by receiving shard, each
@@ -31,6 +33,7 @@ type shard struct {
 func newShard(id int, e *Engine) *shard {
 	s := &shard{id: id, eng: e, log: newMemLog(e.cfg.QueueCapacity)}
 	s.book = ledger.NewBook(s)
+	s.desk = tickets.NewDesk()
 	return s
 }
 
@@ -85,6 +88,7 @@ func (s *shard) commitBatch(envs []Envelope) {
 	s.eng.publish(s)
 	s.dispatch(envs)
 	s.book.Reset()
+	s.desk.Reset()
 	clear(s.legCalls)
 	s.legCalls, s.outgoing, s.settled = s.legCalls[:0], s.outgoing[:0], s.settled[:0]
 	s.scheduleExpiry()
@@ -111,6 +115,18 @@ func (s *shard) apply(env *Envelope, now time.Time) {
 	case CmdExpire:
 		s.expiryAt = time.Time{}
 		s.book.Expire(now)
+		s.desk.Expire(now)
+	case CmdReserve:
+		a, _ := s.eng.tk.area(cmd.Res.EventID, cmd.Res.AreaID)
+		s.desk.Reserve(&a.event.spec, a.seats, cmd.Res, now)
+	case CmdPayReservation:
+		r, err := s.desk.Pay(cmd.ID, cmd.PaymentID, now)
+		c.reservation, c.err = copyOf(r), err
+	case CmdCancelReservation:
+		r, err := s.desk.Cancel(cmd.ID, now)
+		c.reservation, c.err = copyOf(r), err
+	case CmdInspectArea:
+		c.area = s.inspect(cmd)
 	default:
 		panic(fmt.Sprintf("engine: unknown command %T", cmd))
 	}
@@ -208,9 +224,13 @@ func completeAll(calls []*call) {
 	}
 }
 
-// scheduleExpiry arms the timer for the earliest open hold.
+// scheduleExpiry arms the timer for the earliest open hold, of money or
+// of seats.
 func (s *shard) scheduleExpiry() {
 	next := s.book.NextExpiry()
+	if seats := s.desk.NextExpiry(); !seats.IsZero() && (next.IsZero() || seats.Before(next)) {
+		next = seats
+	}
 	if next.IsZero() || next.Equal(s.expiryAt) {
 		return
 	}

@@ -1,0 +1,418 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/tickets"
+)
+
+// The Engine's ticketing API (SPEC §3.2). Reservations are decided by the
+// shard owning their area and answered from the reservation index once
+// durable; events and availability are read from published state.
+
+// paymentPrefix starts the id of the pending ledger transfer that pays a
+// reservation: "pay-<reservation id>-<attempt>". Each attempt holds money
+// under an id of its own, so a voided attempt never stands in for a later
+// one; the reservation records the attempt that paid it.
+const paymentPrefix = "pay-"
+
+func newPaymentID(reservation string) string {
+	return paymentPrefix + reservation + "-" + uuid.NewString()[:8]
+}
+
+// paymentReservation is the reservation a payment id pays, or "".
+func paymentReservation(payment string) string {
+	rest, ok := strings.CutPrefix(payment, paymentPrefix)
+	if !ok || len(rest) < 36 {
+		return ""
+	}
+	return rest[:36]
+}
+
+// EventStatus is an event with the availability of its areas.
+type EventStatus struct {
+	Spec  tickets.EventSpec
+	Areas []AreaStatus
+	// SoldOutAt is when the last seat of the event was sold; zero while any
+	// is free.
+	SoldOutAt time.Time
+}
+
+// AreaStatus is the availability of one area, as of the last commit.
+type AreaStatus struct {
+	Spec      tickets.AreaSpec
+	Available int
+	SoldOutAt time.Time
+}
+
+// AreaSeats is an area's seat map and the reservations holding its seats.
+type AreaSeats struct {
+	Spec      tickets.AreaSpec
+	Available int
+	SeatMap   []string
+	Holders   []tickets.Reservation
+}
+
+// CreateEvent creates an event. created is false when an identical event
+// existed (a replay); an event of the same name that differs is a conflict.
+func (e *Engine) CreateEvent(_ context.Context, spec tickets.EventSpec) (tickets.EventSpec, bool, error) {
+	if err := spec.Validate(); err != nil {
+		return tickets.EventSpec{}, false, err
+	}
+	e.tk.creating.Lock()
+	defer e.tk.creating.Unlock()
+	if ev, ok := e.tk.event(spec.EventName); ok {
+		if ev.spec.SameAs(&spec) {
+			return ev.spec, false, nil
+		}
+		return tickets.EventSpec{}, false, ledger.Errorf(tickets.CodeEventExists, "event %s exists with other settings", spec.EventName)
+	}
+	if spec.Organizer != "" {
+		if _, ok := e.account(spec.Organizer); !ok {
+			return tickets.EventSpec{}, false, ledger.Errorf(ledger.CodeAccountNotFound, "organizer account %s not found", spec.Organizer)
+		}
+	}
+	if err := e.db.PutEvent(&spec); err != nil {
+		return tickets.EventSpec{}, false, err
+	}
+	e.addEvent(spec)
+	return spec, true, nil
+}
+
+// Event returns an event and its availability.
+func (e *Engine) Event(name string) (EventStatus, error) {
+	ev, ok := e.tk.event(name)
+	if !ok {
+		return EventStatus{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s not found", name)
+	}
+	st := EventStatus{Spec: ev.spec, Areas: make([]AreaStatus, len(ev.list))}
+	var last int64
+	for i, a := range ev.list {
+		soldOut := a.soldOutAt.Load()
+		st.Areas[i] = AreaStatus{Spec: a.spec, Available: int(a.available.Load()), SoldOutAt: fromNanos(soldOut)}
+		if soldOut == 0 {
+			last = math.MinInt64
+		}
+		last = max(last, soldOut)
+	}
+	if last > 0 {
+		st.SoldOutAt = fromNanos(last)
+	}
+	return st, nil
+}
+
+// Events lists every event's availability.
+func (e *Engine) Events() []EventStatus {
+	e.tk.mu.RLock()
+	names := make([]string, 0, len(e.tk.events))
+	for name := range e.tk.events {
+		names = append(names, name)
+	}
+	e.tk.mu.RUnlock()
+	out := make([]EventStatus, 0, len(names))
+	for _, name := range names {
+		if st, err := e.Event(name); err == nil {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// InspectArea returns an area's seat map and holders. It goes through the
+// area's shard, so it reflects every reservation committed before it.
+func (e *Engine) InspectArea(ctx context.Context, event, area string) (AreaSeats, error) {
+	a, ok := e.tk.area(event, area)
+	if !ok {
+		return AreaSeats{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s has no area %s", event, area)
+	}
+	c, err := e.do(ctx, a.shard, CmdInspectArea{EventID: event, AreaID: area})
+	if err != nil {
+		return AreaSeats{}, err
+	}
+	return c.area, nil
+}
+
+func (s *shard) inspect(cmd CmdInspectArea) AreaSeats {
+	a, _ := s.eng.tk.area(cmd.EventID, cmd.AreaID)
+	out := AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
+	for _, r := range s.desk.Holders(a.seats) {
+		out.Holders = append(out.Holders, *r)
+	}
+	return out
+}
+
+// Reserve files a reservation request by user and returns its id at once;
+// the owning shard decides it, and Reservation waits for the decision.
+// Requests that cannot succeed — unknown area, outside the sale window,
+// sold out, over the user's limit — are decided here without queueing.
+// The error is only for a request that could not be filed (overload).
+func (e *Engine) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
+	now := time.Now().UTC()
+	id := uuid.New()
+	r := tickets.NewReservation(id.String(), userID, req, now)
+	a, ok := e.tk.area(req.EventID, req.AreaID)
+	if !ok {
+		return e.failNow(id, r, now, tickets.ReasonInvalidEventArea, fmt.Sprintf("event %s has no area %s", req.EventID, req.AreaID))
+	}
+	ev := &a.event.spec
+	// Share the event's strings: the request's copies would live as long
+	// as the reservation, a million times over in a flash sale.
+	r.EventID, r.AreaID = ev.EventName, a.spec.AreaID
+	if reason, detail := ev.OpenAt(now); reason != "" {
+		return e.failNow(id, r, now, reason, detail)
+	}
+	if r.NumOfSeats > 0 && r.NumOfSeats <= tickets.MaxSeatsPerReservation && a.available.Load() < int64(r.NumOfSeats) {
+		return e.failNow(id, r, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
+	}
+	limited := ev.PerUserSeatLimit > 0
+	if limited && !e.tk.users.claim(ev.EventName, userID, r.NumOfSeats, ev.PerUserSeatLimit) {
+		return e.failNow(id, r, now, tickets.ReasonSeatLimit, fmt.Sprintf("at most %d seats per user in event %s", ev.PerUserSeatLimit, ev.EventName))
+	}
+	e.tk.index.open(id)
+	if err := a.shard.log.Append(Envelope{Cmd: CmdReserve{Res: r}}, false); err != nil {
+		e.tk.index.drop(id)
+		if limited {
+			e.tk.users.give(ev.EventName, userID, r.NumOfSeats)
+		}
+		return "", queueError(err)
+	}
+	return id.String(), nil
+}
+
+// failNow decides r as failed without a shard. It is published at once and
+// never stored: it changed nothing.
+func (e *Engine) failNow(id uuid.UUID, r *tickets.Reservation, now time.Time, reason tickets.Reason, detail string) (string, error) {
+	if err := r.Decide(now, 0, nil, reason, detail); err != nil {
+		panic("engine: failNow: " + err.Error())
+	}
+	e.tk.outcome(r)
+	e.tk.index.store(id, r)
+	return id.String(), nil
+}
+
+// Reservation returns reservation id once it is decided, waiting up to
+// timeout; an undecided reservation comes back in state PROCESSING.
+func (e *Engine) Reservation(ctx context.Context, id string, timeout time.Duration) (tickets.Reservation, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
+	}
+	r, ok := e.tk.index.load(uid)
+	if ok && r == nil && timeout > 0 {
+		r, ok = e.tk.index.await(ctx, uid, timeout)
+	}
+	switch {
+	case !ok:
+		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
+	case r == nil:
+		return tickets.Reservation{ID: id, State: tickets.Processing}, nil
+	}
+	return *r, nil
+}
+
+// ParkedPolls is the number of readers waiting for a reservation.
+func (e *Engine) ParkedPolls() int64 { return e.tk.index.parked.Load() }
+
+// PayReservation pays a reserved hold from account to the event's
+// organizer: a pending ledger transfer of price × seats, then the
+// reservation marked paid, then the transfer posted. If the hold cannot be
+// paid any more, the transfer is voided. Paying a paid reservation again
+// answers it as it is.
+//
+// A crash between the steps leaves a pending payment; Open settles it by
+// the reservation's stored state (posted if paid, voided otherwise).
+func (e *Engine) PayReservation(ctx context.Context, id, account string) (tickets.Reservation, error) {
+	ctx = context.WithoutCancel(ctx) // once money moves, finish the sequence
+	snap, a, err := e.heldReservation(id)
+	if err != nil || snap.State == tickets.Paid {
+		return snap, err
+	}
+	ev := &a.event.spec
+	if err := snap.CheckPay(time.Now()); err != nil {
+		return snap, ledger.Errorf(tickets.CodeNotPayable, "%v", err)
+	}
+	if ev.Organizer == "" {
+		return snap, ledger.Errorf(tickets.CodeNotPayable, "event %s takes no payments (no organizer account)", ev.EventName)
+	}
+	payment := newPaymentID(snap.ID)
+	amount := a.spec.Price * int64(len(snap.Seats))
+	if amount > 0 {
+		_, _, err := e.Transfer(ctx, ledger.TransferRequest{
+			ID: payment, From: account, To: ev.Organizer, Amount: amount, Pending: true,
+			Memo: "reservation " + snap.ID,
+		})
+		if err != nil {
+			return snap, err
+		}
+	}
+	c, err := e.do(ctx, a.shard, CmdPayReservation{ID: snap.ID, PaymentID: payment})
+	if amount > 0 {
+		e.settlePayment(ctx, payment, err == nil)
+	}
+	if errors.Is(err, tickets.ErrPaid) {
+		return c.reservation, nil // paid meanwhile by another attempt
+	}
+	if err != nil {
+		return e.stateError(id, err)
+	}
+	return c.reservation, nil
+}
+
+// CancelReservation gives a reserved hold's seats back; cancelling a
+// cancelled reservation answers it as it is.
+func (e *Engine) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
+	snap, a, err := e.heldReservation(id)
+	if err != nil || snap.State == tickets.Cancelled {
+		return snap, err
+	}
+	c, err := e.do(ctx, a.shard, CmdCancelReservation{ID: snap.ID})
+	if err != nil {
+		return e.stateError(id, err)
+	}
+	return c.reservation, nil
+}
+
+// heldReservation finds a decided reservation and its area.
+func (e *Engine) heldReservation(id string) (tickets.Reservation, *areaState, error) {
+	snap, err := e.Reservation(context.Background(), id, 0)
+	if err != nil {
+		return snap, nil, err
+	}
+	if !snap.Final() {
+		return snap, nil, ledger.Errorf(tickets.CodeNotPayable, "reservation %s is not decided yet", id)
+	}
+	a, _ := e.tk.area(snap.EventID, snap.AreaID)
+	return snap, a, nil
+}
+
+// stateError answers a pay or cancel the desk refused, with the
+// reservation's committed state.
+func (e *Engine) stateError(id string, err error) (tickets.Reservation, error) {
+	snap, _ := e.Reservation(context.Background(), id, 0)
+	var te *tickets.TransitionError
+	if errors.As(err, &te) {
+		return snap, ledger.Errorf(tickets.CodeNotPayable, "%v", te)
+	}
+	if errors.Is(err, tickets.ErrUnknown) {
+		return snap, ledger.Errorf(tickets.CodeNotPayable, "reservation %s is %s and holds no seats", id, snap.State)
+	}
+	return snap, err
+}
+
+// settlePayment posts or voids a pending payment. Failure leaves it
+// pending for the next start to settle, which is logged.
+func (e *Engine) settlePayment(ctx context.Context, payment string, post bool) {
+	var err error
+	if post {
+		_, err = e.PostPending(ctx, payment, 0)
+	} else {
+		_, err = e.VoidPending(ctx, payment)
+	}
+	if err != nil && ledger.CodeOf(err) != ledger.CodeTransferNotPending {
+		e.cfg.Logger.Error("settling reservation payment", "payment", payment, "post", post, "err", err)
+	}
+}
+
+// publishReservations makes a batch's decisions visible, from the shard
+// that made them (or a coordinator holding every shard parked).
+func (e *Engine) publishReservations(changed []*tickets.Reservation) {
+	if len(changed) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, r := range changed {
+		a, _ := e.tk.area(r.EventID, r.AreaID)
+		publishArea(a, now)
+		ev := &a.event.spec
+		if ev.PerUserSeatLimit > 0 && !r.HoldsSeats() {
+			e.tk.users.give(ev.EventName, r.UserID, r.NumOfSeats)
+		}
+		e.tk.outcome(r)
+		e.tk.index.store(uuid.MustParse(r.ID), snapshot(r))
+	}
+}
+
+// snapshot copies r for readers; the desk goes on changing r itself.
+// Failed reservations never change again and are shared as they are.
+func snapshot(r *tickets.Reservation) *tickets.Reservation {
+	if r == nil || r.State == tickets.Failed {
+		return r
+	}
+	cp := *r
+	return &cp
+}
+
+// loadTickets puts every stored event and reservation back, before the
+// shards start.
+func (e *Engine) loadTickets() error {
+	err := e.db.EachEvent(func(spec tickets.EventSpec) error {
+		e.addEvent(spec)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load events: %w", err)
+	}
+	soldAt := make(map[*areaState]time.Time)
+	err = e.db.EachReservation(func(r *tickets.Reservation) error {
+		a, ok := e.tk.area(r.EventID, r.AreaID)
+		if !ok {
+			return fmt.Errorf("reservation %s: no area %s/%s", r.ID, r.EventID, r.AreaID)
+		}
+		a.shard.desk.Load(r, a.seats)
+		if r.HoldsSeats() {
+			soldAt[a] = maxTime(soldAt[a], r.UpdatedAt)
+			if a.event.spec.PerUserSeatLimit > 0 {
+				e.tk.users.add(a.event.spec.EventName, r.UserID, len(r.Seats))
+			}
+		}
+		e.tk.index.store(uuid.MustParse(r.ID), snapshot(r))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load reservations: %w", err)
+	}
+	for _, ev := range e.tk.events {
+		for _, a := range ev.list {
+			publishArea(a, soldAt[a])
+		}
+	}
+	return nil
+}
+
+// settlePayments finishes payments a crash interrupted: a pending payment
+// is posted if its reservation is paid, voided otherwise.
+func (e *Engine) settlePayments(pending []string) {
+	for _, payment := range pending {
+		r, err := e.Reservation(context.Background(), paymentReservation(payment), 0)
+		e.settlePayment(context.Background(), payment, err == nil && r.State == tickets.Paid && r.PaymentID == payment)
+	}
+}
+
+// copyOf is *r, or the zero reservation for nil.
+func copyOf(r *tickets.Reservation) tickets.Reservation {
+	if r == nil {
+		return tickets.Reservation{}
+	}
+	return *r
+}
+
+func fromNanos(n int64) time.Time {
+	if n <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

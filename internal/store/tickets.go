@@ -1,0 +1,170 @@
+package store
+
+import (
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/surge-dev/surge/internal/tickets"
+)
+
+// Ticketing key layout. Every ticketing key starts with 't'.
+//
+//	te/<event name>      event as created
+//	tr/<reservation id>  a reservation that held seats, in its latest state
+//
+// Failed reservations are not stored: they change nothing, and a flash
+// sale fails most requests.
+var (
+	prefixEvent       = []byte("te/")
+	prefixReservation = []byte("tr/")
+)
+
+// PutEvent writes ev as one synced commit.
+func (s *Store) PutEvent(ev *tickets.EventSpec) error {
+	b := s.NewBatch()
+	_ = b.Set(key(nil, prefixEvent, ev.EventName), encodeEvent(nil, ev), nil)
+	return s.Commit(b)
+}
+
+// EachEvent calls fn for every event.
+func (s *Store) EachEvent(fn func(tickets.EventSpec) error) error {
+	return s.Scan(prefixEvent, upperBound(prefixEvent), false, func(_, v []byte) (bool, error) {
+		ev, err := decodeEvent(v)
+		if err != nil {
+			return false, err
+		}
+		return true, fn(ev)
+	})
+}
+
+// EachReservation calls fn for every stored reservation.
+func (s *Store) EachReservation(fn func(*tickets.Reservation) error) error {
+	return s.Scan(prefixReservation, upperBound(prefixReservation), false, func(_, v []byte) (bool, error) {
+		r, err := decodeReservation(v)
+		if err != nil {
+			return false, err
+		}
+		return true, fn(r)
+	})
+}
+
+// TicketBatch writes reservations into a storage batch.
+type TicketBatch struct {
+	b   *pebble.Batch
+	key []byte
+	val []byte
+}
+
+// NewTicketBatch wraps b.
+func NewTicketBatch(b *pebble.Batch) *TicketBatch { return &TicketBatch{b: b} }
+
+// PutReservation writes r's current state, unless it failed.
+func (w *TicketBatch) PutReservation(r *tickets.Reservation) {
+	if r.State == tickets.Failed {
+		return
+	}
+	w.key = key(w.key, prefixReservation, r.ID)
+	w.val = encodeReservation(w.val[:0], r)
+	_ = w.b.Set(w.key, w.val, nil) // Set copies; errors only on a closed batch
+}
+
+func encodeEvent(dst []byte, ev *tickets.EventSpec) []byte {
+	e := encoder{dst}
+	e.byte(recordVersion)
+	e.string(ev.EventName)
+	e.string(ev.Artist)
+	e.uvarint(uint64(len(ev.Areas)))
+	for _, a := range ev.Areas {
+		e.string(a.AreaID)
+		e.varint(a.Price)
+		e.uvarint(uint64(a.RowCount))
+		e.uvarint(uint64(a.ColCount))
+	}
+	for _, t := range []time.Time{ev.ReservationOpeningTime, ev.ReservationClosingTime, ev.EventStartTime, ev.EventEndTime} {
+		e.varint(optionalTime(t))
+	}
+	e.varint(int64(ev.HoldTime))
+	e.string(ev.Organizer)
+	e.uvarint(uint64(ev.PerUserSeatLimit))
+	return e.b
+}
+
+func decodeEvent(b []byte) (tickets.EventSpec, error) {
+	d := decoder{b: b}
+	if d.byte() != recordVersion {
+		return tickets.EventSpec{}, errCorrupt
+	}
+	ev := tickets.EventSpec{EventName: d.string(), Artist: d.string()}
+	n := d.uvarint()
+	if n > tickets.MaxAreas {
+		return tickets.EventSpec{}, errCorrupt
+	}
+	for range n {
+		ev.Areas = append(ev.Areas, tickets.AreaSpec{AreaID: d.string(), Price: d.varint(), RowCount: int(d.uvarint()), ColCount: int(d.uvarint())})
+	}
+	for _, t := range []*time.Time{&ev.ReservationOpeningTime, &ev.ReservationClosingTime, &ev.EventStartTime, &ev.EventEndTime} {
+		*t = fromOptionalTime(d.varint())
+	}
+	ev.HoldTime = time.Duration(d.varint())
+	ev.Organizer = d.string()
+	ev.PerUserSeatLimit = int(d.uvarint())
+	return ev, d.done()
+}
+
+func encodeReservation(dst []byte, r *tickets.Reservation) []byte {
+	e := encoder{dst}
+	e.byte(recordVersion)
+	e.string(r.ID)
+	e.string(r.UserID)
+	e.string(r.EventID)
+	e.string(r.AreaID)
+	e.uvarint(uint64(r.NumOfSeats))
+	e.string(string(r.Kind))
+	e.uvarint(uint64(len(r.Seats)))
+	for _, s := range r.Seats {
+		e.uvarint(uint64(s.Row))
+		e.uvarint(uint64(s.Col))
+	}
+	e.string(string(r.State))
+	e.varint(r.CreatedAt.UnixNano())
+	e.varint(r.UpdatedAt.UnixNano())
+	e.varint(r.HoldUntil.UnixNano())
+	e.string(r.PaymentID)
+	return e.b
+}
+
+func decodeReservation(b []byte) (*tickets.Reservation, error) {
+	d := decoder{b: b}
+	if d.byte() != recordVersion {
+		return nil, errCorrupt
+	}
+	r := &tickets.Reservation{ID: d.string(), UserID: d.string(), EventID: d.string(), AreaID: d.string(), NumOfSeats: int(d.uvarint())}
+	r.Kind = tickets.Kind(d.string())
+	n := d.uvarint()
+	if n > tickets.MaxSeatsPerReservation {
+		return nil, errCorrupt
+	}
+	r.Seats = make([]tickets.Seat, n)
+	for i := range r.Seats {
+		r.Seats[i] = tickets.Seat{Row: int(d.uvarint()), Col: int(d.uvarint())}
+	}
+	r.State = tickets.State(d.string())
+	r.CreatedAt, r.UpdatedAt, r.HoldUntil = unixNano(d.varint()), unixNano(d.varint()), unixNano(d.varint())
+	r.PaymentID = d.string()
+	return r, d.done()
+}
+
+// optionalTime stores a zero time as 0, which no real event time is.
+func optionalTime(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromOptionalTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return unixNano(n)
+}
