@@ -36,6 +36,9 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 		}
 		mdTable(&b, "Failures", []string{"code", "requests", "ops", "example"}, rows)
 	}
+	if r.KV != nil {
+		writeKVMarkdown(&b, r)
+	}
 	mdTable(&b, "Per second", []string{"t (s)", "requests/s", "ops/s", "failed", "p50 (ms)", "p99 (ms)", "max (ms)"}, seriesRows(r.Series))
 	_, err := io.WriteString(w, b.String())
 	return err

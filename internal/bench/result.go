@@ -45,6 +45,8 @@ type Result struct {
 	Spike *SpikeReport `json:"spike,omitempty"`
 	// Interrupted reports a run cut short by the user.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// KV holds what only the kv scenario reports.
+	KV *KVReport `json:"kv,omitempty"`
 }
 
 // Params are a run's settings: the ones every scenario has, plus the

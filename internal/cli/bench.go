@@ -31,6 +31,7 @@ line wins over the environment.`,
 	}
 	cmd.AddCommand(newBenchTransferCommand())
 	cmd.AddCommand(newBenchSpikeCommand())
+	cmd.AddCommand(newBenchKVCommand())
 	return cmd
 }
 
