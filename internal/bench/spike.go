@@ -80,9 +80,9 @@ func (c SpikeConfig) validate() error {
 // spikeArea is one area of the run, with what its requests need ready-made.
 type spikeArea struct {
 	event, id string
-	// post is the path of its reservation POST; bodyHead its body up to
-	// the userId's value.
-	post     string
+	// post is the request-URI of its reservation POST; bodyHead its body
+	// up to the userId's value.
+	post     []byte
 	bodyHead string
 }
 
@@ -108,7 +108,7 @@ func newSpikePlan(c SpikeConfig, prefix string) *spikePlan {
 			p.areas = append(p.areas, spikeArea{
 				event:    name,
 				id:       id,
-				post:     "/v1/event/" + name + "/reservation" + query,
+				post:     []byte("/v1/event/" + name + "/reservation" + query),
 				bodyHead: `{"eventId":"` + name + `","areaId":"` + id + `","type":"RANDOM","seats":[],"userId":"`,
 			})
 		}
@@ -151,6 +151,7 @@ func RunSpike(ctx context.Context, cfg SpikeConfig) (*Result, error) {
 	progress.Printf("spike: %s requests by %d workers, %s, run id %s", thousands(cfg.Iterations), cfg.VUs, s.mode(), runID)
 	peakRSS := sampleRSS(ctx, client)
 	run, err := cfg.closed(progress.Tick).Run(ctx, s.prepare)
+	s.closeEndpoints()
 	progress.Done()
 	rss := peakRSS()
 	if err != nil {

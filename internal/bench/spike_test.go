@@ -48,7 +48,7 @@ func TestSpikePlan(t *testing.T) {
 		t.Fatalf("plan %+v", p)
 	}
 	a := p.areas[4]
-	if a.event != "fest-1" || a.id != "1" || a.post != "/v1/event/fest-1/reservation?wait=5s" {
+	if a.event != "fest-1" || a.id != "1" || string(a.post) != "/v1/event/fest-1/reservation?wait=5s" {
 		t.Fatalf("area 4 = %+v", a)
 	}
 	if want := `{"eventId":"fest-1","areaId":"1","type":"RANDOM","seats":[],"userId":"`; a.bodyHead != want {

@@ -63,11 +63,19 @@ func (s *spikeRun) prepare(ctx context.Context, vu *VU) (Iteration, error) {
 	v := &spikeVU{
 		s:     s,
 		ctx:   ctx,
+		ep:    s.client.Endpoint(ctx, http.MethodPost, ""),
 		user:  "spike-" + s.runID + "-" + strconv.Itoa(vu.ID),
 		tally: spikeTally{outcomes: map[string]int64{}},
 	}
 	s.vus = append(s.vus, v)
 	return v.iterate, nil
+}
+
+// closeEndpoints gives the workers' connections back for the checks.
+func (s *spikeRun) closeEndpoints() {
+	for _, v := range s.vus {
+		v.ep.Close()
+	}
 }
 
 // addProcessing records processing times handed over by a worker.
@@ -93,10 +101,13 @@ type spikeTally struct {
 
 // spikeVU is one worker: it reserves, waits for the outcome, judges it.
 type spikeVU struct {
-	s     *spikeRun
-	ctx   context.Context
+	s   *spikeRun
+	ctx context.Context
+	// ep sends every request of the worker, on one connection.
+	ep    *Endpoint
 	user  string
 	body  []byte
+	uri   []byte
 	proc  []time.Duration // processing times not yet handed to s.proc
 	tally spikeTally
 	// parser decodes replies; res is the last one decoded. Both keep
@@ -168,7 +179,8 @@ func (v *spikeVU) reserve(a, n int, processing *time.Duration) (string, Outcome)
 	if final {
 		return id, Outcome{}
 	}
-	status, reply, err = v.call(http.MethodGet, "/v1/reservation/"+id, nil, processing)
+	v.uri = append(append(v.uri[:0], "/v1/reservation/"...), id...)
+	status, reply, err = v.call(http.MethodGet, v.uri, nil, processing)
 	if o := failedCall(status, reply, err); o.Failure != "" {
 		return "", o
 	}
@@ -308,14 +320,12 @@ func intField(seat *fastjson.Value, key string) (int, error) {
 // processing: from sending the request to having its reply, which for
 // replies of a few hundred bytes is the server's time to the first byte
 // (httpstat's ServerProcessing) plus microseconds.
-func (v *spikeVU) call(method, path string, body []byte, processing *time.Duration) (int, []byte, error) {
+func (v *spikeVU) call(method string, uri, body []byte, processing *time.Duration) (int, []byte, error) {
 	backoff := spikeBackoff0
 	for attempt := 0; ; attempt++ {
-		ep := v.s.client.Endpoint(v.ctx, method, path)
 		t := time.Now()
-		status, reply, err := ep.Send(body)
+		status, reply, err := v.ep.SendURI(method, uri, body)
 		took := time.Since(t)
-		ep.Close()
 		*processing += took
 		if err != nil || status != http.StatusServiceUnavailable || attempt == v.s.cfg.Retries {
 			return status, reply, err
