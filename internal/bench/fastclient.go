@@ -255,24 +255,29 @@ func (c *fastConn) abort() {
 type fastEndpoint struct {
 	t   *fastTransport
 	ctx context.Context
-	// withBody is the request line and fixed headers up to the value of
-	// Content-Length; noBody the same, without a body, ending the head.
+	// method and uri make the request line of Send; basePath is the
+	// target's path, which SendURI's request-URIs follow.
+	method, uri, basePath string
+	// withBody is what follows the request-URI up to the value of
+	// Content-Length; noBody the same for a request without a body,
+	// ending the head.
 	withBody, noBody string
-	noReply          bool // a HEAD request: the reply has no content
 	conn             *fastConn
 	stopWatch        func() bool // stops the context watch on conn
 	buf              []byte      // the last body, for Body to reuse
 	reply            []byte
 }
 
-func newFastEndpoint(t *fastTransport, ctx context.Context, method, requestURI string) *fastEndpoint {
-	fixed := method + " " + requestURI + " HTTP/1.1\r\nHost: " + t.host + "\r\n" + t.auth
+func newFastEndpoint(t *fastTransport, ctx context.Context, method, requestURI, basePath string) *fastEndpoint {
+	fixed := " HTTP/1.1\r\nHost: " + t.host + "\r\n" + t.auth
 	return &fastEndpoint{
 		t:        t,
 		ctx:      ctx,
+		method:   method,
+		uri:      requestURI,
+		basePath: basePath,
 		withBody: fixed + "Content-Type: application/json\r\nContent-Length: ",
 		noBody:   fixed + "\r\n",
-		noReply:  method == "HEAD",
 	}
 }
 
@@ -281,8 +286,9 @@ func newFastEndpoint(t *fastTransport, ctx context.Context, method, requestURI s
 // before it returns, whatever the outcome, so no one else holds it.
 func (e *fastEndpoint) body() []byte { return e.buf[:0] }
 
-// send sends one request and reads its reply.
-func (e *fastEndpoint) send(body []byte) (int, []byte, error) {
+// send sends one request and reads its reply. uri, if not nil, is the
+// request-URI after the target's path; nil means the Endpoint's own.
+func (e *fastEndpoint) send(method string, uri, body []byte) (int, []byte, error) {
 	if body != nil {
 		e.buf = body
 	}
@@ -301,7 +307,7 @@ func (e *fastEndpoint) send(body []byte) (int, []byte, error) {
 		if err := e.ctx.Err(); err != nil {
 			return 0, nil, err
 		}
-		err := e.write(c, body)
+		err := e.write(c, method, uri, body)
 		if err == nil {
 			break
 		}
@@ -319,7 +325,7 @@ func (e *fastEndpoint) send(body []byte) (int, []byte, error) {
 			return 0, nil, e.failed(err)
 		}
 	}
-	r, reply, err := readResponse(c.br, e.noReply, e.reply)
+	r, reply, err := readResponse(c.br, method == "HEAD", e.reply)
 	e.reply = reply
 	if err != nil {
 		// The request was written and the reply did not arrive whole:
@@ -367,9 +373,17 @@ func (e *fastEndpoint) ready(now time.Time) (*fastConn, error) {
 
 // write writes the request into the connection's buffer and flushes it:
 // a single write system call unless the body exceeds the buffer.
-func (e *fastEndpoint) write(c *fastConn, body []byte) error {
+func (e *fastEndpoint) write(c *fastConn, method string, uri, body []byte) error {
 	c.written = 0
 	bw := c.bw
+	_, _ = bw.WriteString(method)
+	_ = bw.WriteByte(' ')
+	if uri == nil {
+		_, _ = bw.WriteString(e.uri)
+	} else {
+		_, _ = bw.WriteString(e.basePath)
+		_, _ = bw.Write(uri)
+	}
 	if body == nil {
 		_, _ = bw.WriteString(e.noBody)
 	} else {

@@ -151,12 +151,13 @@ func (c *HTTPClient) Close() {
 // Endpoint reuses its body and reply buffers, so each VU needs its own.
 //
 // ctx bounds every request of the Endpoint: when it ends, the request in
-// flight fails at once.
+// flight fails at once. path may end in a query ("?wait=10s").
 func (c *HTTPClient) Endpoint(ctx context.Context, method, path string) *Endpoint {
 	u := *c.base
+	path, u.RawQuery, _ = strings.Cut(path, "?")
 	u.Path += path
 	if c.fast != nil {
-		return &Endpoint{fast: newFastEndpoint(c.fast, ctx, method, u.RequestURI())}
+		return &Endpoint{fast: newFastEndpoint(c.fast, ctx, method, u.RequestURI(), c.base.EscapedPath())}
 	}
 	req := (&http.Request{
 		Method:     method,
@@ -167,7 +168,7 @@ func (c *HTTPClient) Endpoint(ctx context.Context, method, path string) *Endpoin
 		Header:     c.header,
 		Host:       u.Host,
 	}).WithContext(ctx)
-	return &Endpoint{rt: c.rt, tmpl: req}
+	return &Endpoint{rt: c.rt, tmpl: req, path: path}
 }
 
 // Do sends one request with body (nil for none) and returns the status and
@@ -186,6 +187,7 @@ type Endpoint struct {
 
 	rt    http.RoundTripper
 	tmpl  *http.Request
+	path  string // the path Endpoint was made with, after the base
 	buf   []byte // the last body, reusable if reuse is set
 	reuse bool
 	reply []byte
@@ -209,10 +211,29 @@ func (e *Endpoint) Body() []byte {
 // generator does not need and would pay for on every request.
 func (e *Endpoint) Send(body []byte) (status int, reply []byte, err error) {
 	if e.fast != nil {
-		return e.fast.send(body)
+		return e.fast.send(e.fast.method, nil, body)
 	}
+	return e.roundTrip(e.tmpl, body)
+}
+
+// SendURI is Send with another method and request-URI (path and query,
+// already escaped, after the target's base path) on the same connection:
+// what a VU that sends to many keys, with several methods, needs.
+func (e *Endpoint) SendURI(method string, uri, body []byte) (status int, reply []byte, err error) {
+	if e.fast != nil {
+		return e.fast.send(method, uri, body)
+	}
+	path, query, _ := strings.Cut(string(uri), "?")
+	req := e.tmpl.Clone(e.tmpl.Context())
+	req.Method = method
+	req.URL.Path, req.URL.RawPath, req.URL.RawQuery = strings.TrimSuffix(req.URL.Path, e.path)+path, "", query
+	return e.roundTrip(req, body)
+}
+
+// roundTrip sends a copy of tmpl with body through the std client.
+func (e *Endpoint) roundTrip(tmpl *http.Request, body []byte) (status int, reply []byte, err error) {
 	req := new(http.Request)
-	*req = *e.tmpl
+	*req = *tmpl
 	if body != nil {
 		// A *bytes.Reader (bare or in a NopCloser) is a body the
 		// transport knows to be in memory: it then sends headers and body

@@ -26,12 +26,18 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	l := r.Latency
 	mdTable(&b, "Latency (ms)", []string{"avg", "min", "med", "p90", "p95", "p99", "p99.9", "max"},
 		[][]string{{ms2(l.Avg), ms2(l.Min), ms2(l.Med), ms2(l.P90), ms2(l.P95), ms2(l.P99), ms2(l.P999), ms2(l.Max)}})
+	if r.Spike != nil {
+		writeSpikeMarkdown(&b, r)
+	}
 	if keys := failureKeys(r); len(keys) > 0 {
 		rows := make([][]string, 0, len(keys))
 		for _, k := range keys {
 			rows = append(rows, []string{k, itoa(r.Failures[k]), itoa(r.OpFailures[k]), mdEscape(r.FailureExamples[k])})
 		}
 		mdTable(&b, "Failures", []string{"code", "requests", "ops", "example"}, rows)
+	}
+	if r.KV != nil {
+		writeKVMarkdown(&b, r)
 	}
 	mdTable(&b, "Per second", []string{"t (s)", "requests/s", "ops/s", "failed", "p50 (ms)", "p99 (ms)", "max (ms)"}, seriesRows(r.Series))
 	_, err := io.WriteString(w, b.String())

@@ -303,11 +303,15 @@ func copyCounts(m map[string]int64) map[string]int64 {
 
 // Spectrum returns the latency percentile spectrum in HdrHistogram's usual
 // steps (50%, 75%, 87.5%, … up to 100%), for charts and comparisons.
-func (r *Recorder) Spectrum() []Quantile {
+func (r *Recorder) Spectrum() []Quantile { return r.SpectrumTicks(1) }
+
+// SpectrumTicks is Spectrum with ticks steps in each halving of the
+// distance to 100% (wrk2's detailed spectrum has 5).
+func (r *Recorder) SpectrumTicks(ticks int32) []Quantile {
 	if r.counts.Requests == 0 {
 		return nil
 	}
-	brackets := r.hist.CumulativeDistributionWithTicks(1)
+	brackets := r.hist.CumulativeDistributionWithTicks(ticks)
 	out := make([]Quantile, 0, len(brackets))
 	for _, b := range brackets {
 		ms := float64(r.clamp(time.Duration(b.ValueAt)*time.Microsecond)) / float64(time.Millisecond)

@@ -45,8 +45,12 @@ type Result struct {
 	Client ClientCost `json:"client"`
 	// Verdict compares the run with the scenario's target, if it has one.
 	Verdict *Verdict `json:"verdict,omitempty"`
+	// Spike is the spike scenario's own report.
+	Spike *SpikeReport `json:"spike,omitempty"`
 	// Interrupted reports a run cut short by the user.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// KV holds what only the kv scenario reports.
+	KV *KVReport `json:"kv,omitempty"`
 }
 
 // Params are a run's settings: the ones every scenario has, plus the
@@ -143,9 +147,14 @@ func (r *Result) FailureRate() float64 {
 	return max(ratio(r.Totals.Failed, r.Totals.Requests), ratio(r.Totals.FailedOps, r.Totals.Ops))
 }
 
-// Err returns why the run as a whole failed, or nil: nothing completed, or
-// more than MaxFailureRate of it failed.
+// Err returns why the run as a whole failed, or nil: nothing completed,
+// more than MaxFailureRate of it failed, or (spike) a seat was sold wrong.
 func (r *Result) Err() error {
+	if r.Spike != nil {
+		if err := r.Spike.err(r.Totals.Failed); err != nil {
+			return err
+		}
+	}
 	if r.Totals.Requests == 0 {
 		return fmt.Errorf("bench: no request completed")
 	}

@@ -13,12 +13,19 @@ import (
 
 // WriteSummary writes r in the shape of k6's end-of-test summary (see seed
 // 000), so that figures compare line by line with the report: a metric per
-// line, alphabetical, counts with their rate, latency as a trend.
+// line, alphabetical, counts with their rate, latency as a trend. A kv
+// result is written in wrk2's shape instead, as report 004 has it.
 func WriteSummary(w io.Writer, r *Result) error {
+	if r.KV != nil {
+		return writeKVSummary(w, r) // wrk2's shape, as report 004 used
+	}
 	var b strings.Builder
 	writeHeader(&b, r)
 	b.WriteString("\n")
 	writeMetrics(&b, summaryRows(r))
+	if r.Spike != nil {
+		writeSpikeSummary(&b, r)
+	}
 	writeFailures(&b, r)
 	writeClientCost(&b, r)
 	fmt.Fprintf(&b, "\nrunning (%s), %03d/%03d VUs, %d complete", runningClock(r.Totals.Elapsed.Duration()), 0, r.Totals.VUs, r.Totals.Iterations)

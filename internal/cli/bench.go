@@ -30,6 +30,8 @@ line wins over the environment.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newBenchTransferCommand())
+	cmd.AddCommand(newBenchSpikeCommand())
+	cmd.AddCommand(newBenchKVCommand())
 	cmd.AddCommand(newBenchCompareCommand())
 	return cmd
 }

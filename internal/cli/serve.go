@@ -23,6 +23,9 @@ import (
 	"github.com/surge-dev/surge/internal/httpapi"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/telemetry/ledgerspan"
+	"github.com/surge-dev/surge/internal/kv"
+	"github.com/surge-dev/surge/internal/kvapi"
+	"github.com/surge-dev/surge/internal/kvstore"
 	"github.com/surge-dev/surge/internal/ticketapi"
 )
 
@@ -37,6 +40,7 @@ type serveConfig struct {
 	noSync   bool
 	memtable int
 	gcPct    int
+	kvValue  int
 	memLimit int
 	logLevel slog.Level
 	logFmt   telemetry.LogFormat
@@ -51,8 +55,11 @@ func newServeCommand() *cobra.Command {
 		Long: `Run the surge server: every workload on one port, storage embedded under --data.
 
 Listening on a loopback address needs no key. Listening on any other address
-requires --api-key, which every /v1 request must then carry as
+requires --api-key, which every /v1 and /v0 request must then carry as
 "Authorization: Bearer <key>".
+
+Every acknowledged write is on disk (fsync) before its reply; --no-sync trades
+that away, store-wide, for latency.
 
 The live dashboard is at / (http://127.0.0.1:8080/ by default). It and
 /debug/pprof/ are for operators: loopback clients, or others with the API key
@@ -72,9 +79,10 @@ trace and read surge.`,
 	f.IntVar(&c.shards, "shards", 0, "number of shards (0: one per CPU)")
 	f.IntVar(&c.queue, "queue", 65536, "commands a shard may queue before requests are refused with 503")
 	f.IntVar(&c.maxBatch, "max-batch", 4096, "most commands a shard applies per storage commit")
-	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes before fsync: faster, but a crash loses the latest acknowledged writes")
+	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes (ledger and key-value) before fsync: faster, but a crash loses the latest acknowledged writes")
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
+	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
 	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
 	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug (adds a line per request), info, warn or error")
 	f.Var(&c.logFmt, "log-format", "log format: text (key=value) or json")
@@ -89,6 +97,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	if !httpapi.ValidCurrency(c.currency) {
 		return fmt.Errorf("--currency %q: want 1-12 characters of A-Z and 0-9", c.currency)
+	}
+	if err := kv.CheckMaxValue(c.kvValue); err != nil {
+		return fmt.Errorf("--kv-max-value: %w", err)
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(c.gcPct)
@@ -127,6 +138,11 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		ledger = ledgerspan.Wrap(ledger)
 	}
 	api := httpapi.New(ledger, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	// Key-value entries share the ledger's Pebble store, and so its WAL
+	// and fsyncs, under their own key prefix.
+	kvs := kvapi.New(kvstore.New(eng.Store(), reg), kvapi.Options{
+		MaxValueBytes: c.kvValue, Authorize: api.Authorized, Registry: reg, Logger: logger,
+	})
 	var ready atomic.Bool
 	tickets := ticketapi.New(eng, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
 	mux := http.NewServeMux()
@@ -140,7 +156,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: eng}))
 	dash.Start()
 	defer dash.Close()
-	handler := telemetry.NewMiddleware(withDashboard(dash, withPprof(mux, c.apiKey), c.apiKey), telemetry.MiddlewareOptions{
+	handler := telemetry.NewMiddleware(withDashboard(dash, kvs.WithFallback(withPprof(mux, c.apiKey)), c.apiKey), telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
 

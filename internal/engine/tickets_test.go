@@ -276,15 +276,22 @@ func TestHoldExpiresAndSeatsGoBackOnSale(t *testing.T) {
 	}
 }
 
-func TestPayMovesMoneyOnce(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+// sellingEvent creates event "ev" (one area of 2×5 seats at 250) paying
+// account "org", and a "buyer" holding 1000.
+func sellingEvent(t testing.TB, e *Engine) {
+	t.Helper()
 	mustOpenAccount(t, e, "org", 0)
 	mustOpenAccount(t, e, "buyer", 0)
-	mustOpenAccount(t, e, "poor", 0)
 	mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: "buyer", Amount: 1000})
 	spec := testEvent("ev", 1, 2, 5)
 	spec.Organizer = "org"
 	mustCreateEvent(t, e, spec)
+}
+
+func TestPayMovesMoneyOnce(t *testing.T) {
+	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	sellingEvent(t, e)
+	mustOpenAccount(t, e, "poor", 0)
 
 	r := reserveWait(t, e, "u", random("ev", "A0", 3))
 	if _, err := e.PayReservation(ctx, r.ID, "poor"); ledger.CodeOf(err) != ledger.CodeInsufficientFunds {
@@ -313,12 +320,7 @@ func TestPayMovesMoneyOnce(t *testing.T) {
 func TestPaymentsSettledOnReopen(t *testing.T) {
 	dir := t.TempDir()
 	e := openEngine(t, Config{Dir: dir, Shards: 2})
-	mustOpenAccount(t, e, "org", 0)
-	mustOpenAccount(t, e, "buyer", 0)
-	mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: "buyer", Amount: 1000})
-	spec := testEvent("ev", 1, 2, 5)
-	spec.Organizer = "org"
-	mustCreateEvent(t, e, spec)
+	sellingEvent(t, e)
 	paid := reserveWait(t, e, "u", random("ev", "A0", 1))
 	unpaid := reserveWait(t, e, "u", random("ev", "A0", 1))
 

@@ -200,6 +200,10 @@ func (a *API) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, internalProblem) // a no-op on the wire if the reply had started
 }
 
+// Authorized reports whether r carries the API key (always true without
+// one), for other transports on the same port that the key must guard.
+func (a *API) Authorized(r *http.Request) bool { return a.authorized(r) }
+
 // authorized checks the bearer token in constant time. Comparing SHA-256
 // digests keeps even the key's length from leaking through timing.
 func (a *API) authorized(r *http.Request) bool {

@@ -17,6 +17,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+func TestClassifyTrailingSlashRule(t *testing.T) {
+	c := newClassifier([]Rule{{"/rpc/", WorkloadWallet}}, NewMeter(Workloads...))
+	for path, want := range map[string]int{"/rpc/wallet.Wallet/Transfer": 3, "/rpc/": 3, "/rpc": -1, "/rpcx/y": -1} {
+		if got := c.classify(httptest.NewRequest("POST", path, nil)); got != want {
+			t.Errorf("classify(%s) = %d, want %d", path, got, want)
+		}
+	}
+}
+
 func TestClassify(t *testing.T) {
 	c := newClassifier(DefaultRules, NewMeter(Workloads...))
 	cases := []struct {
@@ -37,7 +46,8 @@ func TestClassify(t *testing.T) {
 		{"/v1/transfersx", "", ""}, // likewise
 		{"/metrics", "", ""},       // no workload
 		{"/", "", ""},              // the dashboard
-		{"/v0", "", ""},            // "/v0/" matches below it only
+		{"/v0", "", WorkloadKV},
+		{"/v0x", "", ""},
 		{"/healthz", "text/plain", ""},
 	}
 	for _, tc := range cases {

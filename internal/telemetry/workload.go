@@ -34,7 +34,7 @@ var DefaultRules = []Rule{
 	{"/v1/ledger", WorkloadLedger},
 	{"/v1/event", WorkloadTickets},
 	{"/v1/reservation", WorkloadTickets},
-	{"/v0/", WorkloadKV},
+	{"/v0", WorkloadKV},
 }
 
 // classifier maps a request to a workload index of a Meter.

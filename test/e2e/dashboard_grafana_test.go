@@ -49,6 +49,8 @@ func TestDashboardGrafanaQueriesExist(t *testing.T) {
 	must(t, r, err, http.StatusOK, "")
 	mustCreateEvent(t, s.c, Event{EventName: "g-ev", Artist: "a", Areas: spikeAreas(1, 1, 2)})
 	mustReserve(t, s.c, ReserveReq{UserID: "u", EventID: "g-ev", AreaID: "A0", NumOfSeats: 1, Type: "RANDOM"})
+	r, err = s.c.raw(http.MethodPut, "/v0/entity?id=g", "", []byte("v"))
+	must(t, r, err, http.StatusCreated, "")
 
 	r, err = s.c.raw(http.MethodGet, "/metrics", "", nil)
 	if err != nil || r.Status != http.StatusOK {

@@ -1,4 +1,4 @@
-// Package e2e is the black-box end-to-end suite of surge's ledger. It builds
+// Package e2e is the black-box end-to-end suite of surge. It builds
 // the real binary, runs it as a process on a loopback port and drives it over
 // real HTTP, exactly as a client would: no mocks, no internal packages. The
 // contract it checks is docs/API.md and the promises of SPEC §5.
@@ -23,4 +23,15 @@
 //     acknowledged and leaves nothing half done.
 //   - TestRestartPersistence: state survives SIGTERM and kill -9 restarts.
 //   - TestRefusesPublicAddressWithoutKey, TestAPIKey: security defaults.
+//   - TestTicketLifecycle: events, RANDOM and SELF_PICK reservations,
+//     long-polls, ?wait, payment, cancellation, expiry and resale.
+//   - TestTicketBadInput: malformed requests are refused and change nothing;
+//     what ticket-master reports as failed reservations fails with its codes.
+//   - TestTicketSpikeSellsExactlyTheCapacity: many clients over few seats
+//     sell every seat once and decide every reservation.
+//   - TestTicketCrashDuringSpike: kill -9 during a spike keeps every seat
+//     answered RESERVED, and seat maps agree with availability.
+//   - The TestKV tests: the highload-dht course's assertions on /v0, kill -9
+//     under concurrent writes, and porcupine-checked linearizability across
+//     a kill and restart.
 package e2e

@@ -1,0 +1,286 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Targets from SPEC §8 for the kv scenario.
+const (
+	TargetKVOneConnRPS = 12000 // PUT or GET on one connection, at p99 ≤ 1 ms
+	TargetKVP99Ms      = 1
+	TargetKVManyConns  = 64
+	TargetKVManyRPS    = 60000
+)
+
+// KV operations: what each request of a run does.
+const (
+	KVPut    = "put"
+	KVGet    = "get"
+	KVDelete = "delete"
+	KVMixed  = "mixed" // GETs and PUTs, ReadShare of them GETs
+	KVRange  = "range" // GET /v0/entities over RangeKeys consecutive keys
+)
+
+// Key distributions.
+const (
+	KVUniform = "uniform"
+	KVZipf    = "zipf"
+)
+
+// KVConfig configures the kv scenario, report 004's wrk2 runs: an open
+// model at a constant rate against the highload-dht API. Common.VUs is
+// the number of connections.
+type KVConfig struct {
+	Common
+	// Rate is the total requests due per second; with FindMax, the rate
+	// the search starts from.
+	Rate float64
+	// Op is one of KVPut, KVGet, KVDelete, KVMixed, KVRange.
+	Op string
+	// Keys is the key space: keys k0000000000 … k<Keys-1>, zero-padded so
+	// that numeric and key order agree.
+	Keys int
+	// Dist picks keys: KVUniform, or KVZipf with exponent ZipfS (> 1),
+	// the lowest keys hottest.
+	Dist  string
+	ZipfS float64
+	// ValueSize is the size of each PUT's value, random bytes.
+	ValueSize int
+	// Prefill, if positive, PUTs keys 0 … Prefill-1 through the public
+	// API with PrefillConns connections before the run.
+	Prefill      int
+	PrefillConns int
+	// RangeKeys is the width of each range of KVRange, in keys.
+	RangeKeys int
+	// ReadShare is the share of GETs in KVMixed.
+	ReadShare float64
+	// FindMax searches for the highest rate that meets SLO, running one
+	// probe of Common.Duration per rate tried, at most MaxProbes.
+	FindMax   bool
+	SLO       string
+	MaxProbes int
+}
+
+// DefaultKVConfig returns report 004's settings: one connection, PUTs over
+// 1.3 million keys.
+func DefaultKVConfig() KVConfig {
+	c := DefaultCommon()
+	c.VUs, c.Duration, c.Timeout = 1, 30*time.Second, 10*time.Second
+	return KVConfig{
+		Common: c, Rate: 1000, Op: KVPut, Keys: 1_300_000, Dist: KVUniform, ZipfS: 1.1,
+		ValueSize: 100, PrefillConns: 64, RangeKeys: 10, ReadShare: 0.5,
+		SLO: "p99=1ms", MaxProbes: 12,
+	}
+}
+
+func (c KVConfig) validate() error {
+	if err := c.Common.validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Duration <= 0:
+		return errors.New("bench: kv needs a --duration")
+	case c.Rate <= 0:
+		return errors.New("bench: --rate must be positive")
+	case c.Op != KVPut && c.Op != KVGet && c.Op != KVDelete && c.Op != KVMixed && c.Op != KVRange:
+		return fmt.Errorf("bench: --op must be put, get, delete, mixed or range, not %q", c.Op)
+	case c.Keys < 1 || c.Keys > 1e10:
+		return errors.New("bench: --keys must be between 1 and 10,000,000,000")
+	case c.Dist != KVUniform && c.Dist != KVZipf:
+		return fmt.Errorf("bench: --keys-dist must be uniform or zipf, not %q", c.Dist)
+	case c.Dist == KVZipf && c.ZipfS <= 1:
+		return errors.New("bench: --zipf-s must be greater than 1")
+	case c.ValueSize < 0 || c.Prefill < 0 || c.PrefillConns < 1 || c.RangeKeys < 1:
+		return errors.New("bench: --value-size and --prefill must not be negative, --prefill-connections and --range-keys must be positive")
+	case c.ReadShare < 0 || c.ReadShare > 1:
+		return errors.New("bench: --read-share must be between 0 and 1")
+	case c.FindMax && c.MaxProbes < 1:
+		return errors.New("bench: --max-probes must be positive")
+	}
+	if c.FindMax {
+		if _, err := ParseSLO(c.SLO); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RunKV runs the kv scenario against cfg.Target: the prefill if asked,
+// then one run at cfg.Rate, or the search of FindMax.
+func RunKV(ctx context.Context, cfg KVConfig) (*Result, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Prefill > cfg.Keys {
+		cfg.Keys = cfg.Prefill
+	}
+	cfg.Common = cfg.Common.withDefaults()
+	client, err := cfg.httpClient(max(cfg.VUs, cfg.PrefillConns))
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	progress := NewProgress(cfg.Log, "")
+	if err := checkReady(ctx, client); err != nil {
+		return nil, err
+	}
+	if cfg.Prefill > 0 {
+		if err := prefillKV(ctx, client, cfg, progress); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.FindMax {
+		return findMaxKV(ctx, client, cfg, progress)
+	}
+	progress.Printf("kv: %s at %s/s on %d connections for %s", cfg.Op, ratef(cfg.Rate), cfg.VUs, k6Duration(cfg.Duration))
+	return runKV(ctx, client, cfg, cfg.Rate, progress.Tick, nil)
+}
+
+// runKV runs the schedule once at rate and builds its Result, with the
+// latency at each quantile of slo.
+func runKV(ctx context.Context, client *HTTPClient, cfg KVConfig, rate float64, onTick func(Tick), slo []SLOTerm) (*Result, error) {
+	var misses atomic.Int64
+	values := randomBytes(cfg.Seed, 2*cfg.ValueSize+1)
+	open := Open{Connections: cfg.VUs, Rate: rate, Duration: cfg.Duration, Warmup: cfg.Warmup, Seed: cfg.Seed, OnTick: onTick}
+	run, err := open.Run(ctx, func(vctx context.Context, vu *VU) (Request, error) {
+		return newKVConn(vctx, client, cfg, vu, values, &misses).send, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := NewResult("kv", cfg.params(kvParams(cfg, rate)), run.Run, client)
+	res.Spectrum = run.Stats.SpectrumTicks(wrkTicksPerHalf)
+	res.KV = &KVReport{
+		Rate: rate, Op: cfg.Op, Unsent: run.Unsent, Misses: misses.Load(),
+		LatencyStdevMs: run.Stats.StdDevMs(), WithinStdev: run.Stats.WithinStdev(),
+	}
+	if len(slo) > 0 {
+		res.KV.SLOMs = map[string]float64{}
+		for _, t := range slo {
+			res.KV.SLOMs[t.Name] = float64(run.Stats.Quantile(t.Quantile)) / float64(time.Millisecond)
+		}
+	}
+	res.Verdict = kvVerdict(res, cfg)
+	return res, nil
+}
+
+func kvParams(c KVConfig, rate float64) map[string]string {
+	return map[string]string{
+		"op": c.Op, "rate": strconv.FormatFloat(rate, 'f', -1, 64), "connections": strconv.Itoa(c.VUs),
+		"keys": strconv.Itoa(c.Keys), "keys_dist": c.Dist, "value_size": strconv.Itoa(c.ValueSize),
+		"prefill": strconv.Itoa(c.Prefill), "http_client": string(c.Client.orDefault()),
+	}
+}
+
+// kvVerdict judges a run against SPEC §8: ≥ 12,000 PUTs or GETs per
+// second at p99 ≤ 1 ms on one connection, ≥ 60,000 per second on 64.
+func kvVerdict(r *Result, c KVConfig) *Verdict {
+	ok := r.Totals.Requests - r.Totals.Failed
+	rps := perSecond(ok, float64(r.Totals.Elapsed))
+	detail := fmt.Sprintf("%s requests/s, p99 %s", ratef(rps), k6Duration(msDuration(r.Latency.P99)))
+	switch {
+	case c.VUs >= TargetKVManyConns:
+		return &Verdict{Target: fmt.Sprintf("≥ %s requests/s on %d connections", thousands(TargetKVManyRPS), TargetKVManyConns),
+			Pass: rps >= TargetKVManyRPS && r.FailureRate() <= MaxFailureRate, Detail: detail}
+	case c.VUs == 1 && (c.Op == KVPut || c.Op == KVGet):
+		return &Verdict{Target: fmt.Sprintf("≥ %s %ss/s at p99 ≤ %d ms on one connection", thousands(TargetKVOneConnRPS), c.Op, TargetKVP99Ms),
+			Pass: rps >= TargetKVOneConnRPS && r.Latency.P99 <= TargetKVP99Ms && r.FailureRate() <= MaxFailureRate, Detail: detail}
+	}
+	return nil
+}
+
+// kvConn is one connection's request maker.
+type kvConn struct {
+	ep     *Endpoint
+	cfg    *KVConfig
+	keys   func() int // the next key's index
+	values []byte     // PUT values are windows into it
+	uri    []byte     // the request-URI, rebuilt per request
+	misses *atomic.Int64
+}
+
+func newKVConn(ctx context.Context, c *HTTPClient, cfg KVConfig, vu *VU, values []byte, misses *atomic.Int64) *kvConn {
+	k := &kvConn{ep: c.Endpoint(ctx, http.MethodGet, "/v0/entity"), cfg: &cfg, values: values, misses: misses}
+	k.keys = func() int { return vu.Rand.IntN(cfg.Keys) }
+	if cfg.Dist == KVZipf && cfg.Keys > 1 {
+		z := rand.NewZipf(vu.Rand, cfg.ZipfS, 1, uint64(cfg.Keys-1))
+		k.keys = func() int { return int(z.Uint64()) }
+	}
+	return k
+}
+
+// send sends one request of the configured operation.
+func (k *kvConn) send(ctx context.Context, vu *VU) Outcome {
+	op := k.cfg.Op
+	if op == KVMixed {
+		op = KVPut
+		if vu.Rand.Float64() < k.cfg.ReadShare {
+			op = KVGet
+		}
+	}
+	i := k.keys()
+	var method string
+	var body []byte
+	want := http.StatusOK
+	switch op {
+	case KVRange:
+		k.uri = appendKVKey(append(k.uri[:0], "/v0/entities?start="...), i)
+		k.uri = appendKVKey(append(k.uri, "&end="...), i+k.cfg.RangeKeys)
+		method = http.MethodGet
+	default:
+		k.uri = appendKVKey(append(k.uri[:0], "/v0/entity?id="...), i)
+		switch op {
+		case KVPut:
+			method, want = http.MethodPut, http.StatusCreated
+			off := vu.Rand.IntN(len(k.values) - k.cfg.ValueSize)
+			body = k.values[off : off+k.cfg.ValueSize]
+		case KVDelete:
+			method, want = http.MethodDelete, http.StatusAccepted
+		default:
+			method = http.MethodGet
+		}
+	}
+	status, reply, err := k.ep.SendURI(method, k.uri, body)
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
+			return Outcome{}
+		}
+		return Outcome{Failure: ErrorKey(err), Detail: err.Error()}
+	case status == want:
+		return Outcome{}
+	case status == http.StatusNotFound && op == KVGet:
+		k.misses.Add(1) // a miss is an answer, not a failure (wrk2 counts it as non-2xx)
+		return Outcome{}
+	}
+	return Outcome{Failure: StatusKey(status, reply), Detail: ProblemDetail(reply)}
+}
+
+// appendKVKey appends key i: "k" and ten zero-padded digits.
+func appendKVKey(b []byte, i int) []byte {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(i), 10)
+	b = append(b, 'k')
+	for range 10 - len(d) {
+		b = append(b, '0')
+	}
+	return append(b, d...)
+}
+
+// randomBytes returns n bytes from a source seeded with seed: values are
+// windows into them, binary like the course's random values.
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 0xb5))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}

@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Open is the open load model of wrk2: requests are due at a constant
+// total Rate, spread evenly over the connections, whatever the server's
+// latency. A connection whose previous request is still out sends its next
+// one as soon as it can, and every latency is measured from the moment the
+// request was due, not from when it was sent: a server that stalls is
+// charged for every request the stall delayed (coordinated omission
+// corrected), which a closed loop, waiting politely, would never send.
+type Open struct {
+	// Connections is the number of connections, each with at most one
+	// request in flight (as wrk2's, without pipelining).
+	Connections int
+	// Rate is the total number of requests due per second.
+	Rate float64
+	// Duration is the measured phase: requests due within it are sent.
+	Duration time.Duration
+	// Warmup runs the schedule unmeasured first.
+	Warmup time.Duration
+	// Seed seeds each connection's random source (with its index).
+	Seed uint64
+	// OnTick, if set, is called once a second with the last closed second.
+	OnTick func(Tick)
+}
+
+// Request sends one request for vu and returns its outcome. When ctx is
+// cancelled the run is being interrupted; the outcome is then dropped.
+type Request func(ctx context.Context, vu *VU) Outcome
+
+// OpenRun is what an open-model run measured.
+type OpenRun struct {
+	*Run
+	// Unsent counts requests due in the measured phase that were never
+	// sent, because their connection was still waiting for earlier
+	// replies when the phase ended.
+	Unsent int64
+}
+
+// Run prepares a Request per connection, then runs the schedule.
+func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU) (Request, error)) (*OpenRun, error) {
+	if o.Connections <= 0 || o.Rate <= 0 || o.Duration <= 0 || o.Warmup < 0 {
+		return nil, errors.New("bench: an open-model run needs connections, a rate and a duration")
+	}
+	ctl := newRunControl(ctx, o.Warmup, o.Duration)
+	defer ctl.cancel()
+	vus := make([]*VU, o.Connections)
+	sends := make([]Request, o.Connections)
+	for i := range vus {
+		vus[i] = &VU{ID: i, Rand: rand.New(rand.NewPCG(o.Seed, uint64(i)))}
+		send, err := prepare(ctl.ctx, vus[i])
+		if err != nil {
+			return nil, err
+		}
+		sends[i] = send
+	}
+	first := time.Now()
+	origin := first.Add(o.Warmup)
+	end := origin.Add(o.Duration)
+	col := NewCollector(origin, o.Connections, o.OnTick)
+	for _, vu := range vus {
+		vu.rec = col.NewRecorder()
+	}
+	col.Start()
+	ctl.start()
+	var wg sync.WaitGroup
+	var unsent atomic.Int64
+	for i, vu := range vus {
+		wg.Go(func() {
+			defer vu.rec.Flush()
+			unsent.Add(o.loop(ctl.ctx, vu, sends[i], first, origin, end, &ctl.stop))
+		})
+	}
+	wg.Wait()
+	stopped := time.Now()
+	cpu := ctl.finish()
+	run := &Run{Start: origin, Elapsed: max(stopped.Sub(origin), 0), VUs: o.Connections,
+		Stats: NewRecorder(origin), CPU: cpu, Interrupted: ctx.Err() != nil}
+	run.Series = col.Stop(stopped)
+	for _, vu := range vus {
+		run.Stats.Merge(vu.rec)
+	}
+	return &OpenRun{Run: run, Unsent: unsent.Load()}, nil
+}
+
+// interval is the time between two requests of one connection.
+func (o Open) interval() time.Duration {
+	return time.Duration(float64(time.Second) * float64(o.Connections) / o.Rate)
+}
+
+// loop is one connection's schedule: its requests are due every interval,
+// offset by its index so that the connections' sends interleave evenly. It
+// returns how many requests of the measured phase it never sent.
+func (o Open) loop(ctx context.Context, vu *VU, send Request, first, origin, end time.Time, stop *atomic.Bool) (unsent int64) {
+	every := o.interval()
+	due := first.Add(time.Duration(float64(vu.ID) * float64(time.Second) / o.Rate))
+	for ; due.Before(end); due = due.Add(every) {
+		if stop.Load() {
+			// The phase ended (or the user interrupted) while this
+			// connection was behind its schedule.
+			return int64((end.Sub(due) + every - 1) / every)
+		}
+		sleepUntil(due)
+		vu.measured = !due.Before(origin)
+		out := send(ctx, vu)
+		if ctx.Err() != nil {
+			return 0
+		}
+		vu.Record(due, out)
+		vu.N++
+	}
+	return 0
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package bench
+
+import "time"
+
+// sleepUntil returns at t, as precisely as Go's timers allow here (see the
+// Linux version for why precision matters).
+func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }

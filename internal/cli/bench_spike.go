@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/surge-dev/surge/internal/bench"
+)
+
+func newBenchSpikeCommand() *cobra.Command {
+	cfg := bench.DefaultSpikeConfig()
+	var opts benchOptions
+	cmd := &cobra.Command{
+		Use:   "spike",
+		Short: "A burst of seat reservations for a fixed stock (ticket-master, seeds 002/003)",
+		Long: `Reproduce ticket-master's spike test (seeds 002 and 003): create --events events
+of --areas areas of --rows × --cols seats, then fire -n reservation requests
+from -c concurrent workers. Each request asks for 1 to --max-seats adjacent
+seats (RANDOM) of a random area of a random event, then waits for the outcome
+with a long-poll GET /v1/reservation/{id}, as ticket-master's Go client does
+(GET again on 503); with --wait it asks for the outcome in the POST's own
+reply (?wait=) instead.
+
+Latency is measured per request from its start (the POST) to its outcome;
+server processing time sums, over the request's exchanges, the time from
+sending each to having its reply (httpstat's ServerProcessing). The summary
+adds the completion time, the sold-out time (from the replies, and the
+server's own soldOutAt when it reports one), the seats sold per area and in
+total, the reservations by outcome, and the server's peak RSS from /metrics.
+
+No seat may be sold twice. The run keeps a bit per seat: a seat in two
+RESERVED replies is a double booking. After the run it reads every area's
+seat map from the server and checks that each sold seat is held by the
+reservation whose reply had it, and that the server holds no other seats.
+The exit status is 1 on any double booking or disagreement with the seat
+maps, and when setup failed, the target was unreachable, or more than 1% of
+requests failed.
+
+Events are named <prefix>-0, <prefix>-1, …: new ones every run unless
+--event-prefix is given (creating an event again with the same definition is
+a replay, so its seats may already be sold).`,
+		Example: `  surge bench spike -n 1000000 --events 4 --areas 100 --rows 20 --cols 20
+  surge bench spike -n 50000 --areas 80 -c 500 --wait 10s --out spike.json`,
+		Args:         cobra.NoArgs,
+		SilenceUsage: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
+				return err
+			}
+			return runBenchScenario(cmd, opts, func(cmd *cobra.Command) (*bench.Result, error) {
+				cfg.Log = cmd.ErrOrStderr()
+				return bench.RunSpike(cmd.Context(), cfg)
+			})
+		},
+	}
+	fs := cmd.Flags()
+	addSpikeCommonFlags(fs, &cfg.Common, &opts)
+	fs.IntVar(&cfg.Events, "events", cfg.Events, "number of events to create")
+	fs.IntVar(&cfg.Areas, "areas", cfg.Areas, "areas per event")
+	fs.IntVar(&cfg.Rows, "rows", cfg.Rows, "rows of seats per area")
+	fs.IntVar(&cfg.Cols, "cols", cfg.Cols, "seats per row")
+	fs.IntVar(&cfg.MaxSeats, "max-seats", cfg.MaxSeats, "each request asks for 1 to this many adjacent seats")
+	fs.StringVar(&cfg.EventPrefix, "event-prefix", cfg.EventPrefix, "name the events <prefix>-0, <prefix>-1, …; empty: spike-<run id>, new events every run")
+	fs.DurationVar(&cfg.Wait, "wait", cfg.Wait, "ask for the final reservation in the POST's reply (?wait=DURATION) instead of a long-poll GET; 0: POST then GET")
+	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "hold time of the events' reservations (holdSeconds); longer than the run, so the seat maps still hold every sale when checked")
+	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "times a request answered 503 is sent again")
+	bench.DocumentEnv(fs, bench.EnvPrefix)
+	return cmd
+}
+
+// addSpikeCommonFlags adds the flags every scenario has, in the spike's
+// terms: ticket-master's client spells the requests -n and ghz the
+// concurrency -c. There is no warm-up: it would sell the seats.
+func addSpikeCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions) {
+	common := pflag.NewFlagSet("common", pflag.ContinueOnError)
+	addBenchCommonFlags(common, c, opts)
+	spike := map[string]struct{ shorthand, usage string }{
+		"vus":        {"c", "concurrent workers, each with one reservation in flight (and one connection)"},
+		"iterations": {"n", "reservation requests in all, shared evenly by the workers"},
+		"duration":   {"", "stop after this long even if not all -n requests are done; 0: no limit"},
+		"seed":       {"", "seed for the random areas and seat counts, to repeat a run's choices; 0 picks one (reported in the summary)"},
+	}
+	common.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "warmup" {
+			return
+		}
+		if s, ok := spike[f.Name]; ok {
+			f.Shorthand, f.Usage = s.shorthand, s.usage
+		}
+		fs.AddFlag(f)
+	})
+}

@@ -1,0 +1,159 @@
+// Package kvstore keeps surge's key-value entries (SPEC §3.3) in the
+// engine's Pebble store and makes its reads linearizable.
+//
+// Writes go straight to Pebble from the request's goroutine: a PUT or
+// DELETE is one batch committed with a WAL fsync, and Pebble's log writer
+// serves every commit waiting at the same moment with one fsync (group
+// commit; see store.WALSyncs and its tests). So concurrent writers share
+// fsyncs without a queue of our own.
+//
+// Reads need care: Pebble makes a committed batch visible to readers before
+// its WAL fsync has finished, and a kill -9 in that window would undo a
+// value a reader had already been shown. So every write marks its key's
+// slot in a table of in-flight writes before it commits and unmarks it once
+// durable, and a read that finds its key's slot marked after reading waits
+// for a WAL fsync that covers everything it could have seen (see settle).
+package kvstore
+
+import (
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/surge-dev/surge/internal/store"
+)
+
+// slots is the size of the in-flight table. Keys share a slot by hash; a
+// shared slot only makes a read wait for a fsync it did not need, so the
+// table is sized to make that rare with hundreds of writers in flight.
+const slots = 4096
+
+// Store reads and writes key-value entries. It is safe for concurrent use.
+type Store struct {
+	db *store.Store
+	// durable is false when the store runs without fsync (--no-sync):
+	// nothing is promised across a crash, so reads need not wait.
+	durable bool
+	// writing counts, per slot of key hashes, the writes that are committing
+	// and not yet durable; pending counts them all, for range scans.
+	writing [slots]atomic.Int32
+	pending atomic.Int64
+	metrics metrics
+}
+
+type metrics struct {
+	barriers prometheus.Counter
+}
+
+// New returns a Store over db, registering its metrics with reg (nil:
+// none).
+func New(db *store.Store, reg prometheus.Registerer) *Store {
+	s := &Store{db: db, durable: db.Syncs()}
+	s.metrics.barriers = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "surge_kv_read_barriers_total",
+		Help: "Key-value reads that met a write in flight on their key (or on all keys, for ranges) and waited for a WAL fsync before answering.",
+	})
+	if reg != nil {
+		reg.MustRegister(s.metrics.barriers, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "surge_storage_wal_fsyncs_total",
+			Help: "WAL fsyncs of the storage engine; fewer than durable commits when concurrent commits share them (group commit).",
+		}, func() float64 { return float64(db.WALSyncs()) }))
+	}
+	return s
+}
+
+// Put stores value under key; once it returns nil the value is durable
+// (unless the store runs with NoSync).
+func (s *Store) Put(key string, value []byte) error {
+	slot := s.begin(key)
+	defer s.end(slot)
+	return s.db.PutKV(key, value)
+}
+
+// Delete removes key, durably as Put. Deleting an absent key succeeds.
+func (s *Store) Delete(key string) error {
+	slot := s.begin(key)
+	defer s.end(slot)
+	return s.db.DeleteKV(key)
+}
+
+// Get looks key up and calls fn with its value, or with found false. value
+// is valid only during the call. fn runs only once the answer is durable:
+// no crash can undo what it is shown.
+func (s *Store) Get(key string, fn func(value []byte, found bool) error) error {
+	found, err := s.db.GetKV(key, func(v []byte) error {
+		if err := s.settle(key); err != nil {
+			return err
+		}
+		return fn(v, true)
+	})
+	if err != nil || found {
+		return err
+	}
+	if err := s.settle(key); err != nil {
+		return err
+	}
+	return fn(nil, false)
+}
+
+// Scan opens an iterator over the keys in [start, end) (to the last key if
+// end is empty), in key order, over a snapshot of the store of this moment.
+// Like Get, it returns only once everything in the snapshot is durable.
+// The iterator must be closed.
+func (s *Store) Scan(start, end string) (*store.KVIter, error) {
+	it, err := s.db.ScanKV(start, end)
+	if err != nil {
+		return nil, err
+	}
+	// A range can miss a key because an undurable DELETE hides it, so
+	// every write in flight matters, not only those to keys it returns.
+	if s.durable && s.pending.Load() != 0 {
+		s.metrics.barriers.Inc()
+		if err := s.db.SyncWAL(); err != nil {
+			it.Close()
+			return nil, err
+		}
+	}
+	return it, nil
+}
+
+// begin marks a write to key as in flight and returns its slot (-1 when
+// nothing needs marking).
+func (s *Store) begin(key string) int {
+	if !s.durable {
+		return -1
+	}
+	slot := slotOf(key)
+	s.writing[slot].Add(1)
+	s.pending.Add(1)
+	return slot
+}
+
+// end unmarks a write begun with begin, once it is durable or has failed.
+func (s *Store) end(slot int) {
+	if slot < 0 {
+		return
+	}
+	s.pending.Add(-1)
+	s.writing[slot].Add(-1)
+}
+
+// settle is called after a read of key and returns once what it read is
+// durable. The read saw only writes that had begun (a write is marked
+// before it commits, and Pebble shows a batch only once committed); any of
+// those not yet durable is still marked. If none is marked, the read is
+// durable already. Otherwise a WAL fsync issued now covers every batch the
+// read could have seen, because Pebble writes the WAL in commit order and
+// an fsync makes all of it durable up to that point. Waiting for it rather
+// than for the marked writes themselves means a reader is never held up by
+// writes that began after it looked, however hot the key.
+func (s *Store) settle(key string) error {
+	if !s.durable || s.writing[slotOf(key)].Load() == 0 {
+		return nil
+	}
+	s.metrics.barriers.Inc()
+	return s.db.SyncWAL()
+}
+
+func slotOf(key string) int { return int(xxhash.Sum64String(key) & (slots - 1)) }

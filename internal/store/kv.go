@@ -1,0 +1,153 @@
+package store
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Key-value entries (SPEC §3.3) live beside the ledger in the same Pebble
+// database, under their own prefix: kv/<key>. No ledger prefix (la/ lt/ lh/
+// lo/ lp/) starts with "kv", so the spaces cannot meet, and a scan bounded
+// by [kv/, kv0) sees entries only ('0' is the byte after '/').
+const (
+	kvPrefix = "kv/"
+	kvEnd    = "kv0"
+)
+
+// kvKeys recycles the buffers that storage keys are built in, so that a
+// request costs no allocation for its key.
+var kvKeys = sync.Pool{New: func() any { b := make([]byte, 0, 64); return &b }}
+
+func kvKey(key string) *[]byte {
+	p := kvKeys.Get().(*[]byte)
+	*p = append(append((*p)[:0], kvPrefix...), key...)
+	return p
+}
+
+func releaseKey(p *[]byte) { kvKeys.Put(p) }
+
+// PutKV stores value under key and makes it durable (unless the store runs
+// with NoSync) before it returns. Concurrent calls share WAL fsyncs: see
+// Commit.
+func (s *Store) PutKV(key string, value []byte) error {
+	k := kvKey(key)
+	defer releaseKey(k)
+	b := s.db.NewBatch()
+	_ = b.Set(*k, value, nil) // a batch Set fails only once the batch is committed
+	return s.Commit(b)
+}
+
+// DeleteKV removes key, durably as PutKV. Removing an absent key is not an
+// error.
+func (s *Store) DeleteKV(key string) error {
+	k := kvKey(key)
+	defer releaseKey(k)
+	b := s.db.NewBatch()
+	_ = b.Delete(*k, nil)
+	return s.Commit(b)
+}
+
+// GetKV looks key up. If it is present, fn is called with its value, which
+// is valid only during the call (it points into storage, not a copy), and
+// found is true.
+func (s *Store) GetKV(key string, fn func(value []byte) error) (found bool, err error) {
+	k := kvKey(key)
+	defer releaseKey(k)
+	v, closer, err := s.db.Get(*k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	err = fn(v)
+	if cerr := closer.Close(); err == nil {
+		err = cerr
+	}
+	return true, err
+}
+
+// KVIter walks the entries of a key range in key order, over a consistent
+// snapshot of the store taken when it was opened. It must be closed.
+type KVIter struct {
+	it      *pebble.Iterator
+	started bool
+	err     error
+}
+
+// ScanKV opens an iterator over the keys in [start, end), or from start to
+// the last key if end is empty.
+func (s *Store) ScanKV(start, end string) (*KVIter, error) {
+	upper := []byte(kvEnd)
+	if end != "" {
+		upper = []byte(kvPrefix + end)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(kvPrefix + start), UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	return &KVIter{it: it}, nil
+}
+
+// Next returns the next entry, or ok false at the end of the range or on
+// an error (see Err). key and value are valid until the next call.
+func (i *KVIter) Next() (key, value []byte, ok bool) {
+	if i.err != nil {
+		return nil, nil, false
+	}
+	if i.started {
+		ok = i.it.Next()
+	} else {
+		ok, i.started = i.it.First(), true
+	}
+	if !ok {
+		return nil, nil, false
+	}
+	if value, i.err = i.it.ValueAndErr(); i.err != nil {
+		return nil, nil, false
+	}
+	return i.it.Key()[len(kvPrefix):], value, true
+}
+
+// Err reports the error that ended the walk, if any.
+func (i *KVIter) Err() error {
+	if i.err != nil {
+		return i.err
+	}
+	return i.it.Error()
+}
+
+// Close releases the iterator's snapshot.
+func (i *KVIter) Close() error { return i.it.Close() }
+
+// Syncs reports whether commits wait for the WAL fsync: false when the
+// store runs with NoSync.
+func (s *Store) Syncs() bool { return s.writeO == pebble.Sync }
+
+// SyncWAL returns once everything committed to the store before the call
+// is on disk. It appends an empty record to the WAL and waits for its
+// fsync: Pebble writes the WAL in commit order and an fsync covers every
+// record before it, so this makes durable every batch that was visible to
+// readers when it was called. It joins the fsync of concurrent commits
+// like any commit does.
+func (s *Store) SyncWAL() error { return s.db.LogData(nil, pebble.Sync) }
+
+// WALSyncs returns how many WAL fsyncs the store has done since it was
+// opened, as Pebble's log writer counts them: with many commits waiting
+// at once, one fsync serves them all, so this grows slower than the number
+// of durable commits under concurrency. It gathers all of Pebble's
+// metrics, so it is for monitoring, not for a request's path.
+func (s *Store) WALSyncs() uint64 {
+	h := s.db.Metrics().LogWriter.FsyncLatency
+	if h == nil {
+		return 0
+	}
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetHistogram().GetSampleCount()
+}
