@@ -52,7 +52,29 @@ var figures = []figure{
 	{"latency max ms", lower, always(func(r *Result) float64 { return r.Latency.Max })},
 	{"elapsed s", neutral, always(func(r *Result) float64 { return float64(r.Totals.Elapsed) })},
 	{"load generator µs/request", lower, func(r *Result) (float64, bool) { return r.Client.MicrosPerRequest, r.Client.CPU >= 0 }},
+	{"spike: seats sold", higher, spike(func(s *SpikeReport) (float64, bool) { return float64(s.SeatsSold), true })},
+	{"spike: sold out after s", lower, spike(func(s *SpikeReport) (float64, bool) {
+		if s.LastSale == nil || !s.SoldOut() {
+			return 0, false
+		}
+		return float64(*s.LastSale), true
+	})},
+	{"spike: double bookings", lower, spike(func(s *SpikeReport) (float64, bool) { return float64(s.DoubleBookings), true })},
+	{"spike: server peak RSS MiB", lower, spike(func(s *SpikeReport) (float64, bool) {
+		return float64(s.ServerPeakRSS) / (1 << 20), s.ServerPeakRSS >= 0
+	})},
 }
+
+// spike reads a figure of a spike's own report, present only in spikes.
+func spike(f func(*SpikeReport) (float64, bool)) func(*Result) (float64, bool) {
+	return func(r *Result) (float64, bool) {
+		if r.Spike == nil {
+			return 0, false
+		}
+		return f(r.Spike)
+	}
+}
+
 
 // ReadResultFile reads a Result written with --out FILE.json.
 func ReadResultFile(path string) (*Result, error) {
@@ -163,7 +185,7 @@ func present(v float64, ok bool) string {
 	switch {
 	case !ok:
 		return "—"
-	case v == math.Trunc(v) && math.Abs(v) >= 1000:
+	case v == math.Trunc(v):
 		return thousands(int64(v))
 	case math.Abs(v) >= 100:
 		return ratef(v)

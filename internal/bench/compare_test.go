@@ -82,3 +82,37 @@ func TestReadResultFile(t *testing.T) {
 		}
 	}
 }
+
+func TestCompareSpikes(t *testing.T) {
+	a, b := spikeResult(), spikeResult()
+	faster := Seconds(5.1)
+	b.Spike.LastSale = &faster
+	b.Spike.ServerPeakRSS = 900 << 20
+	var out bytes.Buffer
+	if err := Compare(&out, "a", a, "b", b); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{
+		`(?m)^spike: seats sold +160,000 +160,000 +0%$`,
+		`(?m)^spike: sold out after s +6\.80 +5\.10 +-25\.0% +better$`,
+		`(?m)^spike: double bookings +0 +0 +0%$`,
+		`(?m)^spike: server peak RSS MiB +600 +900 +\+50\.0% +worse$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("output does not match %s:\n%s", re, out.String())
+		}
+	}
+	if strings.Contains(seedCompare(t), "spike:") {
+		t.Error("spike figures shown for runs without a spike")
+	}
+}
+
+// seedCompare compares the seed result with itself.
+func seedCompare(t *testing.T) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := Compare(&out, "a", seedResult(), "b", seedResult()); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}

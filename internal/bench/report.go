@@ -25,6 +25,7 @@ type reportPage struct {
 	Results    [][]string
 	Latency    [][]string
 	Failures   [][]string
+	Spike      [][2]string
 	Throughput template.HTML
 	Latencies  template.HTML
 	Histogram  template.HTML
@@ -46,6 +47,9 @@ func newReportPage(r *Result) reportPage {
 	}
 	for _, k := range failureKeys(r) {
 		p.Failures = append(p.Failures, []string{k, itoa(r.Failures[k]), itoa(r.OpFailures[k]), r.FailureExamples[k]})
+	}
+	if r.Spike != nil {
+		p.Spike = spikeRows(r)
 	}
 	if len(r.Series) > 0 {
 		p.Throughput = lineChart("seconds since start", "per second", throughputLines(r))
@@ -146,6 +150,8 @@ footer { margin-top: 2rem; color: var(--muted); font-size: .8rem; }
 <h2>Latency (ms)</h2>
 <table><tr><th>avg</th><th>min</th><th>med</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>
 {{range .Latency}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>
+{{with .Spike}}<h2>Spike</h2>
+<table>{{range .}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>{{end}}
 {{with .Throughput}}<h2>Throughput over time</h2>{{.}}{{end}}
 {{with .Latencies}}<h2>Latency percentiles over time (ms, per second)</h2>{{.}}{{end}}
 {{with .Histogram}}<h2>Latency histogram</h2>{{.}}{{end}}

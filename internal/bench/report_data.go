@@ -1,6 +1,9 @@
 package bench
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // HistogramBucket is one bar of a run's latency histogram: the requests
 // whose latency was above the previous bucket's UpToMs and at most this
@@ -43,6 +46,53 @@ func (r *Recorder) Histogram() []HistogramBucket {
 		mid := float64(bar.From+bar.To) / 2
 		i := int(math.Log(max(mid, lo)/lo) / math.Log(step))
 		out[min(max(i, 0), histogramBuckets-1)].Count += bar.Count
+	}
+	return out
+}
+
+// SalesTally counts the seats a run sold in each second, for Result.Sales:
+// each VU keeps one (no lock on the hot path), and the scenario merges them
+// when the run is over.
+type SalesTally struct {
+	origin    time.Time
+	perSecond []int64
+}
+
+// NewSalesTally returns a tally of a run whose measured phase starts at
+// origin.
+func NewSalesTally(origin time.Time) *SalesTally { return &SalesTally{origin: origin} }
+
+// Add counts seats sold at t; a sale before origin counts in second 0.
+func (s *SalesTally) Add(t time.Time, seats int) {
+	sec := max(int(t.Sub(s.origin)/time.Second), 0)
+	if sec >= len(s.perSecond) {
+		s.perSecond = append(s.perSecond, make([]int64, sec+1-len(s.perSecond))...)
+	}
+	s.perSecond[sec] += int64(seats)
+}
+
+// Merge adds o's sales to s.
+func (s *SalesTally) Merge(o *SalesTally) {
+	if len(o.perSecond) > len(s.perSecond) {
+		s.perSecond = append(s.perSecond, make([]int64, len(o.perSecond)-len(s.perSecond))...)
+	}
+	for i, n := range o.perSecond {
+		s.perSecond[i] += n
+	}
+}
+
+// Curve is the sales curve: seats sold in all by the end of each second,
+// from a point at 0 to the last second with a sale.
+func (s *SalesTally) Curve() []SalePoint {
+	if len(s.perSecond) == 0 {
+		return nil
+	}
+	out := make([]SalePoint, 0, len(s.perSecond)+1)
+	out = append(out, SalePoint{})
+	var sold int64
+	for i, n := range s.perSecond {
+		sold += n
+		out = append(out, SalePoint{Second: float64(i + 1), Sold: sold})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -135,6 +136,39 @@ func TestAxisNumbers(t *testing.T) {
 	for v, want := range map[float64]float64{0: 1, 3: 5, 4999: 5000, 0.07: 0.1, 2.1: 2.5, 100: 100} {
 		if got := niceCeil(v); got != want {
 			t.Errorf("niceCeil(%v) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+func TestSalesTallyCurve(t *testing.T) {
+	origin := time.Now()
+	a, b := NewSalesTally(origin), NewSalesTally(origin)
+	a.Add(origin.Add(200*time.Millisecond), 2)
+	a.Add(origin.Add(-time.Second), 1) // before the start: second 0
+	b.Add(origin.Add(2500*time.Millisecond), 4)
+	a.Add(origin.Add(900*time.Millisecond), 1)
+	a.Merge(b)
+	got := a.Curve()
+	want := []SalePoint{{0, 0}, {1, 4}, {2, 4}, {3, 8}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("curve %v, want %v", got, want)
+	}
+	if NewSalesTally(origin).Curve() != nil {
+		t.Error("a tally without sales has a curve")
+	}
+}
+
+func TestWriteHTMLOfASpike(t *testing.T) {
+	r := spikeResult()
+	r.Sales = []SalePoint{{0, 0}, {1, 90_000}, {7, 160_000}}
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h2>Spike</h2>", "<th>sold_out</th><td>at 6.8s (last RESERVED reply); server&#39;s soldOutAt at 6.75s</td>",
+		"4 events × 100 areas × 20×20 seats = 160,000 seats", "Sales curve", "<title>seats sold</title>"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("spike report lacks %q", want)
 		}
 	}
 }
