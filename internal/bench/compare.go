@@ -75,7 +75,6 @@ func spike(f func(*SpikeReport) (float64, bool)) func(*Result) (float64, bool) {
 	}
 }
 
-
 // ReadResultFile reads a Result written with --out FILE.json.
 func ReadResultFile(path string) (*Result, error) {
 	f, err := os.Open(path)

@@ -21,11 +21,11 @@ import (
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/httpapi"
-	"github.com/surge-dev/surge/internal/telemetry"
-	"github.com/surge-dev/surge/internal/telemetry/ledgerspan"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kvapi"
 	"github.com/surge-dev/surge/internal/kvstore"
+	"github.com/surge-dev/surge/internal/telemetry"
+	"github.com/surge-dev/surge/internal/telemetry/ledgerspan"
 	"github.com/surge-dev/surge/internal/ticketapi"
 )
 
