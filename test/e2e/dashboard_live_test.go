@@ -91,6 +91,7 @@ func ledgerRequests(t *testing.T, s *server) int64 {
 // Chromium, drives transfers at it, and checks that the page's figures move
 // while they run and then agree with the server's own counters.
 func TestDashboardLive(t *testing.T) {
+	skipIfShort(t)
 	b := newBrowser(t)
 	s := start(t, t.TempDir())
 	accounts := []string{"dash-0", "dash-1", "dash-2", "dash-3", "dash-4", "dash-5"}

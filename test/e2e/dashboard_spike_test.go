@@ -26,6 +26,7 @@ const eventFiguresOf = `((name) => {
 // fills to the seats the server says were sold, and the page shows when it
 // sold out.
 func TestDashboardTicketSpike(t *testing.T) {
+	skipIfShort(t)
 	b := newBrowser(t)
 	s := start(t, t.TempDir(), "--shards", "2")
 	const event, areas, rows, cols = "dash-spike", 6, 4, 5
