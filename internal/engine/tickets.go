@@ -19,19 +19,22 @@ type ticketing struct {
 	// creating serialises event creation, which writes storage itself.
 	creating sync.Mutex
 	index    *resvIndex
+	areas    areaTable
 	users    userSeats
 	// outcomes counts reservations decided, by state and failure reason.
 	outcomes *prometheus.CounterVec
 }
 
 func newTicketing() *ticketing {
-	return &ticketing{
-		events: make(map[string]*eventState), index: newResvIndex(), users: userSeats{m: make(map[userKey]int)},
+	t := &ticketing{
+		events: make(map[string]*eventState), users: userSeats{m: make(map[userKey]int)},
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "surge_reservations_total",
 			Help: "Reservation decisions and later moves, by resulting state and failure reason.",
 		}, []string{"state", "reason"}),
 	}
+	t.index = newResvIndex(&t.areas)
+	return t
 }
 
 func (t *ticketing) outcome(r *tickets.Reservation) {
@@ -53,6 +56,7 @@ type areaState struct {
 	spec      tickets.AreaSpec
 	shard     *shard
 	seats     *tickets.Area
+	index     uint32 // in ticketing.areas
 	available atomic.Int64
 	soldOutAt atomic.Int64 // unix nanoseconds of the commit that sold the last seat
 }
@@ -80,6 +84,7 @@ func (e *Engine) addEvent(spec tickets.EventSpec) *eventState {
 	for _, as := range spec.Areas {
 		a := &areaState{event: ev, spec: as, shard: e.shardFor(areaKey(spec.EventName, as.AreaID)), seats: tickets.NewArea(as.RowCount, as.ColCount)}
 		a.available.Store(int64(as.RowCount * as.ColCount))
+		e.tk.areas.add(a)
 		ev.areas[as.AreaID] = a
 		ev.list = append(ev.list, a)
 	}

@@ -159,21 +159,21 @@ func (e *Engine) Reserve(userID string, req tickets.ReserveRequest) (string, err
 	r := tickets.NewReservation(id.String(), userID, req, now)
 	a, ok := e.tk.area(req.EventID, req.AreaID)
 	if !ok {
-		return e.failNow(id, r, now, tickets.ReasonInvalidEventArea, fmt.Sprintf("event %s has no area %s", req.EventID, req.AreaID))
+		return e.failNow(id, r, nil, now, tickets.ReasonInvalidEventArea, fmt.Sprintf("event %s has no area %s", req.EventID, req.AreaID))
 	}
 	ev := &a.event.spec
 	// Share the event's strings: the request's copies would live as long
 	// as the reservation, a million times over in a flash sale.
 	r.EventID, r.AreaID = ev.EventName, a.spec.AreaID
 	if reason, detail := ev.OpenAt(now); reason != "" {
-		return e.failNow(id, r, now, reason, detail)
+		return e.failNow(id, r, a, now, reason, detail)
 	}
 	if r.NumOfSeats > 0 && r.NumOfSeats <= tickets.MaxSeatsPerReservation && a.available.Load() < int64(r.NumOfSeats) {
-		return e.failNow(id, r, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
+		return e.failNow(id, r, a, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
 	}
 	limited := ev.PerUserSeatLimit > 0
 	if limited && !e.tk.users.claim(ev.EventName, userID, r.NumOfSeats, ev.PerUserSeatLimit) {
-		return e.failNow(id, r, now, tickets.ReasonSeatLimit, fmt.Sprintf("at most %d seats per user in event %s", ev.PerUserSeatLimit, ev.EventName))
+		return e.failNow(id, r, a, now, tickets.ReasonSeatLimit, fmt.Sprintf("at most %d seats per user in event %s", ev.PerUserSeatLimit, ev.EventName))
 	}
 	e.tk.index.open(id)
 	if err := a.shard.log.Append(Envelope{Cmd: CmdReserve{Res: r}}, false); err != nil {
@@ -188,12 +188,12 @@ func (e *Engine) Reserve(userID string, req tickets.ReserveRequest) (string, err
 
 // failNow decides r as failed without a shard. It is published at once and
 // never stored: it changed nothing.
-func (e *Engine) failNow(id uuid.UUID, r *tickets.Reservation, now time.Time, reason tickets.Reason, detail string) (string, error) {
+func (e *Engine) failNow(id uuid.UUID, r *tickets.Reservation, a *areaState, now time.Time, reason tickets.Reason, detail string) (string, error) {
 	if err := r.Decide(now, 0, nil, reason, detail); err != nil {
 		panic("engine: failNow: " + err.Error())
 	}
 	e.tk.outcome(r)
-	e.tk.index.store(id, r)
+	e.tk.index.store(id, r, a)
 	return id.String(), nil
 }
 
@@ -335,7 +335,7 @@ func (e *Engine) publishReservations(changed []*tickets.Reservation) {
 			e.tk.users.give(ev.EventName, r.UserID, r.NumOfSeats)
 		}
 		e.tk.outcome(r)
-		e.tk.index.store(uuid.MustParse(r.ID), snapshot(r))
+		e.tk.index.store(uuid.MustParse(r.ID), snapshot(r), a)
 	}
 }
 
@@ -372,7 +372,7 @@ func (e *Engine) loadTickets() error {
 				e.tk.users.add(a.event.spec.EventName, r.UserID, len(r.Seats))
 			}
 		}
-		e.tk.index.store(uuid.MustParse(r.ID), snapshot(r))
+		e.tk.index.store(uuid.MustParse(r.ID), snapshot(r), a)
 		return nil
 	})
 	if err != nil {
