@@ -40,8 +40,11 @@ func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (w *discardWriter) WriteHeader(status int)      { w.status = status }
 
 func benchRequests(b *testing.B, path string, body []byte, want int) {
-	api := New(nopLedger{&fakeLedger{}}, Options{Registry: prometheus.NewRegistry()})
-	h := api.Handler()
+	benchHandler(b, New(nopLedger{&fakeLedger{}}, Options{Registry: prometheus.NewRegistry()}).Handler(), path, body, want)
+}
+
+// benchHandler posts body to path through h, expecting status want.
+func benchHandler(b *testing.B, h http.Handler, path string, body []byte, want int) {
 	r := httptest.NewRequest("POST", path, nil)
 	r.Header.Set("Content-Type", "application/json")
 	rd := bytes.NewReader(body)
@@ -60,8 +63,11 @@ func benchRequests(b *testing.B, path string, body []byte, want int) {
 	}
 }
 
+// transferBody is a typical single transfer.
+var transferBody = []byte(`{"id":"t-123456","from":"acct-000123","to":"acct-004567","amount":2500,"memo":"rent"}`)
+
 func BenchmarkTransfer(b *testing.B) {
-	benchRequests(b, "/v1/transfers", []byte(`{"id":"t-123456","from":"acct-000123","to":"acct-004567","amount":2500,"memo":"rent"}`), 201)
+	benchRequests(b, "/v1/transfers", transferBody, 201)
 }
 
 func batchBody(n int) []byte {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/surge-dev/surge/internal/telemetry"
 )
 
@@ -31,4 +33,14 @@ func TestFaultLogCarriesRequestID(t *testing.T) {
 			t.Errorf("fault log lacks request_id=%s: %s", id, ta.logs)
 		}
 	}
+}
+
+// BenchmarkTransferBehindMiddleware is BenchmarkTransfer behind the
+// telemetry middleware as surge serves it with tracing off: the difference
+// is what the middleware costs the ledger's hot path.
+func BenchmarkTransferBehindMiddleware(b *testing.B) {
+	reg := prometheus.NewRegistry()
+	api := New(nopLedger{&fakeLedger{}}, Options{Registry: reg})
+	h := telemetry.NewMiddleware(api.Handler(), telemetry.MiddlewareOptions{Registerer: reg})
+	benchHandler(b, h, "/v1/transfers", transferBody, 201)
 }
