@@ -25,7 +25,7 @@ import (
 	"github.com/surge-dev/surge/internal/kvapi"
 	"github.com/surge-dev/surge/internal/kvstore"
 	"github.com/surge-dev/surge/internal/telemetry"
-	"github.com/surge-dev/surge/internal/telemetry/ledgerspan"
+	"github.com/surge-dev/surge/internal/telemetry/enginespan"
 	"github.com/surge-dev/surge/internal/ticketapi"
 )
 
@@ -134,8 +134,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	defer eng.Close()
 	feed := dashboard.NewLedgerFeed(eng)
 	var ledger httpapi.Ledger = feed
+	var box ticketapi.Box = eng
 	if tracing.Provider() != nil {
-		ledger = ledgerspan.Wrap(ledger)
+		ledger, box = enginespan.Ledger(ledger), enginespan.Tickets(box)
 	}
 	api := httpapi.New(ledger, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
 	// Key-value entries share the ledger's Pebble store, and so its WAL
@@ -144,7 +145,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		MaxValueBytes: c.kvValue, Authorize: api.Authorized, Registry: reg, Logger: logger,
 	})
 	var ready atomic.Bool
-	tickets := ticketapi.New(eng, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
+	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
 	mux := http.NewServeMux()
 	for _, route := range ticketapi.Routes {
 		mux.Handle(route, tickets)

@@ -1,14 +1,9 @@
-// Package ledgerspan traces the ledger facade that the HTTP transport
-// calls: one span per engine call, a child of the request's server span,
-// so a trace shows how much of a request the engine took (queueing, the
-// shard's batch and its fsync).
-package ledgerspan
+package enginespan
 
 import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/surge-dev/surge/internal/httpapi"
@@ -16,30 +11,15 @@ import (
 	"github.com/surge-dev/surge/internal/telemetry"
 )
 
-// Wrap returns next with every call traced. Wrap it only when tracing is
+// Ledger returns next with every call traced. Wrap it only when tracing is
 // on: with tracing off the spans would cost without being seen.
-func Wrap(next httpapi.Ledger) httpapi.Ledger { return traced{next} }
+func Ledger(next httpapi.Ledger) httpapi.Ledger { return traced{next} }
 
 type traced struct{ next httpapi.Ledger }
 
-// start starts the span of one facade call.
+// start starts the span of one ledger call.
 func start(ctx context.Context, op string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	return telemetry.StartSpan(ctx, "ledger."+op, attrs...)
-}
-
-// end ends span, marking it failed by err. Refusals the client caused
-// (insufficient funds, say) are outcomes, not faults, and are recorded as
-// the ledger code only.
-func end(span trace.Span, err error) {
-	if err != nil {
-		if code := ledger.CodeOf(err); code != "" {
-			span.SetAttributes(attribute.String("surge.ledger.code", string(code)))
-		} else {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
-	}
-	span.End()
 }
 
 func (l traced) CreateAccount(ctx context.Context, spec ledger.AccountSpec) (ledger.Account, bool, error) {

@@ -1,4 +1,4 @@
-package ledgerspan
+package enginespan
 
 import (
 	"context"
@@ -14,18 +14,13 @@ import (
 )
 
 func TestSpansAroundEngineCalls(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
-
+	rec, tp := recordSpans(t)
 	eng, err := engine.Open(engine.Config{Dir: t.TempDir(), Shards: 1, DefaultCurrency: "USD"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	l := Wrap(eng)
+	l := Ledger(eng)
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "POST /v1/transfers")
 	if _, _, err := l.CreateAccount(ctx, ledger.AccountSpec{ID: "alice", Currency: "USD"}); err != nil {
@@ -51,9 +46,21 @@ func TestSpansAroundEngineCalls(t *testing.T) {
 		}
 	}
 	// A refusal is the client's outcome, not a fault of the server.
-	if refusedSpan := spans[2]; refusedSpan.Status().Code == codes.Error || !hasAttr(refusedSpan, "surge.ledger.code", string(ledger.CodeInsufficientFunds)) {
+	if refusedSpan := spans[2]; refusedSpan.Status().Code == codes.Error || !hasAttr(refusedSpan, "surge.code", string(ledger.CodeInsufficientFunds)) {
 		t.Errorf("refused transfer span: status %v, attrs %v", refusedSpan.Status(), refusedSpan.Attributes())
 	}
+}
+
+// recordSpans installs a global tracer provider that records every span,
+// for the test's duration.
+func recordSpans(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	return rec, tp
 }
 
 func hasAttr(s sdktrace.ReadOnlySpan, key, value string) bool {
