@@ -2,47 +2,14 @@ package telemetry
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"github.com/surge-dev/surge/internal/telemetry/otlptest"
 )
 
-// collector is an OTLP/HTTP trace receiver that keeps the span names it
-// was sent.
-type collector struct {
-	mu    sync.Mutex
-	names []string
-}
-
-func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	var req collectorpb.ExportTraceServiceRequest
-	if err == nil {
-		err = proto.Unmarshal(body, &req)
-	}
-	if r.URL.Path != "/v1/traces" || err != nil {
-		http.Error(w, "bad export", http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				c.names = append(c.names, s.GetName())
-			}
-		}
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-}
-
 func TestOTLPExport(t *testing.T) {
-	col := &collector{}
+	col := &otlptest.Collector{}
 	srv := httptest.NewServer(col)
 	defer srv.Close()
 	ctx := context.Background()
@@ -70,14 +37,10 @@ func TestOTLPExport(t *testing.T) {
 	if TracingEnabled() {
 		t.Error("tracing still on after Shutdown")
 	}
-	col.mu.Lock()
-	defer col.mu.Unlock()
-	want := map[string]bool{"request": true, "shard.batch": true, "storage.commit": true}
-	for _, n := range col.names {
-		delete(want, n)
-	}
-	if len(want) > 0 {
-		t.Errorf("collector got %v; missing %v", col.names, want)
+	for _, name := range []string{"request", "shard.batch", "storage.commit"} {
+		if n := len(col.Named(name)); n != 1 {
+			t.Errorf("collector got %d spans named %s, want 1", n, name)
+		}
 	}
 }
 
