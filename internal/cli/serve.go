@@ -16,8 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/surge-dev/surge/internal/auth"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/httpapi"
+	"github.com/surge-dev/surge/internal/rpc"
 )
 
 type serveConfig struct {
@@ -32,6 +36,15 @@ type serveConfig struct {
 	memtable int
 	gcPct    int
 	logLevel slog.Level
+	wallet   walletConfig
+}
+
+// walletConfig holds the flags of the wallet, friends and chat RPCs.
+type walletConfig struct {
+	tokenSecret string
+	tokenTTL    time.Duration
+	bcryptCost  int
+	minAmount   int64
 }
 
 func newServeCommand() *cobra.Command {
@@ -61,6 +74,10 @@ requires --api-key, which every /v1 request must then carry as
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
 	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	f.StringVar(&c.wallet.tokenSecret, "token-secret", "", "secret (32+ bytes) that signs wallet login tokens; empty: one generated on first start and kept in --data")
+	f.DurationVar(&c.wallet.tokenTTL, "token-ttl", 24*time.Hour, "how long a wallet login token stays valid")
+	f.IntVar(&c.wallet.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of wallet password hashes (4-31; each step doubles the time of a login)")
+	f.Int64Var(&c.wallet.minAmount, "wallet-min-amount", 1, "smallest amount a wallet Transfer accepts, in minor units")
 	return cmd
 }
 
@@ -94,12 +111,19 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	defer eng.Close()
 	api := httpapi.New(eng, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	wallet, err := newWallet(ctx, eng, c, reg, logger)
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: withPprof(api.Handler(), c.apiKey), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// The wallet's RPC paths go to its handler, everything else to the
+	// HTTP API; users of the wallet authenticate with their own tokens.
+	handler := rpc.Route(wallet.Handler(), withPprof(api.Handler(), c.apiKey))
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// HTTP/2 without TLS (h2c) beside HTTP/1.1 on the same port: gRPC
 	// clients and ticket-master's load client (--http2) speak it.
 	srv.Protocols = new(http.Protocols)
@@ -124,6 +148,21 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	return eng.Close()
+}
+
+// newWallet opens the wallet, friends and chat RPCs on eng's ledger and
+// storage.
+func newWallet(ctx context.Context, eng *engine.Engine, c serveConfig, reg prometheus.Registerer, logger *slog.Logger) (*rpc.Service, error) {
+	var secret []byte
+	if c.wallet.tokenSecret != "" {
+		secret = []byte(c.wallet.tokenSecret)
+	}
+	return rpc.New(ctx, rpc.Config{
+		Ledger: eng, Store: eng.Store(), Currency: c.currency,
+		TokenSecret: secret, TokenTTL: c.wallet.tokenTTL, BcryptCost: c.wallet.bcryptCost,
+		MinAmount: c.wallet.minAmount, LoginLimit: auth.DefaultLimit,
+		Registerer: reg, Logger: logger,
+	})
 }
 
 // checkExposure refuses to serve beyond loopback without an API key.
