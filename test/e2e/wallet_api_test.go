@@ -202,4 +202,3 @@ func (w *walletClients) statuses(t testing.TB, m member) map[uint64]walletv1.Fri
 	}
 	return out
 }
-

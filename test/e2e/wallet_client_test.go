@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 	"github.com/surge-dev/surge/internal/gen/surge/wallet/v1/walletv1connect"
@@ -183,7 +184,7 @@ func reasonOf(err error) string {
 		if derr != nil {
 			continue
 		}
-		if info, ok := v.(interface{ GetReason() string }); ok {
+		if info, ok := v.(*errdetails.ErrorInfo); ok {
 			return info.GetReason()
 		}
 	}
