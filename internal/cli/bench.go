@@ -30,6 +30,7 @@ line wins over the environment.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newBenchTransferCommand())
+	cmd.AddCommand(newBenchWalletCommand())
 	return cmd
 }
 
