@@ -77,4 +77,3 @@ if setup failed or more than 1% of calls failed.`,
 	bench.DocumentEnv(fs, bench.EnvPrefix)
 	return cmd
 }
-

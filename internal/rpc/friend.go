@@ -11,10 +11,10 @@ import (
 	"github.com/surge-dev/surge/internal/social"
 )
 
-func errNoPeer(id uint64) error      { return fmt.Errorf("no conversation with user %d", id) }
-func errNoMessage(id uint64) error   { return fmt.Errorf("no message %d in this conversation", id) }
-func errNoUser(name string) error    { return fmt.Errorf("user %q not found", name) }
-func errNoTarget() *connect.Error    { return invalid("user_id or username is required") }
+func errNoPeer(id uint64) error    { return fmt.Errorf("no conversation with user %d", id) }
+func errNoMessage(id uint64) error { return fmt.Errorf("no message %d in this conversation", id) }
+func errNoUser(name string) error  { return fmt.Errorf("user %q not found", name) }
+func errNoTarget() *connect.Error  { return invalid("user_id or username is required") }
 
 // friendService implements FriendService.
 type friendService struct{ *Service }

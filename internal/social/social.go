@@ -44,12 +44,12 @@ type Code uint8
 
 // Codes of refused changes.
 const (
-	CodeInvalid     Code = iota + 1 // malformed input
-	CodeNotFound                    // no such user or message
-	CodeExists                      // username taken, already friends
-	CodeNotFriends                  // a text message to someone who is not a friend
-	CodeNoRequest                   // accept or reject without a pending request
-	CodeSelf                        // befriending oneself
+	CodeInvalid    Code = iota + 1 // malformed input
+	CodeNotFound                   // no such user or message
+	CodeExists                     // username taken, already friends
+	CodeNotFriends                 // a text message to someone who is not a friend
+	CodeNoRequest                  // accept or reject without a pending request
+	CodeSelf                       // befriending oneself
 )
 
 // Error is a refused change.
