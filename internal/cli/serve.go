@@ -56,7 +56,12 @@ func newServeCommand() *cobra.Command {
 
 Listening on a loopback address needs no key. Listening on any other address
 requires --api-key, which every /v1 request must then carry as
-"Authorization: Bearer <key>".`,
+"Authorization: Bearer <key>".
+
+The wallet, friends and chat services (gRPC, gRPC-Web and Connect JSON,
+with reflection and grpc.health.v1) share the port; their users sign in
+with their own tokens, signed with --token-secret or a secret generated on
+first start and kept under --data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serve(cmd.Context(), c, cmd.OutOrStdout())
