@@ -75,8 +75,8 @@ func (b SocialBatch) PutRelation(r *social.Relation) {
 	_ = b.Set(k, e.b, nil)
 }
 
-// PutMessage writes m and makes it the head of its conversation, keeping
-// the read marks in c.
+// PutMessage writes m and makes it the head of its conversation, whose
+// read marks are read.
 func (b SocialBatch) PutMessage(m *social.Message, read [2]social.ReadMark) {
 	p := social.PairOf(m.From, m.To)
 	_ = b.Set(messageKey(p, m.Seq), encodeMessage(m), nil)
