@@ -20,10 +20,19 @@ ARGS     ?=
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: help run build test test-short bench bench-ledger bench-spike lint fmt-check vet staticcheck fuzz clean
+.PHONY: help proto run build test test-short bench bench-ledger bench-spike lint fmt-check vet staticcheck fuzz clean
 
 help: ## List targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+# buf v1.75.0 compiles proto/ (buf.yaml) and runs the plugins pinned in
+# buf.gen.yaml (protoc-gen-go, protoc-gen-connect-go) with `go run`: Go is all
+# a machine needs. The generated code is committed, so builds and CI never run this.
+BUF_VERSION := v1.75.0
+BUF := $(GO) run github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+
+proto: ## Regenerate internal/gen from proto/*.proto (buf + pinned plugins, via go run)
+	$(BUF) generate
 
 run: ## Run the server: go run ./cmd/surge serve [ARGS=...]
 	$(GO) run ./cmd/surge serve $(ARGS)

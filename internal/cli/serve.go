@@ -17,11 +17,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/surge-dev/surge/internal/auth"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/httpapi"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kvapi"
 	"github.com/surge-dev/surge/internal/kvstore"
+	"github.com/surge-dev/surge/internal/rpc"
 	"github.com/surge-dev/surge/internal/ticketapi"
 )
 
@@ -39,6 +43,15 @@ type serveConfig struct {
 	kvValue  int
 	memLimit int
 	logLevel slog.Level
+	wallet   walletConfig
+}
+
+// walletConfig holds the flags of the wallet, friends and chat RPCs.
+type walletConfig struct {
+	tokenSecret string
+	tokenTTL    time.Duration
+	bcryptCost  int
+	minAmount   int64
 }
 
 func newServeCommand() *cobra.Command {
@@ -53,7 +66,12 @@ requires --api-key, which every /v1 and /v0 request must then carry as
 "Authorization: Bearer <key>".
 
 Every acknowledged write is on disk (fsync) before its reply; --no-sync trades
-that away, store-wide, for latency.`,
+that away, store-wide, for latency.
+
+The wallet, friends and chat services (gRPC, gRPC-Web and Connect JSON,
+with reflection and grpc.health.v1) share the port; their users sign in
+with their own tokens, signed with --token-secret or a secret generated on
+first start and kept under --data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serve(cmd.Context(), c, cmd.OutOrStdout())
@@ -73,6 +91,10 @@ that away, store-wide, for latency.`,
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
 	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
 	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	f.StringVar(&c.wallet.tokenSecret, "token-secret", "", "secret (32+ bytes) that signs wallet login tokens; empty: one generated on first start and kept in --data")
+	f.DurationVar(&c.wallet.tokenTTL, "token-ttl", 24*time.Hour, "how long a wallet login token stays valid")
+	f.IntVar(&c.wallet.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of wallet password hashes (4-31; each step doubles the time of a login)")
+	f.Int64Var(&c.wallet.minAmount, "wallet-min-amount", 1, "smallest amount a wallet Transfer accepts, in minor units")
 	return cmd
 }
 
@@ -124,12 +146,20 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		mux.Handle(route, tickets)
 	}
 	mux.Handle("/", api.Handler())
+	wallet, err := newWallet(ctx, eng, c, reg, logger)
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: kvs.WithFallback(withPprof(mux, c.apiKey)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// The wallet's RPC paths go to its handler, /v0 to the key-value API,
+	// everything else to the ticketing and ledger routes; users of the
+	// wallet authenticate with their own tokens.
+	handler := rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey)))
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// HTTP/2 without TLS (h2c) beside HTTP/1.1 on the same port: gRPC
 	// clients and ticket-master's load client (--http2) speak it.
 	srv.Protocols = new(http.Protocols)
@@ -156,6 +186,21 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	return eng.Close()
+}
+
+// newWallet opens the wallet, friends and chat RPCs on eng's ledger and
+// storage.
+func newWallet(ctx context.Context, eng *engine.Engine, c serveConfig, reg prometheus.Registerer, logger *slog.Logger) (*rpc.Service, error) {
+	var secret []byte
+	if c.wallet.tokenSecret != "" {
+		secret = []byte(c.wallet.tokenSecret)
+	}
+	return rpc.New(ctx, rpc.Config{
+		Ledger: eng, Store: eng.Store(), Currency: c.currency,
+		TokenSecret: secret, TokenTTL: c.wallet.tokenTTL, BcryptCost: c.wallet.bcryptCost,
+		MinAmount: c.wallet.minAmount, LoginLimit: auth.DefaultLimit,
+		Registerer: reg, Logger: logger,
+	})
 }
 
 // checkExposure refuses to serve beyond loopback without an API key.
