@@ -20,10 +20,19 @@ ARGS     ?=
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: help run build test test-short bench bench-ledger lint fmt-check vet staticcheck fuzz clean
+.PHONY: help proto run build test test-short bench bench-ledger bench-spike lint fmt-check vet staticcheck fuzz clean
 
 help: ## List targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+# buf v1.75.0 compiles proto/ (buf.yaml) and runs the plugins pinned in
+# buf.gen.yaml (protoc-gen-go, protoc-gen-connect-go) with `go run`: Go is all
+# a machine needs. The generated code is committed, so builds and CI never run this.
+BUF_VERSION := v1.75.0
+BUF := $(GO) run github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+
+proto: ## Regenerate internal/gen from proto/*.proto (buf + pinned plugins, via go run)
+	$(BUF) generate
 
 run: ## Run the server: go run ./cmd/surge serve [ARGS=...]
 	$(GO) run ./cmd/surge serve $(ARGS)
@@ -39,6 +48,9 @@ test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skip
 
 bench: ## Go benchmarks only (no tests): go test -bench=. -benchmem ./...
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+bench-spike: ## Ticketing figures of docs/BENCHMARKS.md: surge bench spike, 1M requests (~15 min, idle machine)
+	scripts/bench-spike.sh
 
 bench-ledger: ## Ledger load figures of docs/BENCHMARKS.md: surge bench transfer, single and batch (~12 min, idle machine)
 	scripts/bench-ledger.sh

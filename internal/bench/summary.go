@@ -19,6 +19,9 @@ func WriteSummary(w io.Writer, r *Result) error {
 	if r.KV != nil {
 		return writeKVSummary(w, r) // wrk2's shape, as report 004 used
 	}
+	if r.Scenario == "wallet" {
+		return writeGHZSummary(w, r) // report 001 is ghz output
+	}
 	var b strings.Builder
 	writeHeader(&b, r)
 	b.WriteString("\n")

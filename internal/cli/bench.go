@@ -32,6 +32,7 @@ line wins over the environment.`,
 	cmd.AddCommand(newBenchTransferCommand())
 	cmd.AddCommand(newBenchSpikeCommand())
 	cmd.AddCommand(newBenchKVCommand())
+	cmd.AddCommand(newBenchWalletCommand())
 	cmd.AddCommand(newBenchCompareCommand())
 	return cmd
 }

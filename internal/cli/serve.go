@@ -17,6 +17,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/surge-dev/surge/internal/auth"
 
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
@@ -24,6 +27,7 @@ import (
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kvapi"
 	"github.com/surge-dev/surge/internal/kvstore"
+	"github.com/surge-dev/surge/internal/rpc"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/telemetry/enginespan"
 	"github.com/surge-dev/surge/internal/ticketapi"
@@ -45,6 +49,15 @@ type serveConfig struct {
 	logLevel slog.Level
 	logFmt   telemetry.LogFormat
 	tracing  telemetry.TracingConfig
+	wallet   walletConfig
+}
+
+// walletConfig holds the flags of the wallet, friends and chat RPCs.
+type walletConfig struct {
+	tokenSecret string
+	tokenTTL    time.Duration
+	bcryptCost  int
+	minAmount   int64
 }
 
 func newServeCommand() *cobra.Command {
@@ -60,6 +73,11 @@ requires --api-key, which every /v1 and /v0 request must then carry as
 
 Every acknowledged write is on disk (fsync) before its reply; --no-sync trades
 that away, store-wide, for latency.
+
+The wallet, friends and chat services (gRPC, gRPC-Web and Connect JSON,
+with reflection and grpc.health.v1) share the port; their users sign in
+with their own tokens, signed with --token-secret or a secret generated on
+first start and kept under --data.
 
 The live dashboard is at / (http://127.0.0.1:8080/ by default). It and
 /debug/pprof/ are for operators: loopback clients, or others with the API key
@@ -88,6 +106,10 @@ trace and read surge.`,
 	f.Var(&c.logFmt, "log-format", "log format: text (key=value) or json")
 	f.StringVar(&c.tracing.Endpoint, "otlp-endpoint", "", "OpenTelemetry collector to send traces to over OTLP/HTTP, e.g. http://localhost:4318; empty: no tracing")
 	f.Float64Var(&c.tracing.SampleRatio, "trace-sample", 0.01, "share of requests traced (0 to 1) when --otlp-endpoint is set; a client's sampled traceparent is always followed")
+	f.StringVar(&c.wallet.tokenSecret, "token-secret", "", "secret (32+ bytes) that signs wallet login tokens; empty: one generated on first start and kept in --data")
+	f.DurationVar(&c.wallet.tokenTTL, "token-ttl", 24*time.Hour, "how long a wallet login token stays valid")
+	f.IntVar(&c.wallet.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of wallet password hashes (4-31; each step doubles the time of a login)")
+	f.Int64Var(&c.wallet.minAmount, "wallet-min-amount", 1, "smallest amount a wallet Transfer accepts, in minor units")
 	return cmd
 }
 
@@ -151,13 +173,17 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		mux.Handle(route, tickets)
 	}
 	mux.Handle("/", api.Handler())
+	wallet, err := newWallet(ctx, eng, ledger, c, reg, logger)
+	if err != nil {
+		return err
+	}
 	meter := telemetry.NewMeter(telemetry.Workloads...)
 	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
 	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
 	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: eng}))
 	dash.Start()
 	defer dash.Close()
-	handler := telemetry.NewMiddleware(withDashboard(dash, kvs.WithFallback(withPprof(mux, c.apiKey)), c.apiKey), telemetry.MiddlewareOptions{
+	handler := telemetry.NewMiddleware(withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey), telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
 
@@ -226,6 +252,21 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "unknown"
+}
+
+// newWallet opens the wallet, friends and chat RPCs on ledger (eng's, as the
+// transports see it) and eng's storage.
+func newWallet(ctx context.Context, eng *engine.Engine, ledger rpc.Ledger, c serveConfig, reg prometheus.Registerer, logger *slog.Logger) (*rpc.Service, error) {
+	var secret []byte
+	if c.wallet.tokenSecret != "" {
+		secret = []byte(c.wallet.tokenSecret)
+	}
+	return rpc.New(ctx, rpc.Config{
+		Ledger: ledger, Store: eng.Store(), Currency: c.currency,
+		TokenSecret: secret, TokenTTL: c.wallet.tokenTTL, BcryptCost: c.wallet.bcryptCost,
+		MinAmount: c.wallet.minAmount, LoginLimit: auth.DefaultLimit,
+		Registerer: reg, Logger: logger,
+	})
 }
 
 // checkExposure refuses to serve beyond loopback without an API key.

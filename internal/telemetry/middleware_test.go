@@ -41,7 +41,11 @@ func TestClassify(t *testing.T) {
 		{"/v0/entity", "", WorkloadKV},
 		{"/v0/entities", "", WorkloadKV},
 		{"/surge.wallet.v1.WalletService/Transfer", "application/grpc", WorkloadWallet},
-		{"/surge.wallet.v1.WalletService/Transfer", "application/grpc+proto", WorkloadWallet},
+		{"/surge.wallet.v1.WalletService/GetBalance", "application/json", WorkloadWallet}, // Connect
+		{"/surge.wallet.v1.ChatService/SendMessage", "application/grpc-web+proto", WorkloadWallet},
+		{"/surge.wallet.v1.ChatService/Subscribe", "application/grpc", ""}, // a stream
+		{"/grpc.health.v1.Health/Check", "application/grpc", ""},
+		{"/surge.walletx/y", "application/grpc", ""},
 		{"/v1/events", "", ""},     // a prefix is a whole segment
 		{"/v1/transfersx", "", ""}, // likewise
 		{"/metrics", "", ""},       // no workload

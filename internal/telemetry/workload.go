@@ -21,13 +21,19 @@ var Workloads = []string{WorkloadLedger, WorkloadTickets, WorkloadKV, WorkloadWa
 type Rule struct {
 	// Prefix matches the path itself and the paths below it: "/v1/event"
 	// matches /v1/event and /v1/event/x/reservation but not /v1/events. A
-	// prefix ending in "/" matches every path that starts with it.
-	Prefix   string
+	// prefix ending in "/" or "." matches every path that starts with it:
+	// "/surge.wallet.v1." is every procedure of that RPC package.
+	Prefix string
+	// Workload names the workload; "" leaves the requests out of every
+	// workload, as for a long-lived stream, whose duration is how long a
+	// client listened rather than a latency. The first matching rule wins.
 	Workload string
 }
 
 // DefaultRules are the routes of SPEC §3. A workload that adds routes under
-// a new prefix (the wallet's JSON gateway, say) adds a rule here.
+// a new prefix adds a rule here. The wallet's procedures are the same paths
+// over gRPC, gRPC-Web and Connect; gRPC health and reflection are not a
+// workload.
 var DefaultRules = []Rule{
 	{"/v1/accounts", WorkloadLedger},
 	{"/v1/transfers", WorkloadLedger},
@@ -35,14 +41,13 @@ var DefaultRules = []Rule{
 	{"/v1/event", WorkloadTickets},
 	{"/v1/reservation", WorkloadTickets},
 	{"/v0", WorkloadKV},
+	{"/surge.wallet.v1.ChatService/Subscribe", ""},
+	{"/surge.wallet.v1.", WorkloadWallet},
 }
 
 // classifier maps a request to a workload index of a Meter.
 type classifier struct {
 	rules []indexedRule
-	// grpc is the index of requests with a gRPC content type: surge's gRPC
-	// services are the wallet's. -1 if the Meter has no wallet workload.
-	grpc int
 }
 
 type indexedRule struct {
@@ -51,11 +56,15 @@ type indexedRule struct {
 }
 
 func newClassifier(rules []Rule, m *Meter) classifier {
-	c := classifier{grpc: m.Index(WorkloadWallet)}
+	var c classifier
 	for _, r := range rules {
-		if i := m.Index(r.Workload); i >= 0 {
-			c.rules = append(c.rules, indexedRule{r, i})
+		i := -1
+		if r.Workload != "" {
+			if i = m.Index(r.Workload); i < 0 {
+				continue // a workload this Meter does not count
+			}
 		}
+		c.rules = append(c.rules, indexedRule{r, i})
 	}
 	return c
 }
@@ -69,9 +78,6 @@ func (c *classifier) classify(r *http.Request) int {
 			return c.rules[i].index
 		}
 	}
-	if c.grpc >= 0 && isGRPC(r) {
-		return c.grpc
-	}
 	return -1
 }
 
@@ -80,10 +86,9 @@ func under(path, prefix string) bool {
 	if !strings.HasPrefix(path, prefix) {
 		return false
 	}
-	return len(path) == len(prefix) || prefix[len(prefix)-1] == '/' || path[len(prefix)] == '/'
-}
-
-func isGRPC(r *http.Request) bool {
-	ct := r.Header["Content-Type"]
-	return len(ct) > 0 && strings.HasPrefix(ct[0], "application/grpc")
+	if len(path) == len(prefix) {
+		return true
+	}
+	last := prefix[len(prefix)-1]
+	return last == '/' || last == '.' || path[len(prefix)] == '/'
 }

@@ -20,8 +20,10 @@ var ErrUnknown = errors.New("reservation holds no seats")
 // one Reserved or Paid reservation in held, and every such reservation's
 // seats are taken.
 type Desk struct {
-	held  map[string]*holding
-	holds holdHeap
+	held map[string]*holding
+	// byArea holds the same holdings per area, for Holders.
+	byArea map[*Area]map[*holding]struct{}
+	holds  holdHeap
 	// changed are the reservations the batch decided or moved, in order;
 	// touched are the areas whose seats changed.
 	changed []*Reservation
@@ -35,7 +37,9 @@ type holding struct {
 }
 
 // NewDesk returns an empty desk.
-func NewDesk() *Desk { return &Desk{held: make(map[string]*holding)} }
+func NewDesk() *Desk {
+	return &Desk{held: make(map[string]*holding), byArea: make(map[*Area]map[*holding]struct{})}
+}
 
 // Reserve decides the Processing reservation r against area a of event ev at
 // now: it takes the seats and holds them for the event's hold time, or fails
@@ -71,6 +75,10 @@ func (d *Desk) Load(r *Reservation, a *Area) {
 func (d *Desk) hold(r *Reservation, a *Area) {
 	h := &holding{res: r, area: a}
 	d.held[r.ID] = h
+	if d.byArea[a] == nil {
+		d.byArea[a] = make(map[*holding]struct{})
+	}
+	d.byArea[a][h] = struct{}{}
 	if r.State == Reserved {
 		heap.Push(&d.holds, h)
 	}
@@ -119,6 +127,7 @@ func (d *Desk) Expire(now time.Time) {
 func (d *Desk) release(h *holding, seats []Seat) {
 	h.area.Release(seats)
 	delete(d.held, h.res.ID)
+	delete(d.byArea[h.area], h)
 	d.changed = append(d.changed, h.res)
 	d.touch(h.area)
 }
@@ -137,11 +146,9 @@ func (d *Desk) NextExpiry() time.Time {
 
 // Holders returns the reservations holding seats in area a.
 func (d *Desk) Holders(a *Area) []*Reservation {
-	var out []*Reservation
-	for _, h := range d.held {
-		if h.area == a {
-			out = append(out, h.res)
-		}
+	out := make([]*Reservation, 0, len(d.byArea[a]))
+	for h := range d.byArea[a] {
+		out = append(out, h.res)
 	}
 	return out
 }

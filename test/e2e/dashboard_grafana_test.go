@@ -51,6 +51,10 @@ func TestDashboardGrafanaQueriesExist(t *testing.T) {
 	mustReserve(t, s.c, ReserveReq{UserID: "u", EventID: "g-ev", AreaID: "A0", NumOfSeats: 1, Type: "RANDOM"})
 	r, err = s.c.raw(http.MethodPut, "/v0/entity?id=g", "", []byte("v"))
 	must(t, r, err, http.StatusCreated, "")
+	// A wallet call, as Connect JSON.
+	r, err = s.c.raw(http.MethodPost, "/surge.wallet.v1.AuthService/Register", "application/json",
+		[]byte(`{"username":"grafana","name":"G","password":"long enough"}`))
+	must(t, r, err, http.StatusOK, "")
 
 	r, err = s.c.raw(http.MethodGet, "/metrics", "", nil)
 	if err != nil || r.Status != http.StatusOK {

@@ -1,0 +1,77 @@
+package auth
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+func TestTokens(t *testing.T) {
+	secret := []byte(strings.Repeat("k", SecretSize))
+	tok, err := NewTokens(secret, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := tok.Issue(42, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := tok.Verify(s); err != nil || id != 42 {
+		t.Errorf("Verify = %d, %v; want 42", id, err)
+	}
+	expired, _, _ := tok.Issue(42, time.Now().Add(-2*time.Hour))
+	other, _ := NewTokens([]byte(strings.Repeat("x", SecretSize)), time.Hour)
+	forged, _, _ := other.Issue(42, time.Now())
+	for name, bad := range map[string]string{"expired": expired, "forged": forged, "garbage": "a.b.c", "tampered": s[:len(s)-2] + "xx"} {
+		if _, err := tok.Verify(bad); err != ErrBadToken {
+			t.Errorf("%s token: %v, want ErrBadToken", name, err)
+		}
+	}
+	if _, err := NewTokens([]byte("short"), time.Hour); err == nil {
+		t.Errorf("short secret accepted")
+	}
+}
+
+func TestHasher(t *testing.T) {
+	h, err := NewHasher(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := h.Hash("password1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Check(hash, "password1") != nil || h.Check(hash, "password2") != ErrBadPassword {
+		t.Errorf("password check wrong")
+	}
+	if _, err := NewHasher(3); err == nil {
+		t.Errorf("cost 3 accepted")
+	}
+}
+
+func TestLoginLimiter(t *testing.T) {
+	l := NewLoginLimiter(LimitConfig{Rate: rate.Every(time.Hour), Burst: 3, Keys: 10})
+	for i := range 3 {
+		if !l.Admit("alice", "1.2.3.4") {
+			t.Fatalf("attempt %d refused", i)
+		}
+		l.Failed("alice", "1.2.3.4")
+	}
+	if l.Admit("alice", "5.6.7.8") {
+		t.Errorf("alice admitted from another address after 3 failures")
+	}
+	if l.Admit("bob", "1.2.3.4") {
+		t.Errorf("the failing address admitted for another user")
+	}
+	if !l.Admit("bob", "5.6.7.8") {
+		t.Errorf("an unrelated user and address refused")
+	}
+	// Successes do not count.
+	for range 10 {
+		if !l.Admit("carol", "9.9.9.9") {
+			t.Fatalf("successful logins were limited")
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/surge-dev/surge/internal/social"
+)
+
+// Social key layout (the wallet chat of SPEC §3.4). Every key starts with
+// 's', so none can collide with the ledger's 'l' keys or the key-value
+// store's "kv/". Ids are 8-byte big-endian, so a pair's messages sort by seq.
+//
+//	su/<user>                  user: username, name, password hash
+//	sr/<lo><hi>                friendship or open request of a pair
+//	sc/<lo><hi>                conversation head: newest seq, read marks
+//	sm/<lo><hi><seq>           message
+//	si/<transfer>              transfer intent (value empty), see TransferIntents
+//	sk/token                   the secret that signs login tokens
+var (
+	prefixUser     = []byte("su/")
+	prefixRelation = []byte("sr/")
+	prefixConvHead = []byte("sc/")
+	prefixMessage  = []byte("sm/")
+	prefixIntent   = []byte("si/")
+	keyTokenSecret = []byte("sk/token")
+)
+
+func userKey(id social.UserID) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), prefixUser...), uint64(id))
+}
+
+func pairKey(prefix []byte, p social.Pair) []byte {
+	k := append(make([]byte, 0, len(prefix)+24), prefix...)
+	k = binary.BigEndian.AppendUint64(k, uint64(p.Lo))
+	return binary.BigEndian.AppendUint64(k, uint64(p.Hi))
+}
+
+func messageKey(p social.Pair, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(pairKey(prefixMessage, p), seq)
+}
+
+// SocialBatch writes social records into one storage batch.
+type SocialBatch struct{ *pebble.Batch }
+
+// NewSocialBatch returns an empty batch of s.
+func (s *Store) NewSocialBatch() SocialBatch { return SocialBatch{s.NewBatch()} }
+
+// PutUser writes u.
+func (b SocialBatch) PutUser(u *social.User) {
+	var e encoder
+	e.byte(recordVersion)
+	e.string(u.Username)
+	e.string(u.Name)
+	e.string(string(u.PasswordHash))
+	e.varint(u.CreatedAt.UnixNano())
+	_ = b.Set(userKey(u.ID), e.b, nil)
+}
+
+// PutRelation writes r, or deletes the pair's relation if r is RelationNone.
+func (b SocialBatch) PutRelation(r *social.Relation) {
+	k := pairKey(prefixRelation, r.Pair)
+	if r.State == social.RelationNone {
+		_ = b.Delete(k, nil)
+		return
+	}
+	var e encoder
+	e.byte(recordVersion)
+	e.byte(byte(r.State))
+	e.uvarint(uint64(r.Requester))
+	e.varint(r.Since.UnixNano())
+	_ = b.Set(k, e.b, nil)
+}
+
+// PutMessage writes m and makes it the head of its conversation, whose
+// read marks are read.
+func (b SocialBatch) PutMessage(m *social.Message, read [2]social.ReadMark) {
+	p := social.PairOf(m.From, m.To)
+	_ = b.Set(messageKey(p, m.Seq), encodeMessage(m), nil)
+	b.PutHead(p, m.Seq, read)
+}
+
+// PutHead writes a conversation's head: its newest seq and read marks.
+func (b SocialBatch) PutHead(p social.Pair, last uint64, read [2]social.ReadMark) {
+	var e encoder
+	e.byte(recordVersion)
+	e.uvarint(last)
+	for _, r := range read {
+		e.uvarint(r.Seq)
+		e.uvarint(r.PeerSent)
+	}
+	_ = b.Set(pairKey(prefixConvHead, p), e.b, nil)
+}
+
+// PutTransferIntent records that transfer id is about to be submitted to
+// the ledger; DeleteTransferIntent clears it once its message is written.
+func (b SocialBatch) PutTransferIntent(id string) { _ = b.Set(key(nil, prefixIntent, id), nil, nil) }
+
+// DeleteTransferIntent clears a transfer intent.
+func (b SocialBatch) DeleteTransferIntent(id string) { _ = b.Delete(key(nil, prefixIntent, id), nil) }
+
+// CommitNoSync applies b without waiting for an fsync, and closes it. The
+// WAL keeps commit order, so b becomes durable with the next synced commit
+// of any writer, and a crash can only lose a suffix of such commits: use it
+// for records that a later synced commit covers, or that recovery rebuilds.
+func (s *Store) CommitNoSync(b *pebble.Batch) error {
+	err := s.db.Apply(b, pebble.NoSync)
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func encodeMessage(m *social.Message) []byte {
+	var e encoder
+	e.byte(recordVersion)
+	e.uvarint(uint64(m.From))
+	e.uvarint(uint64(m.To))
+	e.byte(byte(m.Kind))
+	e.string(m.Text)
+	e.varint(m.Amount)
+	e.string(m.TransferID)
+	e.varint(m.At.UnixNano())
+	e.uvarint(m.Sent[0])
+	e.uvarint(m.Sent[1])
+	return e.b
+}
+
+func decodeMessage(seq uint64, v []byte) (social.Message, error) {
+	d := decoder{b: v}
+	if d.byte() != recordVersion {
+		return social.Message{}, errCorrupt
+	}
+	m := social.Message{Seq: seq}
+	m.From = social.UserID(d.uvarint())
+	m.To = social.UserID(d.uvarint())
+	m.Kind = social.Kind(d.byte())
+	m.Text = d.string()
+	m.Amount = d.varint()
+	m.TransferID = d.string()
+	m.At = time.Unix(0, d.varint()).UTC()
+	m.Sent[0] = d.uvarint()
+	m.Sent[1] = d.uvarint()
+	return m, d.done()
+}
+
+func decodeUser(k, v []byte) (social.User, error) {
+	d := decoder{b: v}
+	if len(k) != len(prefixUser)+8 || d.byte() != recordVersion {
+		return social.User{}, errCorrupt
+	}
+	u := social.User{ID: social.UserID(binary.BigEndian.Uint64(k[len(prefixUser):]))}
+	u.Username = d.string()
+	u.Name = d.string()
+	u.PasswordHash = []byte(d.string())
+	u.CreatedAt = time.Unix(0, d.varint()).UTC()
+	return u, d.done()
+}
+
+func decodePair(prefix, k []byte) (social.Pair, error) {
+	if len(k) < len(prefix)+16 {
+		return social.Pair{}, errCorrupt
+	}
+	k = k[len(prefix):]
+	return social.Pair{Lo: social.UserID(binary.BigEndian.Uint64(k)), Hi: social.UserID(binary.BigEndian.Uint64(k[8:]))}, nil
+}
+
+func decodeRelation(k, v []byte) (social.Relation, error) {
+	p, err := decodePair(prefixRelation, k)
+	if err != nil {
+		return social.Relation{}, err
+	}
+	d := decoder{b: v}
+	if d.byte() != recordVersion {
+		return social.Relation{}, errCorrupt
+	}
+	r := social.Relation{Pair: p}
+	r.State = social.RelationState(d.byte())
+	r.Requester = social.UserID(d.uvarint())
+	r.Since = time.Unix(0, d.varint()).UTC()
+	return r, d.done()
+}
+
+// LoadSocial reads every user, relation and conversation head into st.
+func (s *Store) LoadSocial(st *social.State) error {
+	err := s.Scan(prefixUser, upperBound(prefixUser), false, func(k, v []byte) (bool, error) {
+		u, err := decodeUser(k, v)
+		if err != nil {
+			return false, fmt.Errorf("user record %x: %w", k, err)
+		}
+		st.AddUser(u)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	err = s.Scan(prefixRelation, upperBound(prefixRelation), false, func(k, v []byte) (bool, error) {
+		r, err := decodeRelation(k, v)
+		if err != nil {
+			return false, fmt.Errorf("relation record %x: %w", k, err)
+		}
+		st.SetRelation(r)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.loadConversations(st)
+}
+
+func (s *Store) loadConversations(st *social.State) error {
+	var heads []social.Conversation
+	err := s.Scan(prefixConvHead, upperBound(prefixConvHead), false, func(k, v []byte) (bool, error) {
+		p, err := decodePair(prefixConvHead, k)
+		if err != nil {
+			return false, err
+		}
+		d := decoder{b: v}
+		if d.byte() != recordVersion {
+			return false, errCorrupt
+		}
+		c := social.Conversation{Pair: p}
+		c.Last.Seq = d.uvarint()
+		for i := range c.Read {
+			c.Read[i] = social.ReadMark{Seq: d.uvarint(), PeerSent: d.uvarint()}
+		}
+		heads = append(heads, c)
+		return true, d.done()
+	})
+	if err != nil {
+		return fmt.Errorf("conversation heads: %w", err)
+	}
+	for _, c := range heads {
+		m, ok, err := s.Message(c.Pair, c.Last.Seq)
+		if err != nil || !ok {
+			return fmt.Errorf("conversation %d-%d: newest message %d: %w", c.Pair.Lo, c.Pair.Hi, c.Last.Seq, errors.Join(err, errCorrupt))
+		}
+		c.Last = m
+		st.LoadConversation(c)
+	}
+	return nil
+}
+
+// Message reads message seq of pair p.
+func (s *Store) Message(p social.Pair, seq uint64) (social.Message, bool, error) {
+	v, ok, err := s.Get(messageKey(p, seq))
+	if !ok || err != nil {
+		return social.Message{}, false, err
+	}
+	m, err := decodeMessage(seq, v)
+	return m, err == nil, err
+}
+
+// Messages returns up to limit messages of pair p with seq below before,
+// newest first.
+func (s *Store) Messages(p social.Pair, before uint64, limit int) ([]social.Message, error) {
+	out := make([]social.Message, 0, limit)
+	lower, upper := messageKey(p, 1), messageKey(p, before)
+	err := s.Scan(lower, upper, true, func(k, v []byte) (bool, error) {
+		m, err := decodeMessage(binary.BigEndian.Uint64(k[len(k)-8:]), v)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, m)
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// TransferIntents lists the transfer ids whose intent is still recorded:
+// transfers that were submitted to the ledger while their chat message was
+// not yet written.
+func (s *Store) TransferIntents() ([]string, error) {
+	var ids []string
+	err := s.Scan(prefixIntent, upperBound(prefixIntent), false, func(k, _ []byte) (bool, error) {
+		ids = append(ids, string(k[len(prefixIntent):]))
+		return true, nil
+	})
+	return ids, err
+}
+
+// TokenSecret returns the secret that signs login tokens, creating it with
+// generate (and making it durable) on first use.
+func (s *Store) TokenSecret(generate func() ([]byte, error)) ([]byte, error) {
+	v, ok, err := s.Get(keyTokenSecret)
+	if err != nil || ok {
+		return v, err
+	}
+	secret, err := generate()
+	if err != nil {
+		return nil, err
+	}
+	b := s.NewBatch()
+	_ = b.Set(keyTokenSecret, secret, nil)
+	if err := s.Commit(b); err != nil {
+		return nil, err
+	}
+	return secret, nil
+}
