@@ -159,9 +159,14 @@ func (a *API) getArea(w http.ResponseWriter, r *http.Request) int {
 }
 
 func (a *API) reserve(w http.ResponseWriter, r *http.Request) int {
-	var body reserveJSON
-	if status := decode(w, r, maxReservationBody, &body); status != 0 {
+	buf, status := readBody(w, r, maxReservationBody)
+	if status != 0 {
 		return status
+	}
+	body, err := decodeReserve(*buf)
+	bodyBufs.Put(buf)
+	if err != nil {
+		return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), "malformed JSON body: "+err.Error())
 	}
 	wait, err := waitParam(r, 0)
 	if err != nil {
@@ -185,7 +190,7 @@ func (a *API) reserve(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return a.fail(w, err)
 	}
-	return writeJSON(w, http.StatusOK, reservationOf(&res))
+	return writeReservation(w, &res)
 }
 
 // request checks what the domain does not: the strategy, the user and the
@@ -215,7 +220,7 @@ func (a *API) getReservation(w http.ResponseWriter, r *http.Request) int {
 		w.Header().Set("Retry-After", "0")
 		return writeProblem(w, http.StatusServiceUnavailable, "not_decided", "the reservation is not decided yet; retry")
 	}
-	return writeJSON(w, http.StatusOK, reservationOf(&res))
+	return writeReservation(w, &res)
 }
 
 func (a *API) cancel(w http.ResponseWriter, r *http.Request) int {
@@ -223,7 +228,7 @@ func (a *API) cancel(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return a.fail(w, err)
 	}
-	return writeJSON(w, http.StatusOK, reservationOf(&res))
+	return writeReservation(w, &res)
 }
 
 func (a *API) pay(w http.ResponseWriter, r *http.Request) int {
@@ -238,7 +243,7 @@ func (a *API) pay(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return a.fail(w, err)
 	}
-	return writeJSON(w, http.StatusOK, reservationOf(&res))
+	return writeReservation(w, &res)
 }
 
 func (a *API) health(w http.ResponseWriter, _ *http.Request) int {
