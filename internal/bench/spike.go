@@ -158,7 +158,8 @@ func RunSpike(ctx context.Context, cfg SpikeConfig) (*Result, error) {
 		return nil, err
 	}
 	// The checks run even after an interrupt: what was sold must be right.
-	report := s.report(run.Start, rss)
+	sales := NewSalesTally(run.Start)
+	report := s.report(run.Start, rss, sales)
 	progress.Printf("checking the seat maps of %d areas", len(plan.areas))
 	checkCtx := context.WithoutCancel(ctx)
 	report.SeatMaps = s.book.checkServer(checkCtx, client, plan)
@@ -166,6 +167,7 @@ func RunSpike(ctx context.Context, cfg SpikeConfig) (*Result, error) {
 
 	res := NewResult("spike", cfg.params(spikeParams(cfg, plan, runID)), run, client)
 	res.Spike = report
+	res.Sales = sales.Curve()
 	res.Verdict = spikeVerdict(res)
 	return res, nil
 }

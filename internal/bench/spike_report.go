@@ -82,8 +82,8 @@ type AreaSold struct {
 func (s *SpikeReport) SoldOut() bool { return s.SeatsSold == s.Capacity }
 
 // report gathers the workers' tallies and the seat book once the run
-// (which started at start) is over.
-func (s *spikeRun) report(start time.Time, peakRSS int64) *SpikeReport {
+// (which started at start) is over, and the sales curve into sales.
+func (s *spikeRun) report(start time.Time, peakRSS int64, sales *SalesTally) *SpikeReport {
 	c := s.cfg
 	r := &SpikeReport{
 		Shape:           fmt.Sprintf("%d events × %d areas × %d×%d seats", c.Events, c.Areas, c.Rows, c.Cols),
@@ -99,6 +99,9 @@ func (s *spikeRun) report(start time.Time, peakRSS int64) *SpikeReport {
 		r.Retries += v.tally.retries
 		if v.tally.lastSale.After(lastSale) {
 			lastSale = v.tally.lastSale
+		}
+		for _, sold := range v.tally.sales {
+			sales.Add(sold.at, sold.seats)
 		}
 	}
 	r.Processing = latencyOf(s.proc)

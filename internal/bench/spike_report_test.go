@@ -47,8 +47,10 @@ func TestSpikeRunReport(t *testing.T) {
 	cfg.Events, cfg.Areas, cfg.Rows, cfg.Cols = 1, 2, 2, 4
 	s := newSpikeRun(cfg, nil, newSpikePlan(cfg, "e"), "run")
 	vus := []spikeTally{
-		{outcomes: map[string]int64{"RESERVED": 3, "FAILED NOT_AVAILABLE": 5}, retries: 2, lastSale: start.Add(1500 * time.Millisecond)},
-		{outcomes: map[string]int64{"RESERVED": 2, "FAILED NOT_OPEN": 1}, lastSale: start.Add(7 * time.Second)},
+		{outcomes: map[string]int64{"RESERVED": 3, "FAILED NOT_AVAILABLE": 5}, retries: 2, lastSale: start.Add(1500 * time.Millisecond),
+			sales: []sale{{start.Add(200 * time.Millisecond), 4}, {start.Add(1200 * time.Millisecond), 2}, {start.Add(1500 * time.Millisecond), 2}}},
+		{outcomes: map[string]int64{"RESERVED": 2, "FAILED NOT_OPEN": 1}, lastSale: start.Add(7 * time.Second),
+			sales: []sale{{start.Add(900 * time.Millisecond), 2}, {start.Add(7 * time.Second), 2}}},
 		{outcomes: map[string]int64{"FAILED NOT_AVAILABLE": 4}, retries: 1},
 	}
 	for i, tally := range vus {
@@ -62,7 +64,12 @@ func TestSpikeRunReport(t *testing.T) {
 	s.book.claim(1, seats(0, 1, 0, 2), "d")
 	s.book.claim(1, seats(1, 1, 1, 2), "e")
 
-	r := s.report(start, 123)
+	sales := NewSalesTally(start)
+	r := s.report(start, 123, sales)
+	wantCurve := []SalePoint{{0, 0}, {1, 6}, {2, 10}, {3, 10}, {4, 10}, {5, 10}, {6, 10}, {7, 10}, {8, 12}}
+	if got := sales.Curve(); !reflect.DeepEqual(got, wantCurve) {
+		t.Fatalf("sales curve %v; want %v", got, wantCurve)
+	}
 	if r.Capacity != 16 || r.SeatsSold != 12 || r.SoldOut() {
 		t.Fatalf("capacity %d, sold %d, sold out %v", r.Capacity, r.SeatsSold, r.SoldOut())
 	}
@@ -87,7 +94,7 @@ func TestSpikeRunReport(t *testing.T) {
 	}
 
 	s.book.claim(1, seats(0, 0, 0, 3, 1, 0, 1, 3), "f")
-	r = s.report(start, -1)
+	r = s.report(start, -1, NewSalesTally(start))
 	if !r.SoldOut() || r.Areas.Unsold != 0 || !strings.HasPrefix(soldOutText(r), "at 7s (last RESERVED reply)") {
 		t.Fatalf("sold out %v, unsold %d, text %q", r.SoldOut(), r.Areas.Unsold, soldOutText(r))
 	}

@@ -97,6 +97,14 @@ type spikeTally struct {
 	retries int64
 	// lastSale is when the last RESERVED reply arrived.
 	lastSale time.Time
+	// sales are the RESERVED replies' arrival times and seat counts, for
+	// the sales curve (at most one per seat on sale).
+	sales []sale
+}
+
+type sale struct {
+	at    time.Time
+	seats int
 }
 
 // spikeVU is one worker: it reserves, waits for the outcome, judges it.
@@ -366,6 +374,7 @@ func (v *spikeVU) judge(a, n int, id string, now time.Time) Outcome {
 	case "RESERVED":
 		v.tally.outcomes["RESERVED"]++
 		v.tally.lastSale = now
+		v.tally.sales = append(v.tally.sales, sale{now, len(r.Seats)})
 		v.s.book.claim(a, r.Seats, id)
 		if problem := seatsProblem(r.Seats, n, v.s.cfg.Rows, v.s.cfg.Cols); problem != "" {
 			return Outcome{Failure: "200 bad_seats", Detail: fmt.Sprintf("reservation %s: %s", id, problem)}

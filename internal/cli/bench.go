@@ -112,7 +112,12 @@ func addBenchCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions)
 	fs.StringVar((*string)(&c.Client), "http-client", string(c.Client),
 		"HTTP client of the VUs: 'fast', a lean HTTP/1.1 client that leaves the server more CPU on a shared machine (plain http only), or 'std', Go's net/http")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for the random accounts and amounts, to repeat a run's choices; 0 picks one (reported in the summary)")
-	fs.StringVar(&opts.out, "out", "", "also write the result to this file: .json (for reports and comparisons) or .md (Markdown tables)")
+	addOutputFlags(fs, opts)
+}
+
+// addOutputFlags defines the flags every scenario shares for its output.
+func addOutputFlags(fs *pflag.FlagSet, opts *benchOptions) {
+	fs.StringVar(&opts.out, "out", "", "also write the result to this file: .json (for surge bench compare), .md (Markdown tables) or .html (a self-contained report with charts)")
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator itself to this file (go tool pprof)")
 }
 

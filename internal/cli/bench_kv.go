@@ -74,8 +74,7 @@ or more than 1% of requests failed.`,
 	fs.BoolVar(&cfg.FindMax, "find-max", cfg.FindMax, "search for the highest rate that meets --slo, printing every probe")
 	fs.StringVar(&cfg.SLO, "slo", cfg.SLO, "objective of --find-max: latency bounds per percentile, such as p99=1ms or p99=1ms,p99.9=5ms")
 	fs.IntVar(&cfg.MaxProbes, "max-probes", cfg.MaxProbes, "most runs a --find-max search makes")
-	fs.StringVar(&opts.out, "out", "", "also write the result to this file: .json or .md")
-	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator itself to this file (go tool pprof)")
+	addOutputFlags(fs, &opts)
 	bench.DocumentEnv(fs, bench.EnvPrefix)
 	return cmd
 }

@@ -72,8 +72,7 @@ if setup failed or more than 1% of calls failed.`,
 	fs.Int64Var(&cfg.AmountMax, "amount-max", cfg.AmountMax, "largest Transfer amount; amounts are uniform in 1..amount-max")
 	fs.StringVar(&cfg.UserPrefix, "user-prefix", cfg.UserPrefix, "usernames are this prefix and a number")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the random users and amounts; 0 picks one (reported)")
-	fs.StringVar(&opts.out, "out", "", "also write the result to this file: .json or .md")
-	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator itself to this file (go tool pprof)")
+	addOutputFlags(fs, &opts)
 	bench.DocumentEnv(fs, bench.EnvPrefix)
 	return cmd
 }
