@@ -25,6 +25,7 @@ import (
 
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kvstore"
+	"github.com/surge-dev/surge/internal/telemetry"
 )
 
 // Options configure a Handler.
@@ -271,7 +272,7 @@ func (h *Handler) entities(w http.ResponseWriter, r *http.Request) int {
 		}
 	}
 	if err := it.Err(); err != nil {
-		h.log.Error("range read failed mid-stream", "start", start, "end", end, "err", err)
+		h.log.Error("range read failed mid-stream", "request_id", telemetry.RequestID(w), "start", start, "end", end, "err", err)
 		// Ending the reply normally would tell the client the range is
 		// complete; breaking the connection tells it otherwise.
 		panic(http.ErrAbortHandler)
@@ -291,7 +292,7 @@ func fail(w http.ResponseWriter, status int, msg string) int {
 
 // fault answers a storage failure: logged, and a 500 without details.
 func (h *Handler) fault(w http.ResponseWriter, what string, err error) int {
-	h.log.Error("key-value storage failed", "op", what, "err", err)
+	h.log.Error("key-value storage failed", "request_id", telemetry.RequestID(w), "op", what, "err", err)
 	return fail(w, http.StatusInternalServerError, "internal error")
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
@@ -306,7 +307,7 @@ func (a *API) fail(w http.ResponseWriter, err error) int {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return writeProblem(w, http.StatusServiceUnavailable, "canceled", "request canceled")
 	}
-	a.opts.Logger.Error("ticketing request failed", "err", err)
+	a.opts.Logger.Error("ticketing request failed", "request_id", telemetry.RequestID(w), "err", err)
 	return writeProblem(w, http.StatusInternalServerError, "internal", "internal error")
 }
 
