@@ -22,7 +22,7 @@ func wait(ctx context.Context, c *call) error {
 }
 
 func (e *Engine) do(ctx context.Context, s *shard, cmd Command) (*call, error) {
-	c, err := e.submit(s, cmd)
+	c, err := e.submit(ctx, s, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (e *Engine) TransferBatch(ctx context.Context, reqs []ledger.TransferReques
 	calls := make([]*call, 0, len(groups))
 	var refused error
 	for _, g := range groups {
-		c, err := e.submit(g.shard, CmdBatch{Reqs: g.reqs, Atomic: atomic})
+		c, err := e.submit(ctx, g.shard, CmdBatch{Reqs: g.reqs, Atomic: atomic})
 		if err != nil {
 			refused = err
 			break

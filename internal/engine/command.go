@@ -3,6 +3,8 @@ package engine
 import (
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/tickets"
 )
@@ -19,6 +21,9 @@ type Envelope struct {
 	Cmd      Command
 	call     *call
 	legCalls []*call
+	// link is the requesting span, when tracing is on: the batch that
+	// applies the command links to it.
+	link trace.Link
 }
 
 // CmdCreateAccount opens an account.

@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/store"
+	"github.com/surge-dev/surge/internal/telemetry"
 )
 
 // Config sets up an Engine.
@@ -334,16 +336,20 @@ func (e *Engine) publish(shards ...*shard) {
 }
 
 // submit queues cmd on s; the returned call completes once it is durable.
-func (e *Engine) submit(s *shard, cmd Command) (*call, error) {
+func (e *Engine) submit(ctx context.Context, s *shard, cmd Command) (*call, error) {
 	c := newCall()
-	if err := s.log.Append(Envelope{Cmd: cmd, call: c}, false); err != nil {
+	env := Envelope{Cmd: cmd, call: c}
+	if telemetry.TracingEnabled() {
+		env.link, _ = telemetry.Link(ctx)
+	}
+	if err := s.log.Append(env, false); err != nil {
 		return nil, queueError(err)
 	}
 	return c, nil
 }
 
 func (e *Engine) submitWait(s *shard, cmd Command) (*call, error) {
-	c, err := e.submit(s, cmd)
+	c, err := e.submit(context.Background(), s, cmd)
 	if err != nil {
 		return nil, err
 	}

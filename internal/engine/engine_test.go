@@ -857,7 +857,7 @@ func TestOverloaded(t *testing.T) {
 
 	var queued []*call
 	for i := range 2 {
-		c, err := e.submit(s, CmdTransfer{Req: ledger.TransferRequest{ID: fmt.Sprint("q", i), From: "a", To: "b", Amount: 1}})
+		c, err := e.submit(ctx, s, CmdTransfer{Req: ledger.TransferRequest{ID: fmt.Sprint("q", i), From: "a", To: "b", Amount: 1}})
 		if err != nil {
 			t.Fatalf("queueing %d of 2: %v", i, err)
 		}
@@ -916,7 +916,7 @@ func TestBatchOverloadMidwayReportsAppliedItems(t *testing.T) {
 		mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: id, Amount: 100})
 	}
 	release := parkShard(t, e.shards[1])
-	filler, err := e.submit(e.shards[1], CmdTransfer{Req: ledger.TransferRequest{From: y, To: x[0], Amount: 1}})
+	filler, err := e.submit(ctx, e.shards[1], CmdTransfer{Req: ledger.TransferRequest{From: y, To: x[0], Amount: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,8 @@ func (s *shard) commitBatch(envs []Envelope) {
 		return
 	}
 	now := time.Now().UTC()
+	tr := startBatchTrace(s.id, envs)
+	defer tr.end()
 	for i := range envs {
 		from := len(s.book.Changes().Credits)
 		s.apply(&envs[i], now)
@@ -79,7 +81,10 @@ func (s *shard) commitBatch(envs []Envelope) {
 	}
 	s.groupCredits()
 	s.eng.metrics.batchSize.Observe(float64(len(envs)))
-	if err := s.eng.persist(s); err != nil {
+	tr.startCommit()
+	err := s.eng.persist(s)
+	tr.endCommit()
+	if err != nil {
 		// The Book is ahead of the disk and cannot be rolled back in
 		// general; carrying on would acknowledge lost writes. Recovery on
 		// restart rebuilds the state from what did reach the disk.

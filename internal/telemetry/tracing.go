@@ -126,11 +126,21 @@ func Link(ctx context.Context) (trace.Link, bool) {
 	return trace.Link{SpanContext: sc}, sc.IsValid()
 }
 
-// StartBatchSpan starts the root span of one shard batch of commands,
-// linked to the spans of the requests it serves. The storage commit is a
-// StartSpan child of the returned context.
+// StartBatchSpan starts the span of one shard batch of commands, linked to
+// the spans of the requests it serves. It is the child of the first
+// sampled one of them, so that it is sampled (and shows in that request's
+// trace) whenever one of its requests is; the rest are links. The storage
+// commit is a StartSpan child of the returned context.
 func StartBatchSpan(shard, commands int, links []trace.Link) (context.Context, trace.Span) {
-	return Tracer().Start(context.Background(), "shard.batch",
+	parent := context.Background()
+	for i, l := range links {
+		if l.SpanContext.IsSampled() {
+			parent = trace.ContextWithRemoteSpanContext(parent, l.SpanContext)
+			links = append(links[:i:i], links[i+1:]...)
+			break
+		}
+	}
+	return Tracer().Start(parent, "shard.batch",
 		trace.WithLinks(links...),
 		trace.WithAttributes(attribute.Int("surge.shard", shard), attribute.Int("surge.batch.commands", commands)))
 }

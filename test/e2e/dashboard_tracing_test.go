@@ -13,7 +13,7 @@ import (
 // TestDashboardTracingToCollector runs the binary with an OTLP endpoint and
 // checks that a transfer's trace reaches the collector: the server span of
 // the request, continuing the client's traceparent, with the engine call
-// as its child.
+// as its child, the shard batch below it and the storage commit below that.
 func TestDashboardTracingToCollector(t *testing.T) {
 	col := &otlptest.Collector{}
 	srv := httptest.NewServer(col)
@@ -50,6 +50,18 @@ func TestDashboardTracingToCollector(t *testing.T) {
 	}
 	if !bytes.Equal(engine.GetParentSpanId(), server.GetSpanId()) || !bytes.Equal(engine.GetTraceId(), server.GetTraceId()) {
 		t.Error("ledger.Transfer is not the server span's child")
+	}
+	// The shard batch that applied it: the engine call's child (its one
+	// sampled request), with the storage commit as its own child.
+	batches, commits := col.Named("shard.batch"), col.Named("storage.commit")
+	if len(batches) != 1 || len(commits) != 1 {
+		t.Fatalf("collector got %d shard.batch and %d storage.commit spans, want 1 each", len(batches), len(commits))
+	}
+	if !bytes.Equal(batches[0].GetParentSpanId(), engine.GetSpanId()) || !bytes.Equal(batches[0].GetTraceId(), server.GetTraceId()) {
+		t.Error("shard.batch is not the engine call's child")
+	}
+	if !bytes.Equal(commits[0].GetParentSpanId(), batches[0].GetSpanId()) {
+		t.Error("storage.commit is not the shard batch's child")
 	}
 	if n := len(col.Named("POST /v1/accounts")); n != 0 {
 		t.Errorf("%d spans of an unsampled request (sampling 0, no traceparent)", n)
