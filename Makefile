@@ -20,7 +20,7 @@ ARGS     ?=
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: help proto run build test test-short bench bench-ledger bench-spike lint fmt-check vet staticcheck fuzz clean
+.PHONY: help proto run build test test-short bench bench-ledger bench-spike bench-all lint fmt-check vet staticcheck fuzz clean
 
 help: ## List targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -48,6 +48,9 @@ test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skip
 
 bench: ## Go benchmarks only (no tests): go test -bench=. -benchmem ./...
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+bench-all: ## Every workload's figures of docs/BENCHMARKS.md in one session (~30 min, idle machine)
+	scripts/bench-all.sh
 
 bench-spike: ## Ticketing figures of docs/BENCHMARKS.md: surge bench spike, 1M requests (~15 min, idle machine)
 	scripts/bench-spike.sh
