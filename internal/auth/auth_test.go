@@ -34,6 +34,33 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// A token verified once is answered from the cache, but only until it
+// expires.
+func TestVerifiedTokenExpires(t *testing.T) {
+	tok, err := NewTokens([]byte(strings.Repeat("k", SecretSize)), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now()
+	tok.now = func() time.Time { return clock }
+	s, exp, err := tok.Issue(7, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // parsed, then cached
+		if id, err := tok.Verify(s); err != nil || id != 7 {
+			t.Fatalf("Verify = %d, %v; want 7", id, err)
+		}
+	}
+	clock = exp
+	if _, err := tok.Verify(s); err != ErrBadToken {
+		t.Fatalf("cached token at its expiry: %v, want ErrBadToken", err)
+	}
+	if _, err := tok.Verify(s); err != ErrBadToken {
+		t.Fatalf("expired token verified again: %v, want ErrBadToken", err)
+	}
+}
+
 func TestHasher(t *testing.T) {
 	h, err := NewHasher(4)
 	if err != nil {
