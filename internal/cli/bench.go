@@ -79,12 +79,10 @@ or transfers failed.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Fill cfg and opts from the environment before they are
-			// copied into the run.
-			if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
-				return err
-			}
-			return runBenchTransfer(cmd, cfg, opts)
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
+				cfg.Log = cmd.ErrOrStderr()
+				return bench.RunTransfer(cmd.Context(), cfg)
+			})
 		},
 	}
 	fs := cmd.Flags()
@@ -121,17 +119,14 @@ func addOutputFlags(fs *pflag.FlagSet, opts *benchOptions) {
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator itself to this file (go tool pprof)")
 }
 
-func runBenchTransfer(cmd *cobra.Command, cfg bench.TransferConfig, opts benchOptions) error {
-	return runBenchScenario(cmd, opts, func(cmd *cobra.Command) (*bench.Result, error) {
-		cfg.Log = cmd.ErrOrStderr()
-		return bench.RunTransfer(cmd.Context(), cfg)
-	})
-}
-
 // runBenchScenario does what every scenario command does around its run:
-// output checks, interrupt handling, profiling, the summary,
-// the --out file and the exit status.
-func runBenchScenario(cmd *cobra.Command, opts benchOptions, run func(*cobra.Command) (*bench.Result, error)) error {
+// flags from the environment (into the scenario's configuration and opts,
+// which run reads only after), output checks, interrupt handling,
+// profiling, the summary, the --out file and the exit status.
+func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Command) (*bench.Result, error)) error {
+	if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
+		return err
+	}
 	if opts.out != "" {
 		if err := bench.CheckOutPath(opts.out); err != nil {
 			return err

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"github.com/surge-dev/surge/internal/bench"
@@ -43,10 +41,7 @@ or more than 1% of requests failed.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
-				return err
-			}
-			return runBenchScenario(cmd, opts, func(cmd *cobra.Command) (*bench.Result, error) {
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
 				cfg.Log = cmd.ErrOrStderr()
 				return bench.RunKV(cmd.Context(), cfg)
 			})

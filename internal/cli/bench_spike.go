@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -46,10 +44,7 @@ a replay, so its seats may already be sold).`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
-				return err
-			}
-			return runBenchScenario(cmd, opts, func(cmd *cobra.Command) (*bench.Result, error) {
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
 				cfg.Log = cmd.ErrOrStderr()
 				return bench.RunSpike(cmd.Context(), cfg)
 			})

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -44,13 +43,10 @@ if setup failed or more than 1% of calls failed.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
-				return err
-			}
-			if cfg.Duration > 0 {
-				cfg.Iterations = 0 // as with ghz, a duration wins over -n
-			}
-			return runBenchScenario(cmd, opts, func(cmd *cobra.Command) (*bench.Result, error) {
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
+				if cfg.Duration > 0 {
+					cfg.Iterations = 0 // as with ghz, a duration wins over -n
+				}
 				cfg.Log = cmd.ErrOrStderr()
 				return bench.RunWallet(cmd.Context(), cfg)
 			})
