@@ -24,10 +24,8 @@ type Desk struct {
 	// byArea holds the same holdings per area, for Holders.
 	byArea map[*Area]map[*holding]struct{}
 	holds  holdHeap
-	// changed are the reservations the batch decided or moved, in order;
-	// touched are the areas whose seats changed.
+	// changed are the reservations the batch decided or moved, in order.
 	changed []*Reservation
-	touched []*Area
 }
 
 // holding is a reservation that holds seats, with the area they are in.
@@ -58,7 +56,6 @@ func (d *Desk) Reserve(ev *EventSpec, a *Area, r *Reservation, now time.Time) {
 	d.changed = append(d.changed, r)
 	if r.State == Reserved {
 		d.hold(r, a)
-		d.touch(a)
 	}
 }
 
@@ -129,7 +126,6 @@ func (d *Desk) release(h *holding, seats []Seat) {
 	delete(d.held, h.res.ID)
 	delete(d.byArea[h.area], h)
 	d.changed = append(d.changed, h.res)
-	d.touch(h.area)
 }
 
 // NextExpiry is the earliest hold deadline, or zero if nothing is held
@@ -153,27 +149,14 @@ func (d *Desk) Holders(a *Area) []*Reservation {
 	return out
 }
 
-func (d *Desk) touch(a *Area) {
-	for _, t := range d.touched {
-		if t == a {
-			return
-		}
-	}
-	d.touched = append(d.touched, a)
-}
-
 // Changes are the reservations decided or moved since the last Reset, in
 // order; a reservation moved twice appears twice.
 func (d *Desk) Changes() []*Reservation { return d.changed }
 
-// Touched are the areas whose seats changed since the last Reset.
-func (d *Desk) Touched() []*Area { return d.touched }
-
 // Reset forgets the batch's changes once they are stored and published.
 func (d *Desk) Reset() {
 	clear(d.changed)
-	clear(d.touched)
-	d.changed, d.touched = d.changed[:0], d.touched[:0]
+	d.changed = d.changed[:0]
 }
 
 // holdHeap orders unpaid holds by deadline.
