@@ -1,6 +1,7 @@
 package ticketapi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -23,32 +24,20 @@ import (
 
 var parsers fastjson.ParserPool
 
-var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+var bodyBufs = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 512)) }}
 
 // readBody reads at most limit bytes of r's body into a pooled buffer; the
 // caller puts the buffer back. On failure it writes the problem and returns
 // its status.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*[]byte, int) {
-	buf := bodyBufs.Get().(*[]byte)
-	b := (*buf)[:0]
-	body := io.LimitReader(r.Body, limit+1)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := body.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			*buf = b
-			bodyBufs.Put(buf)
-			return nil, writeProblem(w, http.StatusBadRequest, "invalid_argument", "reading the body: "+err.Error())
-		}
-	}
-	*buf = b
-	if int64(len(b)) > limit {
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*bytes.Buffer, int) {
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	switch {
+	case err != nil:
+		bodyBufs.Put(buf)
+		return nil, writeProblem(w, http.StatusBadRequest, "invalid_argument", "reading the body: "+err.Error())
+	case int64(buf.Len()) > limit:
 		bodyBufs.Put(buf)
 		return nil, writeProblem(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", limit))
 	}
@@ -207,11 +196,12 @@ func appendRFC3339(b []byte, name string, t time.Time) []byte {
 
 // writeReservation writes r as a 200 JSON reply.
 func writeReservation(w http.ResponseWriter, r *tickets.Reservation) int {
-	buf := bodyBufs.Get().(*[]byte)
-	*buf = appendReservation((*buf)[:0], r)
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	buf.Write(appendReservation(buf.AvailableBuffer(), r))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(*buf)
+	_, _ = w.Write(buf.Bytes())
 	bodyBufs.Put(buf)
 	return http.StatusOK
 }

@@ -164,7 +164,7 @@ func (a *API) reserve(w http.ResponseWriter, r *http.Request) int {
 	if status != 0 {
 		return status
 	}
-	body, err := decodeReserve(*buf)
+	body, err := decodeReserve(buf.Bytes())
 	bodyBufs.Put(buf)
 	if err != nil {
 		return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), "malformed JSON body: "+err.Error())
