@@ -211,10 +211,20 @@ func (a *API) authorized(r *http.Request) bool {
 		return true
 	}
 	h := r.Header["Authorization"]
-	if len(h) != 1 || len(h[0]) < len("Bearer ") || !strings.EqualFold(h[0][:len("Bearer ")], "Bearer ") {
+	return len(h) == 1 && a.AuthorizedHeader(h[0])
+}
+
+// AuthorizedHeader reports whether an Authorization header's value
+// carries the API key (always true without one), for transports that do
+// not hold an *http.Request.
+func (a *API) AuthorizedHeader(h string) bool {
+	if !a.authOn {
+		return true
+	}
+	if len(h) < len("Bearer ") || !strings.EqualFold(h[:len("Bearer ")], "Bearer ") {
 		return false
 	}
-	sum := sha256.Sum256([]byte(h[0][len("Bearer "):]))
+	sum := sha256.Sum256([]byte(h[len("Bearer "):]))
 	return subtle.ConstantTimeCompare(sum[:], a.keyHash[:]) == 1
 }
 

@@ -130,7 +130,7 @@ func (b *batchInput) validate(items []transferInput) *inputError {
 }
 
 func (a *API) batch(w http.ResponseWriter, r *http.Request) int {
-	body, p := readBody(r, maxBatchBody)
+	body, p := readBody(r, MaxBatchBody)
 	if p != nil {
 		return writeProblem(w, p)
 	}
