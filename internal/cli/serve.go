@@ -188,7 +188,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
 	srv := front.New(front.Options{
-		Routes:       kvs.FastRoutes(),
+		Routes:       append(kvs.FastRoutes(), tickets.FastRoutes()...),
 		Net:          withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,

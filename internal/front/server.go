@@ -104,6 +104,7 @@ func New(opts Options) *Server {
 		ReadBufferSize:               8 << 10, // headers up to 8 KiB, as a bearer token needs
 		CloseOnShutdown:              true,
 		Logger:                       printfLogger{log},
+		ErrorHandler:                 requestError,
 	}
 	s.slow = &http.Server{
 		Handler:           measure(router.Net(opts.Net)),
@@ -203,6 +204,16 @@ func (s *Server) isClosing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
+}
+
+// requestError answers a request fasthttp could not read: 413 for a body
+// over the limit (fasthttp's own answer would be 400), else 400.
+func requestError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		ctx.Error("request body too large", fasthttp.StatusRequestEntityTooLarge)
+		return
+	}
+	ctx.Error("malformed request: "+err.Error(), fasthttp.StatusBadRequest)
 }
 
 // printfLogger gives fasthttp's errors to slog.
