@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -188,7 +189,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
 	srv := front.New(front.Options{
-		Routes:       append(kvs.FastRoutes(), tickets.FastRoutes()...),
+		Routes:       slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tickets.FastRoutes()),
 		Net:          withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,

@@ -74,6 +74,11 @@ func copyRequest(dst *fasthttp.Request, r *http.Request, body []byte) {
 		}
 	}
 	dst.SetBodyRaw(body)
+	// A body cut at maxBody+1 keeps its declared length, which a handler
+	// checks against its own limit.
+	if r.ContentLength > int64(len(body)) {
+		dst.Header.SetContentLength(int(r.ContentLength))
+	}
 }
 
 func remoteAddr(s string) net.Addr {

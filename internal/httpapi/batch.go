@@ -238,7 +238,7 @@ func (a *API) itemResult(w http.ResponseWriter, r *http.Request, req *ledger.Tra
 	if br.Err == nil {
 		return itemResult{id: id, status: created(br.Replayed)}
 	}
-	p := a.ledgerProblem(w, r, br.Err)
+	p := a.ledgerProblem(r.Context(), netRequest(w, r), br.Err)
 	return itemResult{id: id, status: p.status, code: p.code, detail: p.detail}
 }
 
