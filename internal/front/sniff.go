@@ -31,7 +31,7 @@ func firstLine(c net.Conn, timeout time.Duration) ([]byte, error) {
 // after the path (or a line end, or a query's '?').
 func lineKnown(b []byte) bool {
 	sp := bytes.IndexByte(b, ' ')
-	return sp >= 0 && bytes.IndexAny(b[sp+1:], " ?\r\n") >= 0
+	return sp >= 0 && bytes.ContainsAny(b[sp+1:], " ?\r\n")
 }
 
 // requestTarget splits a sniffed request line into method and path; either
