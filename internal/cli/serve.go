@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/httpapi"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kvapi"
@@ -164,7 +166,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	// Key-value entries share the ledger's Pebble store, and so its WAL
 	// and fsyncs, under their own key prefix.
 	kvs := kvapi.New(kvstore.New(eng.Store(), reg), kvapi.Options{
-		MaxValueBytes: c.kvValue, Authorize: api.Authorized, Registry: reg, Logger: logger,
+		MaxValueBytes: c.kvValue, Authorize: api.AuthorizedHeader, Registry: reg, Logger: logger,
 	})
 	var ready atomic.Bool
 	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
@@ -183,22 +185,30 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: eng}))
 	dash.Start()
 	defer dash.Close()
-	handler := telemetry.NewMiddleware(withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey), telemetry.MiddlewareOptions{
+	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
+	})
+	srv := front.New(front.Options{
+		Routes:       slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tickets.FastRoutes()),
+		Net:          withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
+		Middleware:   mw.Wrap,
+		Wrap:         mw.Fast,
+		OnNetRequest: telemetry.HandOver,
+		SlowPrefixes: slowPrefixes,
+		// The ledger's batch body is the largest a handler takes, unless
+		// --kv-max-value is larger; handlers check their own limits.
+		MaxRequestBodyBytes: max(httpapi.MaxBatchBody, c.kvValue) + 1,
+		HeaderTimeout:       10 * time.Second,
+		IdleTimeout:         2 * time.Minute,
+		Logger:              logger,
 	})
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// Dashboard streams never end on their own; Shutdown would wait for them.
 	srv.RegisterOnShutdown(dash.Close)
-	// HTTP/2 without TLS (h2c) beside HTTP/1.1 on the same port: gRPC
-	// clients and ticket-master's load client (--http2) speak it.
-	srv.Protocols = new(http.Protocols)
-	srv.Protocols.SetHTTP1(true)
-	srv.Protocols.SetUnencryptedHTTP2(true)
 	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "surge: data in %s (%d shards)\n", dir, eng.Shards())
 	served := make(chan error, 1)
@@ -221,6 +231,12 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	return eng.Close()
 }
+
+// slowPrefixes are the paths whose connections net/http serves from the
+// first request on (see package front): the dashboard and its event
+// stream, the wallet's RPCs over every protocol, gRPC health and
+// reflection, profiles, and key-value ranges, which stream.
+var slowPrefixes = []string{"/", "/ui/", "/surge.wallet.v1.", "/grpc.", "/debug/", "/v0/entities"}
 
 // withDashboard serves the dashboard at exactly "/" and under /ui/, to
 // operators only, and everything else with next.

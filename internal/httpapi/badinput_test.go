@@ -224,7 +224,7 @@ func badOtherCases() []badCase {
 			status: 400, code: "invalid_argument", detail: q.detail})
 	}
 	return append(out,
-		badCase{name: "batch_body_too_large", method: "POST", path: batch, body: `{"transfers":[]}` + strings.Repeat(" ", maxBatchBody), status: 413, code: "body_too_large"},
+		badCase{name: "batch_body_too_large", method: "POST", path: batch, body: `{"transfers":[]}` + strings.Repeat(" ", MaxBatchBody), status: 413, code: "body_too_large"},
 		badCase{name: "batch_too_large", method: "POST", path: batch, body: manyItems(8191), status: 413, code: "batch_too_large", detail: "8190"},
 		badCase{name: "batch_text", method: "POST", path: batch, ct: "text/json", body: `{"transfers":[]}`, status: 415, code: "unsupported_media_type"},
 		badCase{name: "post_text", method: "POST", path: post, ct: "text/plain", body: `{}`, status: 415, code: "unsupported_media_type"},

@@ -130,7 +130,7 @@ func (b *batchInput) validate(items []transferInput) *inputError {
 }
 
 func (a *API) batch(w http.ResponseWriter, r *http.Request) int {
-	body, p := readBody(r, maxBatchBody)
+	body, p := readBody(r, MaxBatchBody)
 	if p != nil {
 		return writeProblem(w, p)
 	}
@@ -238,7 +238,7 @@ func (a *API) itemResult(w http.ResponseWriter, r *http.Request, req *ledger.Tra
 	if br.Err == nil {
 		return itemResult{id: id, status: created(br.Replayed)}
 	}
-	p := a.ledgerProblem(w, r, br.Err)
+	p := a.ledgerProblem(r.Context(), netRequest(w, r), br.Err)
 	return itemResult{id: id, status: p.status, code: p.code, detail: p.detail}
 }
 

@@ -13,8 +13,10 @@ import (
 
 // Body limits from docs/API.md.
 const (
-	maxBody      = 1 << 20
-	maxBatchBody = 4 << 20
+	maxBody = 1 << 20
+	// MaxBatchBody bounds a batch request's body, the largest any ledger
+	// route takes.
+	MaxBatchBody = 4 << 20
 )
 
 // bufPool recycles request and reply buffers: a batch body is up to 4 MiB
@@ -24,7 +26,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b 
 
 // maxPooled caps what goes back into the pool, so that one odd reply does not
 // pin a huge buffer.
-const maxPooled = maxBatchBody + 4096
+const maxPooled = MaxBatchBody + 4096
 
 func getBuf() *[]byte {
 	b := bufPool.Get().(*[]byte)

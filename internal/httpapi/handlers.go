@@ -28,7 +28,7 @@ func sendJSON(w http.ResponseWriter, status int, ob *[]byte) int {
 }
 
 func (a *API) fail(w http.ResponseWriter, r *http.Request, err error) int {
-	return writeProblem(w, a.ledgerProblem(w, r, err))
+	return writeProblem(w, a.ledgerProblem(r.Context(), netRequest(w, r), err))
 }
 
 func (a *API) createAccount(w http.ResponseWriter, r *http.Request) int {
@@ -84,26 +84,6 @@ func (a *API) history(w http.ResponseWriter, r *http.Request) int {
 	ob := getBuf()
 	*ob = appendHistory(*ob, &page)
 	return sendJSON(w, http.StatusOK, ob)
-}
-
-func (a *API) createTransfer(w http.ResponseWriter, r *http.Request) int {
-	body, p := readBody(r, maxBody)
-	if p != nil {
-		return writeProblem(w, p)
-	}
-	req, ierr := decodeTransfer(*body)
-	putBuf(body)
-	if ierr != nil {
-		return writeProblem(w, inputProblem(ierr))
-	}
-	if req.From == req.To {
-		return writeProblem(w, sameAccount(req.From))
-	}
-	t, replayed, err := a.ledger.Transfer(r.Context(), req)
-	if err != nil {
-		return a.fail(w, r, err)
-	}
-	return a.sendTransfer(w, created(replayed), &t)
 }
 
 // created is the status of a write: 201, or 200 for an idempotent replay.

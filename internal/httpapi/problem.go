@@ -78,7 +78,7 @@ func inputProblem(e *inputError) *problem {
 // ledgerProblem maps an error from the Ledger to its problem. Anything that
 // is not a *ledger.Error with a known code is a server fault: it is logged
 // and the client gets a bare 500.
-func (a *API) ledgerProblem(w http.ResponseWriter, r *http.Request, err error) *problem {
+func (a *API) ledgerProblem(ctx context.Context, req requestInfo, err error) *problem {
 	var le *ledger.Error
 	if errors.As(err, &le) {
 		if info, ok := codes[string(le.Code)]; ok && le.Code != "" {
@@ -86,11 +86,18 @@ func (a *API) ledgerProblem(w http.ResponseWriter, r *http.Request, err error) *
 		}
 	}
 	level := slog.LevelError
-	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		level = slog.LevelDebug // the client went away; nothing is wrong here
 	}
-	a.log.Log(r.Context(), level, "ledger request failed", "request_id", telemetry.RequestID(w), "method", r.Method, "path", r.URL.Path, "err", err)
+	a.log.Log(ctx, level, "ledger request failed", "request_id", req.id, "method", req.method, "path", req.path, "err", err)
 	return internalProblem
+}
+
+// requestInfo names a request in logs, whichever server read it.
+type requestInfo struct{ id, method, path string }
+
+func netRequest(w http.ResponseWriter, r *http.Request) requestInfo {
+	return requestInfo{telemetry.RequestID(w), r.Method, r.URL.Path}
 }
 
 // Shared header values: assigning a prebuilt slice to the header map saves
@@ -100,20 +107,25 @@ var (
 	hdrJSON    = []string{"application/json"}
 	hdrProblem = []string{"application/problem+json"}
 	hdrText    = []string{"text/plain; charset=utf-8"}
-	hdrRetry   = []string{"1"}
-	hdrBearer  = []string{`Bearer realm="surge"`}
 )
 
 // writeProblem sends p and returns its status.
 func writeProblem(w http.ResponseWriter, p *problem) int {
-	h := w.Header()
-	switch p.code {
-	case string(ledger.CodeOverloaded):
-		h["Retry-After"] = hdrRetry
-	case codeUnauthorized:
-		h["Www-Authenticate"] = hdrBearer
+	if name, value := p.header(); name != "" {
+		w.Header()[name] = []string{value}
 	}
 	ob := getBuf()
 	*ob = appendProblem(*ob, p)
 	return send(w, p.status, hdrProblem, ob)
+}
+
+// header is the one header p's reply carries beside the body, if any.
+func (p *problem) header() (name, value string) {
+	switch p.code {
+	case string(ledger.CodeOverloaded):
+		return "Retry-After", "1"
+	case codeUnauthorized:
+		return "Www-Authenticate", `Bearer realm="surge"`
+	}
+	return "", ""
 }

@@ -19,7 +19,7 @@ func TestBodyLimitsOverHTTP(t *testing.T) {
 	for _, c := range []struct {
 		path, body string
 		limit      int
-	}{{"/v1/transfers", transfer, maxBody}, {"/v1/transfers/batch", batch, maxBatchBody}} {
+	}{{"/v1/transfers", transfer, maxBody}, {"/v1/transfers/batch", batch, MaxBatchBody}} {
 		for _, chunked := range []bool{false, true} {
 			for extra, want := range []int{200, 413} {
 				if c.path == "/v1/transfers" && extra == 0 {

@@ -11,7 +11,6 @@
 package kvapi
 
 import (
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -32,10 +31,10 @@ import (
 type Options struct {
 	// MaxValueBytes bounds a PUT's value (0: kv.DefaultMaxValueBytes).
 	MaxValueBytes int
-	// Authorize, if set, must accept a request before it is served; the
-	// server passes the ledger API's bearer-key check, so that --api-key
-	// guards the stored data too.
-	Authorize func(*http.Request) bool
+	// Authorize, if set, must accept a request's Authorization header
+	// ("" if absent) before it is served; the server passes the ledger
+	// API's bearer-key check, so that --api-key guards the stored data too.
+	Authorize func(authorization string) bool
 	// Registry receives the transport's metrics; nil means none.
 	Registry prometheus.Registerer
 	// Logger receives server faults; nil means slog.Default().
@@ -46,7 +45,7 @@ type Options struct {
 type Handler struct {
 	kv       *kvstore.Store
 	maxValue int
-	auth     func(*http.Request) bool
+	auth     func(authorization string) bool
 	log      *slog.Logger
 	metrics  *metrics
 }
@@ -64,7 +63,8 @@ func New(s *kvstore.Store, o Options) *Handler {
 }
 
 // WithFallback returns a handler that serves /v0 and everything below it
-// with h and every other path with next. It is a prefix test, not a
+// but the native /v0/entity (FastRoutes) with h, and every other path
+// with next. It is a prefix test, not a
 // ServeMux: ServeMux would redirect unclean /v0 paths instead of refusing
 // them, and its matching costs more than the test on the hot path.
 func (h *Handler) WithFallback(next http.Handler) http.Handler {
@@ -87,135 +87,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) (op, int) {
-	if h.auth != nil && !h.auth(r) {
+	if a := r.Header["Authorization"]; h.auth != nil && (len(a) > 1 || !h.auth(strings.Join(a, ""))) {
 		w.Header()["Www-Authenticate"] = bearerChallenge
-		return opOther, fail(w, http.StatusUnauthorized, "this API needs Authorization: Bearer <api key>")
+		return opOther, fail(w, http.StatusUnauthorized, unauthorized)
 	}
-	switch r.URL.Path {
-	case "/v0/entity":
-		return h.entity(w, r)
-	case "/v0/entities":
+	if r.URL.Path == "/v0/entities" {
 		return opRange, h.entities(w, r)
 	}
-	return opOther, fail(w, http.StatusBadRequest, "unknown path: /v0 has /v0/entity?id= and /v0/entities?start=")
+	return opOther, fail(w, http.StatusBadRequest, unknownPath)
 }
+
+const (
+	unauthorized = "this API needs Authorization: Bearer <api key>"
+	unknownPath  = "unknown path: /v0 has /v0/entity?id= and /v0/entities?start="
+)
 
 var (
 	bearerChallenge = []string{"Bearer"}
-	allowEntity     = []string{"GET, PUT, DELETE"}
 	allowEntities   = []string{"GET"}
 	octetStream     = []string{"application/octet-stream"}
 	textPlain       = []string{"text/plain; charset=utf-8"}
 )
 
-func (h *Handler) entity(w http.ResponseWriter, r *http.Request) (op, int) {
-	var o op
-	switch r.Method {
-	case http.MethodGet:
-		o = opGet
-	case http.MethodPut:
-		o = opPut
-	case http.MethodDelete:
-		o = opDelete
-	default:
-		w.Header()["Allow"] = allowEntity
-		return opOther, fail(w, http.StatusMethodNotAllowed, "/v0/entity allows GET, PUT and DELETE")
-	}
-	id, err := keyParam(r.URL.RawQuery, "id")
-	if err != nil {
-		return o, fail(w, http.StatusBadRequest, "id: "+err.Error())
-	}
-	switch o {
-	case opGet:
-		return o, h.get(w, id)
-	case opPut:
-		return o, h.put(w, r, id)
-	}
-	if err := h.kv.Delete(id); err != nil {
-		return o, h.fault(w, "delete", err)
-	}
-	w.WriteHeader(http.StatusAccepted)
-	return o, http.StatusAccepted
-}
-
-func (h *Handler) get(w http.ResponseWriter, id string) int {
-	status := http.StatusNotFound
-	err := h.kv.Get(id, func(v []byte, found bool) error {
-		if !found {
-			w.WriteHeader(http.StatusNotFound)
-			return nil
-		}
-		status = http.StatusOK
-		hdr := w.Header()
-		hdr["Content-Type"] = octetStream
-		hdr["Content-Length"] = []string{strconv.Itoa(len(v))}
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(v) // a client gone mid-reply is no server fault
-		return nil
-	})
-	if err != nil {
-		return h.fault(w, "get", err)
-	}
-	return status
-}
-
-func (h *Handler) put(w http.ResponseWriter, r *http.Request, id string) int {
-	if r.ContentLength > int64(h.maxValue) {
-		return fail(w, http.StatusRequestEntityTooLarge, tooLarge(h.maxValue))
-	}
-	buf := getBuffer()
-	defer putBuffer(buf)
-	value, err := readBody(r, *buf, h.maxValue)
-	*buf = value[:0]
-	switch {
-	case errors.Is(err, kv.ErrValueTooBig):
-		return fail(w, http.StatusRequestEntityTooLarge, tooLarge(h.maxValue))
-	case err != nil:
-		return fail(w, http.StatusBadRequest, "reading the value: "+err.Error())
-	}
-	if err := h.kv.Put(id, value); err != nil {
-		return h.fault(w, "put", err)
-	}
-	w.WriteHeader(http.StatusCreated)
-	return http.StatusCreated
-}
-
 func tooLarge(limit int) string {
 	return "value larger than the limit of " + strconv.Itoa(limit) + " bytes"
-}
-
-// readBody appends r's body to buf and returns it, or kv.ErrValueTooBig
-// once it exceeds limit bytes.
-func readBody(r *http.Request, buf []byte, limit int) ([]byte, error) {
-	if n := r.ContentLength; n >= 0 {
-		buf = grow(buf, int(n))
-		_, err := io.ReadFull(r.Body, buf)
-		return buf, err
-	}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Body.Read(buf[len(buf):min(cap(buf), limit+1)])
-		buf = buf[:len(buf)+n]
-		if len(buf) > limit {
-			return buf, kv.ErrValueTooBig
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-}
-
-// grow returns buf resized to n bytes, reallocated only if too small.
-func grow(buf []byte, n int) []byte {
-	if cap(buf) < n {
-		return make([]byte, n)
-	}
-	return buf[:n]
 }
 
 // maxPooledBuffer is the largest buffer kept for reuse: a rare huge value
@@ -251,7 +146,8 @@ func (h *Handler) entities(w http.ResponseWriter, r *http.Request) int {
 	}
 	it, err := h.kv.Scan(start, end)
 	if err != nil {
-		return h.fault(w, "range", err)
+		h.logFault(telemetry.RequestID(w), "range", err)
+		return fail(w, http.StatusInternalServerError, "internal error")
 	}
 	defer it.Close()
 	w.Header()["Content-Type"] = octetStream
@@ -290,10 +186,9 @@ func fail(w http.ResponseWriter, status int, msg string) int {
 	return status
 }
 
-// fault answers a storage failure: logged, and a 500 without details.
-func (h *Handler) fault(w http.ResponseWriter, what string, err error) int {
-	h.log.Error("key-value storage failed", "request_id", telemetry.RequestID(w), "op", what, "err", err)
-	return fail(w, http.StatusInternalServerError, "internal error")
+// logFault logs a storage failure, which the client sees as a bare 500.
+func (h *Handler) logFault(requestID, what string, err error) {
+	h.log.Error("key-value storage failed", "request_id", requestID, "op", what, "err", err)
 }
 
 // recoverPanic turns a panic (a bug, never the client's doing) into a

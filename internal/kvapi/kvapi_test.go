@@ -2,21 +2,33 @@ package kvapi
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kvstore"
 	"github.com/surge-dev/surge/internal/store"
 )
 
-// newServer serves a Handler over real HTTP on a fresh store.
-func newServer(t testing.TB, o Options) *httptest.Server {
+// testServer is a Handler served by the real front door.
+type testServer struct {
+	URL    string
+	client *http.Client
+}
+
+func (s *testServer) Client() *http.Client { return s.client }
+
+// newServer serves a Handler over real HTTP on a fresh store: /v0/entity
+// natively on fasthttp, the rest on net/http, as surge serve does.
+func newServer(t testing.TB, o Options) *testServer {
 	t.Helper()
 	db, err := store.Open(t.TempDir(), store.Options{CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
 	if err != nil {
@@ -25,12 +37,28 @@ func newServer(t testing.TB, o Options) *httptest.Server {
 	o.Registry = prometheus.NewRegistry()
 	h := New(kvstore.New(db, o.Registry), o)
 	fallback := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	srv := httptest.NewServer(h.WithFallback(fallback))
+	srv := front.New(front.Options{
+		Routes: h.FastRoutes(), Net: h.WithFallback(fallback), SlowPrefixes: []string{"/v0/entities"},
+		MaxRequestBodyBytes: 1 << 20, HeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(func() {
-		srv.Close()
+		client.CloseIdleConnections()
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if err := <-served; err != http.ErrServerClosed {
+			t.Errorf("serve: %v", err)
+		}
 		db.Close()
 	})
-	return srv
+	return &testServer{URL: "http://" + ln.Addr().String(), client: client}
 }
 
 type reply struct {
@@ -39,7 +67,7 @@ type reply struct {
 	body   []byte
 }
 
-func do(t testing.TB, srv *httptest.Server, method, target string, body io.Reader) reply {
+func do(t testing.TB, srv *testServer, method, target string, body io.Reader) reply {
 	t.Helper()
 	req, err := http.NewRequest(method, srv.URL+target, body)
 	if err != nil {
@@ -149,7 +177,7 @@ func TestValueLimitUnknownLength(t *testing.T) {
 }
 
 func TestAuthorize(t *testing.T) {
-	srv := newServer(t, Options{Authorize: func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer k" }})
+	srv := newServer(t, Options{Authorize: func(auth string) bool { return auth == "Bearer k" }})
 	r := do(t, srv, "PUT", "/v0/entity?id=k", strings.NewReader("v"))
 	want(t, r, 401, "*")
 	if r.header.Get("Www-Authenticate") != "Bearer" {

@@ -33,16 +33,19 @@ type MiddlewareOptions struct {
 // Middleware gives each request an id, measures it for its workload and,
 // when tracing is on, wraps it in a span.
 type Middleware struct {
-	next   http.Handler
-	meter  *Meter
-	class  classifier
-	log    *slog.Logger
-	series []workloadSeries // by workload index; empty without a Registerer
-	traced bool
-	entry  http.Handler // serve, or serve inside a span
+	next     http.Handler
+	meter    *Meter
+	class    classifier
+	log      *slog.Logger
+	series   []workloadSeries // by workload index; empty without a Registerer
+	traced   bool
+	tracer   trace.Tracer // nil unless traced
+	provider trace.TracerProvider
+	entry    http.Handler // serve, or serve inside a span
 }
 
-// NewMiddleware returns next behind a Middleware.
+// NewMiddleware returns next behind a Middleware. next may be nil if the
+// Middleware is only used through Wrap and Fast.
 func NewMiddleware(next http.Handler, opts MiddlewareOptions) *Middleware {
 	m := &Middleware{next: next, meter: opts.Meter, log: opts.Logger}
 	if m.meter == nil {
@@ -59,16 +62,35 @@ func NewMiddleware(next http.Handler, opts MiddlewareOptions) *Middleware {
 	if opts.Registerer != nil {
 		m.series = newWorkloadSeries(opts.Registerer, m.meter.Workloads())
 	}
-	m.entry = http.HandlerFunc(m.serve)
 	if opts.TracerProvider != nil {
 		m.traced = true
-		m.entry = otelhttp.NewHandler(m.entry, "surge",
-			otelhttp.WithTracerProvider(opts.TracerProvider),
-			otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
-			// Scrapes, health checks and the dashboard's stream are noise.
-			otelhttp.WithFilter(func(r *http.Request) bool { return m.class.classify(r) >= 0 }))
+		m.tracer = opts.TracerProvider.Tracer(instrumentation)
+		m.provider = opts.TracerProvider
 	}
+	m.entry = m.newEntry()
 	return m
+}
+
+// Wrap returns next behind a middleware that shares m's meter, series and
+// tracing: one server's net/http handlers, wrapped apart.
+func (m *Middleware) Wrap(next http.Handler) http.Handler {
+	c := *m
+	c.next = next
+	c.entry = c.newEntry()
+	return &c
+}
+
+// newEntry returns serve, inside a span when tracing.
+func (m *Middleware) newEntry() http.Handler {
+	entry := http.Handler(http.HandlerFunc(m.serve))
+	if !m.traced {
+		return entry
+	}
+	return otelhttp.NewHandler(entry, "surge",
+		otelhttp.WithTracerProvider(m.provider),
+		otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
+		// Scrapes, health checks and the dashboard's stream are noise.
+		otelhttp.WithFilter(func(r *http.Request) bool { return m.class.classify(r) >= 0 }))
 }
 
 // Meter returns the Meter the middleware feeds.
@@ -88,14 +110,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request) {
 // finish records a served request.
 func (m *Middleware) finish(sc *scope, r *http.Request, d time.Duration) {
 	status := sc.finalStatus()
-	workload := m.class.classify(r)
-	if workload >= 0 {
-		failed := status >= 500
-		m.meter.Record(workload, d, failed)
-		if m.series != nil {
-			m.series[workload].observe(d, failed)
-		}
-	}
+	m.record(m.class.classify(r), status, d)
 	ctx := r.Context()
 	if m.traced {
 		trace.SpanFromContext(ctx).SetAttributes(attribute.String("surge.request_id", sc.id()))
@@ -104,6 +119,18 @@ func (m *Middleware) finish(sc *scope, r *http.Request, d time.Duration) {
 		m.log.LogAttrs(ctx, slog.LevelDebug, "request",
 			slog.String("request_id", sc.id()), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.Int("status", status), slog.Duration("duration", d), slog.String("remote", r.RemoteAddr))
+	}
+}
+
+// record counts a request of workload (none if negative).
+func (m *Middleware) record(workload, status int, d time.Duration) {
+	if workload < 0 {
+		return
+	}
+	failed := status >= 500
+	m.meter.Record(workload, d, failed)
+	if m.series != nil {
+		m.series[workload].observe(d, failed)
 	}
 }
 

@@ -71,8 +71,10 @@ func newClassifier(rules []Rule, m *Meter) classifier {
 
 // classify returns r's workload index, or -1 for requests of no workload
 // (health checks, /metrics, the dashboard itself).
-func (c *classifier) classify(r *http.Request) int {
-	p := r.URL.Path
+func (c *classifier) classify(r *http.Request) int { return c.classifyPath(r.URL.Path) }
+
+// classifyPath returns the workload index of requests for path p.
+func (c *classifier) classifyPath(p string) int {
 	for i := range c.rules {
 		if under(p, c.rules[i].Prefix) {
 			return c.rules[i].index

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -25,24 +24,6 @@ import (
 var parsers fastjson.ParserPool
 
 var bodyBufs = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 512)) }}
-
-// readBody reads at most limit bytes of r's body into a pooled buffer; the
-// caller puts the buffer back. On failure it writes the problem and returns
-// its status.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*bytes.Buffer, int) {
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	_, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	switch {
-	case err != nil:
-		bodyBufs.Put(buf)
-		return nil, writeProblem(w, http.StatusBadRequest, "invalid_argument", "reading the body: "+err.Error())
-	case int64(buf.Len()) > limit:
-		bodyBufs.Put(buf)
-		return nil, writeProblem(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", limit))
-	}
-	return buf, 0
-}
 
 // decodeReserve decodes a reservation request body.
 func decodeReserve(body []byte) (reserveJSON, error) {
@@ -196,12 +177,18 @@ func appendRFC3339(b []byte, name string, t time.Time) []byte {
 
 // writeReservation writes r as a 200 JSON reply.
 func writeReservation(w http.ResponseWriter, r *tickets.Reservation) int {
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	buf.Write(appendReservation(buf.AvailableBuffer(), r))
+	buf := encodeReservation(r)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
 	bodyBufs.Put(buf)
 	return http.StatusOK
+}
+
+// encodeReservation encodes r into a pooled buffer; the caller puts it back.
+func encodeReservation(r *tickets.Reservation) *bytes.Buffer {
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	buf.Write(appendReservation(buf.AvailableBuffer(), r))
+	return buf
 }

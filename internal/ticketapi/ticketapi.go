@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -90,8 +89,6 @@ func New(box Box, opts Options) *API {
 	a.handle("POST /v1/event", a.keyed(a.createEvent))
 	a.handle("GET /v1/event/{id}", a.getEvent)
 	a.handle("GET /v1/event/{id}/area/{area}", a.getArea)
-	a.handle("POST /v1/event/{id}/reservation", a.reserve)
-	a.handle("GET /v1/reservation/{id}", a.getReservation)
 	a.handle("DELETE /v1/reservation/{id}", a.cancel)
 	a.handle("POST /v1/reservation/{id}/pay", a.keyed(a.pay))
 	a.handle("GET /v1/health_check", a.health)
@@ -159,41 +156,6 @@ func (a *API) getArea(w http.ResponseWriter, r *http.Request) int {
 	return writeJSON(w, http.StatusOK, areaSeatsOf(&seats))
 }
 
-func (a *API) reserve(w http.ResponseWriter, r *http.Request) int {
-	buf, status := readBody(w, r, maxReservationBody)
-	if status != 0 {
-		return status
-	}
-	body, err := decodeReserve(buf.Bytes())
-	bodyBufs.Put(buf)
-	if err != nil {
-		return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), "malformed JSON body: "+err.Error())
-	}
-	wait, err := waitParam(r, 0)
-	if err != nil {
-		return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), err.Error())
-	}
-	req, err := body.request(r.PathValue("id"))
-	if err != nil {
-		return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), err.Error())
-	}
-	id, err := a.box.Reserve(body.UserID, req)
-	if err != nil {
-		return a.fail(w, err)
-	}
-	if wait == 0 && !acceptsJSON(r) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, id)
-		return http.StatusOK
-	}
-	res, err := a.box.Reservation(r.Context(), id, wait)
-	if err != nil {
-		return a.fail(w, err)
-	}
-	return writeReservation(w, &res)
-}
-
 // request checks what the domain does not: the strategy, the user and the
 // event named by both the path and the body.
 func (b *reserveJSON) request(pathEvent string) (tickets.ReserveRequest, error) {
@@ -206,22 +168,6 @@ func (b *reserveJSON) request(pathEvent string) (tickets.ReserveRequest, error) 
 		return tickets.ReserveRequest{}, fmt.Errorf("eventId %q differs from the event in the path, %q", b.EventID, pathEvent)
 	}
 	return tickets.ReserveRequest{EventID: pathEvent, AreaID: b.AreaID, Kind: b.Type, NumOfSeats: b.NumOfSeats, Seats: b.Seats}, nil
-}
-
-func (a *API) getReservation(w http.ResponseWriter, r *http.Request) int {
-	wait, err := waitParam(r, LongPoll)
-	if err != nil {
-		return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), err.Error())
-	}
-	res, err := a.box.Reservation(r.Context(), r.PathValue("id"), wait)
-	if err != nil {
-		return a.fail(w, err)
-	}
-	if !res.Final() {
-		w.Header().Set("Retry-After", "0")
-		return writeProblem(w, http.StatusServiceUnavailable, "not_decided", "the reservation is not decided yet; retry")
-	}
-	return writeReservation(w, &res)
 }
 
 func (a *API) cancel(w http.ResponseWriter, r *http.Request) int {
@@ -256,10 +202,9 @@ func (a *API) health(w http.ResponseWriter, _ *http.Request) int {
 	return http.StatusOK
 }
 
-// waitParam reads ?wait= as a Go duration (or whole seconds), at most
-// maxWait; def when absent.
-func waitParam(r *http.Request, def time.Duration) (time.Duration, error) {
-	v := r.URL.Query().Get("wait")
+// parseWait reads a ?wait= value as a Go duration (or whole seconds), at
+// most maxWait; def when absent.
+func parseWait(v string, def time.Duration) (time.Duration, error) {
 	if v == "" {
 		return def, nil
 	}
@@ -271,10 +216,6 @@ func waitParam(r *http.Request, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("wait %q: want a duration from 0 to %v, like 5s", v, maxWait)
 	}
 	return d, nil
-}
-
-func acceptsJSON(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "application/json")
 }
 
 // statuses maps error codes to HTTP statuses; other codes are 422.
@@ -293,22 +234,35 @@ var statuses = map[ledger.Code]int{
 }
 
 func (a *API) fail(w http.ResponseWriter, err error) int {
+	p := a.failure(err, telemetry.RequestID(w))
+	if p.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	return writeProblem(w, p.status, p.code, p.detail)
+}
+
+// problem is an error reply's status, code and detail.
+type problem struct {
+	status       int
+	code, detail string
+}
+
+// failure is the problem that answers err; unexpected errors are logged
+// with the request's id.
+func (a *API) failure(err error, requestID string) problem {
 	var le *ledger.Error
 	if errors.As(err, &le) {
 		status, ok := statuses[le.Code]
 		if !ok {
 			status = http.StatusUnprocessableEntity
 		}
-		if status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
-		return writeProblem(w, status, string(le.Code), le.Detail)
+		return problem{status, string(le.Code), le.Detail}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return writeProblem(w, http.StatusServiceUnavailable, "canceled", "request canceled")
+		return problem{http.StatusServiceUnavailable, "canceled", "request canceled"}
 	}
-	a.opts.Logger.Error("ticketing request failed", "request_id", telemetry.RequestID(w), "err", err)
-	return writeProblem(w, http.StatusInternalServerError, "internal", "internal error")
+	a.opts.Logger.Error("ticketing request failed", "request_id", requestID, "err", err)
+	return problem{http.StatusInternalServerError, "internal", "internal error"}
 }
 
 // decode reads a JSON body of at most limit bytes into v; on failure it
@@ -350,11 +304,15 @@ type problemJSON struct {
 }
 
 func writeProblem(w http.ResponseWriter, status int, code, detail string) int {
-	b, _ := json.Marshal(problemJSON{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(problemBody(status, code, detail))
 	return status
+}
+
+func problemBody(status int, code, detail string) []byte {
+	b, _ := json.Marshal(problemJSON{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+	return b
 }
 
 func statusText(code int) string { return strconv.Itoa(code) }

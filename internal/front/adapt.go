@@ -1,0 +1,128 @@
+package front
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// parentKey holds, in a RequestCtx that NetHandler made, the net/http
+// request's context: its deadline, cancellation and trace span.
+type parentKey struct{}
+
+// Context returns the context a handler should pass on for ctx's request:
+// the net/http request's when it came through NetHandler, else ctx itself
+// (whose Done closes when the server shuts down).
+func Context(ctx *fasthttp.RequestCtx) context.Context {
+	if p, ok := ctx.UserValue(parentKey{}).(context.Context); ok {
+		return p
+	}
+	return ctx
+}
+
+// OnNetRequest, when set, is called with each RequestCtx NetHandler builds
+// and the net/http writer and request it came from, before the handler
+// runs: telemetry hands over the request id this way.
+type OnNetRequest func(ctx *fasthttp.RequestCtx, w http.ResponseWriter, r *http.Request)
+
+var requestCtxs = sync.Pool{New: func() any { return new(fasthttp.RequestCtx) }}
+
+// NetHandler serves net/http requests with a fasthttp handler: for the
+// native routes when they arrive over HTTP/2, or on a connection whose
+// first request went to net/http. It reads at most maxBody+1 bytes of
+// the body, so the handler's own limit check still sees an oversized one.
+// Each request is copied, which costs more than either server alone; the
+// common case never takes this path.
+func NetHandler(h fasthttp.RequestHandler, maxBody int64, on OnNetRequest) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		var req fasthttp.Request
+		copyRequest(&req, r, body)
+		ctx := requestCtxs.Get().(*fasthttp.RequestCtx)
+		defer func() {
+			ctx.ResetUserValues()
+			ctx.Response.Reset()
+			ctx.Request.Reset()
+			requestCtxs.Put(ctx)
+		}()
+		ctx.Init(&req, remoteAddr(r.RemoteAddr), nil)
+		SetContext(ctx, r.Context())
+		if on != nil {
+			on(ctx, w, r)
+		}
+		h(ctx)
+		writeResponse(w, &ctx.Response)
+	})
+}
+
+func copyRequest(dst *fasthttp.Request, r *http.Request, body []byte) {
+	dst.Header.SetMethod(r.Method)
+	dst.SetRequestURI(r.URL.RequestURI())
+	dst.Header.SetHost(r.Host)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			dst.Header.Add(k, v)
+		}
+	}
+	dst.SetBodyRaw(body)
+	// A body cut at maxBody+1 keeps its declared length, which a handler
+	// checks against its own limit.
+	if r.ContentLength > int64(len(body)) {
+		dst.Header.SetContentLength(int(r.ContentLength))
+	}
+}
+
+func remoteAddr(s string) net.Addr {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return nil
+	}
+	return net.TCPAddrFromAddrPort(ap)
+}
+
+// writeResponse copies a fasthttp response to w; net/http sets the
+// framing headers itself.
+func writeResponse(w http.ResponseWriter, resp *fasthttp.Response) {
+	hdr := w.Header()
+	for k, v := range resp.Header.All() {
+		switch name := string(k); name {
+		case fasthttp.HeaderContentLength, fasthttp.HeaderConnection, fasthttp.HeaderTransferEncoding:
+		default:
+			hdr.Add(name, string(v))
+		}
+	}
+	w.WriteHeader(resp.StatusCode())
+	if resp.IsBodyStream() {
+		_ = resp.BodyWriteTo(flushWriter{w, http.NewResponseController(w)})
+		return
+	}
+	_, _ = w.Write(resp.Body()) // a client gone mid-reply is no server fault
+}
+
+// flushWriter sends each write of a streamed body on at once.
+type flushWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.rc.Flush()
+	}
+	return n, err
+}
+
+// SetContext makes parent the context Context returns for ctx's request.
+func SetContext(ctx *fasthttp.RequestCtx, parent context.Context) {
+	ctx.SetUserValue(parentKey{}, parent)
+}

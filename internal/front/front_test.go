@@ -1,0 +1,178 @@
+package front
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// testServer serves one native route, GET|POST /native/{id}, which
+// answers which server read the request, and a net/http handler for
+// everything else that does the same; /slow/ connections go to net/http.
+func testServer(t *testing.T) string {
+	t.Helper()
+	native := func(ctx *fasthttp.RequestCtx) {
+		via := "fasthttp"
+		if Context(ctx) != context.Context(ctx) {
+			via = "net/http" // NetHandler gave it the net/http request's context
+		}
+		ctx.Response.Header.Set("X-Id", PathValue(ctx, "id"))
+		ctx.SetStatusCode(http.StatusCreated)
+		fmt.Fprintf(ctx, "native %s via %s body=%q", ctx.Method(), via, ctx.PostBody())
+	}
+	rest := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/panic":
+			panic("a bug")
+		}
+		fmt.Fprintf(w, "net %s %s proto=%d", r.Method, r.URL.Path, r.ProtoMajor)
+	})
+	srv := New(Options{
+		Routes:              []Route{{Pattern: "/native/{id}", Handler: native}, {Pattern: "PUT /panic-native", Handler: func(*fasthttp.RequestCtx) { panic("a native bug") }}},
+		Net:                 rest,
+		SlowPrefixes:        []string{"/slow/"},
+		MaxRequestBodyBytes: 1 << 10,
+		HeaderTimeout:       5 * time.Second,
+		IdleTimeout:         time.Minute,
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve returned %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+func get(t *testing.T, c *http.Client, method, url, body string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func TestHTTP1RoutesNativeAndFallback(t *testing.T) {
+	url := testServer(t)
+	c := &http.Client{Transport: &http.Transport{}}
+	defer c.CloseIdleConnections()
+	status, body, hdr := get(t, c, "POST", url+"/native/abc", "hi")
+	if status != http.StatusCreated || body != `native POST via fasthttp body="hi"` || hdr.Get("X-Id") != "abc" {
+		t.Errorf("native route: %d %q id %q", status, body, hdr.Get("X-Id"))
+	}
+	// The same keep-alive connection, a path with no native route.
+	if status, body, _ := get(t, c, "GET", url+"/other", ""); status != http.StatusOK || body != "net GET /other proto=1" {
+		t.Errorf("fallback: %d %q", status, body)
+	}
+	for _, path := range []string{"/native/", "/native/a/b", "/native"} {
+		if _, body, _ := get(t, c, "GET", url+path, ""); !strings.HasPrefix(body, "net ") {
+			t.Errorf("%s matched the native route: %q", path, body)
+		}
+	}
+}
+
+func TestSlowFirstRequestGoesToNetHTTP(t *testing.T) {
+	url := testServer(t)
+	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	defer c.CloseIdleConnections()
+	if _, body, _ := get(t, c, "GET", url+"/slow/x", ""); body != "net GET /slow/x proto=1" {
+		t.Errorf("slow path: %q", body)
+	}
+	// One connection, now net/http's: the native route reaches its handler
+	// through NetHandler.
+	status, body, hdr := get(t, c, "POST", url+"/native/xyz", "b")
+	if status != http.StatusCreated || body != `native POST via net/http body="b"` || hdr.Get("X-Id") != "xyz" {
+		t.Errorf("native route on a net/http connection: %d %q id %q", status, body, hdr.Get("X-Id"))
+	}
+}
+
+func TestHTTP2PriorKnowledge(t *testing.T) {
+	url := testServer(t)
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	c := &http.Client{Transport: tr}
+	defer c.CloseIdleConnections()
+	if _, body, _ := get(t, c, "GET", url+"/other", ""); body != "net GET /other proto=2" {
+		t.Errorf("h2c fallback: %q", body)
+	}
+	status, body, _ := get(t, c, "PUT", url+"/native/1", "x")
+	if status != http.StatusCreated || body != `native PUT via net/http body="x"` {
+		t.Errorf("h2c native route: %d %q", status, body)
+	}
+}
+
+func TestPanicsAnswer500AndServerLivesOn(t *testing.T) {
+	url := testServer(t)
+	c := &http.Client{Transport: &http.Transport{}}
+	defer c.CloseIdleConnections()
+	for _, r := range []struct{ method, path string }{{"PUT", "/panic-native"}, {"GET", "/panic"}} {
+		if status, _, _ := get(t, c, r.method, url+r.path, ""); status != http.StatusInternalServerError {
+			t.Errorf("%s %s: status %d, want 500", r.method, r.path, status)
+		}
+	}
+	if status, _, _ := get(t, c, "GET", url+"/native/ok", ""); status != http.StatusCreated {
+		t.Errorf("after the panics: %d", status)
+	}
+}
+
+func TestOversizedBodyRefused(t *testing.T) {
+	url := testServer(t)
+	c := &http.Client{Transport: &http.Transport{}}
+	defer c.CloseIdleConnections()
+	status, _, _ := get(t, c, "POST", url+"/native/big", strings.Repeat("x", 2<<10))
+	if status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over MaxRequestBodyBytes: %d, want 413", status)
+	}
+}
+
+// TestSniffSplitRequestLine sends the first request line a byte at a time:
+// routing waits for the path.
+func TestSniffSplitRequestLine(t *testing.T) {
+	url := testServer(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := "GET /slow/split HTTP/1.1\r\nHost: x\r\n\r\n"
+	for i := range len(req) {
+		if _, err := conn.Write([]byte{req[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != "net GET /slow/split proto=1" {
+		t.Errorf("split request line: %q", b)
+	}
+}

@@ -1,0 +1,206 @@
+package front
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Route is a native fasthttp route. Pattern is "METHOD /path" or "/path"
+// (any method); a path segment "{name}" matches one non-empty segment,
+// which the handler reads with PathValue.
+type Route struct {
+	Pattern string
+	Handler fasthttp.RequestHandler
+}
+
+// Router serves the native routes and hands every other request on.
+type Router struct {
+	log      *slog.Logger
+	routes   []route
+	fallback fasthttp.RequestHandler
+	net      http.Handler // the native routes for net/http requests
+}
+
+type route struct {
+	method   []byte // nil: any
+	segments []string
+	params   []string // by segment; "" for a literal
+	raw      fasthttp.RequestHandler
+	measured fasthttp.RequestHandler
+}
+
+// Wrap decorates a native route's handler for requests fasthttp serves
+// (net/http's are measured by net/http middleware); nil wraps nothing.
+type Wrap func(pattern string, h fasthttp.RequestHandler) fasthttp.RequestHandler
+
+// RouterOptions configure a Router.
+type RouterOptions struct {
+	// Wrap decorates the native routes for the requests fasthttp serves.
+	Wrap Wrap
+	// Fallback serves the fasthttp requests no route matches.
+	Fallback fasthttp.RequestHandler
+	// MaxBody and OnNetRequest are NetHandler's, for the native routes'
+	// requests that arrive through net/http (see Net).
+	MaxBody      int64
+	OnNetRequest OnNetRequest
+	// Logger receives the panics of handlers; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// NewRouter returns a Router of routes.
+func NewRouter(routes []Route, o RouterOptions) *Router {
+	rt := &Router{log: o.Logger}
+	if rt.log == nil {
+		rt.log = slog.Default()
+	}
+	rt.fallback = rt.recovering(o.Fallback)
+	for _, r := range routes {
+		r.Handler = rt.recovering(r.Handler)
+		rt.routes = append(rt.routes, compile(r, o.Wrap))
+	}
+	rt.net = NetHandler(rt.serveRaw, o.MaxBody, o.OnNetRequest)
+	return rt
+}
+
+// recovering turns a panic of h (a bug, never the client's doing) into a
+// logged 500 and a closed connection: fasthttp, unlike net/http, would let
+// it end the process. http.ErrAbortHandler, a handler's way to break the
+// connection on purpose, is not logged.
+func (rt *Router) recovering(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v != http.ErrAbortHandler {
+				rt.log.Error("panic serving request", "method", string(ctx.Method()), "path", string(ctx.Path()),
+					"panic", v, "stack", string(debug.Stack()))
+			}
+			ctx.Response.Reset()
+			ctx.SetConnectionClose()
+			ctx.Error("internal error", fasthttp.StatusInternalServerError)
+		}()
+		h(ctx)
+	}
+}
+
+func compile(r Route, wrap Wrap) route {
+	method, path, ok := strings.Cut(r.Pattern, " ")
+	if !ok {
+		method, path = "", r.Pattern
+	}
+	c := route{raw: r.Handler, measured: r.Handler}
+	if method != "" {
+		c.method = []byte(method)
+	}
+	for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+		name := ""
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			name = seg[1 : len(seg)-1]
+		}
+		c.segments = append(c.segments, seg)
+		c.params = append(c.params, name)
+	}
+	if wrap != nil {
+		c.measured = wrap(r.Pattern, r.Handler)
+	}
+	return c
+}
+
+// Handle serves a request fasthttp read.
+func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
+	if r := rt.match(ctx); r != nil {
+		r.measured(ctx)
+		return
+	}
+	rt.fallback(ctx)
+}
+
+// serveRaw serves a native route for NetHandler; Net only sends it
+// requests that match one.
+func (rt *Router) serveRaw(ctx *fasthttp.RequestCtx) {
+	if r := rt.match(ctx); r != nil {
+		r.raw(ctx)
+		return
+	}
+	ctx.Error("not found", fasthttp.StatusNotFound)
+}
+
+// Net returns a net/http handler that serves the native routes through
+// NetHandler and everything else with next.
+func (rt *Router) Net(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range rt.routes {
+			if rt.routes[i].matches([]byte(r.Method), r.URL.Path, nil) {
+				rt.net.ServeHTTP(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (rt *Router) match(ctx *fasthttp.RequestCtx) *route {
+	method, path := ctx.Method(), ctx.Path()
+	for i := range rt.routes {
+		if rt.routes[i].matches(method, b2s(path), ctx) {
+			return &rt.routes[i]
+		}
+	}
+	return nil
+}
+
+// matches reports whether method and path match r, and sets r's path
+// values on ctx if it is not nil.
+func (r *route) matches(method []byte, path string, ctx *fasthttp.RequestCtx) bool {
+	if r.method != nil && !bytes.Equal(method, r.method) {
+		return false
+	}
+	rest, ok := strings.CutPrefix(path, "/")
+	if !ok {
+		return false
+	}
+	for i, seg := range r.segments {
+		part, tail, more := strings.Cut(rest, "/")
+		last := i == len(r.segments)-1
+		if more == last { // too many segments, or too few
+			return false
+		}
+		if r.params[i] == "" {
+			if part != seg {
+				return false
+			}
+		} else if part == "" {
+			return false
+		}
+		rest = tail
+	}
+	if ctx != nil {
+		r.setParams(path, ctx)
+	}
+	return true
+}
+
+func (r *route) setParams(path string, ctx *fasthttp.RequestCtx) {
+	rest := path[1:]
+	for i := range r.segments {
+		part, tail, _ := strings.Cut(rest, "/")
+		if r.params[i] != "" {
+			// A copy: path may be the request's buffer, reused after it.
+			ctx.SetUserValue(r.params[i], strings.Clone(part))
+		}
+		rest = tail
+	}
+}
+
+// PathValue returns the path segment named name of ctx's route.
+func PathValue(ctx *fasthttp.RequestCtx, name string) string {
+	v, _ := ctx.UserValue(name).(string)
+	return v
+}

@@ -1,0 +1,224 @@
+// Package front is surge's front door: one listening port, two HTTP
+// servers behind it.
+//
+// HTTP/1.1 is served by fasthttp. In a flash crowd every request is small
+// and the server's own HTTP work is most of its CPU: answering an empty
+// request costs net/http about 27 µs of CPU on the 2-vCPU machine of
+// docs/BENCHMARKS.md and fasthttp about 14 µs, since fasthttp reuses its
+// request and response objects and parses in place instead of building
+// header maps and starting a background reader per request.
+//
+// net/http serves what fasthttp cannot: HTTP/2 without TLS (gRPC and
+// ticket-master's --http2 client send its preface), and the streams of
+// the dashboard and of the wallet's gRPC-Web and Connect clients, which
+// must notice a client that leaves. Each connection is routed once, by its
+// first request: the HTTP/2 preface, or a path under one of
+// Options.SlowPrefixes, goes to net/http; anything else to fasthttp.
+//
+// Requests do not all arrive on the server that serves them best, since a
+// keep-alive connection can carry any path after its first. The two
+// handlers therefore reach each other: the fasthttp handler passes paths it
+// has no native route for to the net/http handler (fasthttpadaptor), and
+// the net/http handler serves the native routes through NetHandler.
+package front
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Routes are served natively on fasthttp, and through NetHandler when
+	// they arrive on net/http.
+	Routes []Route
+	// Net serves every other request.
+	Net http.Handler
+	// Middleware wraps every request net/http serves and every request of
+	// Net (it should measure them); Wrap wraps the native routes for the
+	// requests fasthttp serves. Either may be nil.
+	Middleware func(http.Handler) http.Handler
+	Wrap       Wrap
+	// OnNetRequest is NetHandler's.
+	OnNetRequest OnNetRequest
+	// SlowPrefixes send a connection to net/http when its first request's
+	// path starts with one ("/" matches only the root): streams, which
+	// fasthttp cannot watch for a client that leaves, and the wallet's RPCs.
+	SlowPrefixes []string
+	// MaxRequestBodyBytes is the largest body fasthttp reads; a handler
+	// with a lower limit answers over-limit bodies itself.
+	MaxRequestBodyBytes int
+	// HeaderTimeout bounds reading a request (fasthttp: with its body);
+	// IdleTimeout how long a keep-alive connection waits for the next.
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
+	// Logger receives the servers' own errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server serves one listener with fasthttp and net/http.
+type Server struct {
+	opts Options
+	fast *fasthttp.Server
+	slow *http.Server
+	log  *slog.Logger
+
+	mu       sync.Mutex // guards closing and listener
+	closing  bool
+	listener net.Listener
+}
+
+// New returns a Server for opts.
+func New(opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{opts: opts, log: log}
+	measure := opts.Middleware
+	if measure == nil {
+		measure = func(h http.Handler) http.Handler { return h }
+	}
+	router := NewRouter(opts.Routes, RouterOptions{
+		Wrap: opts.Wrap, Fallback: fasthttpadaptor.NewFastHTTPHandler(measure(opts.Net)),
+		MaxBody: int64(opts.MaxRequestBodyBytes), OnNetRequest: opts.OnNetRequest, Logger: log,
+	})
+	s.fast = &fasthttp.Server{
+		Handler:                      router.Handle,
+		NoDefaultServerHeader:        true,
+		NoDefaultContentType:         true,
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  opts.HeaderTimeout,
+		IdleTimeout:                  opts.IdleTimeout,
+		MaxRequestBodySize:           opts.MaxRequestBodyBytes,
+		ReadBufferSize:               8 << 10, // headers up to 8 KiB, as a bearer token needs
+		CloseOnShutdown:              true,
+		Logger:                       printfLogger{log},
+		ErrorHandler:                 requestError,
+	}
+	s.slow = &http.Server{
+		Handler:           measure(router.Net(opts.Net)),
+		ReadHeaderTimeout: opts.HeaderTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	s.slow.Protocols = new(http.Protocols)
+	s.slow.Protocols.SetHTTP1(true)
+	s.slow.Protocols.SetUnencryptedHTTP2(true)
+	return s
+}
+
+// RegisterOnShutdown runs f when Shutdown starts, as net/http's does:
+// endless streams are told to end.
+func (s *Server) RegisterOnShutdown(f func()) { s.slow.RegisterOnShutdown(f) }
+
+// Serve accepts connections on ln and routes each to its server. It
+// returns http.ErrServerClosed after Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return http.ErrServerClosed
+	}
+	s.listener = ln
+	s.mu.Unlock()
+	fastQ, slowQ := newQueue(ln.Addr()), newQueue(ln.Addr())
+	defer fastQ.Close()
+	defer slowQ.Close()
+	go func() { _ = s.fast.Serve(fastQ) }()
+	go func() { _ = s.slow.Serve(slowQ) }()
+	backoff := time.Duration(0)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.isClosing() || errors.Is(err, net.ErrClosed) {
+				return http.ErrServerClosed
+			}
+			// Out of file descriptors and the like: wait and retry, as
+			// net/http does, rather than stop serving.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("accept failed; retrying", "err", err, "in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		go s.route(c, fastQ, slowQ)
+	}
+}
+
+// route reads the start of c's first request and hands c to its server.
+func (s *Server) route(c net.Conn, fastQ, slowQ *queue) {
+	head, err := firstLine(c, s.opts.HeaderTimeout)
+	if len(head) == 0 && err != nil {
+		_ = c.Close()
+		return
+	}
+	rc := &replayConn{Conn: c, head: head}
+	if s.isSlow(requestTarget(head)) {
+		slowQ.put(rc)
+		return
+	}
+	fastQ.put(rc)
+}
+
+var preface = []byte("PRI") // HTTP/2's connection preface starts "PRI * HTTP/2.0"
+
+func (s *Server) isSlow(method, path []byte) bool {
+	if bytes.Equal(method, preface) {
+		return true
+	}
+	for _, p := range s.opts.SlowPrefixes {
+		if p == "/" && len(path) == 1 || p != "/" && bytes.HasPrefix(path, []byte(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// Shutdown stops accepting, then waits for both servers' requests to end
+// or ctx to expire.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	if s.listener != nil {
+		_ = s.listener.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- s.fast.ShutdownWithContext(ctx) }()
+	err := s.slow.Shutdown(ctx)
+	return errors.Join(err, <-done)
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// requestError answers a request fasthttp could not read: 413 for a body
+// over the limit (fasthttp's own answer would be 400), else 400.
+func requestError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		ctx.Error("request body too large", fasthttp.StatusRequestEntityTooLarge)
+		return
+	}
+	ctx.Error("malformed request: "+err.Error(), fasthttp.StatusBadRequest)
+}
+
+// printfLogger gives fasthttp's errors to slog.
+type printfLogger struct{ log *slog.Logger }
+
+func (l printfLogger) Printf(format string, args ...any) {
+	l.log.Warn("http: " + fmt.Sprintf(format, args...))
+}
