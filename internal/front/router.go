@@ -1,7 +1,6 @@
 package front
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -18,8 +17,8 @@ type Route struct {
 	Handler fasthttp.RequestHandler
 }
 
-// Router serves the native routes and hands every other request on.
-type Router struct {
+// router serves the native routes and hands every other request on.
+type router struct {
 	log      *slog.Logger
 	routes   []route
 	fallback fasthttp.RequestHandler
@@ -27,7 +26,7 @@ type Router struct {
 }
 
 type route struct {
-	method   []byte // nil: any
+	method   string // "": any
 	segments []string
 	params   []string // by segment; "" for a literal
 	raw      fasthttp.RequestHandler
@@ -38,8 +37,8 @@ type route struct {
 // (net/http's are measured by net/http middleware); nil wraps nothing.
 type Wrap func(pattern string, h fasthttp.RequestHandler) fasthttp.RequestHandler
 
-// RouterOptions configure a Router.
-type RouterOptions struct {
+// routerOptions configure a router.
+type routerOptions struct {
 	// Wrap decorates the native routes for the requests fasthttp serves.
 	Wrap Wrap
 	// Fallback serves the fasthttp requests no route matches.
@@ -52,9 +51,9 @@ type RouterOptions struct {
 	Logger *slog.Logger
 }
 
-// NewRouter returns a Router of routes.
-func NewRouter(routes []Route, o RouterOptions) *Router {
-	rt := &Router{log: o.Logger}
+// newRouter returns a router of routes.
+func newRouter(routes []Route, o routerOptions) *router {
+	rt := &router{log: o.Logger}
 	if rt.log == nil {
 		rt.log = slog.Default()
 	}
@@ -71,7 +70,7 @@ func NewRouter(routes []Route, o RouterOptions) *Router {
 // logged 500 and a closed connection: fasthttp, unlike net/http, would let
 // it end the process. http.ErrAbortHandler, a handler's way to break the
 // connection on purpose, is not logged.
-func (rt *Router) recovering(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+func (rt *router) recovering(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		defer func() {
 			v := recover()
@@ -96,9 +95,7 @@ func compile(r Route, wrap Wrap) route {
 		method, path = "", r.Pattern
 	}
 	c := route{raw: r.Handler, measured: r.Handler}
-	if method != "" {
-		c.method = []byte(method)
-	}
+	c.method = method
 	for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
 		name := ""
 		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
@@ -114,7 +111,7 @@ func compile(r Route, wrap Wrap) route {
 }
 
 // Handle serves a request fasthttp read.
-func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
+func (rt *router) Handle(ctx *fasthttp.RequestCtx) {
 	if r := rt.match(ctx); r != nil {
 		r.measured(ctx)
 		return
@@ -124,7 +121,7 @@ func (rt *Router) Handle(ctx *fasthttp.RequestCtx) {
 
 // serveRaw serves a native route for NetHandler; Net only sends it
 // requests that match one.
-func (rt *Router) serveRaw(ctx *fasthttp.RequestCtx) {
+func (rt *router) serveRaw(ctx *fasthttp.RequestCtx) {
 	if r := rt.match(ctx); r != nil {
 		r.raw(ctx)
 		return
@@ -134,10 +131,10 @@ func (rt *Router) serveRaw(ctx *fasthttp.RequestCtx) {
 
 // Net returns a net/http handler that serves the native routes through
 // NetHandler and everything else with next.
-func (rt *Router) Net(next http.Handler) http.Handler {
+func (rt *router) Net(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for i := range rt.routes {
-			if rt.routes[i].matches([]byte(r.Method), r.URL.Path, nil) {
+			if rt.routes[i].matches(r.Method, r.URL.Path, nil) {
 				rt.net.ServeHTTP(w, r)
 				return
 			}
@@ -146,10 +143,10 @@ func (rt *Router) Net(next http.Handler) http.Handler {
 	})
 }
 
-func (rt *Router) match(ctx *fasthttp.RequestCtx) *route {
-	method, path := ctx.Method(), ctx.Path()
+func (rt *router) match(ctx *fasthttp.RequestCtx) *route {
+	method, path := b2s(ctx.Method()), b2s(ctx.Path())
 	for i := range rt.routes {
-		if rt.routes[i].matches(method, b2s(path), ctx) {
+		if rt.routes[i].matches(method, path, ctx) {
 			return &rt.routes[i]
 		}
 	}
@@ -158,8 +155,8 @@ func (rt *Router) match(ctx *fasthttp.RequestCtx) *route {
 
 // matches reports whether method and path match r, and sets r's path
 // values on ctx if it is not nil.
-func (r *route) matches(method []byte, path string, ctx *fasthttp.RequestCtx) bool {
-	if r.method != nil && !bytes.Equal(method, r.method) {
+func (r *route) matches(method, path string, ctx *fasthttp.RequestCtx) bool {
+	if r.method != "" && method != r.method {
 		return false
 	}
 	rest, ok := strings.CutPrefix(path, "/")

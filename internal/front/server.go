@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +90,7 @@ func New(opts Options) *Server {
 	if measure == nil {
 		measure = func(h http.Handler) http.Handler { return h }
 	}
-	router := NewRouter(opts.Routes, RouterOptions{
+	router := newRouter(opts.Routes, routerOptions{
 		Wrap: opts.Wrap, Fallback: fasthttpadaptor.NewFastHTTPHandler(measure(opts.Net)),
 		MaxBody: int64(opts.MaxRequestBodyBytes), OnNetRequest: opts.OnNetRequest, Logger: log,
 	})
@@ -178,7 +179,7 @@ func (s *Server) isSlow(method, path []byte) bool {
 		return true
 	}
 	for _, p := range s.opts.SlowPrefixes {
-		if p == "/" && len(path) == 1 || p != "/" && bytes.HasPrefix(path, []byte(p)) {
+		if p == "/" && len(path) == 1 || p != "/" && strings.HasPrefix(b2s(path), p) {
 			return true
 		}
 	}

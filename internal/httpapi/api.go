@@ -131,7 +131,7 @@ func (a *API) routes(metricsHandler http.Handler) {
 	a.allowed = make(map[string][]string)
 	for _, rt := range ledgerRoutes {
 		if rt.native != nil {
-			rt.serve = viaNet(rt.native)
+			rt.serve = a.viaNet(rt.native)
 		}
 		a.mux.Handle(rt.method+" "+rt.path, a.v1(rt))
 		if _, ok := a.allowed[rt.path]; !ok {

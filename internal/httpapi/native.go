@@ -44,10 +44,11 @@ func (a *API) FastRoutes() []front.Route {
 
 // viaNet serves a native route to a net/http request, for API.Handler's
 // own users; surge serve's front door sends these requests to FastRoutes.
-func viaNet(serve nativeHandler) handlerFunc {
-	return func(a *API, w http.ResponseWriter, r *http.Request) int {
+func (a *API) viaNet(serve nativeHandler) handlerFunc {
+	h := front.NetHandler(func(ctx *fasthttp.RequestCtx) { serve(a, ctx) }, MaxBatchBody, telemetry.HandOver)
+	return func(_ *API, w http.ResponseWriter, r *http.Request) int {
 		sw := statusWriter{ResponseWriter: w, status: http.StatusOK}
-		front.NetHandler(func(ctx *fasthttp.RequestCtx) { serve(a, ctx) }, MaxBatchBody, telemetry.HandOver).ServeHTTP(&sw, r)
+		h.ServeHTTP(&sw, r)
 		return sw.status
 	}
 }

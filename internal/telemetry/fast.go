@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -27,7 +26,7 @@ func FastRequestID(ctx *fasthttp.RequestCtx) string {
 	if id, ok := ctx.UserValue(requestIDKey{}).(string); ok {
 		return id
 	}
-	id := idPrefix + strconv.FormatUint(idSeq.Add(1), 10)
+	id := mintRequestID()
 	ctx.SetUserValue(requestIDKey{}, id)
 	return id
 }
@@ -51,10 +50,11 @@ func (m *Middleware) Fast(pattern string, h fasthttp.RequestHandler) fasthttp.Re
 	}
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
-		if v := ctx.Request.Header.Peek(RequestIDHeader); len(v) > 0 && validRequestID(string(v)) {
-			id := string(v)
-			ctx.SetUserValue(requestIDKey{}, id)
-			ctx.Response.Header.Set(RequestIDHeader, id)
+		if v := ctx.Request.Header.Peek(RequestIDHeader); len(v) > 0 {
+			if id := string(v); validRequestID(id) {
+				ctx.SetUserValue(requestIDKey{}, id)
+				ctx.Response.Header.Set(RequestIDHeader, id)
+			}
 		}
 		var span trace.Span
 		if m.traced {

@@ -32,6 +32,9 @@ func newIDPrefix() string {
 	return hex.EncodeToString(b[:]) + "-"
 }
 
+// mintRequestID returns a new id for a request whose client sent none.
+func mintRequestID() string { return idPrefix + strconv.FormatUint(idSeq.Add(1), 10) }
+
 // validRequestID reports whether a client's id is safe to log and echo.
 func validRequestID(id string) bool {
 	if id == "" || len(id) > maxRequestIDLen {
@@ -97,7 +100,7 @@ func (s *scope) id() string {
 		return s.clientID
 	}
 	if s.minted == "" {
-		s.minted = idPrefix + strconv.FormatUint(idSeq.Add(1), 10)
+		s.minted = mintRequestID()
 	}
 	return s.minted
 }
