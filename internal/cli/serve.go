@@ -191,6 +191,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	srv := front.New(front.Options{
 		Routes:       slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tickets.FastRoutes()),
 		Net:          withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
+		GRPC:         wallet.GRPCServer(mw.GRPC()...),
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,
 		OnNetRequest: telemetry.HandOver,

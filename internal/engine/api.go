@@ -159,7 +159,14 @@ func (e *Engine) holdShard(ctx context.Context, id string) (*shard, error) {
 
 // GetTransfer returns the transfer id as of its last durable change. If a
 // batch writing it is in flight, it waits for that batch to be published.
+// An id the filter has never seen is answered without touching storage: a
+// transfer enters the filter when its first batch is published, before any
+// reply names it, and most lookups (the wallet's check before a new
+// transfer) are of fresh ids.
 func (e *Engine) GetTransfer(ctx context.Context, id string) (ledger.Transfer, error) {
+	if !e.ids.mayContain(id) {
+		return ledger.Transfer{}, errTransferNotFound(id)
+	}
 	for {
 		// Take the signal before looking: a publish that clears the id
 		// after this point also closes next.
@@ -169,7 +176,7 @@ func (e *Engine) GetTransfer(ctx context.Context, id string) (ledger.Transfer, e
 			return ledger.Transfer{}, err
 		}
 		if !ok {
-			return ledger.Transfer{}, ledger.Errorf(ledger.CodeTransferNotFound, "transfer %s not found", id)
+			return ledger.Transfer{}, errTransferNotFound(id)
 		}
 		if _, busy := e.inflight.Load(id); !busy {
 			return t, nil
@@ -180,6 +187,10 @@ func (e *Engine) GetTransfer(ctx context.Context, id string) (ledger.Transfer, e
 			return ledger.Transfer{}, ctx.Err()
 		}
 	}
+}
+
+func errTransferNotFound(id string) error {
+	return ledger.Errorf(ledger.CodeTransferNotFound, "transfer %s not found", id)
 }
 
 // History returns a page of an account's history, newest first.

@@ -9,15 +9,22 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // testServer serves one native route, GET|POST /native/{id}, which
 // answers which server read the request, and a net/http handler for
-// everything else that does the same; /slow/ connections go to net/http.
+// everything else that does the same; /slow/ connections go to net/http,
+// and connections that open with a gRPC call to a grpc-go server of
+// grpc.health.v1.
 func testServer(t *testing.T) string {
 	t.Helper()
 	native := func(ctx *fasthttp.RequestCtx) {
@@ -35,7 +42,10 @@ func testServer(t *testing.T) string {
 		}
 		fmt.Fprintf(w, "net %s %s proto=%d", r.Method, r.URL.Path, r.ProtoMajor)
 	})
+	grpcSrv := grpc.NewServer()
+	healthpb.RegisterHealthServer(grpcSrv, health.NewServer())
 	srv := New(Options{
+		GRPC:                grpcSrv,
 		Routes:              []Route{{Pattern: "/native/{id}", Handler: native}, {Pattern: "PUT /panic-native", Handler: func(*fasthttp.RequestCtx) { panic("a native bug") }}},
 		Net:                 rest,
 		SlowPrefixes:        []string{"/slow/"},
@@ -112,18 +122,69 @@ func TestSlowFirstRequestGoesToNetHTTP(t *testing.T) {
 	}
 }
 
+// TestHTTP2PriorKnowledge also checks that the connection lives on: the
+// sniffer's SETTINGS, acknowledged by the client, must not make net/http
+// hang up (the transport would redial and hide it).
 func TestHTTP2PriorKnowledge(t *testing.T) {
 	url := testServer(t)
 	tr := &http.Transport{Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
+	var dials atomic.Int32
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
 	c := &http.Client{Transport: tr}
 	defer c.CloseIdleConnections()
 	if _, body, _ := get(t, c, "GET", url+"/other", ""); body != "net GET /other proto=2" {
 		t.Errorf("h2c fallback: %q", body)
 	}
-	status, body, _ := get(t, c, "PUT", url+"/native/1", "x")
-	if status != http.StatusCreated || body != `native PUT via net/http body="x"` {
-		t.Errorf("h2c native route: %d %q", status, body)
+	for i := range 20 {
+		status, body, _ := get(t, c, "PUT", url+"/native/1", "x")
+		if status != http.StatusCreated || body != `native PUT via net/http body="x"` {
+			t.Errorf("h2c native route, request %d: %d %q", i, status, body)
+		}
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d connections for 21 requests, want 1", n)
+	}
+}
+
+// TestGRPCConnectionsGoToGRPCServer calls a grpc-go client, which waits
+// for the server's SETTINGS before its first request, next to an h2c
+// client whose first request is gRPC-Web: each reaches its own server.
+func TestGRPCConnectionsGoToGRPCServer(t *testing.T) {
+	url := testServer(t)
+	cc, err := grpc.NewClient("passthrough:///"+strings.TrimPrefix(url, "http://"),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	for range 3 { // one connection, several calls
+		res, err := healthpb.NewHealthClient(cc).Check(context.Background(), &healthpb.HealthCheckRequest{})
+		if err != nil || res.Status != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("gRPC health check: %v %v", res, err)
+		}
+	}
+
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	c := &http.Client{Transport: tr}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequest("POST", url+"/grpc.health.v1.Health/Check", strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/grpc-web+proto")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "net POST /grpc.health.v1.Health/Check proto=2" {
+		t.Errorf("gRPC-Web over h2c reached %q, want net/http", b)
 	}
 }
 

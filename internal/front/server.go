@@ -1,5 +1,5 @@
 // Package front is surge's front door: one listening port, two HTTP
-// servers behind it.
+// servers and a gRPC server behind it.
 //
 // HTTP/1.1 is served by fasthttp. In a flash crowd every request is small
 // and the server's own HTTP work is most of its CPU: answering an empty
@@ -8,12 +8,13 @@
 // request and response objects and parses in place instead of building
 // header maps and starting a background reader per request.
 //
-// net/http serves what fasthttp cannot: HTTP/2 without TLS (gRPC and
-// ticket-master's --http2 client send its preface), and the streams of
-// the dashboard and of the wallet's gRPC-Web and Connect clients, which
-// must notice a client that leaves. Each connection is routed once, by its
-// first request: the HTTP/2 preface, or a path under one of
-// Options.SlowPrefixes, goes to net/http; anything else to fasthttp.
+// net/http serves what fasthttp cannot: HTTP/2 without TLS (ticket-master's
+// --http2 client sends its preface), and the streams of the dashboard and
+// of the wallet's gRPC-Web and Connect clients, which must notice a client
+// that leaves. Each connection is routed once, by its first request: an
+// HTTP/2 connection whose first request is gRPC goes to Options.GRPC (see
+// grpc.go); any other HTTP/2 connection, or a path under one of
+// Options.SlowPrefixes, to net/http; anything else to fasthttp.
 //
 // Requests do not all arrive on the server that serves them best, since a
 // keep-alive connection can carry any path after its first. The two
@@ -50,6 +51,10 @@ type Options struct {
 	// requests fasthttp serves. Either may be nil.
 	Middleware func(http.Handler) http.Handler
 	Wrap       Wrap
+	// GRPC, when set, serves the connections whose first request is gRPC
+	// over HTTP/2 (see grpc.go); net/http serves them otherwise. Every
+	// later request on such a connection goes to GRPC too.
+	GRPC GRPCServer
 	// OnNetRequest is NetHandler's.
 	OnNetRequest OnNetRequest
 	// SlowPrefixes send a connection to net/http when its first request's
@@ -133,11 +138,16 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.listener = ln
 	s.mu.Unlock()
-	fastQ, slowQ := newQueue(ln.Addr()), newQueue(ln.Addr())
-	defer fastQ.Close()
-	defer slowQ.Close()
-	go func() { _ = s.fast.Serve(fastQ) }()
-	go func() { _ = s.slow.Serve(slowQ) }()
+	qs := queues{fast: newQueue(ln.Addr()), slow: newQueue(ln.Addr())}
+	defer qs.fast.Close()
+	defer qs.slow.Close()
+	go func() { _ = s.fast.Serve(qs.fast) }()
+	go func() { _ = s.slow.Serve(qs.slow) }()
+	if s.opts.GRPC != nil {
+		qs.grpc = newQueue(ln.Addr())
+		defer qs.grpc.Close()
+		go func() { _ = s.opts.GRPC.Serve(qs.grpc) }()
+	}
 	backoff := time.Duration(0)
 	for {
 		c, err := ln.Accept()
@@ -153,23 +163,38 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		go s.route(c, fastQ, slowQ)
+		go s.route(c, qs)
 	}
 }
 
+// queues hand routed connections to each server; grpc is nil without
+// Options.GRPC.
+type queues struct{ fast, slow, grpc *queue }
+
 // route reads the start of c's first request and hands c to its server.
-func (s *Server) route(c net.Conn, fastQ, slowQ *queue) {
+func (s *Server) route(c net.Conn, qs queues) {
 	head, err := firstLine(c, s.opts.HeaderTimeout)
 	if len(head) == 0 && err != nil {
 		_ = c.Close()
 		return
 	}
-	rc := &replayConn{Conn: c, head: head}
-	if s.isSlow(requestTarget(head)) {
-		slowQ.put(rc)
-		return
+	method, path := requestTarget(head)
+	switch {
+	case bytes.Equal(method, preface) && qs.grpc != nil:
+		replay, isGRPC, err := sniffHTTP2(c, head, s.opts.HeaderTimeout)
+		switch {
+		case err != nil:
+			_ = c.Close()
+		case isGRPC:
+			qs.grpc.put(&replayConn{Conn: c, head: replay})
+		default:
+			qs.slow.put(&replayConn{Conn: c, head: replay})
+		}
+	case s.isSlow(method, path):
+		qs.slow.put(&replayConn{Conn: c, head: head})
+	default:
+		qs.fast.put(&replayConn{Conn: c, head: head})
 	}
-	fastQ.put(rc)
 }
 
 var preface = []byte("PRI") // HTTP/2's connection preface starts "PRI * HTTP/2.0"
@@ -197,8 +222,31 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- s.fast.ShutdownWithContext(ctx) }()
+	grpcDone := make(chan struct{})
+	go func() {
+		if s.opts.GRPC != nil {
+			stopGRPC(ctx, s.opts.GRPC)
+		}
+		close(grpcDone)
+	}()
 	err := s.slow.Shutdown(ctx)
+	<-grpcDone
 	return errors.Join(err, <-done)
+}
+
+// stopGRPC stops g gracefully, or at once when ctx ends first.
+func stopGRPC(ctx context.Context, g GRPCServer) {
+	stopped := make(chan struct{})
+	go func() {
+		g.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		g.Stop()
+		<-stopped
+	}
 }
 
 func (s *Server) isClosing() bool {

@@ -3,26 +3,33 @@ package rpc
 import (
 	"context"
 	"net"
-	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
-	"github.com/surge-dev/surge/internal/gen/surge/wallet/v1/walletv1connect"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/social"
 )
 
-// callerKey is the context key of the authenticated user's id.
-type callerKey struct{}
+// callInfoKey is the context key of a call's callInfo.
+type callInfoKey struct{}
 
-// caller returns the user the auth interceptor authenticated.
-func caller(ctx context.Context) social.UserID {
-	id, _ := ctx.Value(callerKey{}).(social.UserID)
-	return id
+// callInfo is what a method may know of its call beyond the request.
+type callInfo struct {
+	user social.UserID // the authenticated caller; 0 on public methods
+	peer string        // the client's host:port
 }
+
+func infoOf(ctx context.Context) *callInfo {
+	if info, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+		return info
+	}
+	return &callInfo{}
+}
+
+// caller returns the user the call was authenticated as.
+func caller(ctx context.Context) social.UserID { return infoOf(ctx).user }
 
 // owner checks that a request's user_id field names the caller (0 means
 // the caller) and returns the caller.
@@ -34,52 +41,6 @@ func owner(ctx context.Context, userID uint64) (social.UserID, error) {
 	return me, nil
 }
 
-// authInterceptor authenticates every call except AuthService's.
-type authInterceptor struct{ s *Service }
-
-func (a authInterceptor) authenticate(ctx context.Context, procedure, header string) (context.Context, error) {
-	if strings.HasPrefix(procedure, "/"+walletv1connect.AuthServiceName+"/") {
-		return ctx, nil
-	}
-	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || token == "" {
-		return nil, errNoToken
-	}
-	id, err := a.s.tokens.Verify(token)
-	if err != nil {
-		return nil, errBadToken
-	}
-	return context.WithValue(ctx, callerKey{}, social.UserID(id)), nil
-}
-
-// WrapUnary implements connect.Interceptor.
-func (a authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		ctx, err := a.authenticate(ctx, req.Spec().Procedure, req.Header().Get("Authorization"))
-		if err != nil {
-			return nil, err
-		}
-		return next(ctx, req)
-	}
-}
-
-// WrapStreamingClient implements connect.Interceptor; the service has no
-// clients.
-func (a authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return next
-}
-
-// WrapStreamingHandler implements connect.Interceptor.
-func (a authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		ctx, err := a.authenticate(ctx, conn.Spec().Procedure, conn.RequestHeader().Get("Authorization"))
-		if err != nil {
-			return err
-		}
-		return next(ctx, conn)
-	}
-}
-
 // authService implements AuthService.
 type authService struct{ *Service }
 
@@ -88,8 +49,7 @@ type authService struct{ *Service }
 // before the user record is written, so every durable user has a wallet
 // (a crash in between leaves an empty wallet that the next registration,
 // given the same id, takes over).
-func (s authService) Register(ctx context.Context, req *connect.Request[walletv1.RegisterRequest]) (*connect.Response[walletv1.RegisterResponse], error) {
-	m := req.Msg
+func (s authService) Register(ctx context.Context, m *walletv1.RegisterRequest) (*walletv1.RegisterResponse, error) {
 	if !social.ValidPassword(m.Password) {
 		return nil, invalid("password must be %d to %d bytes", social.MinPassword, social.MaxPassword)
 	}
@@ -111,7 +71,7 @@ func (s authService) Register(ctx context.Context, req *connect.Request[walletv1
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&walletv1.RegisterResponse{User: token.user, Token: token.token, ExpiresAt: exp}), nil
+	return &walletv1.RegisterResponse{User: token.user, Token: token.token, ExpiresAt: exp}, nil
 }
 
 func (s authService) addUser(ctx context.Context, u social.User) (social.User, error) {
@@ -156,9 +116,8 @@ func (s authService) signIn(u social.User) (signedIn, *timestamppb.Timestamp, er
 }
 
 // Login checks the password, rate-limited per username and address.
-func (s authService) Login(_ context.Context, req *connect.Request[walletv1.LoginRequest]) (*connect.Response[walletv1.LoginResponse], error) {
-	m := req.Msg
-	u, err := s.checkPassword(m.Username, m.Password, clientAddr(req.Peer()), errBadLogin)
+func (s authService) Login(ctx context.Context, m *walletv1.LoginRequest) (*walletv1.LoginResponse, error) {
+	u, err := s.checkPassword(m.Username, m.Password, clientAddr(ctx), errBadLogin)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +125,7 @@ func (s authService) Login(_ context.Context, req *connect.Request[walletv1.Logi
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&walletv1.LoginResponse{User: token.user, Token: token.token, ExpiresAt: exp}), nil
+	return &walletv1.LoginResponse{User: token.user, Token: token.token, ExpiresAt: exp}, nil
 }
 
 // checkPassword returns the user called username if password is theirs,
@@ -189,12 +148,13 @@ func (s *Service) checkPassword(username, password, addr string, wrong error) (s
 	return u, nil
 }
 
-// clientAddr is the host of the peer's address, the key of the per-address
-// login limit.
-func clientAddr(p connect.Peer) string {
-	host, _, err := net.SplitHostPort(p.Addr)
+// clientAddr is the host of the caller's address, the key of the
+// per-address login limit.
+func clientAddr(ctx context.Context) string {
+	addr := infoOf(ctx).peer
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return p.Addr
+		return addr
 	}
 	return host
 }

@@ -16,15 +16,15 @@ type chatService struct{ *Service }
 // SendMessage sends a text message to a friend. The pair's changes are
 // serialised from numbering the message to publishing it; the message is
 // fsync'd before anyone sees it.
-func (s chatService) SendMessage(ctx context.Context, req *connect.Request[walletv1.SendMessageRequest]) (*connect.Response[walletv1.SendMessageResponse], error) {
-	me, to := caller(ctx), social.UserID(req.Msg.ToUserId)
+func (s chatService) SendMessage(ctx context.Context, req *walletv1.SendMessageRequest) (*walletv1.SendMessageResponse, error) {
+	me, to := caller(ctx), social.UserID(req.ToUserId)
 	if me == to {
 		return nil, invalid("cannot message yourself")
 	}
 	unlock := s.pairs.lock(social.PairOf(me, to))
 	defer unlock()
 	s.mu.RLock()
-	m, err := s.state.NewText(me, to, req.Msg.Text, time.Now().UTC())
+	m, err := s.state.NewText(me, to, req.Text, time.Now().UTC())
 	read := s.readMarks(me, to)
 	s.mu.RUnlock()
 	if err != nil {
@@ -36,14 +36,13 @@ func (s chatService) SendMessage(ctx context.Context, req *connect.Request[walle
 		return nil, s.internal("write message", err)
 	}
 	s.publish(m)
-	return connect.NewResponse(&walletv1.SendMessageResponse{Message: messagePB(&m)}), nil
+	return &walletv1.SendMessageResponse{Message: messagePB(&m)}, nil
 }
 
 // GetMessages pages through the caller's conversation with a peer, newest
 // first, up to the newest published message: storage may already hold a
 // message whose fsync has not completed, and that one must not show.
-func (s chatService) GetMessages(ctx context.Context, req *connect.Request[walletv1.GetMessagesRequest]) (*connect.Response[walletv1.GetMessagesResponse], error) {
-	m := req.Msg
+func (s chatService) GetMessages(ctx context.Context, m *walletv1.GetMessagesRequest) (*walletv1.GetMessagesResponse, error) {
 	me, err := owner(ctx, m.UserId)
 	if err != nil {
 		return nil, err
@@ -81,12 +80,12 @@ func (s chatService) GetMessages(ctx context.Context, req *connect.Request[walle
 	if n := len(msgs); n == limit && msgs[n-1].Seq > 1 {
 		out.NextPageToken = pageToken(msgs[n-1].Seq)
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 // MarkRead moves the caller's read mark in a conversation forward.
-func (s chatService) MarkRead(ctx context.Context, req *connect.Request[walletv1.MarkReadRequest]) (*connect.Response[walletv1.MarkReadResponse], error) {
-	me, peer := caller(ctx), social.UserID(req.Msg.PeerId)
+func (s chatService) MarkRead(ctx context.Context, req *walletv1.MarkReadRequest) (*walletv1.MarkReadResponse, error) {
+	me, peer := caller(ctx), social.UserID(req.PeerId)
 	p := social.PairOf(me, peer)
 	unlock := s.pairs.lock(p)
 	defer unlock()
@@ -98,9 +97,9 @@ func (s chatService) MarkRead(ctx context.Context, req *connect.Request[walletv1
 	}
 	s.mu.RUnlock()
 	if !ok || peer == me {
-		return nil, connect.NewError(connect.CodeNotFound, errNoPeer(req.Msg.PeerId))
+		return nil, connect.NewError(connect.CodeNotFound, errNoPeer(req.PeerId))
 	}
-	target, err := s.readTarget(head, req.Msg.UpToMessageId)
+	target, err := s.readTarget(head, req.UpToMessageId)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +124,7 @@ func (s chatService) MarkRead(ctx context.Context, req *connect.Request[walletv1
 	s.mu.RLock()
 	unread := c.Unread(me)
 	s.mu.RUnlock()
-	return connect.NewResponse(&walletv1.MarkReadResponse{UnreadCount: unread}), nil
+	return &walletv1.MarkReadResponse{UnreadCount: unread}, nil
 }
 
 // readTarget is the message a MarkRead reads up to: the newest for 0.

@@ -51,10 +51,10 @@ func (s friendService) changeRelation(me, peer social.UserID, decide func() (soc
 }
 
 // AddFriend asks a user, by id or username, to be friends.
-func (s friendService) AddFriend(ctx context.Context, req *connect.Request[walletv1.AddFriendRequest]) (*connect.Response[walletv1.AddFriendResponse], error) {
+func (s friendService) AddFriend(ctx context.Context, req *walletv1.AddFriendRequest) (*walletv1.AddFriendResponse, error) {
 	me := caller(ctx)
 	var peer social.UserID
-	switch t := req.Msg.User.(type) {
+	switch t := req.User.(type) {
 	case *walletv1.AddFriendRequest_UserId:
 		peer = social.UserID(t.UserId)
 	case *walletv1.AddFriendRequest_Username:
@@ -72,31 +72,31 @@ func (s friendService) AddFriend(ctx context.Context, req *connect.Request[walle
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&walletv1.AddFriendResponse{Friend: f}), nil
+	return &walletv1.AddFriendResponse{Friend: f}, nil
 }
 
 // AcceptFriend accepts a pending request from user_id.
-func (s friendService) AcceptFriend(ctx context.Context, req *connect.Request[walletv1.AcceptFriendRequest]) (*connect.Response[walletv1.AcceptFriendResponse], error) {
-	me, peer := caller(ctx), social.UserID(req.Msg.UserId)
+func (s friendService) AcceptFriend(ctx context.Context, req *walletv1.AcceptFriendRequest) (*walletv1.AcceptFriendResponse, error) {
+	me, peer := caller(ctx), social.UserID(req.UserId)
 	f, err := s.changeRelation(me, peer, func() (social.Relation, error) { return s.state.Accept(me, peer, time.Now().UTC()) })
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&walletv1.AcceptFriendResponse{Friend: f}), nil
+	return &walletv1.AcceptFriendResponse{Friend: f}, nil
 }
 
 // RejectFriend turns down a pending request from user_id.
-func (s friendService) RejectFriend(ctx context.Context, req *connect.Request[walletv1.RejectFriendRequest]) (*connect.Response[walletv1.RejectFriendResponse], error) {
-	me, peer := caller(ctx), social.UserID(req.Msg.UserId)
+func (s friendService) RejectFriend(ctx context.Context, req *walletv1.RejectFriendRequest) (*walletv1.RejectFriendResponse, error) {
+	me, peer := caller(ctx), social.UserID(req.UserId)
 	if _, err := s.changeRelation(me, peer, func() (social.Relation, error) { return s.state.Reject(me, peer) }); err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&walletv1.RejectFriendResponse{}), nil
+	return &walletv1.RejectFriendResponse{}, nil
 }
 
 // GetFriendList lists the caller's friends and open requests.
-func (s friendService) GetFriendList(ctx context.Context, req *connect.Request[walletv1.GetFriendListRequest]) (*connect.Response[walletv1.GetFriendListResponse], error) {
-	me, err := owner(ctx, req.Msg.UserId)
+func (s friendService) GetFriendList(ctx context.Context, req *walletv1.GetFriendListRequest) (*walletv1.GetFriendListResponse, error) {
+	me, err := owner(ctx, req.UserId)
 	if err != nil {
 		return nil, err
 	}
@@ -107,12 +107,12 @@ func (s friendService) GetFriendList(ctx context.Context, req *connect.Request[w
 	for i, f := range friends {
 		out[i] = &walletv1.Friend{User: s.userPB(f.User), Status: friendStatusPB[f.Status]}
 	}
-	return connect.NewResponse(&walletv1.GetFriendListResponse{Friends: out}), nil
+	return &walletv1.GetFriendListResponse{Friends: out}, nil
 }
 
 // GetChatFriendList lists the caller's friends by latest message.
-func (s friendService) GetChatFriendList(ctx context.Context, req *connect.Request[walletv1.GetChatFriendListRequest]) (*connect.Response[walletv1.GetChatFriendListResponse], error) {
-	me, err := owner(ctx, req.Msg.UserId)
+func (s friendService) GetChatFriendList(ctx context.Context, req *walletv1.GetChatFriendListRequest) (*walletv1.GetChatFriendListResponse, error) {
+	me, err := owner(ctx, req.UserId)
 	if err != nil {
 		return nil, err
 	}
@@ -127,5 +127,5 @@ func (s friendService) GetChatFriendList(ctx context.Context, req *connect.Reque
 		}
 		out[i] = cf
 	}
-	return connect.NewResponse(&walletv1.GetChatFriendListResponse{Friends: out}), nil
+	return &walletv1.GetChatFriendListResponse{Friends: out}, nil
 }

@@ -7,7 +7,13 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpcreflect"
+	"google.golang.org/grpc"
+	_ "google.golang.org/grpc/encoding/gzip" // accept gzipped requests, as connect-go does
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/surge-dev/surge/internal/gen/surge/wallet/v1/walletv1connect"
 )
@@ -32,11 +38,34 @@ var serviceNames = []string{
 // accepts compression.
 const compressMinBytes = 4096
 
-// Handler returns the handler of every RPC route: the four services,
-// server reflection (v1 and v1alpha) and grpc.health.v1.
+// methods are every RPC surge serves: the four services and health.
+func (s *Service) methods() []method {
+	auth, wallet, friend, chat := authService{s}, walletService{s}, friendService{s}, chatService{s}
+	const public = true
+	return []method{
+		unary(s, walletv1connect.AuthServiceRegisterProcedure, public, auth.Register),
+		unary(s, walletv1connect.AuthServiceLoginProcedure, public, auth.Login),
+		unary(s, walletv1connect.WalletServiceGetBalanceProcedure, !public, wallet.GetBalance),
+		unary(s, walletv1connect.WalletServiceTransferProcedure, !public, wallet.Transfer),
+		unary(s, walletv1connect.WalletServiceGetHistoryProcedure, !public, wallet.GetHistory),
+		unary(s, walletv1connect.FriendServiceAddFriendProcedure, !public, friend.AddFriend),
+		unary(s, walletv1connect.FriendServiceAcceptFriendProcedure, !public, friend.AcceptFriend),
+		unary(s, walletv1connect.FriendServiceRejectFriendProcedure, !public, friend.RejectFriend),
+		unary(s, walletv1connect.FriendServiceGetFriendListProcedure, !public, friend.GetFriendList),
+		unary(s, walletv1connect.FriendServiceGetChatFriendListProcedure, !public, friend.GetChatFriendList),
+		unary(s, walletv1connect.ChatServiceSendMessageProcedure, !public, chat.SendMessage),
+		unary(s, walletv1connect.ChatServiceGetMessagesProcedure, !public, chat.GetMessages),
+		unary(s, walletv1connect.ChatServiceMarkReadProcedure, !public, chat.MarkRead),
+		serverStream(s, walletv1connect.ChatServiceSubscribeProcedure, !public, chat.Subscribe),
+		unary(s, "/"+healthName+"/Check", public, healthCheck),
+		serverStream(s, "/"+healthName+"/Watch", public, healthWatch),
+	}
+}
+
+// Handler returns the connect-go handler of every RPC route: the four
+// services, server reflection (v1 and v1alpha) and grpc.health.v1.
 func (s *Service) Handler() http.Handler {
 	opts := []connect.HandlerOption{
-		connect.WithInterceptors(s.metrics, authInterceptor{s}),
 		connect.WithReadMaxBytes(maxMessageBytes),
 		// Replies are small (a balance, a page of history); gzipping them
 		// cost ~30% of a GetBalance's server CPU under ghz, which asks for
@@ -44,15 +73,61 @@ func (s *Service) Handler() http.Handler {
 		connect.WithCompressMinBytes(compressMinBytes),
 	}
 	mux := http.NewServeMux()
-	mux.Handle(walletv1connect.NewAuthServiceHandler(authService{s}, opts...))
-	mux.Handle(walletv1connect.NewWalletServiceHandler(walletService{s}, opts...))
-	mux.Handle(walletv1connect.NewFriendServiceHandler(friendService{s}, opts...))
-	mux.Handle(walletv1connect.NewChatServiceHandler(chatService{s}, opts...))
+	for _, m := range s.methods() {
+		mux.Handle(m.procedure, m.connect(append(opts, schemaOptions(m.procedure)...)...))
+	}
 	reflector := grpcreflect.NewStaticReflector(serviceNames...)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
-	mux.Handle("/"+healthName+"/", healthHandler())
 	return mux
+}
+
+// GRPCServer returns a grpc-go server of every RPC, reflection included,
+// for the connections whose first request is gRPC; opts add to its own.
+func (s *Service) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
+	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes)}, opts...)...)
+	descs := map[string]*grpc.ServiceDesc{}
+	var order []string
+	for _, m := range s.methods() {
+		name := m.service()
+		d, ok := descs[name]
+		if !ok {
+			d = &grpc.ServiceDesc{ServiceName: name, HandlerType: (*any)(nil)}
+			descs[name] = d
+			order = append(order, name)
+		}
+		if m.unary != nil {
+			d.Methods = append(d.Methods, *m.unary)
+		} else {
+			d.Streams = append(d.Streams, *m.stream)
+		}
+	}
+	for _, name := range order {
+		srv.RegisterService(descs[name], nil) // nil: the handlers are closures
+	}
+	reflection.Register(srv)
+	return srv
+}
+
+// schemaOptions give a connect handler what its generated constructor
+// would: the method's descriptor, and its idempotency level, which lets
+// Connect clients call side-effect-free methods with GET.
+func schemaOptions(procedure string) []connect.HandlerOption {
+	name := protoreflect.FullName(strings.ReplaceAll(procedure[1:], "/", "."))
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(name)
+	md, ok := d.(protoreflect.MethodDescriptor)
+	if err != nil || !ok {
+		return nil
+	}
+	opts := []connect.HandlerOption{connect.WithSchema(md)}
+	mo, _ := md.Options().(*descriptorpb.MethodOptions)
+	switch mo.GetIdempotencyLevel() {
+	case descriptorpb.MethodOptions_NO_SIDE_EFFECTS:
+		opts = append(opts, connect.WithIdempotency(connect.IdempotencyNoSideEffects))
+	case descriptorpb.MethodOptions_IDEMPOTENT:
+		opts = append(opts, connect.WithIdempotency(connect.IdempotencyIdempotent))
+	}
+	return opts
 }
 
 // Route sends the RPC paths to rpc and everything else to fallback. It
@@ -74,41 +149,32 @@ func isRPCPath(path string) bool {
 		strings.HasPrefix(path, "/grpc.reflection.")
 }
 
-// healthHandler serves grpc.health.v1.Health: SERVING for the server ("")
-// and each of its services, NOT_FOUND for any other name. The handler is
-// mounted only once recovery is done, so whoever reaches it is served.
-func healthHandler() http.Handler {
-	known := make(map[string]bool, len(serviceNames)+1)
-	known[""] = true
+// knownServices are the names grpc.health.v1 answers SERVING for: the
+// server ("") and each of its services. The health methods are mounted
+// only once recovery is done, so whoever reaches them is served.
+var knownServices = func() map[string]bool {
+	known := map[string]bool{"": true}
 	for _, n := range serviceNames {
 		known[n] = true
 	}
-	status := func(service string) (*healthpb.HealthCheckResponse, error) {
-		if !known[service] {
-			return nil, connect.NewError(connect.CodeNotFound, errUnknownService(service))
-		}
-		return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+	return known
+}()
+
+func healthCheck(_ context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if !knownServices[req.Service] {
+		return nil, connect.NewError(connect.CodeNotFound, errUnknownService(req.Service))
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/"+healthName+"/Check", connect.NewUnaryHandler("/"+healthName+"/Check",
-		func(_ context.Context, req *connect.Request[healthpb.HealthCheckRequest]) (*connect.Response[healthpb.HealthCheckResponse], error) {
-			res, err := status(req.Msg.Service)
-			if err != nil {
-				return nil, err
-			}
-			return connect.NewResponse(res), nil
-		}))
-	mux.Handle("/"+healthName+"/Watch", connect.NewServerStreamHandler("/"+healthName+"/Watch",
-		func(ctx context.Context, req *connect.Request[healthpb.HealthCheckRequest], stream *connect.ServerStream[healthpb.HealthCheckResponse]) error {
-			res, err := status(req.Msg.Service)
-			if err != nil {
-				res = &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVICE_UNKNOWN}
-			}
-			if err := stream.Send(res); err != nil {
-				return err
-			}
-			<-ctx.Done() // the status never changes while the server runs
-			return nil
-		}))
-	return mux
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+func healthWatch(ctx context.Context, req *healthpb.HealthCheckRequest, stream sender[healthpb.HealthCheckResponse]) error {
+	res := &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVICE_UNKNOWN}
+	if knownServices[req.Service] {
+		res.Status = healthpb.HealthCheckResponse_SERVING
+	}
+	if err := stream.Send(res); err != nil {
+		return err
+	}
+	<-ctx.Done() // the status never changes while the server runs
+	return nil
 }

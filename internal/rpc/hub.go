@@ -102,7 +102,7 @@ func (s *Service) unsubscribe(sub *subscriber) {
 
 // Subscribe streams the caller's new messages until the client goes away
 // or falls behind.
-func (s chatService) Subscribe(ctx context.Context, _ *connect.Request[walletv1.SubscribeRequest], stream *connect.ServerStream[walletv1.Event]) error {
+func (s chatService) Subscribe(ctx context.Context, _ *walletv1.SubscribeRequest, stream sender[walletv1.Event]) error {
 	sub := s.subscribe(caller(ctx))
 	defer func() {
 		s.mu.Lock()
@@ -111,7 +111,7 @@ func (s chatService) Subscribe(ctx context.Context, _ *connect.Request[walletv1.
 	}()
 	// Headers first, so the client knows the stream is open before any
 	// message arrives.
-	if err := stream.Send(nil); err != nil {
+	if err := stream.Open(); err != nil {
 		return err
 	}
 	for {

@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -52,30 +51,6 @@ func (m *metrics) observe(procedure string, start time.Time, err error, timed bo
 	m.calls.WithLabelValues(procedure, code).Inc()
 	if timed {
 		m.latency.WithLabelValues(procedure).Observe(time.Since(start).Seconds())
-	}
-}
-
-// WrapUnary implements connect.Interceptor.
-func (m *metrics) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		start := time.Now()
-		res, err := next(ctx, req)
-		m.observe(req.Spec().Procedure, start, err, true)
-		return res, err
-	}
-}
-
-// WrapStreamingClient implements connect.Interceptor.
-func (m *metrics) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return next
-}
-
-// WrapStreamingHandler implements connect.Interceptor.
-func (m *metrics) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		err := next(ctx, conn)
-		m.observe(conn.Spec().Procedure, time.Time{}, err, false)
-		return err
 	}
 }
 

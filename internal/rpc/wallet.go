@@ -29,8 +29,8 @@ func (s *Service) ledgerFailure(what string, err error) error {
 }
 
 // GetBalance reads the caller's wallet.
-func (s walletService) GetBalance(ctx context.Context, req *connect.Request[walletv1.GetBalanceRequest]) (*connect.Response[walletv1.GetBalanceResponse], error) {
-	me, err := owner(ctx, req.Msg.UserId)
+func (s walletService) GetBalance(ctx context.Context, req *walletv1.GetBalanceRequest) (*walletv1.GetBalanceResponse, error) {
+	me, err := owner(ctx, req.UserId)
 	if err != nil {
 		return nil, err
 	}
@@ -38,9 +38,9 @@ func (s walletService) GetBalance(ctx context.Context, req *connect.Request[wall
 	if err != nil {
 		return nil, s.ledgerFailure("read wallet", err)
 	}
-	return connect.NewResponse(&walletv1.GetBalanceResponse{
+	return &walletv1.GetBalanceResponse{
 		UserId: uint64(me), AccountId: a.ID, Currency: a.Currency, Balance: a.Balance,
-	}), nil
+	}, nil
 }
 
 // validRequestID reports whether id is 1 to 64 characters of
@@ -88,15 +88,14 @@ func (s walletService) checkTransfer(ctx context.Context, m *walletv1.TransferRe
 // unless the request carries one (step-up confirmation): the token
 // authenticates the caller, and a slow hash per transfer is what held
 // report 001's Transfer to 264 rps.
-func (s walletService) Transfer(ctx context.Context, req *connect.Request[walletv1.TransferRequest]) (*connect.Response[walletv1.TransferResponse], error) {
-	m := req.Msg
+func (s walletService) Transfer(ctx context.Context, m *walletv1.TransferRequest) (*walletv1.TransferResponse, error) {
 	me, err := s.checkTransfer(ctx, m)
 	if err != nil {
 		return nil, err
 	}
 	if m.Password != "" {
 		u, _ := s.user(me)
-		if _, err := s.checkPassword(u.Username, m.Password, clientAddr(req.Peer()), errBadPassword); err != nil {
+		if _, err := s.checkPassword(u.Username, m.Password, clientAddr(ctx), errBadPassword); err != nil {
 			return nil, err
 		}
 	}
@@ -107,15 +106,14 @@ func (s walletService) Transfer(ctx context.Context, req *connect.Request[wallet
 	if err != nil {
 		return nil, s.ledgerFailure("transfer", err)
 	}
-	return connect.NewResponse(&walletv1.TransferResponse{
+	return &walletv1.TransferResponse{
 		TransferId: t.ID, FromUserId: uint64(me), ToUserId: m.ToUserId, Amount: t.Amount,
 		Message: t.Memo, CreatedAt: timestamppb.New(t.CreatedAt), Replayed: replayed,
-	}), nil
+	}, nil
 }
 
 // GetHistory pages through the caller's wallet history, newest first.
-func (s walletService) GetHistory(ctx context.Context, req *connect.Request[walletv1.GetHistoryRequest]) (*connect.Response[walletv1.GetHistoryResponse], error) {
-	m := req.Msg
+func (s walletService) GetHistory(ctx context.Context, m *walletv1.GetHistoryRequest) (*walletv1.GetHistoryResponse, error) {
 	me, err := owner(ctx, m.UserId)
 	if err != nil {
 		return nil, err
@@ -138,7 +136,7 @@ func (s walletService) GetHistory(ctx context.Context, req *connect.Request[wall
 		items[i] = s.historyItem(&page.Entries[i])
 	}
 	s.mu.RUnlock()
-	return connect.NewResponse(&walletv1.GetHistoryResponse{Items: items, NextPageToken: pageToken(page.NextCursor)}), nil
+	return &walletv1.GetHistoryResponse{Items: items, NextPageToken: pageToken(page.NextCursor)}, nil
 }
 
 // historyItem converts a ledger entry; it runs under the read lock.

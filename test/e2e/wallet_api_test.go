@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 
@@ -201,4 +203,54 @@ func (w *walletClients) statuses(t testing.TB, m member) map[uint64]walletv1.Fri
 		out[f.User.Id] = f.Status
 	}
 	return out
+}
+
+// TestWalletOverEveryProtocol runs the same calls as gRPC over h2c (served
+// by grpc-go), gRPC-Web and Connect JSON over HTTP/1.1 (served by
+// connect-go): each authenticates, refuses with the same codes and
+// reasons, and streams.
+func TestWalletOverEveryProtocol(t *testing.T) {
+	srv := start(t, t.TempDir(), walletArgs...)
+	protocols := map[string]*walletClients{
+		"grpc":     newWalletClients(t, srv.url),
+		"grpc-web": newWalletClientsWith(t, srv.url, &http.Client{Transport: &http.Transport{}}, connect.WithGRPCWeb()),
+		"connect":  newWalletClientsWith(t, srv.url, &http.Client{Transport: &http.Transport{}}, connect.WithProtoJSON()),
+	}
+	for name, w := range protocols {
+		t.Run(name, func(t *testing.T) {
+			a, b := w.register(t, name+"-a"), w.register(t, name+"-b")
+			w.befriend(t, a, b)
+			fundWallet(t, srv.c, a, 100)
+
+			stream, err := w.chat.Subscribe(ctxT(t), as(b, &walletv1.SubscribeRequest{}))
+			if err != nil {
+				t.Fatalf("subscribe: %v", err)
+			}
+			defer stream.Close()
+			_ = stream.ResponseHeader() // the stream is open
+			tr, err := w.wallet.Transfer(ctxT(t), as(a, &walletv1.TransferRequest{RequestId: "p1", ToUserId: b.id, Amount: 30, Message: "hi"}))
+			if err != nil {
+				t.Fatalf("transfer: %v", err)
+			}
+			if !stream.Receive() {
+				t.Fatalf("stream ended: %v", stream.Err())
+			}
+			if got, want := describe(stream.Msg().GetMessage()), fmt.Sprintf("TRANSFER %d->%d 30 hi", a.id, b.id); got != want {
+				t.Errorf("streamed %s, want %s", got, want)
+			}
+			if tr.Msg.Amount != 30 || w.balance(t, a) != 70 || w.balance(t, b) != 30 {
+				t.Errorf("after a transfer of 30: %d moved, balances %d and %d", tr.Msg.Amount, w.balance(t, a), w.balance(t, b))
+			}
+
+			_, err = w.wallet.Transfer(ctxT(t), as(a, &walletv1.TransferRequest{RequestId: "p2", ToUserId: b.id, Amount: 71}))
+			wantCode(t, "overdraft", err, connect.CodeFailedPrecondition)
+			if r := reasonOf(err); r != "INSUFFICIENT_FUNDS" {
+				t.Errorf("overdraft reason %q, want INSUFFICIENT_FUNDS", r)
+			}
+			_, err = w.wallet.GetBalance(ctxT(t), connect.NewRequest(&walletv1.GetBalanceRequest{}))
+			wantCode(t, "balance without a token", err, connect.CodeUnauthenticated)
+			_, err = w.wallet.GetBalance(ctxT(t), as(a, &walletv1.GetBalanceRequest{UserId: b.id}))
+			wantCode(t, "another user's balance", err, connect.CodePermissionDenied)
+		})
+	}
 }

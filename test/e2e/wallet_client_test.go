@@ -42,17 +42,22 @@ type walletClients struct {
 	chat   walletv1connect.ChatServiceClient
 }
 
+// newWalletClients speaks gRPC over HTTP/2 without TLS, which surge's
+// grpc-go server answers.
 func newWalletClients(t testing.TB, url string) *walletClients {
-	hc := h2cClient()
+	return newWalletClientsWith(t, url, h2cClient(), connect.WithGRPC())
+}
+
+// newWalletClientsWith speaks the protocol opts choose over hc.
+func newWalletClientsWith(t testing.TB, url string, hc *http.Client, opts ...connect.ClientOption) *walletClients {
 	t.Cleanup(hc.CloseIdleConnections)
-	opt := connect.WithGRPC()
 	return &walletClients{
 		http:   hc,
 		url:    url,
-		auth:   walletv1connect.NewAuthServiceClient(hc, url, opt),
-		wallet: walletv1connect.NewWalletServiceClient(hc, url, opt),
-		friend: walletv1connect.NewFriendServiceClient(hc, url, opt),
-		chat:   walletv1connect.NewChatServiceClient(hc, url, opt),
+		auth:   walletv1connect.NewAuthServiceClient(hc, url, opts...),
+		wallet: walletv1connect.NewWalletServiceClient(hc, url, opts...),
+		friend: walletv1connect.NewFriendServiceClient(hc, url, opts...),
+		chat:   walletv1connect.NewChatServiceClient(hc, url, opts...),
 	}
 }
 
