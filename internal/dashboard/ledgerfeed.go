@@ -28,7 +28,12 @@ func NewLedgerFeed(next httpapi.Ledger) *LedgerFeed { return &LedgerFeed{Ledger:
 
 // Transfer records an acknowledged new transfer.
 func (f *LedgerFeed) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
-	t, replayed, err := f.Ledger.Transfer(ctx, req)
+	return f.TransferMarked(ctx, req, nil)
+}
+
+// TransferMarked records an acknowledged new transfer.
+func (f *LedgerFeed) TransferMarked(ctx context.Context, req ledger.TransferRequest, marker []byte) (ledger.Transfer, bool, error) {
+	t, replayed, err := f.Ledger.TransferMarked(ctx, req, marker)
 	if err == nil && !replayed {
 		f.add(&t)
 	}

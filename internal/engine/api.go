@@ -54,7 +54,14 @@ func (e *Engine) Account(_ context.Context, id string) (ledger.Account, error) {
 // Transfer moves money; it returns once the transfer is durable on both
 // accounts' shards.
 func (e *Engine) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
-	c, err := e.do(ctx, e.shardFor(req.From), CmdTransfer{Req: req})
+	return e.TransferMarked(ctx, req, nil)
+}
+
+// TransferMarked is Transfer that also writes marker, a storage key, in
+// the same batch as the transfer if the call makes it anew (see
+// CmdTransfer).
+func (e *Engine) TransferMarked(ctx context.Context, req ledger.TransferRequest, marker []byte) (ledger.Transfer, bool, error) {
+	c, err := e.do(ctx, e.shardFor(req.From), CmdTransfer{Req: req, Marker: marker})
 	if err != nil {
 		return ledger.Transfer{}, false, err
 	}

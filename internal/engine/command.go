@@ -29,8 +29,15 @@ type Envelope struct {
 // CmdCreateAccount opens an account.
 type CmdCreateAccount struct{ Spec ledger.AccountSpec }
 
-// CmdTransfer makes a transfer debiting an account of the shard.
-type CmdTransfer struct{ Req ledger.TransferRequest }
+// CmdTransfer makes a transfer debiting an account of the shard. Marker,
+// if set, is a storage key written (with an empty value) in the same batch
+// as the transfer when the command makes it anew, and never otherwise: a
+// component that owes follow-up work to new transfers finds, after a
+// crash, the ones it has not done yet.
+type CmdTransfer struct {
+	Req    ledger.TransferRequest
+	Marker []byte
+}
 
 // CmdBatch makes many transfers debiting accounts of the shard; with Atomic,
 // all or none.

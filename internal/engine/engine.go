@@ -278,6 +278,9 @@ func (e *Engine) persist(shards ...*shard) error {
 		for _, id := range s.settled {
 			w.DeleteOutbox(id)
 		}
+		for _, m := range s.markers {
+			_ = w.Set(m, nil, nil)
+		}
 		tw := store.NewTicketBatch(w.Batch)
 		for _, r := range s.desk.Changes() {
 			tw.PutReservation(r)

@@ -1136,3 +1136,44 @@ func TestStatsConsistentDuringCrossShardAtomicBatch(t *testing.T) {
 		t.Errorf("Stats during a cross-shard atomic batch: balances plus in-flight sum to %d (in_flight %d)", sum, inFlight)
 	}
 }
+
+// TestTransferMarkerOnlyWithNewTransfers: a marker is written with the
+// transfer that a call makes anew, across shards too, and survives a
+// restart; a replay, a conflict or a refusal writes none.
+func TestTransferMarkerOnlyWithNewTransfers(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngine(t, Config{Dir: dir, Shards: 2})
+	a, b := namesOn(e, 0, 1, "a")[0], namesOn(e, 1, 1, "b")[0]
+	mustOpenAccount(t, e, a, 0)
+	mustOpenAccount(t, e, b, 0)
+	mustTransfer(t, e, ledger.TransferRequest{ID: "fund", From: "@world", To: a, Amount: 100})
+	marked := func(id string, req ledger.TransferRequest) error {
+		_, _, err := e.TransferMarked(ctx, req, []byte("mark/"+id))
+		return err
+	}
+	move := ledger.TransferRequest{ID: "move", From: a, To: b, Amount: 60}
+	if err := marked("new", move); err != nil {
+		t.Fatal(err)
+	}
+	if err := marked("replay", move); err != nil {
+		t.Fatal(err)
+	}
+	conflict := move
+	conflict.Amount = 1
+	if err := marked("conflict", conflict); ledger.CodeOf(err) == "" {
+		t.Fatalf("conflicting replay: %v, want a ledger refusal", err)
+	}
+	overdraft := ledger.TransferRequest{ID: "overdraft", From: a, To: b, Amount: 41}
+	if err := marked("refused", overdraft); ledger.CodeOf(err) != ledger.CodeInsufficientFunds {
+		t.Fatalf("overdraft: %v, want %s", err, ledger.CodeInsufficientFunds)
+	}
+	closeEngine(t, e)
+
+	e = openEngine(t, Config{Dir: dir, Shards: 2})
+	for id, want := range map[string]bool{"new": true, "replay": false, "conflict": false, "refused": false} {
+		_, found, err := e.Store().Get([]byte("mark/" + id))
+		if err != nil || found != want {
+			t.Errorf("marker of the %s call: found %v (%v), want %v", id, found, err, want)
+		}
+	}
+}

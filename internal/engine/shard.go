@@ -25,6 +25,8 @@ type shard struct {
 	// records of the credits the batch applied.
 	outgoing []outbox
 	settled  []string
+	// markers are the batch's CmdTransfer markers of new transfers.
+	markers [][]byte
 	// expiry fires a CmdExpire at expiryAt, the earliest hold deadline.
 	expiry   *time.Timer
 	expiryAt time.Time
@@ -95,7 +97,8 @@ func (s *shard) commitBatch(envs []Envelope) {
 	s.book.Reset()
 	s.desk.Reset()
 	clear(s.legCalls)
-	s.legCalls, s.outgoing, s.settled = s.legCalls[:0], s.outgoing[:0], s.settled[:0]
+	clear(s.markers)
+	s.legCalls, s.outgoing, s.settled, s.markers = s.legCalls[:0], s.outgoing[:0], s.settled[:0], s.markers[:0]
 	s.scheduleExpiry()
 }
 
@@ -106,6 +109,9 @@ func (s *shard) apply(env *Envelope, now time.Time) {
 		c.account, c.flag, c.err = s.book.CreateAccount(cmd.Spec, now)
 	case CmdTransfer:
 		c.transfer, c.flag, c.err = s.book.Transfer(cmd.Req, now)
+		if cmd.Marker != nil && c.err == nil && !c.flag {
+			s.markers = append(s.markers, cmd.Marker)
+		}
 	case CmdBatch:
 		c.batch = s.applyBatch(cmd, now)
 	case CmdPost:

@@ -98,6 +98,11 @@ func transferOf(req ledger.TransferRequest) ledger.Transfer {
 	return t
 }
 
+// TransferMarked ignores the marker: the HTTP transport never sends one.
+func (f *fakeLedger) TransferMarked(ctx context.Context, req ledger.TransferRequest, _ []byte) (ledger.Transfer, bool, error) {
+	return f.Transfer(ctx, req)
+}
+
 func (f *fakeLedger) Transfer(_ context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
 	if err := f.record("Transfer", func() { f.req = req }); err != nil {
 		return ledger.Transfer{}, false, err

@@ -32,7 +32,9 @@ import (
 type Ledger interface {
 	CreateAccount(ctx context.Context, spec ledger.AccountSpec) (ledger.Account, bool, error)
 	Account(ctx context.Context, id string) (ledger.Account, error)
-	Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error)
+	// TransferMarked makes a transfer and, in the same durable batch if
+	// it is new, writes the storage key marker.
+	TransferMarked(ctx context.Context, req ledger.TransferRequest, marker []byte) (ledger.Transfer, bool, error)
 	GetTransfer(ctx context.Context, id string) (ledger.Transfer, error)
 	History(ctx context.Context, accountID string, q ledger.HistoryQuery) (ledger.HistoryPage, error)
 }

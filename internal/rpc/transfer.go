@@ -6,6 +6,7 @@ import (
 
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/social"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // A transfer and its TRANSFER chat message are two writes: the ledger's
@@ -15,54 +16,29 @@ import (
 //	wallets that the wallet service submitted has exactly one TRANSFER
 //	message in the pair's conversation.
 //
-// It holds by an intent record. Before a new transfer goes to the ledger,
-// si/<transfer id> is written without fsync; the ledger's own synced
-// commit comes later in the same write-ahead log, so the intent is durable
-// whenever the transfer is. After the ledger acknowledges, the message is
-// appended and the intent deleted in one batch (also without fsync: if a
-// crash loses it, the intent survives, as the log loses only a suffix). On
-// start, recoverTransfers resolves every intent left: if the ledger has
-// the transfer, its message is appended; if not, the transfer never
-// committed and the intent is dropped. The message carries the ledger
-// transfer's own fields, so it reads the same whichever path wrote it.
-//
-// A transfer id already in the ledger is a replay (or a conflict) and gets
-// no intent and no message; the calls of one transfer id are serialised,
-// so no two calls write the message of one transfer.
+// It holds by an intent record, si/<transfer id>, that the ledger writes
+// in the same durable batch as the transfer, and only if the call made the
+// transfer anew (engine.TransferMarked): a replay, a conflict or a refusal
+// writes none. After the ledger acknowledges, the message is appended and
+// the intent deleted in one batch, without fsync: if a crash loses it, the
+// intent survives, as the log loses only a suffix. On start,
+// recoverTransfers writes the message of every intent left. The message
+// carries the ledger transfer's own fields, so it reads the same whichever
+// path wrote it. The calls of one transfer id are serialised, so a retry
+// is answered only once the first call's message is written.
 
 // transfer submits req to the ledger and writes its chat message.
 func (s *Service) transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
 	unlock := s.transfers.lock(req.ID)
 	defer unlock()
-	_, err := s.ledger.GetTransfer(ctx, req.ID)
-	switch {
-	case err == nil:
-		return s.ledger.Transfer(ctx, req) // replay or conflict, decided by the ledger
-	case ledger.CodeOf(err) != ledger.CodeTransferNotFound:
-		return ledger.Transfer{}, false, err
-	}
-	b := s.store.NewSocialBatch()
-	b.PutTransferIntent(req.ID)
-	if err := s.store.CommitNoSync(b.Batch); err != nil {
-		return ledger.Transfer{}, false, err
-	}
 	// The ledger goes on with a command once it is queued, whether or not
-	// the caller waits: wait for the outcome regardless, so the intent is
-	// resolved now rather than at the next start.
-	t, replayed, err := s.ledger.Transfer(context.WithoutCancel(ctx), req)
+	// the caller waits: wait for the outcome regardless, so the message
+	// is written now rather than at the next start.
+	t, replayed, err := s.ledger.TransferMarked(context.WithoutCancel(ctx), req, store.TransferIntentKey(req.ID))
 	if err != nil || replayed {
-		return t, replayed, firstError(err, s.dropIntent(req.ID))
+		return t, replayed, err
 	}
 	return t, false, s.appendTransferMessage(t)
-}
-
-// firstError returns the first non-nil error: the ledger's refusal matters
-// more to the caller than a failure to clean up after it.
-func firstError(first, second error) error {
-	if first != nil {
-		return first
-	}
-	return second
 }
 
 func (s *Service) dropIntent(id string) error {
@@ -104,7 +80,9 @@ func (s *Service) readMarks(a, b social.UserID) [2]social.ReadMark {
 	return [2]social.ReadMark{}
 }
 
-// recoverTransfers resolves the intents a crash left (see above).
+// recoverTransfers resolves the intents a crash left (see above). An
+// intent without a posted transfer is dropped: data written before intents
+// went into the ledger's batch held intents of transfers never made.
 func (s *Service) recoverTransfers(ctx context.Context) error {
 	ids, err := s.store.TransferIntents()
 	if err != nil {

@@ -95,12 +95,13 @@ func (b SocialBatch) PutHead(p social.Pair, last uint64, read [2]social.ReadMark
 	_ = b.Set(pairKey(prefixConvHead, p), e.b, nil)
 }
 
-// PutTransferIntent records that transfer id is about to be submitted to
-// the ledger; DeleteTransferIntent clears it once its message is written.
-func (b SocialBatch) PutTransferIntent(id string) { _ = b.Set(key(nil, prefixIntent, id), nil, nil) }
+// TransferIntentKey is the key of transfer id's intent: the record that
+// its chat message is still to be written. The ledger writes it with the
+// transfer (engine.TransferMarked); DeleteTransferIntent clears it.
+func TransferIntentKey(id string) []byte { return key(nil, prefixIntent, id) }
 
 // DeleteTransferIntent clears a transfer intent.
-func (b SocialBatch) DeleteTransferIntent(id string) { _ = b.Delete(key(nil, prefixIntent, id), nil) }
+func (b SocialBatch) DeleteTransferIntent(id string) { _ = b.Delete(TransferIntentKey(id), nil) }
 
 // CommitNoSync applies b without waiting for an fsync, and closes it. The
 // WAL keeps commit order, so b becomes durable with the next synced commit

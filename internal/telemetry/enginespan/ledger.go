@@ -37,8 +37,12 @@ func (l traced) Account(ctx context.Context, id string) (ledger.Account, error) 
 }
 
 func (l traced) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
+	return l.TransferMarked(ctx, req, nil)
+}
+
+func (l traced) TransferMarked(ctx context.Context, req ledger.TransferRequest, marker []byte) (ledger.Transfer, bool, error) {
 	ctx, span := start(ctx, "Transfer", attribute.String("surge.transfer", req.ID))
-	t, replayed, err := l.next.Transfer(ctx, req)
+	t, replayed, err := l.next.TransferMarked(ctx, req, marker)
 	span.SetAttributes(attribute.Bool("surge.replayed", replayed))
 	end(span, err)
 	return t, replayed, err
