@@ -787,15 +787,23 @@ func TestBatchResultsInOrder(t *testing.T) {
 	wantBalanced(t, e)
 }
 
+// crossShardPair opens an engine of two shards on dir with an account on
+// each, the first holding 100 from @world.
+func crossShardPair(t *testing.T, dir string) (e *Engine, a, b string) {
+	t.Helper()
+	e = openEngine(t, Config{Dir: dir, Shards: 2})
+	a, b = namesOn(e, 0, 1, "payer")[0], namesOn(e, 1, 1, "payee")[0]
+	mustOpenAccount(t, e, a, 0)
+	mustOpenAccount(t, e, b, 0)
+	mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: a, Amount: 100})
+	return e, a, b
+}
+
 // A credit whose debit is durable but which never reached its shard (a
 // crash between the two legs) is applied once when the engine opens.
 func TestOutboxResumedOnOpen(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 2})
-	payer, payee := namesOn(e, 0, 1, "payer")[0], namesOn(e, 1, 1, "payee")[0]
-	mustOpenAccount(t, e, payer, 0)
-	mustOpenAccount(t, e, payee, 0)
-	mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: payer, Amount: 100})
+	e, payer, payee := crossShardPair(t, dir)
 	mustTransfer(t, e, ledger.TransferRequest{ID: "before", From: payer, To: payee, Amount: 1})
 	closeEngine(t, e)
 
@@ -1142,11 +1150,7 @@ func TestStatsConsistentDuringCrossShardAtomicBatch(t *testing.T) {
 // restart; a replay, a conflict or a refusal writes none.
 func TestTransferMarkerOnlyWithNewTransfers(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 2})
-	a, b := namesOn(e, 0, 1, "a")[0], namesOn(e, 1, 1, "b")[0]
-	mustOpenAccount(t, e, a, 0)
-	mustOpenAccount(t, e, b, 0)
-	mustTransfer(t, e, ledger.TransferRequest{ID: "fund", From: "@world", To: a, Amount: 100})
+	e, a, b := crossShardPair(t, dir)
 	marked := func(id string, req ledger.TransferRequest) error {
 		_, _, err := e.TransferMarked(ctx, req, []byte("mark/"+id))
 		return err
