@@ -221,7 +221,7 @@ func (e *Engine) History(_ context.Context, accountID string, q ledger.HistoryQu
 	default:
 		before -= q.Offset
 	}
-	entries, err := e.db.History(accountID, before, limit)
+	entries, err := e.historyPage(accountID, before, limit, before == a.Entries+1)
 	if err != nil {
 		return ledger.HistoryPage{}, err
 	}
@@ -230,6 +230,24 @@ func (e *Engine) History(_ context.Context, accountID string, q ledger.HistoryQu
 		page.NextCursor = entries[n-1].Seq
 	}
 	return page, nil
+}
+
+// historyPage reads the entries of account with seq < before, up to
+// limit, from the history cache or storage; newest says before is one past
+// the account's newest published entry.
+func (e *Engine) historyPage(account string, before uint64, limit int, newest bool) ([]ledger.Entry, error) {
+	if before <= 1 {
+		return nil, nil
+	}
+	lo := before - min(before-1, uint64(limit))
+	if entries, ok := e.history.page(account, lo, before); ok {
+		return entries, nil
+	}
+	entries, err := e.db.History(account, before, limit)
+	if err == nil && newest {
+		e.history.keep(account, entries)
+	}
+	return entries, err
 }
 
 // Stats sums the committed view. It is a consistent cut: every balance and

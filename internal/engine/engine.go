@@ -93,6 +93,8 @@ type Engine struct {
 	published atomic.Pointer[chan struct{}]
 	// ids answers "is this transfer id new?" without storage, mostly.
 	ids *idFilter
+	// history keeps the newest history page of recently read accounts.
+	history *historyCache
 	// barrier serialises atomic batches that span shards.
 	barrier sync.Mutex
 	// tk is the ticketing workload's state outside the shards.
@@ -149,6 +151,7 @@ func (e *Engine) load() error {
 	// The filter grows as it fills, so one pass over the ids sizes it.
 	var err error
 	e.ids = newIDFilter(0)
+	e.history = newHistoryCache()
 	e.ids.add(e.db.TransferIDs(&err))
 	if err != nil {
 		return fmt.Errorf("load transfer ids: %w", err)
