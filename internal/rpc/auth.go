@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
@@ -152,6 +153,9 @@ func (s *Service) checkPassword(username, password, addr string, wrong error) (s
 // per-address login limit.
 func clientAddr(ctx context.Context) string {
 	addr := infoOf(ctx).peer
+	if p, ok := peer.FromContext(ctx); ok && addr == "" && p.Addr != nil {
+		addr = p.Addr.String() // a grpc-go call
+	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return addr
