@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"strings"
+
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/surge-dev/surge/internal/ledger"
@@ -62,5 +64,6 @@ func (h *historyCache) keep(account string, entries []ledger.Entry) {
 	if len(entries) == 0 || len(entries) > historyCacheMaxPage {
 		return
 	}
-	h.runs.Add(account, append(historyRun(nil), entries...))
+	// The key is cloned: a transport may pass a view of a buffer it reuses.
+	h.runs.Add(strings.Clone(account), append(historyRun(nil), entries...))
 }

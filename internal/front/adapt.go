@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -125,4 +126,26 @@ func (f flushWriter) Write(p []byte) (int, error) {
 // SetContext makes parent the context Context returns for ctx's request.
 func SetContext(ctx *fasthttp.RequestCtx, parent context.Context) {
 	ctx.SetUserValue(parentKey{}, parent)
+}
+
+// detach gives the net/http handler behind fasthttpadaptor a request whose
+// strings are its own. The adaptor's request aliases fasthttp's buffers
+// (its URL, method, host and header values are views of them), which the
+// next request on the connection overwrites; a handler that keeps one of
+// them, say an account id from the path as a cache key, would see it
+// change under it. The body stays a view: handlers decode it before they
+// return.
+func detach(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := *r.URL
+		u.Path, u.RawPath, u.RawQuery = strings.Clone(u.Path), strings.Clone(u.RawPath), strings.Clone(u.RawQuery)
+		r.URL = &u
+		r.RequestURI, r.Method, r.Host, r.Proto = strings.Clone(r.RequestURI), strings.Clone(r.Method), strings.Clone(r.Host), strings.Clone(r.Proto)
+		for _, vs := range r.Header {
+			for i, v := range vs {
+				vs[i] = strings.Clone(v)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }

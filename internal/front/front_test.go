@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -234,5 +236,52 @@ func TestSniffSplitRequestLine(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if string(b) != "net GET /slow/split proto=1" {
 		t.Errorf("split request line: %q", b)
+	}
+}
+
+// TestFallbackRequestOutlivesTheNextOne: what a net/http handler keeps of a
+// request that reached it through fasthttp (its path, a header) stays as
+// it was after the next request on the same connection reuses fasthttp's
+// buffers.
+func TestFallbackRequestOutlivesTheNextOne(t *testing.T) {
+	var kept []string
+	var mu sync.Mutex
+	srv := New(Options{
+		Net: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			kept = append(kept, r.URL.Path, r.Header.Get("X-Note"), r.URL.Query().Get("q"))
+			mu.Unlock()
+		}),
+		HeaderTimeout: 5 * time.Second,
+		IdleTimeout:   time.Minute,
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer func() { _ = srv.Shutdown(context.Background()) }()
+	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	defer c.CloseIdleConnections()
+	var want []string
+	for i := range 3 {
+		path, note, q := fmt.Sprintf("/first-%d", i), fmt.Sprintf("note-%d", i), fmt.Sprintf("query-%d", i)
+		req, err := http.NewRequest("GET", "http://"+ln.Addr().String()+path+"?q="+q, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Note", note)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		want = append(want, path, note, q)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(kept, want) {
+		t.Errorf("kept %q, want %q", kept, want)
 	}
 }
