@@ -82,6 +82,9 @@ type Run struct {
 	// CPU is the CPU time this process used during the measured phase
 	// (all goroutines, not just the VUs), or -1 where unknown.
 	CPU time.Duration
+	// MachineCPU is the machine's CPU time the hypervisor stole meanwhile
+	// (nil where unknown).
+	MachineCPU *MachineCPU
 	// Interrupted reports that ctx was cancelled before the run ended.
 	Interrupted bool
 }
@@ -133,10 +136,10 @@ func (c Closed) Run(ctx context.Context, prepare Prepare) (*Run, error) {
 	}
 	wg.Wait()
 	end := time.Now()
-	cpu := ctl.finish()
+	cpu, machine := ctl.finish()
 
 	run := &Run{Start: origin, Elapsed: max(end.Sub(origin), 0), VUs: c.VUs,
-		Stats: NewRecorder(origin), CPU: cpu, Interrupted: ctx.Err() != nil}
+		Stats: NewRecorder(origin), CPU: cpu, MachineCPU: machine, Interrupted: ctx.Err() != nil}
 	run.Series = col.Stop(end)
 	for _, vu := range vus {
 		run.Stats.Merge(vu.rec)
@@ -188,7 +191,7 @@ func (c Closed) loop(ctx context.Context, vu *VU, it Iteration, quota int64, ori
 
 // runControl ends a run: it raises stop when the measured phase is over or
 // the caller's context is cancelled, and samples CPU time around the
-// measured phase.
+// measured phase: this process's and the whole machine's.
 type runControl struct {
 	ctx              context.Context
 	cancel           context.CancelFunc
@@ -196,6 +199,7 @@ type runControl struct {
 	stop             atomic.Bool
 	done             chan struct{}
 	cpu0             time.Duration
+	machine0         *cpuTimes
 }
 
 func newRunControl(parent context.Context, warmup, duration time.Duration) *runControl {
@@ -206,7 +210,7 @@ func newRunControl(parent context.Context, warmup, duration time.Duration) *runC
 // start starts the clock.
 func (rc *runControl) start() {
 	if rc.warmup <= 0 {
-		rc.cpu0 = processCPU()
+		rc.sample()
 	}
 	go rc.watch()
 }
@@ -218,7 +222,7 @@ func (rc *runControl) watch() {
 		if !rc.wait(rc.warmup) {
 			return
 		}
-		rc.cpu0 = processCPU()
+		rc.sample()
 	}
 	rc.wait(rc.duration)
 }
@@ -240,14 +244,21 @@ func (rc *runControl) wait(d time.Duration) bool {
 	}
 }
 
-// finish stops the watcher once the VUs are done and returns the CPU time
-// of the measured phase (-1 if unknown).
-func (rc *runControl) finish() time.Duration {
-	cpu1 := processCPU()
+// sample takes the CPU times the measured phase starts from.
+func (rc *runControl) sample() {
+	rc.cpu0, rc.machine0 = processCPU(), readCPUTimes()
+}
+
+// finish stops the watcher once the VUs are done and returns the process's
+// CPU time during the measured phase (-1 if unknown) and the machine's
+// stolen CPU time meanwhile (nil if unknown).
+func (rc *runControl) finish() (time.Duration, *MachineCPU) {
+	cpu1, machine1 := processCPU(), readCPUTimes()
 	rc.cancel() // releases the watcher if it is still waiting
-	<-rc.done   // and makes its write of cpu0 visible here
+	<-rc.done   // and makes its writes of cpu0 and machine0 visible here
+	machine := machineCPUBetween(rc.machine0, machine1)
 	if rc.cpu0 < 0 || cpu1 < 0 {
-		return -1
+		return -1, machine
 	}
-	return cpu1 - rc.cpu0
+	return cpu1 - rc.cpu0, machine
 }

@@ -119,7 +119,7 @@ func judgeProbe(r *Result, slo []SLOTerm) KVProbe {
 	p := KVProbe{
 		Rate: r.KV.Rate, Achieved: perSecond(ok, float64(r.Params.Duration)),
 		P50Ms: r.Latency.Med, P99Ms: r.Latency.P99, P999Ms: r.Latency.P999, MaxMs: r.Latency.Max,
-		Failed: r.Totals.Failed, Unsent: r.KV.Unsent,
+		Failed: r.Totals.Failed, Unsent: r.KV.Unsent, MachineCPU: r.MachineCPU,
 	}
 	var why []string
 	for _, t := range slo {
@@ -143,7 +143,11 @@ func (p KVProbe) String() string {
 	if !p.Pass {
 		verdict = "FAIL (" + p.Why + ")"
 	}
-	return fmt.Sprintf("rate %s/s → %s/s, p50 %s, p99 %s, p99.9 %s, max %s, %d failed, %d unsent: %s",
+	steal := ""
+	if m := p.MachineCPU; m != nil {
+		steal = ", steal " + percent0(m.Steal)
+	}
+	return fmt.Sprintf("rate %s/s → %s/s, p50 %s, p99 %s, p99.9 %s, max %s, %d failed, %d unsent%s: %s",
 		ratef(p.Rate), ratef(p.Achieved), k6Duration(msDuration(p.P50Ms)), k6Duration(msDuration(p.P99Ms)),
-		k6Duration(msDuration(p.P999Ms)), k6Duration(msDuration(p.MaxMs)), p.Failed, p.Unsent, verdict)
+		k6Duration(msDuration(p.P999Ms)), k6Duration(msDuration(p.MaxMs)), p.Failed, p.Unsent, steal, verdict)
 }

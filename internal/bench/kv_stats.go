@@ -68,4 +68,8 @@ type KVProbe struct {
 	Pass     bool    `json:"pass"`
 	// Why says what a failed probe missed.
 	Why string `json:"why,omitempty"`
+	// MachineCPU is the CPU time stolen from the machine during the probe: a
+	// tail percentile missed while the hypervisor stole CPU time may be the
+	// machine's, not the server's.
+	MachineCPU *MachineCPU `json:"machine_cpu,omitempty"`
 }

@@ -50,7 +50,7 @@ func writeKVSummary(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "Requests/sec: %10.2f\n", t.RequestsPerS)
 	fmt.Fprintf(&b, "Transfer/sec: %10s\n", wrkBytes(perSecond(t.BytesReceived, float64(t.Elapsed))))
 	writeFailures(&b, r)
-	writeClientCost(&b, r)
+	writeCPUUse(&b, r)
 	if len(kv.Probes) > 0 {
 		fmt.Fprintf(&b, "\nfind-max, SLO %s: the run above is the highest rate that met it\n", kv.SLO)
 		for i, p := range kv.Probes {

@@ -43,6 +43,9 @@ type Result struct {
 	Sales []SalePoint `json:"sales,omitempty"`
 	// Client is what the load generator itself cost.
 	Client ClientCost `json:"client"`
+	// MachineCPU is the machine's CPU time the hypervisor stole during the
+	// measured phase (absent where unknown).
+	MachineCPU *MachineCPU `json:"machine_cpu,omitempty"`
 	// Verdict compares the run with the scenario's target, if it has one.
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Spike is the spike scenario's own report.
@@ -202,7 +205,8 @@ func NewResult(scenario string, p Params, run *Run, wire *HTTPClient) *Result {
 			OpsPerS:      perSecond(s.Ops(), elapsed),
 			VUs:          run.VUs,
 		},
-		Client: clientCost(run),
+		Client:     clientCost(run),
+		MachineCPU: run.MachineCPU,
 	}
 	if wire != nil {
 		res.Totals.BytesSent, res.Totals.BytesReceived = wire.BytesSent(), wire.BytesReceived()

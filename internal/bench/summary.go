@@ -30,7 +30,7 @@ func WriteSummary(w io.Writer, r *Result) error {
 		writeSpikeSummary(&b, r)
 	}
 	writeFailures(&b, r)
-	writeClientCost(&b, r)
+	writeCPUUse(&b, r)
 	fmt.Fprintf(&b, "\nrunning (%s), %03d/%03d VUs, %d complete", runningClock(r.Totals.Elapsed.Duration()), 0, r.Totals.VUs, r.Totals.Iterations)
 	if r.Interrupted {
 		// The iterations in flight were cancelled and not counted.
@@ -204,12 +204,19 @@ func failureKeys(r *Result) []string {
 	return keys
 }
 
-func writeClientCost(b *strings.Builder, r *Result) {
+// writeCPUUse writes the load generator's CPU cost and the machine's CPU
+// time stolen during the measured phase.
+func writeCPUUse(b *strings.Builder, r *Result) {
 	c := r.Client
-	if c.CPU < 0 {
+	if c.CPU < 0 && r.MachineCPU == nil {
 		return
 	}
 	b.WriteString("\n")
-	writeRow(b, "load_generator_cpu", []string{fmt.Sprintf("%.1f%% of one core, %.1fµs per request (GOMAXPROCS %d)",
-		c.CPUShare*100, c.MicrosPerRequest, c.GOMAXPROCS)}, nil)
+	if c.CPU >= 0 {
+		writeRow(b, "load_generator_cpu", []string{fmt.Sprintf("%.1f%% of one core, %.1fµs per request (GOMAXPROCS %d)",
+			c.CPUShare*100, c.MicrosPerRequest, c.GOMAXPROCS)}, nil)
+	}
+	if m := r.MachineCPU; m != nil {
+		writeRow(b, "machine_cpu", []string{m.String()}, nil)
+	}
 }

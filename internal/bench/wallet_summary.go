@@ -77,6 +77,9 @@ func writeGHZSummary(w io.Writer, r *Result) error {
 		}
 		fmt.Fprintf(&b, "\nTarget (SPEC §8): %s — %s (%s)\n", v.Target, verdict, v.Detail)
 	}
+	if m := r.MachineCPU; m != nil {
+		fmt.Fprintf(&b, "Machine CPU during the run: %s\n", m)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
