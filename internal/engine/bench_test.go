@@ -17,8 +17,9 @@ import (
 // Benchmarks run with fsync on (the default), on a store in b.TempDir().
 // Every account may overdraw up to MaxAmount, so no transfer fails for lack
 // of funds. Each reports transfers/s and the process's CPU time per
-// transfer, which, unlike the rate, CPU time stolen by the hypervisor or
-// taken by other processes does not move.
+// transfer, which other processes and the hypervisor's steal move far less
+// than the rate (heavy steal still inflates it: the guest charges time
+// stolen from a running thread to that thread).
 
 func benchEngine(b *testing.B, shards int) *Engine {
 	b.Helper()
