@@ -22,6 +22,16 @@ import (
 // chat message of social.MaxText bytes) is far smaller.
 const maxMessageBytes = 64 << 10
 
+// streamWorkers is how many long-lived goroutines serve gRPC calls. By
+// default grpc-go starts a goroutine per call, whose stack then grows
+// twice or three times on the way through the transport, the interceptors
+// and the handler: runtime.copystack was 15% of GetBalance's server CPU. A
+// worker keeps its grown stack from call to call. In back-to-back pairs
+// (docs/BENCHMARKS.md, session 6) the server's CPU per call fell 17-24%
+// (GetBalance 51-54 -> 43-44 µs). Calls beyond this many at once get a
+// goroutine of their own, as before.
+const streamWorkers = 32
+
 // healthName is the standard gRPC health service.
 const healthName = "grpc.health.v1.Health"
 
@@ -85,7 +95,8 @@ func (s *Service) Handler() http.Handler {
 // GRPCServer returns a grpc-go server of every RPC, reflection included,
 // for the connections whose first request is gRPC; opts add to its own.
 func (s *Service) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
-	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes)}, opts...)...)
+	own := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes), grpc.NumStreamWorkers(streamWorkers)}
+	srv := grpc.NewServer(append(own, opts...)...)
 	descs := map[string]*grpc.ServiceDesc{}
 	var order []string
 	for _, m := range s.methods() {
