@@ -82,6 +82,11 @@ type Run struct {
 	// CPU is the CPU time this process used during the measured phase
 	// (all goroutines, not just the VUs), or -1 where unknown.
 	CPU time.Duration
+	// Stalls is what the machine itself took from the measured phase;
+	// nil if the phase never began (interrupted in the warm-up).
+	Stalls *MachineStalls
+	// stallHists explain missed latency bounds when the run is judged.
+	stallHists *stallHistograms
 	// Interrupted reports that ctx was cancelled before the run ended.
 	Interrupted bool
 }
@@ -133,10 +138,10 @@ func (c Closed) Run(ctx context.Context, prepare Prepare) (*Run, error) {
 	}
 	wg.Wait()
 	end := time.Now()
-	cpu := ctl.finish()
+	cpu, stalls, hists := ctl.finish()
 
 	run := &Run{Start: origin, Elapsed: max(end.Sub(origin), 0), VUs: c.VUs,
-		Stats: NewRecorder(origin), CPU: cpu, Interrupted: ctx.Err() != nil}
+		Stats: NewRecorder(origin), CPU: cpu, Stalls: stalls, stallHists: hists, Interrupted: ctx.Err() != nil}
 	run.Series = col.Stop(end)
 	for _, vu := range vus {
 		run.Stats.Merge(vu.rec)
@@ -187,8 +192,8 @@ func (c Closed) loop(ctx context.Context, vu *VU, it Iteration, quota int64, ori
 }
 
 // runControl ends a run: it raises stop when the measured phase is over or
-// the caller's context is cancelled, and samples CPU time around the
-// measured phase.
+// the caller's context is cancelled, and samples CPU time and watches the
+// machine's stalls through the measured phase.
 type runControl struct {
 	ctx              context.Context
 	cancel           context.CancelFunc
@@ -196,6 +201,7 @@ type runControl struct {
 	stop             atomic.Bool
 	done             chan struct{}
 	cpu0             time.Duration
+	meter            *stallMeter
 }
 
 func newRunControl(parent context.Context, warmup, duration time.Duration) *runControl {
@@ -206,9 +212,15 @@ func newRunControl(parent context.Context, warmup, duration time.Duration) *runC
 // start starts the clock.
 func (rc *runControl) start() {
 	if rc.warmup <= 0 {
-		rc.cpu0 = processCPU()
+		rc.beginPhase()
 	}
 	go rc.watch()
+}
+
+// beginPhase starts the measures of the measured phase.
+func (rc *runControl) beginPhase() {
+	rc.cpu0 = processCPU()
+	rc.meter = startStallMeter()
 }
 
 func (rc *runControl) watch() {
@@ -218,7 +230,7 @@ func (rc *runControl) watch() {
 		if !rc.wait(rc.warmup) {
 			return
 		}
-		rc.cpu0 = processCPU()
+		rc.beginPhase()
 	}
 	rc.wait(rc.duration)
 }
@@ -241,13 +253,15 @@ func (rc *runControl) wait(d time.Duration) bool {
 }
 
 // finish stops the watcher once the VUs are done and returns the CPU time
-// of the measured phase (-1 if unknown).
-func (rc *runControl) finish() time.Duration {
+// of the measured phase (-1 if unknown) and the machine's stalls in it,
+// with their distributions (nil if it never began).
+func (rc *runControl) finish() (cpu time.Duration, stalls *MachineStalls, hists *stallHistograms) {
 	cpu1 := processCPU()
 	rc.cancel() // releases the watcher if it is still waiting
-	<-rc.done   // and makes its write of cpu0 visible here
+	<-rc.done   // and makes its writes of cpu0 and meter visible here
+	stalls, hists = rc.meter.stop()
 	if rc.cpu0 < 0 || cpu1 < 0 {
-		return -1
+		return -1, stalls, hists
 	}
-	return cpu1 - rc.cpu0
+	return cpu1 - rc.cpu0, stalls, hists
 }

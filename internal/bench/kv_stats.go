@@ -68,4 +68,8 @@ type KVProbe struct {
 	Pass     bool    `json:"pass"`
 	// Why says what a failed probe missed.
 	Why string `json:"why,omitempty"`
+	// Stalls is what the machine itself took from the probe, and Machine
+	// says which missed bounds its stalls alone would have broken.
+	Stalls  *MachineStalls `json:"machine_stalls,omitempty"`
+	Machine string         `json:"machine,omitempty"`
 }

@@ -43,6 +43,9 @@ type Result struct {
 	Sales []SalePoint `json:"sales,omitempty"`
 	// Client is what the load generator itself cost.
 	Client ClientCost `json:"client"`
+	// MachineStalls is what the machine itself took from the measured
+	// phase; absent from results of older versions.
+	MachineStalls *MachineStalls `json:"machine_stalls,omitempty"`
 	// Verdict compares the run with the scenario's target, if it has one.
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Spike is the spike scenario's own report.
@@ -202,7 +205,8 @@ func NewResult(scenario string, p Params, run *Run, wire *HTTPClient) *Result {
 			OpsPerS:      perSecond(s.Ops(), elapsed),
 			VUs:          run.VUs,
 		},
-		Client: clientCost(run),
+		Client:        clientCost(run),
+		MachineStalls: run.Stalls,
 	}
 	if wire != nil {
 		res.Totals.BytesSent, res.Totals.BytesReceived = wire.BytesSent(), wire.BytesReceived()

@@ -204,12 +204,19 @@ func failureKeys(r *Result) []string {
 	return keys
 }
 
+// writeClientCost writes what the load generator cost and what the
+// machine itself took from the run, where known.
 func writeClientCost(b *strings.Builder, r *Result) {
-	c := r.Client
-	if c.CPU < 0 {
+	c, s := r.Client, r.MachineStalls
+	if c.CPU < 0 && s == nil {
 		return
 	}
 	b.WriteString("\n")
-	writeRow(b, "load_generator_cpu", []string{fmt.Sprintf("%.1f%% of one core, %.1fµs per request (GOMAXPROCS %d)",
-		c.CPUShare*100, c.MicrosPerRequest, c.GOMAXPROCS)}, nil)
+	if c.CPU >= 0 {
+		writeRow(b, "load_generator_cpu", []string{fmt.Sprintf("%.1f%% of one core, %.1fµs per request (GOMAXPROCS %d)",
+			c.CPUShare*100, c.MicrosPerRequest, c.GOMAXPROCS)}, nil)
+	}
+	if s != nil {
+		writeRow(b, "machine_stalls", []string{s.String()}, nil)
+	}
 }

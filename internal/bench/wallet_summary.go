@@ -70,6 +70,9 @@ func writeGHZSummary(w io.Writer, r *Result) error {
 			fmt.Fprintf(&b, "  [%d]   rpc error: code = %s desc = %s   \n", r.Failures[code], code, r.FailureExamples[code])
 		}
 	}
+	if s := r.MachineStalls; s != nil {
+		fmt.Fprintf(&b, "\nMachine stalls:\t%s\n", s)
+	}
 	if v := r.Verdict; v != nil {
 		verdict := "missed"
 		if v.Pass {
