@@ -82,6 +82,9 @@ type Run struct {
 	// CPU is the CPU time this process used during the measured phase
 	// (all goroutines, not just the VUs), or -1 where unknown.
 	CPU time.Duration
+	// MachineCPU is the machine's CPU time the hypervisor stole meanwhile
+	// (nil where unknown).
+	MachineCPU *MachineCPU
 	// Stalls is what the machine itself took from the measured phase;
 	// nil if the phase never began (interrupted in the warm-up).
 	Stalls *MachineStalls
@@ -138,10 +141,9 @@ func (c Closed) Run(ctx context.Context, prepare Prepare) (*Run, error) {
 	}
 	wg.Wait()
 	end := time.Now()
-	cpu, stalls, hists := ctl.finish()
-
 	run := &Run{Start: origin, Elapsed: max(end.Sub(origin), 0), VUs: c.VUs,
-		Stats: NewRecorder(origin), CPU: cpu, Stalls: stalls, stallHists: hists, Interrupted: ctx.Err() != nil}
+		Stats: NewRecorder(origin), Interrupted: ctx.Err() != nil}
+	ctl.finish(run)
 	run.Series = col.Stop(end)
 	for _, vu := range vus {
 		run.Stats.Merge(vu.rec)
@@ -192,8 +194,9 @@ func (c Closed) loop(ctx context.Context, vu *VU, it Iteration, quota int64, ori
 }
 
 // runControl ends a run: it raises stop when the measured phase is over or
-// the caller's context is cancelled, and samples CPU time and watches the
-// machine's stalls through the measured phase.
+// the caller's context is cancelled, samples CPU time around the measured
+// phase (this process's and the whole machine's) and watches the
+// machine's stalls through it.
 type runControl struct {
 	ctx              context.Context
 	cancel           context.CancelFunc
@@ -201,6 +204,7 @@ type runControl struct {
 	stop             atomic.Bool
 	done             chan struct{}
 	cpu0             time.Duration
+	machine0         *cpuTimes
 	meter            *stallMeter
 }
 
@@ -215,12 +219,6 @@ func (rc *runControl) start() {
 		rc.beginPhase()
 	}
 	go rc.watch()
-}
-
-// beginPhase starts the measures of the measured phase.
-func (rc *runControl) beginPhase() {
-	rc.cpu0 = processCPU()
-	rc.meter = startStallMeter()
 }
 
 func (rc *runControl) watch() {
@@ -252,16 +250,25 @@ func (rc *runControl) wait(d time.Duration) bool {
 	}
 }
 
-// finish stops the watcher once the VUs are done and returns the CPU time
-// of the measured phase (-1 if unknown) and the machine's stalls in it,
-// with their distributions (nil if it never began).
-func (rc *runControl) finish() (cpu time.Duration, stalls *MachineStalls, hists *stallHistograms) {
-	cpu1 := processCPU()
+// beginPhase takes the CPU times the measured phase starts from and
+// starts the stall meter.
+func (rc *runControl) beginPhase() {
+	rc.cpu0, rc.machine0 = processCPU(), readCPUTimes()
+	rc.meter = startStallMeter()
+}
+
+// finish stops the watcher once the VUs are done and records in run what
+// the measured phase cost: the process's CPU time (-1 if unknown), the
+// machine's stolen CPU time (nil if unknown) and the machine's stalls
+// (nil if the phase never began).
+func (rc *runControl) finish(run *Run) {
+	cpu1, machine1 := processCPU(), readCPUTimes()
 	rc.cancel() // releases the watcher if it is still waiting
-	<-rc.done   // and makes its writes of cpu0 and meter visible here
-	stalls, hists = rc.meter.stop()
-	if rc.cpu0 < 0 || cpu1 < 0 {
-		return -1, stalls, hists
+	<-rc.done   // and makes its writes of cpu0, machine0 and meter visible here
+	run.CPU = -1
+	if rc.cpu0 >= 0 && cpu1 >= 0 {
+		run.CPU = cpu1 - rc.cpu0
 	}
-	return cpu1 - rc.cpu0, stalls, hists
+	run.MachineCPU = machineCPUBetween(rc.machine0, machine1)
+	run.Stalls, run.stallHists = rc.meter.stop()
 }

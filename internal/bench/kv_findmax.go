@@ -120,7 +120,7 @@ func judgeProbe(r *Result, slo []SLOTerm, stalls *stallHistograms) KVProbe {
 	p := KVProbe{
 		Rate: r.KV.Rate, Achieved: perSecond(ok, float64(r.Params.Duration)),
 		P50Ms: r.Latency.Med, P99Ms: r.Latency.P99, P999Ms: r.Latency.P999, MaxMs: r.Latency.Max,
-		Failed: r.Totals.Failed, Unsent: r.KV.Unsent,
+		Failed: r.Totals.Failed, Unsent: r.KV.Unsent, MachineCPU: r.MachineCPU,
 	}
 	var why []string
 	var missed []SLOTerm
@@ -149,7 +149,10 @@ func (p KVProbe) String() string {
 	}
 	machine := ""
 	if p.Stalls != nil {
-		machine = ", " + p.Stalls.brief()
+		machine = ", stalled " + percent(p.Stalls.StalledShare)
+	}
+	if m := p.MachineCPU; m != nil {
+		machine += ", steal " + percent0(m.Steal)
 	}
 	return fmt.Sprintf("rate %s/s → %s/s, p50 %s, p99 %s, p99.9 %s, max %s, %d failed, %d unsent%s: %s",
 		ratef(p.Rate), ratef(p.Achieved), k6Duration(msDuration(p.P50Ms)), k6Duration(msDuration(p.P99Ms)),

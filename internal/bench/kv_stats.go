@@ -68,6 +68,10 @@ type KVProbe struct {
 	Pass     bool    `json:"pass"`
 	// Why says what a failed probe missed.
 	Why string `json:"why,omitempty"`
+	// MachineCPU is the CPU time stolen from the machine during the probe: a
+	// tail percentile missed while the hypervisor stole CPU time may be the
+	// machine's, not the server's.
+	MachineCPU *MachineCPU `json:"machine_cpu,omitempty"`
 	// Stalls is what the machine itself took from the probe, and Machine
 	// says which missed bounds its stalls alone would have broken.
 	Stalls  *MachineStalls `json:"machine_stalls,omitempty"`

@@ -50,7 +50,7 @@ func writeKVSummary(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "Requests/sec: %10.2f\n", t.RequestsPerS)
 	fmt.Fprintf(&b, "Transfer/sec: %10s\n", wrkBytes(perSecond(t.BytesReceived, float64(t.Elapsed))))
 	writeFailures(&b, r)
-	writeClientCost(&b, r)
+	writeCPUUse(&b, r)
 	if len(kv.Probes) > 0 {
 		fmt.Fprintf(&b, "\nfind-max, SLO %s: the run above is the highest rate that met it\n", kv.SLO)
 		for i, p := range kv.Probes {
@@ -85,9 +85,9 @@ func writeKVMarkdown(b *strings.Builder, r *Result) {
 		stalled, steal := "", ""
 		if s := p.Stalls; s != nil {
 			stalled = percent(s.StalledShare)
-			if s.CPU != nil {
-				steal = percent(s.CPU.Steal)
-			}
+		}
+		if m := p.MachineCPU; m != nil {
+			steal = percent0(m.Steal)
 		}
 		rows = append(rows, []string{ratef(p.Rate), ratef(p.Achieved), ms2(p.P50Ms), ms2(p.P99Ms), ms2(p.P999Ms),
 			itoa(p.Failed), itoa(p.Unsent), stalled, steal, passWord(p.Pass), mdEscape(p.whyAll())})

@@ -166,3 +166,16 @@ func TestOpenRateAndCorrection(t *testing.T) {
 		t.Errorf("max latency %v, want at least the stall of %v", run.Stats.Max(), dur/5)
 	}
 }
+
+func TestProbeLineShowsSteal(t *testing.T) {
+	p := KVProbe{Rate: 1000, Achieved: 1000, P50Ms: 0.2, P99Ms: 38.5, P999Ms: 50, MaxMs: 57, Why: "p99 38.5ms > 1ms",
+		MachineCPU: &MachineCPU{Steal: 0.21}}
+	want := "rate 1,000/s → 1,000/s, p50 200µs, p99 38.5ms, p99.9 50ms, max 57ms, 0 failed, 0 unsent, steal 21%: FAIL (p99 38.5ms > 1ms)"
+	if got := p.String(); got != want {
+		t.Errorf("probe line\n got %q\nwant %q", got, want)
+	}
+	p.MachineCPU = nil
+	if got := p.String(); strings.Contains(got, "steal") {
+		t.Errorf("probe line without a machine reading mentions steal: %q", got)
+	}
+}

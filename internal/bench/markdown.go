@@ -89,6 +89,9 @@ func resultRows(r *Result) [][]string {
 	if c := r.Client; c.CPU >= 0 {
 		rows = append(rows, []string{"load generator CPU", fmt.Sprintf("%.1f%% of one core, %.1f µs/request", c.CPUShare*100, c.MicrosPerRequest)})
 	}
+	if m := r.MachineCPU; m != nil {
+		rows = append(rows, []string{"machine CPU", m.String()})
+	}
 	if s := r.MachineStalls; s != nil {
 		rows = append(rows, []string{"machine stalls", s.String()})
 	}

@@ -43,6 +43,9 @@ type Result struct {
 	Sales []SalePoint `json:"sales,omitempty"`
 	// Client is what the load generator itself cost.
 	Client ClientCost `json:"client"`
+	// MachineCPU is the machine's CPU time the hypervisor stole during the
+	// measured phase (absent where unknown).
+	MachineCPU *MachineCPU `json:"machine_cpu,omitempty"`
 	// MachineStalls is what the machine itself took from the measured
 	// phase; absent from results of older versions.
 	MachineStalls *MachineStalls `json:"machine_stalls,omitempty"`
@@ -206,6 +209,7 @@ func NewResult(scenario string, p Params, run *Run, wire *HTTPClient) *Result {
 			VUs:          run.VUs,
 		},
 		Client:        clientCost(run),
+		MachineCPU:    run.MachineCPU,
 		MachineStalls: run.Stalls,
 	}
 	if wire != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/prometheus/procfs"
 )
 
 // MachineStalls is what the machine itself took from a run's measured
@@ -16,7 +15,8 @@ import (
 // whenever the hypervisor has taken its vCPU, or other threads hold the
 // CPUs, and the server's and the load generator's threads wait alike: when
 // the machine stalls long and often enough, a latency percentile measures
-// the machine, not the server. CPU says how much the hypervisor took.
+// the machine, not the server. (Result.MachineCPU says how much of the
+// machine's CPU time the hypervisor took meanwhile.)
 type MachineStalls struct {
 	// Elapsed is how long the meter watched (the measured phase), in seconds.
 	Elapsed Seconds `json:"elapsed_s"`
@@ -36,9 +36,6 @@ type MachineStalls struct {
 	// would have waited out the rest of it. MaxMs is the longest overrun.
 	P99Ms float64 `json:"p99_ms"`
 	MaxMs float64 `json:"max_ms"`
-	// CPU splits the machine's CPU time over the phase (Linux only; nil
-	// elsewhere).
-	CPU *CPUShares `json:"cpu,omitempty"`
 }
 
 // stallHistograms are the meter's distributions, which explain missed
@@ -48,16 +45,6 @@ type stallHistograms struct {
 	// overruns has one value per sleep; timed adds, for a long overrun,
 	// the periods it swallowed, so that it counts moments, not sleeps.
 	overruns, timed *hdrhistogram.Histogram
-}
-
-// CPUShares is the machine's CPU time over a phase, every CPU together, as
-// shares of the whole by what it went to.
-type CPUShares struct {
-	// Steal is time the hypervisor ran something else while a vCPU had
-	// work to do (vmstat's st).
-	Steal float64 `json:"steal"`
-	// Idle is time no task wanted, waiting for I/O included.
-	Idle float64 `json:"idle"`
 }
 
 // StallMin is the shortest overrun of the meter's sleep that counts as a
@@ -104,7 +91,7 @@ func (t *stallTally) record(overrun time.Duration) {
 
 // report is what the tally says of a phase that lasted elapsed, and the
 // distributions behind it.
-func (t *stallTally) report(elapsed time.Duration, cpu *CPUShares) (*MachineStalls, *stallHistograms) {
+func (t *stallTally) report(elapsed time.Duration) (*MachineStalls, *stallHistograms) {
 	return &MachineStalls{
 		Elapsed:      ToSeconds(elapsed),
 		PeriodMs:     durationMs(t.period),
@@ -114,51 +101,20 @@ func (t *stallTally) report(elapsed time.Duration, cpu *CPUShares) (*MachineStal
 		StalledShare: t.stalled.Seconds() / max(elapsed.Seconds(), 1e-9),
 		P99Ms:        microsToMs(t.timed.ValueAtQuantile(99)),
 		MaxMs:        durationMs(t.longest),
-		CPU:          cpu,
 	}, &t.stallHistograms
 }
 
 func durationMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// cpuShares is the CPU time between two readings of /proc/stat's cpu
-// line, by share; nil if no time passed between them (the kernel counts
-// in ticks of 10 ms).
-func cpuShares(before, after procfs.CPUStat) *CPUShares {
-	total := cpuTotal(after) - cpuTotal(before)
-	if total <= 0 {
-		return nil
-	}
-	return &CPUShares{
-		Steal: (after.Steal - before.Steal) / total,
-		Idle:  (after.Idle + after.Iowait - before.Idle - before.Iowait) / total,
-	}
-}
-
-// cpuTotal is all the CPU time in s. Guest time is left out: the kernel
-// has counted it in user and nice already. A kernel too old to print a
-// column (steal came in 2.6.11) leaves it zero.
-func cpuTotal(s procfs.CPUStat) float64 {
-	return s.User + s.Nice + s.System + s.Idle + s.Iowait + s.IRQ + s.SoftIRQ + s.Steal
-}
-
 // String is the summary's line, such as "3.70% of the run stalled (82
-// stalls ≥ 1ms, p99 9.3ms, max 73ms), CPU steal 14.00%, idle 40.00%".
+// stalls ≥ 1ms, p99 9.3ms, max 73ms)".
 func (s *MachineStalls) String() string {
-	line := fmt.Sprintf("%s of the run stalled (%d stalls ≥ %s, p99 %s, max %s)", percent(s.StalledShare), s.Stalls,
+	noun := "stalls"
+	if s.Stalls == 1 {
+		noun = "stall"
+	}
+	return fmt.Sprintf("%s of the run stalled (%d %s ≥ %s, p99 %s, max %s)", percent(s.StalledShare), s.Stalls, noun,
 		k6Duration(StallMin), k6Duration(msDuration(s.P99Ms)), k6Duration(msDuration(s.MaxMs)))
-	if c := s.CPU; c != nil {
-		line += fmt.Sprintf(", CPU steal %s, idle %s", percent(c.Steal), percent(c.Idle))
-	}
-	return line
-}
-
-// brief is the stalls in a probe's line: "stalled 3.70%, steal 14.00%".
-func (s *MachineStalls) brief() string {
-	line := "stalled " + percent(s.StalledShare)
-	if c := s.CPU; c != nil {
-		line += ", steal " + percent(c.Steal)
-	}
-	return line
 }
 
 // note explains the latency bounds run r missed that the machine's own
@@ -230,18 +186,4 @@ func countAbove(h *hdrhistogram.Histogram, us int64) int64 {
 		}
 	}
 	return n
-}
-
-// readCPUStat reads the cpu line of the stat file of the proc file system
-// mounted at mount.
-func readCPUStat(mount string) (procfs.CPUStat, bool) {
-	fs, err := procfs.NewFS(mount)
-	if err != nil {
-		return procfs.CPUStat{}, false
-	}
-	st, err := fs.Stat()
-	if err != nil {
-		return procfs.CPUStat{}, false
-	}
-	return st.CPUTotal, true
 }

@@ -4,18 +4,15 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/procfs"
 )
 
 // meterPeriod is how long the stall meter sleeps at a time: its
 // resolution, as jHiccup's default.
 const meterPeriod = time.Millisecond
 
-// stallMeter watches the machine through one measured phase: the CPU
-// split of /proc/stat at both ends, and a goroutine on a thread of its own
-// that sleeps meterPeriod again and again and records how late each sleep
-// ends (see MachineStalls).
+// stallMeter watches the machine through one measured phase: a goroutine
+// on a thread of its own sleeps meterPeriod again and again and records
+// how late each sleep ends (see MachineStalls).
 //
 // The meter sleeps rather than spins: a spinning thread would see every
 // stall to the nanosecond, but it would keep one of the machine's two
@@ -27,17 +24,18 @@ const meterPeriod = time.Millisecond
 // meter's goroutine waits for one too, when others took it during its
 // sleep.) Its cost is a wake-up a millisecond: on the 2-vCPU development
 // VM, BenchmarkStallMeterTick puts its thread at 20-22 µs of CPU per tick
-// while the machine is quiet and 30-42 µs while it is loaded, and an
-// otherwise idle Go process running only the meter used 2.5-2.8% of one
-// core: about 2-4% of a core in all, which the summary's load generator
-// CPU includes. Sleeping goes through sleepUntil, whose nanosleep with the
-// thread's timer slack cut to a microsecond keeps Go's timer rounding (up
-// to a millisecond) out of the figures on Linux; elsewhere that rounding
-// counts as stalls.
+// while the machine is quiet and 30-42 µs while it is loaded (in part
+// because the guest charges time stolen from a running thread to that
+// thread), and an otherwise idle Go process running only the meter used
+// 2.5-2.8% of one core: 2-4% of a core in all, which the summary's load
+// generator CPU includes.
+//
+// Sleeping goes through sleepUntil, whose nanosleep with the thread's
+// timer slack cut to a microsecond keeps Go's timer rounding (up to a
+// millisecond) out of the figures on Linux; elsewhere that rounding counts
+// as stalls.
 type stallMeter struct {
 	start    time.Time
-	cpu0     procfs.CPUStat
-	cpuKnown bool
 	tally    *stallTally
 	stopping atomic.Bool
 	done     chan struct{}
@@ -45,9 +43,7 @@ type stallMeter struct {
 
 // startStallMeter starts watching.
 func startStallMeter() *stallMeter {
-	m := &stallMeter{tally: newStallTally(meterPeriod), done: make(chan struct{})}
-	m.cpu0, m.cpuKnown = machineCPU()
-	m.start = time.Now()
+	m := &stallMeter{start: time.Now(), tally: newStallTally(meterPeriod), done: make(chan struct{})}
 	go m.run()
 	return m
 }
@@ -83,10 +79,5 @@ func (m *stallMeter) stop() (*MachineStalls, *stallHistograms) {
 	}
 	m.stopping.Store(true)
 	<-m.done
-	elapsed := time.Since(m.start)
-	var cpu *CPUShares
-	if cpu1, ok := machineCPU(); ok && m.cpuKnown {
-		cpu = cpuShares(m.cpu0, cpu1)
-	}
-	return m.tally.report(elapsed, cpu)
+	return m.tally.report(time.Since(m.start))
 }

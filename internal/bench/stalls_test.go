@@ -4,75 +4,11 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 )
-
-// writeProcStat writes a stat file holding line (and the lines around it
-// that the kernel prints) into a new directory standing for /proc.
-func writeProcStat(t *testing.T, line string) string {
-	t.Helper()
-	dir := t.TempDir()
-	stat := line + "\ncpu0 1 2 3 4 5 6 7 8 9 10\nintr 12345 1 2 3\nctxt 999\nbtime 1700000000\nprocesses 77\nprocs_running 2\nprocs_blocked 0\n"
-	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-func TestCPUSharesFromProcStat(t *testing.T) {
-	for _, c := range []struct {
-		name          string
-		before, after string
-		steal, idle   float64
-	}{
-		// Captured on the development VM; then +300 user, +100 system,
-		// +400 idle, +50 iowait, +30 softirq, +120 steal and +40 guest,
-		// which the kernel counts in user already: 1,000 ticks in all.
-		{"linux 6.18", "cpu  2625690 4021 560310 5399721 83716 0 130074 499194 0 0",
-			"cpu  2625990 4021 560410 5400121 83766 0 130104 499314 40 0", 0.12, 0.45},
-		// Kernels before 2.6.11 print no steal column.
-		{"linux 2.6.9, no steal", "cpu  1000 20 300 5000 40 5 6",
-			"cpu  1100 20 350 5300 90 5 6", 0, 0.7},
-		// Linux 2.4 prints user, nice, system and idle only.
-		{"linux 2.4", "cpu  1000 20 300 5000", "cpu  1200 20 400 5200", 0, 0.4},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			before, ok1 := readCPUStat(writeProcStat(t, c.before))
-			after, ok2 := readCPUStat(writeProcStat(t, c.after))
-			if !ok1 || !ok2 {
-				t.Fatalf("readCPUStat failed: %v, %v", ok1, ok2)
-			}
-			got := cpuShares(before, after)
-			if got == nil || math.Abs(got.Steal-c.steal) > 1e-9 || math.Abs(got.Idle-c.idle) > 1e-9 {
-				t.Errorf("cpuShares = %+v, want steal %v idle %v", got, c.steal, c.idle)
-			}
-		})
-	}
-}
-
-func TestCPUSharesWithoutTimePassing(t *testing.T) {
-	s, ok := readCPUStat(writeProcStat(t, "cpu  1000 20 300 5000 40 5 6 7 0 0"))
-	if !ok {
-		t.Fatal("readCPUStat failed")
-	}
-	if got := cpuShares(s, s); got != nil {
-		t.Errorf("cpuShares over no tick = %+v, want nil", got)
-	}
-}
-
-func TestReadCPUStatFailures(t *testing.T) {
-	if _, ok := readCPUStat(filepath.Join(t.TempDir(), "absent")); ok {
-		t.Error("readCPUStat read a proc that does not exist")
-	}
-	if _, ok := readCPUStat(writeProcStat(t, "cpu  12 ticks")); ok {
-		t.Error("readCPUStat accepted a garbled cpu line")
-	}
-}
 
 // syntheticStalls is a tally of a one-second phase of a 1 ms meter: 990
 // sleeps 50 µs late, as waking a thread costs, and ten stalls of 20 ms.
@@ -89,10 +25,9 @@ func syntheticStalls() *stallTally {
 }
 
 func TestStallTally(t *testing.T) {
-	cpu := &CPUShares{Steal: 0.14, Idle: 0.4}
-	s, _ := syntheticStalls().report(1250*time.Millisecond, cpu)
+	s, _ := syntheticStalls().report(1250 * time.Millisecond)
 	if s.Samples != 1000 || s.Stalls != 10 || s.Stalled != 0.2 || s.StalledShare != 0.16 || s.MaxMs != 20 ||
-		s.PeriodMs != 1 || s.Elapsed != 1.25 || s.CPU != cpu {
+		s.PeriodMs != 1 || s.Elapsed != 1.25 {
 		t.Errorf("report = %+v", s)
 	}
 	// Counting moments: each 20 ms stall adds one sample for each period
@@ -108,7 +43,7 @@ func TestStallTallyThreshold(t *testing.T) {
 	for _, d := range []time.Duration{-time.Microsecond, StallMin - time.Microsecond, StallMin, 3 * StallMin} {
 		tally.record(d)
 	}
-	s, _ := tally.report(time.Second, nil)
+	s, _ := tally.report(time.Second)
 	if s.Samples != 4 || s.Stalls != 2 || s.Stalled.Duration() != 4*StallMin || s.MaxMs != 3 {
 		t.Errorf("report = %+v: want the overruns of 1 ms and more counted as 2 stalls of 4 ms", s)
 	}
@@ -117,7 +52,7 @@ func TestStallTallyThreshold(t *testing.T) {
 // stalledResult is a result whose machine stalled as syntheticStalls,
 // and the stalls' distributions.
 func stalledResult(vus int, requests int64) (*Result, *stallHistograms) {
-	stalls, hists := syntheticStalls().report(1250*time.Millisecond, nil)
+	stalls, hists := syntheticStalls().report(1250 * time.Millisecond)
 	return &Result{Totals: Totals{VUs: vus, Requests: requests}, MachineStalls: stalls}, hists
 }
 
@@ -266,15 +201,16 @@ func TestRunsCarryTheirStalls(t *testing.T) {
 // machineStalls are the figures of the summary tests.
 func machineStalls() *MachineStalls {
 	return &MachineStalls{Elapsed: 60, PeriodMs: 1, Samples: 55000, Stalls: 82, Stalled: 2.22, StalledShare: 0.037,
-		P99Ms: 9.3, MaxMs: 73, CPU: &CPUShares{Steal: 0.14, Idle: 0.4}}
+		P99Ms: 9.3, MaxMs: 73}
 }
 
-const stallsLine = "3.70% of the run stalled (82 stalls ≥ 1ms, p99 9.3ms, max 73ms), CPU steal 14.00%, idle 40.00%"
+const stallsLine = "3.70% of the run stalled (82 stalls ≥ 1ms, p99 9.3ms, max 73ms)"
 
 func TestMachineStallsInEverySummary(t *testing.T) {
 	k6 := seedResult()
 	kv := seedResult()
-	kv.KV = &KVReport{Rate: 1000, Op: KVGet, SLO: "p99=1ms", Probes: []KVProbe{{Rate: 1000, Achieved: 1000, Stalls: machineStalls(), Why: "p99 2ms > 1ms"}}}
+	kv.KV = &KVReport{Rate: 1000, Op: KVGet, SLO: "p99=1ms", Probes: []KVProbe{{Rate: 1000, Achieved: 1000, Stalls: machineStalls(),
+		MachineCPU: &MachineCPU{Steal: 0.14}, Why: "p99 2ms > 1ms"}}}
 	ghz := seedResult()
 	ghz.Scenario = "wallet"
 	for _, c := range []struct {
@@ -285,8 +221,8 @@ func TestMachineStallsInEverySummary(t *testing.T) {
 		{"k6", k6, []string{"     load_generator_cpu.............: 20.0% of one core",
 			"\n     machine_stalls.................: " + stallsLine + "\n"}},
 		{"wrk2", kv, []string{"\n     machine_stalls.................: " + stallsLine + "\n",
-			", 0 unsent, stalled 3.70%, steal 14.00%: FAIL (p99 2ms > 1ms)\n"}},
-		{"ghz", ghz, []string{"\nMachine stalls:\t" + stallsLine + "\n"}},
+			", 0 unsent, stalled 3.70%, steal 14%: FAIL (p99 2ms > 1ms)\n"}},
+		{"ghz", ghz, []string{"\nMachine stalls during the run: " + stallsLine + "\n"}},
 	} {
 		var buf bytes.Buffer
 		if err := WriteSummary(&buf, c.r); err != nil {
@@ -303,10 +239,17 @@ func TestMachineStallsInEverySummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| machine stalls | " + stallsLine + " |", "| machine stalled | CPU steal |",
-		"| 0 | 0 | 3.70% | 14.00% | MISS | p99 2ms > 1ms |"} {
+		"| 0 | 0 | 3.70% | 14% | MISS | p99 2ms > 1ms |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
+	}
+}
+
+func TestOneStall(t *testing.T) {
+	s := MachineStalls{Stalls: 1, Stalled: 0.002, StalledShare: 0.001, P99Ms: 0.05, MaxMs: 2}
+	if got, want := s.String(), "0.10% of the run stalled (1 stall ≥ 1ms, p99 50µs, max 2ms)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
 
@@ -324,20 +267,18 @@ func TestSummaryWithoutStalls(t *testing.T) {
 
 func TestCompareStalls(t *testing.T) {
 	a, b := seedResult(), seedResult()
-	b.MachineStalls.StalledShare, b.MachineStalls.CPU.Steal = 0.074, 0.07
+	b.MachineStalls.StalledShare = 0.074
 	var buf bytes.Buffer
 	if err := Compare(&buf, "a", a, "b", b); err != nil {
 		t.Fatal(err)
 	}
-	// The machine's figures are context, not surge's doing: neither
+	// The machine's stalls are context, not surge's doing: neither
 	// better nor worse.
-	for _, want := range [][]string{{"machine", "stalled", "%", "3.70", "7.40", "+100.0%"}, {"machine", "CPU", "steal", "%", "14.00", "7.00", "-50.0%"}} {
-		found := false
-		for line := range strings.Lines(buf.String()) {
-			found = found || slices.Equal(strings.Fields(line), want)
-		}
-		if !found {
-			t.Errorf("comparison lacks the line %q:\n%s", want, buf.String())
+	want := []string{"machine", "stalled", "%", "3.70", "7.40", "+100.0%"}
+	for line := range strings.Lines(buf.String()) {
+		if slices.Equal(strings.Fields(line), want) {
+			return
 		}
 	}
+	t.Errorf("comparison lacks the line %q:\n%s", want, buf.String())
 }

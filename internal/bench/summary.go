@@ -30,7 +30,7 @@ func WriteSummary(w io.Writer, r *Result) error {
 		writeSpikeSummary(&b, r)
 	}
 	writeFailures(&b, r)
-	writeClientCost(&b, r)
+	writeCPUUse(&b, r)
 	fmt.Fprintf(&b, "\nrunning (%s), %03d/%03d VUs, %d complete", runningClock(r.Totals.Elapsed.Duration()), 0, r.Totals.VUs, r.Totals.Iterations)
 	if r.Interrupted {
 		// The iterations in flight were cancelled and not counted.
@@ -204,11 +204,11 @@ func failureKeys(r *Result) []string {
 	return keys
 }
 
-// writeClientCost writes what the load generator cost and what the
-// machine itself took from the run, where known.
-func writeClientCost(b *strings.Builder, r *Result) {
-	c, s := r.Client, r.MachineStalls
-	if c.CPU < 0 && s == nil {
+// writeCPUUse writes the load generator's CPU cost, the machine's CPU
+// time stolen during the measured phase and the machine's stalls in it.
+func writeCPUUse(b *strings.Builder, r *Result) {
+	c := r.Client
+	if c.CPU < 0 && r.MachineCPU == nil && r.MachineStalls == nil {
 		return
 	}
 	b.WriteString("\n")
@@ -216,7 +216,10 @@ func writeClientCost(b *strings.Builder, r *Result) {
 		writeRow(b, "load_generator_cpu", []string{fmt.Sprintf("%.1f%% of one core, %.1fµs per request (GOMAXPROCS %d)",
 			c.CPUShare*100, c.MicrosPerRequest, c.GOMAXPROCS)}, nil)
 	}
-	if s != nil {
+	if m := r.MachineCPU; m != nil {
+		writeRow(b, "machine_cpu", []string{m.String()}, nil)
+	}
+	if s := r.MachineStalls; s != nil {
 		writeRow(b, "machine_stalls", []string{s.String()}, nil)
 	}
 }

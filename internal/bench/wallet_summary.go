@@ -70,15 +70,18 @@ func writeGHZSummary(w io.Writer, r *Result) error {
 			fmt.Fprintf(&b, "  [%d]   rpc error: code = %s desc = %s   \n", r.Failures[code], code, r.FailureExamples[code])
 		}
 	}
-	if s := r.MachineStalls; s != nil {
-		fmt.Fprintf(&b, "\nMachine stalls:\t%s\n", s)
-	}
 	if v := r.Verdict; v != nil {
 		verdict := "missed"
 		if v.Pass {
 			verdict = "met"
 		}
 		fmt.Fprintf(&b, "\nTarget (SPEC §8): %s — %s (%s)\n", v.Target, verdict, v.Detail)
+	}
+	if m := r.MachineCPU; m != nil {
+		fmt.Fprintf(&b, "Machine CPU during the run: %s\n", m)
+	}
+	if s := r.MachineStalls; s != nil {
+		fmt.Fprintf(&b, "Machine stalls during the run: %s\n", s)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

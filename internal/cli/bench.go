@@ -42,9 +42,8 @@ const stallsHelp = `
 
 The summary's machine_stalls line says how much the machine itself stalled
 while the run was measured (a thread that sleeps a millisecond at a time,
-timing how late it wakes) and how much CPU time the hypervisor stole; when
-those stalls alone are enough to break a latency bound, the verdict says
-so, and the verdict stands.`
+timing how late it wakes); when those stalls alone are enough to break a
+latency bound, the verdict says so, and the verdict stands.`
 
 // benchOptions are the command-line settings that are not part of a
 // scenario's configuration.
