@@ -85,6 +85,11 @@ type Run struct {
 	// MachineCPU is the machine's CPU time the hypervisor stole meanwhile
 	// (nil where unknown).
 	MachineCPU *MachineCPU
+	// Stalls is what the machine itself took from the measured phase;
+	// nil if the phase never began (interrupted in the warm-up).
+	Stalls *MachineStalls
+	// stallHists explain missed latency bounds when the run is judged.
+	stallHists *stallHistograms
 	// Interrupted reports that ctx was cancelled before the run ended.
 	Interrupted bool
 }
@@ -136,10 +141,9 @@ func (c Closed) Run(ctx context.Context, prepare Prepare) (*Run, error) {
 	}
 	wg.Wait()
 	end := time.Now()
-	cpu, machine := ctl.finish()
-
 	run := &Run{Start: origin, Elapsed: max(end.Sub(origin), 0), VUs: c.VUs,
-		Stats: NewRecorder(origin), CPU: cpu, MachineCPU: machine, Interrupted: ctx.Err() != nil}
+		Stats: NewRecorder(origin), Interrupted: ctx.Err() != nil}
+	ctl.finish(run)
 	run.Series = col.Stop(end)
 	for _, vu := range vus {
 		run.Stats.Merge(vu.rec)
@@ -190,8 +194,9 @@ func (c Closed) loop(ctx context.Context, vu *VU, it Iteration, quota int64, ori
 }
 
 // runControl ends a run: it raises stop when the measured phase is over or
-// the caller's context is cancelled, and samples CPU time around the
-// measured phase: this process's and the whole machine's.
+// the caller's context is cancelled, samples CPU time around the measured
+// phase (this process's and the whole machine's) and watches the
+// machine's stalls through it.
 type runControl struct {
 	ctx              context.Context
 	cancel           context.CancelFunc
@@ -200,6 +205,7 @@ type runControl struct {
 	done             chan struct{}
 	cpu0             time.Duration
 	machine0         *cpuTimes
+	meter            *stallMeter
 }
 
 func newRunControl(parent context.Context, warmup, duration time.Duration) *runControl {
@@ -210,7 +216,7 @@ func newRunControl(parent context.Context, warmup, duration time.Duration) *runC
 // start starts the clock.
 func (rc *runControl) start() {
 	if rc.warmup <= 0 {
-		rc.sample()
+		rc.beginPhase()
 	}
 	go rc.watch()
 }
@@ -222,7 +228,7 @@ func (rc *runControl) watch() {
 		if !rc.wait(rc.warmup) {
 			return
 		}
-		rc.sample()
+		rc.beginPhase()
 	}
 	rc.wait(rc.duration)
 }
@@ -244,21 +250,25 @@ func (rc *runControl) wait(d time.Duration) bool {
 	}
 }
 
-// sample takes the CPU times the measured phase starts from.
-func (rc *runControl) sample() {
+// beginPhase takes the CPU times the measured phase starts from and
+// starts the stall meter.
+func (rc *runControl) beginPhase() {
 	rc.cpu0, rc.machine0 = processCPU(), readCPUTimes()
+	rc.meter = startStallMeter()
 }
 
-// finish stops the watcher once the VUs are done and returns the process's
-// CPU time during the measured phase (-1 if unknown) and the machine's
-// stolen CPU time meanwhile (nil if unknown).
-func (rc *runControl) finish() (time.Duration, *MachineCPU) {
+// finish stops the watcher once the VUs are done and records in run what
+// the measured phase cost: the process's CPU time (-1 if unknown), the
+// machine's stolen CPU time (nil if unknown) and the machine's stalls
+// (nil if the phase never began).
+func (rc *runControl) finish(run *Run) {
 	cpu1, machine1 := processCPU(), readCPUTimes()
 	rc.cancel() // releases the watcher if it is still waiting
-	<-rc.done   // and makes its writes of cpu0 and machine0 visible here
-	machine := machineCPUBetween(rc.machine0, machine1)
-	if rc.cpu0 < 0 || cpu1 < 0 {
-		return -1, machine
+	<-rc.done   // and makes its writes of cpu0, machine0 and meter visible here
+	run.CPU = -1
+	if rc.cpu0 >= 0 && cpu1 >= 0 {
+		run.CPU = cpu1 - rc.cpu0
 	}
-	return cpu1 - rc.cpu0, machine
+	run.MachineCPU = machineCPUBetween(rc.machine0, machine1)
+	run.Stalls, run.stallHists = rc.meter.stop()
 }

@@ -52,6 +52,14 @@ var figures = []figure{
 	{"latency max ms", lower, always(func(r *Result) float64 { return r.Latency.Max })},
 	{"elapsed s", neutral, always(func(r *Result) float64 { return float64(r.Totals.Elapsed) })},
 	{"load generator µs/request", lower, func(r *Result) (float64, bool) { return r.Client.MicrosPerRequest, r.Client.CPU >= 0 }},
+	// The machine's stalls are context, not surge's doing: neither better
+	// nor worse.
+	{"machine stalled %", neutral, func(r *Result) (float64, bool) {
+		if r.MachineStalls == nil {
+			return 0, false
+		}
+		return 100 * r.MachineStalls.StalledShare, true
+	}},
 	{"spike: seats sold", higher, spike(func(s *SpikeReport) (float64, bool) { return float64(s.SeatsSold), true })},
 	{"spike: sold out after s", lower, spike(func(s *SpikeReport) (float64, bool) {
 		if s.LastSale == nil || !s.SoldOut() {

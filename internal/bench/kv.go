@@ -140,12 +140,14 @@ func RunKV(ctx context.Context, cfg KVConfig) (*Result, error) {
 		return findMaxKV(ctx, client, cfg, progress)
 	}
 	progress.Printf("kv: %s at %s/s on %d connections for %s", cfg.Op, ratef(cfg.Rate), cfg.VUs, k6Duration(cfg.Duration))
-	return runKV(ctx, client, cfg, cfg.Rate, progress.Tick, nil)
+	res, _, err := runKV(ctx, client, cfg, cfg.Rate, progress.Tick, nil)
+	return res, err
 }
 
 // runKV runs the schedule once at rate and builds its Result, with the
-// latency at each quantile of slo.
-func runKV(ctx context.Context, client *HTTPClient, cfg KVConfig, rate float64, onTick func(Tick), slo []SLOTerm) (*Result, error) {
+// latency at each quantile of slo, and returns the distributions of the
+// machine's stalls beside it.
+func runKV(ctx context.Context, client *HTTPClient, cfg KVConfig, rate float64, onTick func(Tick), slo []SLOTerm) (*Result, *stallHistograms, error) {
 	var misses atomic.Int64
 	values := randomBytes(cfg.Seed, 2*cfg.ValueSize+1)
 	open := Open{Connections: cfg.VUs, Rate: rate, Duration: cfg.Duration, Warmup: cfg.Warmup, Seed: cfg.Seed, OnTick: onTick}
@@ -153,7 +155,7 @@ func runKV(ctx context.Context, client *HTTPClient, cfg KVConfig, rate float64, 
 		return newKVConn(vctx, client, cfg, vu, values, &misses).send, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := NewResult("kv", cfg.params(kvParams(cfg, rate)), run.Run, client)
 	res.Spectrum = run.Stats.SpectrumTicks(wrkTicksPerHalf)
@@ -167,8 +169,8 @@ func runKV(ctx context.Context, client *HTTPClient, cfg KVConfig, rate float64, 
 			res.KV.SLOMs[t.Name] = float64(run.Stats.Quantile(t.Quantile)) / float64(time.Millisecond)
 		}
 	}
-	res.Verdict = kvVerdict(res, cfg)
-	return res, nil
+	res.Verdict = kvVerdict(res, cfg, run.stallHists)
+	return res, run.stallHists, nil
 }
 
 func kvParams(c KVConfig, rate float64) map[string]string {
@@ -181,7 +183,8 @@ func kvParams(c KVConfig, rate float64) map[string]string {
 
 // kvVerdict judges a run against SPEC §8: ≥ 12,000 PUTs or GETs per
 // second at p99 ≤ 1 ms on one connection, ≥ 60,000 per second on 64.
-func kvVerdict(r *Result, c KVConfig) *Verdict {
+// stalls explain a missed p99.
+func kvVerdict(r *Result, c KVConfig, stalls *stallHistograms) *Verdict {
 	ok := r.Totals.Requests - r.Totals.Failed
 	rps := perSecond(ok, float64(r.Totals.Elapsed))
 	detail := fmt.Sprintf("%s requests/s, p99 %s", ratef(rps), k6Duration(msDuration(r.Latency.P99)))
@@ -190,8 +193,10 @@ func kvVerdict(r *Result, c KVConfig) *Verdict {
 		return &Verdict{Target: fmt.Sprintf("≥ %s requests/s on %d connections", thousands(TargetKVManyRPS), TargetKVManyConns),
 			Pass: rps >= TargetKVManyRPS && r.FailureRate() <= MaxFailureRate, Detail: detail}
 	case c.VUs == 1 && (c.Op == KVPut || c.Op == KVGet):
+		p99 := SLOTerm{Name: "p99", Quantile: 0.99, Max: TargetKVP99Ms * time.Millisecond}
 		return &Verdict{Target: fmt.Sprintf("≥ %s %ss/s at p99 ≤ %d ms on one connection", thousands(TargetKVOneConnRPS), c.Op, TargetKVP99Ms),
-			Pass: rps >= TargetKVOneConnRPS && r.Latency.P99 <= TargetKVP99Ms && r.FailureRate() <= MaxFailureRate, Detail: detail}
+			Pass:   rps >= TargetKVOneConnRPS && r.Latency.P99 <= TargetKVP99Ms && r.FailureRate() <= MaxFailureRate,
+			Detail: detail + stalls.verdictNote(r, p99, r.Latency.P99)}
 	}
 	return nil
 }

@@ -66,11 +66,11 @@ func findMaxKV(ctx context.Context, client *HTTPClient, cfg KVConfig, progress *
 		if len(probes) > 0 {
 			time.Sleep(probePause)
 		}
-		res, err := runKV(ctx, client, cfg, rate, nil, slo)
+		res, stalls, err := runKV(ctx, client, cfg, rate, nil, slo)
 		if err != nil {
 			return false, err
 		}
-		p := judgeProbe(res, slo)
+		p := judgeProbe(res, slo, stalls)
 		probes = append(probes, p)
 		progress.Printf("probe %2d: %s", len(probes), p)
 		last = res
@@ -113,8 +113,9 @@ func searchStep(start float64) func(pass, fail float64) (rate float64, ok bool) 
 	}
 }
 
-// judgeProbe checks one probe's result against the SLO.
-func judgeProbe(r *Result, slo []SLOTerm) KVProbe {
+// judgeProbe checks one probe's result against the SLO; stalls explain
+// the bounds it missed.
+func judgeProbe(r *Result, slo []SLOTerm, stalls *stallHistograms) KVProbe {
 	ok := r.Totals.Requests - r.Totals.Failed
 	p := KVProbe{
 		Rate: r.KV.Rate, Achieved: perSecond(ok, float64(r.Params.Duration)),
@@ -122,11 +123,14 @@ func judgeProbe(r *Result, slo []SLOTerm) KVProbe {
 		Failed: r.Totals.Failed, Unsent: r.KV.Unsent, MachineCPU: r.MachineCPU,
 	}
 	var why []string
+	var missed []SLOTerm
 	for _, t := range slo {
-		if got := r.KV.SLOMs[t.Name]; got > float64(t.Max)/float64(time.Millisecond) {
+		if got := r.KV.SLOMs[t.Name]; got > durationMs(t.Max) {
 			why = append(why, fmt.Sprintf("%s %s > %s", t.Name, k6Duration(msDuration(got)), k6Duration(t.Max)))
+			missed = append(missed, t)
 		}
 	}
+	p.Stalls, p.Machine = r.MachineStalls, stalls.note(r, "probe", missed)
 	if p.Achieved < minKeptUp*p.Rate {
 		why = append(why, fmt.Sprintf("served %s/s of %s/s", ratef(p.Achieved), ratef(p.Rate)))
 	}
@@ -141,13 +145,25 @@ func judgeProbe(r *Result, slo []SLOTerm) KVProbe {
 func (p KVProbe) String() string {
 	verdict := "PASS"
 	if !p.Pass {
-		verdict = "FAIL (" + p.Why + ")"
+		verdict = "FAIL (" + p.whyAll() + ")"
 	}
-	steal := ""
+	machine := ""
+	if p.Stalls != nil {
+		machine = ", stalled " + percent(p.Stalls.StalledShare)
+	}
 	if m := p.MachineCPU; m != nil {
-		steal = ", steal " + percent0(m.Steal)
+		machine += ", steal " + percent0(m.Steal)
 	}
 	return fmt.Sprintf("rate %s/s → %s/s, p50 %s, p99 %s, p99.9 %s, max %s, %d failed, %d unsent%s: %s",
 		ratef(p.Rate), ratef(p.Achieved), k6Duration(msDuration(p.P50Ms)), k6Duration(msDuration(p.P99Ms)),
-		k6Duration(msDuration(p.P999Ms)), k6Duration(msDuration(p.MaxMs)), p.Failed, p.Unsent, steal, verdict)
+		k6Duration(msDuration(p.P999Ms)), k6Duration(msDuration(p.MaxMs)), p.Failed, p.Unsent, machine, verdict)
+}
+
+// whyAll is what a failed probe missed and, if they explain it, the
+// machine's stalls.
+func (p KVProbe) whyAll() string {
+	if p.Machine == "" {
+		return p.Why
+	}
+	return p.Why + "; " + p.Machine
 }

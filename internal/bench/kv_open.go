@@ -81,9 +81,9 @@ func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU)
 	}
 	wg.Wait()
 	stopped := time.Now()
-	cpu, machine := ctl.finish()
 	run := &Run{Start: origin, Elapsed: max(stopped.Sub(origin), 0), VUs: o.Connections,
-		Stats: NewRecorder(origin), CPU: cpu, MachineCPU: machine, Interrupted: ctx.Err() != nil}
+		Stats: NewRecorder(origin), Interrupted: ctx.Err() != nil}
+	ctl.finish(run)
 	run.Series = col.Stop(stopped)
 	for _, vu := range vus {
 		run.Stats.Merge(vu.rec)

@@ -72,4 +72,8 @@ type KVProbe struct {
 	// tail percentile missed while the hypervisor stole CPU time may be the
 	// machine's, not the server's.
 	MachineCPU *MachineCPU `json:"machine_cpu,omitempty"`
+	// Stalls is what the machine itself took from the probe, and Machine
+	// says which missed bounds its stalls alone would have broken.
+	Stalls  *MachineStalls `json:"machine_stalls,omitempty"`
+	Machine string         `json:"machine,omitempty"`
 }

@@ -82,10 +82,18 @@ func writeKVMarkdown(b *strings.Builder, r *Result) {
 	}
 	rows = rows[:0]
 	for _, p := range kv.Probes {
+		stalled, steal := "", ""
+		if s := p.Stalls; s != nil {
+			stalled = percent(s.StalledShare)
+		}
+		if m := p.MachineCPU; m != nil {
+			steal = percent0(m.Steal)
+		}
 		rows = append(rows, []string{ratef(p.Rate), ratef(p.Achieved), ms2(p.P50Ms), ms2(p.P99Ms), ms2(p.P999Ms),
-			itoa(p.Failed), itoa(p.Unsent), passWord(p.Pass), mdEscape(p.Why)})
+			itoa(p.Failed), itoa(p.Unsent), stalled, steal, passWord(p.Pass), mdEscape(p.whyAll())})
 	}
-	mdTable(b, "find-max probes, SLO "+kv.SLO, []string{"rate (/s)", "served (/s)", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", "failed", "unsent", "", "why"}, rows)
+	mdTable(b, "find-max probes, SLO "+kv.SLO, []string{"rate (/s)", "served (/s)", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", "failed", "unsent",
+		"machine stalled", "CPU steal", "", "why"}, rows)
 }
 
 // spectrumAt is the latency at percentile q: the first step at or beyond it.

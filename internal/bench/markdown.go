@@ -92,6 +92,9 @@ func resultRows(r *Result) [][]string {
 	if m := r.MachineCPU; m != nil {
 		rows = append(rows, []string{"machine CPU", m.String()})
 	}
+	if s := r.MachineStalls; s != nil {
+		rows = append(rows, []string{"machine stalls", s.String()})
+	}
 	return rows
 }
 

@@ -31,15 +31,13 @@ var intervalPool = sync.Pool{New: func() any {
 
 // recordMicros records d in h, clamped into the histogram's range.
 func recordMicros(h *hdrhistogram.Histogram, d time.Duration) {
-	us := d.Microseconds()
-	if us < 0 {
-		us = 0
-	}
-	if us > histMaxMicros {
-		us = histMaxMicros
-	}
-	// Cannot fail: us is within range by construction.
-	_ = h.RecordValue(us)
+	// Cannot fail: the value is within range by construction.
+	_ = h.RecordValue(clampMicros(d))
+}
+
+// clampMicros is d in microseconds, clamped into a histogram's range.
+func clampMicros(d time.Duration) int64 {
+	return min(max(d.Microseconds(), 0), histMaxMicros)
 }
 
 // Outcome is what one measured request (or iteration) produced.

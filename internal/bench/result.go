@@ -46,6 +46,9 @@ type Result struct {
 	// MachineCPU is the machine's CPU time the hypervisor stole during the
 	// measured phase (absent where unknown).
 	MachineCPU *MachineCPU `json:"machine_cpu,omitempty"`
+	// MachineStalls is what the machine itself took from the measured
+	// phase; absent from results of older versions.
+	MachineStalls *MachineStalls `json:"machine_stalls,omitempty"`
 	// Verdict compares the run with the scenario's target, if it has one.
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Spike is the spike scenario's own report.
@@ -205,8 +208,9 @@ func NewResult(scenario string, p Params, run *Run, wire *HTTPClient) *Result {
 			OpsPerS:      perSecond(s.Ops(), elapsed),
 			VUs:          run.VUs,
 		},
-		Client:     clientCost(run),
-		MachineCPU: run.MachineCPU,
+		Client:        clientCost(run),
+		MachineCPU:    run.MachineCPU,
+		MachineStalls: run.Stalls,
 	}
 	if wire != nil {
 		res.Totals.BytesSent, res.Totals.BytesReceived = wire.BytesSent(), wire.BytesReceived()

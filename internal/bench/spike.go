@@ -168,7 +168,7 @@ func RunSpike(ctx context.Context, cfg SpikeConfig) (*Result, error) {
 	res := NewResult("spike", cfg.params(spikeParams(cfg, plan, runID)), run, client)
 	res.Spike = report
 	res.Sales = sales.Curve()
-	res.Verdict = spikeVerdict(res)
+	res.Verdict = spikeVerdict(res, run.stallHists)
 	return res, nil
 }
 

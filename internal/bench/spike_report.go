@@ -164,8 +164,8 @@ func (s *SpikeReport) err(failedRequests int64) error {
 	return errors.New("bench: spike: " + strings.Join(problems, ", "))
 }
 
-// spikeVerdict judges a run against SPEC §8.
-func spikeVerdict(r *Result) *Verdict {
+// spikeVerdict judges a run against SPEC §8; stalls explain a missed p99.
+func spikeVerdict(r *Result, stalls *stallHistograms) *Verdict {
 	s := r.Spike
 	elapsed, p99 := r.Totals.Elapsed.Duration(), msDuration(r.Latency.P99)
 	rssKnown := s.ServerPeakRSS >= 0
@@ -177,7 +177,8 @@ func spikeVerdict(r *Result) *Verdict {
 			doubles == 0 && rssKnown && s.ServerPeakRSS <= TargetSpikeRSS,
 		Detail: fmt.Sprintf("completed in %s, p99 %s, %s errors, %s of %s seats sold, %d double bookings, server peak RSS %s",
 			k6Duration(elapsed.Round(10*time.Millisecond)), k6Duration(p99), thousands(r.Totals.Failed),
-			thousands(s.SeatsSold), thousands(s.Capacity), doubles, rssText(s.ServerPeakRSS)),
+			thousands(s.SeatsSold), thousands(s.Capacity), doubles, rssText(s.ServerPeakRSS)) +
+			stalls.verdictNote(r, SLOTerm{Name: "p99", Quantile: 0.99, Max: TargetSpikeP99}, r.Latency.P99),
 	}
 }
 

@@ -191,7 +191,7 @@ func spikeResult() *Result {
 
 func TestSpikeSummaryAndFiles(t *testing.T) {
 	r := spikeResult()
-	r.Verdict = spikeVerdict(r)
+	r.Verdict = spikeVerdict(r, nil)
 	var sum bytes.Buffer
 	if err := WriteSummary(&sum, r); err != nil {
 		t.Fatal(err)
@@ -251,7 +251,7 @@ func TestSpikeVerdict(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := spikeResult()
 			tt.change(r)
-			if v := spikeVerdict(r); v.Pass != tt.pass {
+			if v := spikeVerdict(r, nil); v.Pass != tt.pass {
 				t.Fatalf("verdict %+v; want pass %v", v, tt.pass)
 			}
 		})

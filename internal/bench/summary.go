@@ -204,11 +204,11 @@ func failureKeys(r *Result) []string {
 	return keys
 }
 
-// writeCPUUse writes the load generator's CPU cost and the machine's CPU
-// time stolen during the measured phase.
+// writeCPUUse writes the load generator's CPU cost, the machine's CPU
+// time stolen during the measured phase and the machine's stalls in it.
 func writeCPUUse(b *strings.Builder, r *Result) {
 	c := r.Client
-	if c.CPU < 0 && r.MachineCPU == nil {
+	if c.CPU < 0 && r.MachineCPU == nil && r.MachineStalls == nil {
 		return
 	}
 	b.WriteString("\n")
@@ -218,5 +218,8 @@ func writeCPUUse(b *strings.Builder, r *Result) {
 	}
 	if m := r.MachineCPU; m != nil {
 		writeRow(b, "machine_cpu", []string{m.String()}, nil)
+	}
+	if s := r.MachineStalls; s != nil {
+		writeRow(b, "machine_stalls", []string{s.String()}, nil)
 	}
 }

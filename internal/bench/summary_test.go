@@ -67,9 +67,10 @@ func seedResult() *Result {
 		FailureExamples: map[string]string{"503 overloaded": "shard queue full"},
 		Series: []Point{{Second: 0, Span: 1, Requests: 1400, Ops: 1400, P50Ms: 80, P99Ms: 99, MaxMs: 120},
 			{Second: 1, Span: 0.5, Requests: 700, Failed: 3, Ops: 700, FailedOps: 3, P50Ms: 81, P99Ms: 98, MaxMs: 110, Late: 2}},
-		Client:     ClientCost{CPU: 12, CPUShare: 0.2, MicrosPerRequest: 138.3, GOMAXPROCS: 2},
-		MachineCPU: &MachineCPU{Steal: 0.08},
-		Verdict:    &Verdict{Target: "≥ 30,000 TPS with p95 ≤ 10 ms", Pass: false, Detail: "1,446 TPS, p95 94.17 ms"},
+		Client:        ClientCost{CPU: 12, CPUShare: 0.2, MicrosPerRequest: 138.3, GOMAXPROCS: 2},
+		MachineCPU:    &MachineCPU{Steal: 0.08},
+		MachineStalls: machineStalls(),
+		Verdict:       &Verdict{Target: "≥ 30,000 TPS with p95 ≤ 10 ms", Pass: false, Detail: "1,446 TPS, p95 94.17 ms"},
 	}
 }
 
@@ -149,7 +150,8 @@ func TestResultJSONFieldNames(t *testing.T) {
 	}
 	// Later readers (HTML report, compare) depend on these names.
 	for _, key := range []string{`"scenario": "transfer"`, `"requests_per_s"`, `"latency_ms"`, `"p95": 94.17`,
-		`"series"`, `"p50_ms"`, `"failures"`, `"503 overloaded": 3`, `"machine"`, `"cpu_share"`, `"duration_s": 60`} {
+		`"series"`, `"p50_ms"`, `"failures"`, `"503 overloaded": 3`, `"machine"`, `"cpu_share"`, `"duration_s": 60`,
+		`"machine_stalls"`, `"stalled_share": 0.037`} {
 		if !strings.Contains(buf.String(), key) {
 			t.Errorf("JSON lacks %s", key)
 		}

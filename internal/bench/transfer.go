@@ -112,7 +112,7 @@ func RunTransfer(ctx context.Context, cfg TransferConfig) (*Result, error) {
 	}
 	res := NewResult("transfer", cfg.params(transferParams(cfg, runID)), run, client)
 	res.Totals.OpsName = opsName
-	res.Verdict = transferVerdict(res, cfg.Batch)
+	res.Verdict = transferVerdict(res, cfg.Batch, run.stallHists)
 	return res, nil
 }
 
@@ -141,15 +141,16 @@ func transferParams(c TransferConfig, runID string) map[string]string {
 }
 
 // transferVerdict judges a run against SPEC §8, counting only transfers
-// the server accepted.
-func transferVerdict(r *Result, batch int) *Verdict {
+// the server accepted; stalls explain a missed p95.
+func transferVerdict(r *Result, batch int, stalls *stallHistograms) *Verdict {
 	secs := float64(r.Totals.Elapsed)
 	if batch == 0 {
 		tps := perSecond(r.Totals.Requests-r.Totals.Failed, secs)
+		p95 := SLOTerm{Name: "p95", Quantile: 0.95, Max: TargetP95Ms * time.Millisecond}
 		return &Verdict{
 			Target: fmt.Sprintf("≥ %s TPS with p95 ≤ %d ms", thousands(TargetTPS), TargetP95Ms),
 			Pass:   tps >= TargetTPS && r.Latency.P95 <= TargetP95Ms,
-			Detail: fmt.Sprintf("%s TPS, p95 %s", ratef(tps), k6Duration(msDuration(r.Latency.P95))),
+			Detail: fmt.Sprintf("%s TPS, p95 %s", ratef(tps), k6Duration(msDuration(r.Latency.P95))) + stalls.verdictNote(r, p95, r.Latency.P95),
 		}
 	}
 	rate := perSecond(r.Totals.Ops-r.Totals.FailedOps, secs)

@@ -80,6 +80,9 @@ func writeGHZSummary(w io.Writer, r *Result) error {
 	if m := r.MachineCPU; m != nil {
 		fmt.Fprintf(&b, "Machine CPU during the run: %s\n", m)
 	}
+	if s := r.MachineStalls; s != nil {
+		fmt.Fprintf(&b, "Machine stalls during the run: %s\n", s)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

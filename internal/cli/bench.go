@@ -37,6 +37,14 @@ line wins over the environment.`,
 	return cmd
 }
 
+// stallsHelp ends the help of the scenarios that judge latency.
+const stallsHelp = `
+
+The summary's machine_stalls line says how much the machine itself stalled
+while the run was measured (a thread that sleeps a millisecond at a time,
+timing how late it wakes); when those stalls alone are enough to break a
+latency bound, the verdict says so, and the verdict stands.`
+
 // benchOptions are the command-line settings that are not part of a
 // scenario's configuration.
 type benchOptions struct {
@@ -72,7 +80,7 @@ summary's load generator CPU line shows the difference.
 The summary ends with an informational verdict against SPEC §8 (≥ 30,000 TPS
 with p95 ≤ 10 ms; ≥ 500,000 transfers/s with --batch). The exit status is 1
 only if setup failed, the target was unreachable, or more than 1% of requests
-or transfers failed.`,
+or transfers failed.` + stallsHelp,
 		Example: `  surge bench transfer --vus 100 --duration 1m
   surge bench transfer --batch 1000 --duration 30s --out batch.json
   SURGE_TARGET=http://10.0.0.5:8080 SURGE_API_KEY=secret surge bench transfer --no-setup`,

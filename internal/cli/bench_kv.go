@@ -34,7 +34,10 @@ requests were served and at most 1% failed. Every probe is printed; the
 summary is the best passing run's.
 
 The exit status is 1 only if the prefill failed, the target was unreachable
-or more than 1% of requests failed.`,
+or more than 1% of requests failed.` + stallsHelp + `
+
+Each --find-max probe's line has the machine's stalls and steal during the
+probe, and the same explanation when they break the SLO.`,
 		Example: `  surge bench kv --op put --rate 12000 --duration 1m
   surge bench kv --op get --prefill 1300000 --find-max --slo p99=1ms --duration 30s
   surge bench kv --op put --connections 64 --rate 60000 --duration 1m --out kv.json`,

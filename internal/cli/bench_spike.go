@@ -38,7 +38,7 @@ requests failed.
 
 Events are named <prefix>-0, <prefix>-1, …: new ones every run unless
 --event-prefix is given (creating an event again with the same definition is
-a replay, so its seats may already be sold).`,
+a replay, so its seats may already be sold).` + stallsHelp,
 		Example: `  surge bench spike -n 1000000 --events 4 --areas 100 --rows 20 --cols 20
   surge bench spike -n 50000 --areas 80 -c 500 --wait 10s --out spike.json`,
 		Args:         cobra.NoArgs,
