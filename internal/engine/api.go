@@ -168,8 +168,7 @@ func (e *Engine) holdShard(ctx context.Context, id string) (*shard, error) {
 // batch writing it is in flight, it waits for that batch to be published.
 // An id the filter has never seen is answered without touching storage: a
 // transfer enters the filter when its first batch is published, before any
-// reply names it, and most lookups (the wallet's check before a new
-// transfer) are of fresh ids.
+// reply names it.
 func (e *Engine) GetTransfer(ctx context.Context, id string) (ledger.Transfer, error) {
 	if !e.ids.mayContain(id) {
 		return ledger.Transfer{}, errTransferNotFound(id)

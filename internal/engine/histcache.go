@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"strings"
-
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/surge-dev/surge/internal/ledger"
@@ -64,6 +62,5 @@ func (h *historyCache) keep(account string, entries []ledger.Entry) {
 	if len(entries) == 0 || len(entries) > historyCacheMaxPage {
 		return
 	}
-	// The key is cloned: a transport may pass a view of a buffer it reuses.
-	h.runs.Add(strings.Clone(account), append(historyRun(nil), entries...))
+	h.runs.Add(account, append(historyRun(nil), entries...))
 }

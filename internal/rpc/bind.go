@@ -50,7 +50,6 @@ func methodName(procedure string) string {
 
 // call is what a transport knows of a call before its method runs.
 type call struct {
-	procedure     string
 	authorization string // the "authorization" header or metadata
 	peer          string // the client's host:port (grpc-go: found by clientAddr)
 	public        bool   // served without a token: signing in, health
@@ -86,14 +85,14 @@ func unary[Req, Res any](s *Service, procedure string, public bool, fn func(cont
 		return res, err
 	}
 	onConnect := func(ctx context.Context, req *connect.Request[Req]) (*connect.Response[Res], error) {
-		res, err := run(ctx, connectCall(procedure, public, req.Header(), req.Peer()), req.Msg)
+		res, err := run(ctx, connectCall(public, req.Header(), req.Peer()), req.Msg)
 		if err != nil {
 			return nil, err
 		}
 		return connect.NewResponse(res), nil
 	}
 	onGRPC := func(ctx context.Context, req any) (any, error) {
-		res, err := run(ctx, grpcCall(ctx, procedure, public), req.(*Req))
+		res, err := run(ctx, grpcCall(ctx, public), req.(*Req))
 		if err != nil {
 			return nil, grpcError(err)
 		}
@@ -139,7 +138,7 @@ func serverStream[Req, Res any](s *Service, procedure string, public bool, fn fu
 		return err
 	}
 	onConnect := func(ctx context.Context, req *connect.Request[Req], stream *connect.ServerStream[Res]) error {
-		return run(ctx, connectCall(procedure, public, req.Header(), req.Peer()), req.Msg, connectSender[Res]{stream})
+		return run(ctx, connectCall(public, req.Header(), req.Peer()), req.Msg, connectSender[Res]{stream})
 	}
 	onGRPC := func(_ any, stream grpc.ServerStream) error {
 		req := new(Req)
@@ -147,7 +146,7 @@ func serverStream[Req, Res any](s *Service, procedure string, public bool, fn fu
 			return err
 		}
 		ctx := stream.Context()
-		return grpcError(run(ctx, grpcCall(ctx, procedure, public), req, grpcSender[Res]{stream}))
+		return grpcError(run(ctx, grpcCall(ctx, public), req, grpcSender[Res]{stream}))
 	}
 	return method{
 		procedure: procedure,
@@ -162,14 +161,14 @@ func serverStream[Req, Res any](s *Service, procedure string, public bool, fn fu
 	}
 }
 
-func connectCall(procedure string, public bool, h http.Header, p connect.Peer) call {
-	return call{procedure: procedure, authorization: h.Get("Authorization"), peer: p.Addr, public: public}
+func connectCall(public bool, h http.Header, p connect.Peer) call {
+	return call{authorization: h.Get("Authorization"), peer: p.Addr, public: public}
 }
 
 // grpcCall leaves the peer out: only sign-ins need it, and clientAddr
 // finds it in grpc-go's context.
-func grpcCall(ctx context.Context, procedure string, public bool) call {
-	c := call{procedure: procedure, public: public}
+func grpcCall(ctx context.Context, public bool) call {
+	c := call{public: public}
 	// ValueFromIncomingContext, unlike FromIncomingContext, copies no map.
 	if v := metadata.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
 		c.authorization = v[0]

@@ -28,7 +28,7 @@ const maxMessageBytes = 64 << 10
 // and the handler: runtime.copystack was 15% of GetBalance's server CPU. A
 // worker keeps its grown stack from call to call. In back-to-back pairs
 // (docs/BENCHMARKS.md, session 6) the server's CPU per call fell 17-24%
-// (GetBalance 51-54 -> 43-44 µs). Calls beyond this many at once get a
+// (GetBalance 51-54 -> 42-44 µs). Calls beyond this many at once get a
 // goroutine of their own, as before.
 const streamWorkers = 32
 
