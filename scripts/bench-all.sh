@@ -2,11 +2,12 @@
 # One quiet session of every workload's figures in docs/BENCHMARKS.md (2026-11-22): ledger, spike,
 # ticket-master's go-client (TM_CLIENT: built by hand outside this repository), key-value with wrk and
 # the empty-handler ceiling, wallet with surge bench and ghz (GHZ). Output: bench-out/all.log. ~30 min, idle machine.
+# SERVE_FLAGS are added to every `surge serve`, e.g. SERVE_FLAGS="--shards 1" for session 7's figures.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 O=$PWD/bench-out; mkdir -p $O; go build -o $O/surge ./cmd/surge; B=$O/surge; A=127.0.0.1:18400
 cpu() { awk '{print $14+$15}' /proc/$1/stat; }
-serve() { rm -rf $O/data; $B serve --data $O/data --addr $A "$@" > $O/serve.log 2>&1 & SP=$!; until curl -sf http://$A/readyz >/dev/null; do sleep 0.1; done; }
+serve() { rm -rf $O/data; $B serve --data $O/data --addr $A ${SERVE_FLAGS:-} "$@" > $O/serve.log 2>&1 & SP=$!; until curl -sf http://$A/readyz >/dev/null; do sleep 0.1; done; }
 stop() { kill $SP; wait $SP 2>/dev/null; }
 hdr() { echo; echo "######## $* $(date -u +%T)"; }
 

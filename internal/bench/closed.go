@@ -27,6 +27,8 @@ type Closed struct {
 	// Seed seeds each VU's random source (with the VU's id), so a run's
 	// choices are reproducible.
 	Seed uint64
+	// NoStallMeter leaves the machine-stall meter off: Run.Stalls stays nil.
+	NoStallMeter bool
 	// OnTick, if set, is called once a second with the last closed second.
 	OnTick func(Tick)
 }
@@ -106,7 +108,7 @@ func (c Closed) Run(ctx context.Context, prepare Prepare) (*Run, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	ctl := newRunControl(ctx, c.Warmup, c.Duration)
+	ctl := newRunControl(ctx, c.Warmup, c.Duration, !c.NoStallMeter)
 	defer ctl.cancel()
 	vus := make([]*VU, c.VUs)
 	its := make([]Iteration, c.VUs)
@@ -195,8 +197,8 @@ func (c Closed) loop(ctx context.Context, vu *VU, it Iteration, quota int64, ori
 
 // runControl ends a run: it raises stop when the measured phase is over or
 // the caller's context is cancelled, samples CPU time around the measured
-// phase (this process's and the whole machine's) and watches the
-// machine's stalls through it.
+// phase (this process's and the whole machine's) and, unless told not to,
+// watches the machine's stalls through it.
 type runControl struct {
 	ctx              context.Context
 	cancel           context.CancelFunc
@@ -205,12 +207,13 @@ type runControl struct {
 	done             chan struct{}
 	cpu0             time.Duration
 	machine0         *cpuTimes
+	watchStalls      bool
 	meter            *stallMeter
 }
 
-func newRunControl(parent context.Context, warmup, duration time.Duration) *runControl {
+func newRunControl(parent context.Context, warmup, duration time.Duration, watchStalls bool) *runControl {
 	ctx, cancel := context.WithCancel(parent)
-	return &runControl{ctx: ctx, cancel: cancel, done: make(chan struct{}), cpu0: -1, warmup: warmup, duration: duration}
+	return &runControl{ctx: ctx, cancel: cancel, done: make(chan struct{}), cpu0: -1, warmup: warmup, duration: duration, watchStalls: watchStalls}
 }
 
 // start starts the clock.
@@ -251,16 +254,18 @@ func (rc *runControl) wait(d time.Duration) bool {
 }
 
 // beginPhase takes the CPU times the measured phase starts from and
-// starts the stall meter.
+// starts the stall meter, if wanted.
 func (rc *runControl) beginPhase() {
 	rc.cpu0, rc.machine0 = processCPU(), readCPUTimes()
-	rc.meter = startStallMeter()
+	if rc.watchStalls {
+		rc.meter = startStallMeter()
+	}
 }
 
 // finish stops the watcher once the VUs are done and records in run what
 // the measured phase cost: the process's CPU time (-1 if unknown), the
 // machine's stolen CPU time (nil if unknown) and the machine's stalls
-// (nil if the phase never began).
+// (nil if the phase never began or the meter was off).
 func (rc *runControl) finish(run *Run) {
 	cpu1, machine1 := processCPU(), readCPUTimes()
 	rc.cancel() // releases the watcher if it is still waiting

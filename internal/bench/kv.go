@@ -150,7 +150,7 @@ func RunKV(ctx context.Context, cfg KVConfig) (*Result, error) {
 func runKV(ctx context.Context, client *HTTPClient, cfg KVConfig, rate float64, onTick func(Tick), slo []SLOTerm) (*Result, *stallHistograms, error) {
 	var misses atomic.Int64
 	values := randomBytes(cfg.Seed, 2*cfg.ValueSize+1)
-	open := Open{Connections: cfg.VUs, Rate: rate, Duration: cfg.Duration, Warmup: cfg.Warmup, Seed: cfg.Seed, OnTick: onTick}
+	open := Open{Connections: cfg.VUs, Rate: rate, Duration: cfg.Duration, Warmup: cfg.Warmup, Seed: cfg.Seed, NoStallMeter: cfg.NoStallMeter, OnTick: onTick}
 	run, err := open.Run(ctx, func(vctx context.Context, vu *VU) (Request, error) {
 		return newKVConn(vctx, client, cfg, vu, values, &misses).send, nil
 	})

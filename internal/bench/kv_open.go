@@ -28,6 +28,8 @@ type Open struct {
 	Warmup time.Duration
 	// Seed seeds each connection's random source (with its index).
 	Seed uint64
+	// NoStallMeter leaves the machine-stall meter off: Run.Stalls stays nil.
+	NoStallMeter bool
 	// OnTick, if set, is called once a second with the last closed second.
 	OnTick func(Tick)
 }
@@ -50,7 +52,7 @@ func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU)
 	if o.Connections <= 0 || o.Rate <= 0 || o.Duration <= 0 || o.Warmup < 0 {
 		return nil, errors.New("bench: an open-model run needs connections, a rate and a duration")
 	}
-	ctl := newRunControl(ctx, o.Warmup, o.Duration)
+	ctl := newRunControl(ctx, o.Warmup, o.Duration, !o.NoStallMeter)
 	defer ctl.cancel()
 	vus := make([]*VU, o.Connections)
 	sends := make([]Request, o.Connections)

@@ -186,6 +186,23 @@ func TestRunsCarryTheirStalls(t *testing.T) {
 	if orun.Stalls == nil || orun.Stalls.Samples < 1 || orun.stallHists == nil {
 		t.Errorf("open run stalls %+v, want the meter's report", orun.Stalls)
 	}
+	// With the meter off, neither model reports stalls.
+	run, err = Closed{VUs: 2, Iterations: 10, NoStallMeter: true}.Run(context.Background(), noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Stalls != nil || run.stallHists != nil {
+		t.Errorf("closed run with the meter off reported stalls %+v", run.Stalls)
+	}
+	open.NoStallMeter = true
+	if orun, err = open.Run(context.Background(), func(context.Context, *VU) (Request, error) {
+		return func(context.Context, *VU) Outcome { return Outcome{} }, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if orun.Stalls != nil || orun.stallHists != nil {
+		t.Errorf("open run with the meter off reported stalls %+v", orun.Stalls)
+	}
 	// Interrupted in the warm-up, the measured phase never began.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -43,7 +43,8 @@ const stallsHelp = `
 The summary's machine_stalls line says how much the machine itself stalled
 while the run was measured (a thread that sleeps a millisecond at a time,
 timing how late it wakes); when those stalls alone are enough to break a
-latency bound, the verdict says so, and the verdict stands.`
+latency bound, the verdict says so, and the verdict stands. The meter costs
+the load generator 2-4% of one core; --no-stall-meter leaves it off.`
 
 // benchOptions are the command-line settings that are not part of a
 // scenario's configuration.
@@ -118,13 +119,15 @@ func addBenchCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions)
 	fs.StringVar((*string)(&c.Client), "http-client", string(c.Client),
 		"HTTP client of the VUs: 'fast', a lean HTTP/1.1 client that leaves the server more CPU on a shared machine (plain http only), or 'std', Go's net/http")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for the random accounts and amounts, to repeat a run's choices; 0 picks one (reported in the summary)")
-	addOutputFlags(fs, opts)
+	addRunFlags(fs, c, opts)
 }
 
-// addOutputFlags defines the flags every scenario shares for its output.
-func addOutputFlags(fs *pflag.FlagSet, opts *benchOptions) {
+// addRunFlags defines the flags every scenario shares for its output and
+// for what it measures besides the server.
+func addRunFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions) {
 	fs.StringVar(&opts.out, "out", "", "also write the result to this file: .json (for surge bench compare), .md (Markdown tables) or .html (a self-contained report with charts)")
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator itself to this file (go tool pprof)")
+	fs.BoolVar(&c.NoStallMeter, "no-stall-meter", c.NoStallMeter, "leave the machine-stall meter off: the summary then has no machine_stalls, and the load generator keeps the 2-4% of one core the meter costs")
 }
 
 // runBenchScenario does what every scenario command does around its run:

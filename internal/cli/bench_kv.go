@@ -72,7 +72,7 @@ probe, and the same explanation when they break the SLO.`,
 	fs.BoolVar(&cfg.FindMax, "find-max", cfg.FindMax, "search for the highest rate that meets --slo, printing every probe")
 	fs.StringVar(&cfg.SLO, "slo", cfg.SLO, "objective of --find-max: latency bounds per percentile, such as p99=1ms or p99=1ms,p99.9=5ms")
 	fs.IntVar(&cfg.MaxProbes, "max-probes", cfg.MaxProbes, "most runs a --find-max search makes")
-	addOutputFlags(fs, &opts)
+	addRunFlags(fs, &cfg.Common, &opts)
 	bench.DocumentEnv(fs, bench.EnvPrefix)
 	return cmd
 }

@@ -68,7 +68,7 @@ if setup failed or more than 1% of calls failed.`,
 	fs.Int64Var(&cfg.AmountMax, "amount-max", cfg.AmountMax, "largest Transfer amount; amounts are uniform in 1..amount-max")
 	fs.StringVar(&cfg.UserPrefix, "user-prefix", cfg.UserPrefix, "usernames are this prefix and a number")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the random users and amounts; 0 picks one (reported)")
-	addOutputFlags(fs, &opts)
+	addRunFlags(fs, &cfg.Common, &opts)
 	bench.DocumentEnv(fs, bench.EnvPrefix)
 	return cmd
 }
