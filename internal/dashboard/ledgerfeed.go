@@ -6,6 +6,7 @@ import (
 
 	"github.com/surge-dev/surge/internal/httpapi"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // feedCapacity bounds the transfers a LedgerFeed keeps.
@@ -28,12 +29,12 @@ func NewLedgerFeed(next httpapi.Ledger) *LedgerFeed { return &LedgerFeed{Ledger:
 
 // Transfer records an acknowledged new transfer.
 func (f *LedgerFeed) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
-	return f.TransferMarked(ctx, req, nil)
+	return f.TransferWith(ctx, req, nil)
 }
 
-// TransferMarked records an acknowledged new transfer.
-func (f *LedgerFeed) TransferMarked(ctx context.Context, req ledger.TransferRequest, marker []byte) (ledger.Transfer, bool, error) {
-	t, replayed, err := f.Ledger.TransferMarked(ctx, req, marker)
+// TransferWith records an acknowledged new transfer.
+func (f *LedgerFeed) TransferWith(ctx context.Context, req ledger.TransferRequest, attached []store.Record) (ledger.Transfer, bool, error) {
+	t, replayed, err := f.Ledger.TransferWith(ctx, req, attached)
 	if err == nil && !replayed {
 		f.add(&t)
 	}

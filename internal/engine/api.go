@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // The Engine's ledger API. Writes go through the owning shard and return
@@ -54,14 +55,14 @@ func (e *Engine) Account(_ context.Context, id string) (ledger.Account, error) {
 // Transfer moves money; it returns once the transfer is durable on both
 // accounts' shards.
 func (e *Engine) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
-	return e.TransferMarked(ctx, req, nil)
+	return e.TransferWith(ctx, req, nil)
 }
 
-// TransferMarked is Transfer that also writes marker, a storage key, in
-// the same batch as the transfer if the call makes it anew (see
+// TransferWith is Transfer that also writes the attached records in the
+// same storage batch as the transfer if the call makes it anew (see
 // CmdTransfer).
-func (e *Engine) TransferMarked(ctx context.Context, req ledger.TransferRequest, marker []byte) (ledger.Transfer, bool, error) {
-	c, err := e.do(ctx, e.shardFor(req.From), CmdTransfer{Req: req, Marker: marker})
+func (e *Engine) TransferWith(ctx context.Context, req ledger.TransferRequest, attached []store.Record) (ledger.Transfer, bool, error) {
+	c, err := e.do(ctx, e.shardFor(req.From), CmdTransfer{Req: req, Attached: attached})
 	if err != nil {
 		return ledger.Transfer{}, false, err
 	}

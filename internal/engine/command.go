@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
@@ -29,14 +30,14 @@ type Envelope struct {
 // CmdCreateAccount opens an account.
 type CmdCreateAccount struct{ Spec ledger.AccountSpec }
 
-// CmdTransfer makes a transfer debiting an account of the shard. Marker,
-// if set, is a storage key written (with an empty value) in the same batch
-// as the transfer when the command makes it anew, and never otherwise: a
-// component that owes follow-up work to new transfers finds, after a
-// crash, the ones it has not done yet.
+// CmdTransfer makes a transfer debiting an account of the shard. Attached
+// records are written in the same storage batch as the transfer when the
+// command makes it anew, and never otherwise: another component's records
+// that must be durable exactly when the transfer is (the wallet's chat
+// message of a transfer).
 type CmdTransfer struct {
-	Req    ledger.TransferRequest
-	Marker []byte
+	Req      ledger.TransferRequest
+	Attached []store.Record
 }
 
 // CmdBatch makes many transfers debiting accounts of the shard; with Atomic,

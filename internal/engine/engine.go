@@ -281,8 +281,8 @@ func (e *Engine) persist(shards ...*shard) error {
 		for _, id := range s.settled {
 			w.DeleteOutbox(id)
 		}
-		for _, m := range s.markers {
-			_ = w.Set(m, nil, nil)
+		for _, r := range s.attached {
+			_ = w.Set(r.Key, r.Value, nil)
 		}
 		tw := store.NewTicketBatch(w.Batch)
 		for _, r := range s.desk.Changes() {

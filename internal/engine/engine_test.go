@@ -1145,14 +1145,15 @@ func TestStatsConsistentDuringCrossShardAtomicBatch(t *testing.T) {
 	}
 }
 
-// TestTransferMarkerOnlyWithNewTransfers: a marker is written with the
-// transfer that a call makes anew, across shards too, and survives a
-// restart; a replay, a conflict or a refusal writes none.
-func TestTransferMarkerOnlyWithNewTransfers(t *testing.T) {
+// TestTransferAttachedOnlyWithNewTransfers: attached records are written
+// with the transfer that a call makes anew, across shards too, and survive
+// a restart; a replay, a conflict or a refusal writes none.
+func TestTransferAttachedOnlyWithNewTransfers(t *testing.T) {
 	dir := t.TempDir()
 	e, a, b := crossShardPair(t, dir)
 	marked := func(id string, req ledger.TransferRequest) error {
-		_, _, err := e.TransferMarked(ctx, req, []byte("mark/"+id))
+		attached := []store.Record{{Key: []byte("mark/" + id), Value: []byte("value of " + id)}, {Key: []byte("mark2/" + id)}}
+		_, _, err := e.TransferWith(ctx, req, attached)
 		return err
 	}
 	move := ledger.TransferRequest{ID: "move", From: a, To: b, Amount: 60}
@@ -1175,9 +1176,12 @@ func TestTransferMarkerOnlyWithNewTransfers(t *testing.T) {
 
 	e = openEngine(t, Config{Dir: dir, Shards: 2})
 	for id, want := range map[string]bool{"new": true, "replay": false, "conflict": false, "refused": false} {
-		_, found, err := e.Store().Get([]byte("mark/" + id))
-		if err != nil || found != want {
-			t.Errorf("marker of the %s call: found %v (%v), want %v", id, found, err, want)
+		v, found, err := e.Store().Get([]byte("mark/" + id))
+		if err != nil || found != want || found && string(v) != "value of "+id {
+			t.Errorf("record of the %s call: found %v %q (%v), want %v", id, found, v, err, want)
+		}
+		if _, found, err := e.Store().Get([]byte("mark2/" + id)); err != nil || found != want {
+			t.Errorf("second record of the %s call: found %v (%v), want %v", id, found, err, want)
 		}
 	}
 }

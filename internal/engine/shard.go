@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
@@ -25,8 +26,8 @@ type shard struct {
 	// records of the credits the batch applied.
 	outgoing []outbox
 	settled  []string
-	// markers are the batch's CmdTransfer markers of new transfers.
-	markers [][]byte
+	// attached are the batch's records attached to new transfers.
+	attached []store.Record
 	// expiry fires a CmdExpire at expiryAt, the earliest hold deadline.
 	expiry   *time.Timer
 	expiryAt time.Time
@@ -97,8 +98,8 @@ func (s *shard) commitBatch(envs []Envelope) {
 	s.book.Reset()
 	s.desk.Reset()
 	clear(s.legCalls)
-	clear(s.markers)
-	s.legCalls, s.outgoing, s.settled, s.markers = s.legCalls[:0], s.outgoing[:0], s.settled[:0], s.markers[:0]
+	clear(s.attached)
+	s.legCalls, s.outgoing, s.settled, s.attached = s.legCalls[:0], s.outgoing[:0], s.settled[:0], s.attached[:0]
 	s.scheduleExpiry()
 }
 
@@ -109,8 +110,8 @@ func (s *shard) apply(env *Envelope, now time.Time) {
 		c.account, c.flag, c.err = s.book.CreateAccount(cmd.Spec, now)
 	case CmdTransfer:
 		c.transfer, c.flag, c.err = s.book.Transfer(cmd.Req, now)
-		if cmd.Marker != nil && c.err == nil && !c.flag {
-			s.markers = append(s.markers, cmd.Marker)
+		if c.err == nil && !c.flag {
+			s.attached = append(s.attached, cmd.Attached...)
 		}
 	case CmdBatch:
 		c.batch = s.applyBatch(cmd, now)

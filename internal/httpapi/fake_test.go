@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // fakeLedger records what the transport asks of it and answers from canned
@@ -98,8 +99,9 @@ func transferOf(req ledger.TransferRequest) ledger.Transfer {
 	return t
 }
 
-// TransferMarked ignores the marker: the HTTP transport never sends one.
-func (f *fakeLedger) TransferMarked(ctx context.Context, req ledger.TransferRequest, _ []byte) (ledger.Transfer, bool, error) {
+// TransferWith ignores the attached records: the HTTP transport never
+// sends any.
+func (f *fakeLedger) TransferWith(ctx context.Context, req ledger.TransferRequest, _ []store.Record) (ledger.Transfer, bool, error) {
 	return f.Transfer(ctx, req)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // Ledger is what the ledger routes need from the engine. Errors are
@@ -16,10 +17,10 @@ type Ledger interface {
 	// Transfer moves money; replayed is true when req.ID named an earlier
 	// identical transfer, whose result is returned.
 	Transfer(ctx context.Context, req ledger.TransferRequest) (t ledger.Transfer, replayed bool, err error)
-	// TransferMarked is Transfer that also writes the storage key marker
-	// in the transfer's durable batch if the call makes it anew (the
-	// wallet's record of a chat message still owed; engine.CmdTransfer).
-	TransferMarked(ctx context.Context, req ledger.TransferRequest, marker []byte) (t ledger.Transfer, replayed bool, err error)
+	// TransferWith is Transfer that also writes the attached records in
+	// the transfer's durable batch if the call makes it anew (the wallet's
+	// chat message of a transfer; engine.CmdTransfer).
+	TransferWith(ctx context.Context, req ledger.TransferRequest, attached []store.Record) (t ledger.Transfer, replayed bool, err error)
 	// TransferBatch applies reqs; with atomic, all or none. It returns one
 	// result per request, in order. err is set only for server faults.
 	TransferBatch(ctx context.Context, reqs []ledger.TransferRequest, atomic bool) ([]ledger.BatchResult, error)

@@ -32,9 +32,9 @@ import (
 type Ledger interface {
 	CreateAccount(ctx context.Context, spec ledger.AccountSpec) (ledger.Account, bool, error)
 	Account(ctx context.Context, id string) (ledger.Account, error)
-	// TransferMarked makes a transfer and, in the same durable batch if
-	// it is new, writes the storage key marker.
-	TransferMarked(ctx context.Context, req ledger.TransferRequest, marker []byte) (ledger.Transfer, bool, error)
+	// TransferWith makes a transfer and, in the same durable batch if it
+	// is new, writes the attached records.
+	TransferWith(ctx context.Context, req ledger.TransferRequest, attached []store.Record) (ledger.Transfer, bool, error)
 	GetTransfer(ctx context.Context, id string) (ledger.Transfer, error)
 	History(ctx context.Context, accountID string, q ledger.HistoryQuery) (ledger.HistoryPage, error)
 }

@@ -3,42 +3,57 @@ package rpc
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/social"
 	"github.com/surge-dev/surge/internal/store"
 )
 
-// A transfer and its TRANSFER chat message are two writes: the ledger's
-// and the social store's. The invariant that ties them:
+// A transfer and its TRANSFER chat message are written together: the
+// message and its conversation's head ride in the ledger's durable batch
+// of the transfer (engine.TransferWith), and only if the call made the
+// transfer anew; a replay, a conflict or a refusal writes none. So:
 //
-//	Once surge reports ready, every posted ledger transfer between two
-//	wallets that the wallet service submitted has exactly one TRANSFER
-//	message in the pair's conversation.
+//	Every posted ledger transfer between two wallets that the wallet
+//	service submitted has exactly one TRANSFER message in the pair's
+//	conversation, from the moment it is durable.
 //
-// It holds by an intent record, si/<transfer id>, that the ledger writes
-// in the same durable batch as the transfer, and only if the call made the
-// transfer anew (engine.TransferMarked): a replay, a conflict or a refusal
-// writes none. After the ledger acknowledges, the message is appended and
-// the intent deleted in one batch, without fsync: if a crash loses it, the
-// intent survives, as the log loses only a suffix. On start,
-// recoverTransfers writes the message of every intent left. The message
-// carries the ledger transfer's own fields, so it reads the same whichever
-// path wrote it. The calls of one transfer id are serialised, so a retry
-// is answered only once the first call's message is written.
+// The message is numbered before the transfer is submitted, so the pair's
+// conversation stays locked until the ledger answers: nothing else may
+// take that number, or write the head, in between. The calls of one
+// transfer id are serialised too, so a retry is answered only once the
+// first call's message is published.
+//
+// Data written before messages rode in the ledger's batch may hold
+// transfer intents, si/<transfer id>: the ledger wrote one with the
+// transfer and the message followed in a batch of its own, which a crash
+// could lose. recoverTransfers writes the message of every intent left.
 
-// transfer submits req to the ledger and writes its chat message.
+// transfer submits req to the ledger with its chat message.
 func (s *Service) transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
+	from, okFrom := walletOwner(req.From)
+	to, okTo := walletOwner(req.To)
+	if !okFrom || !okTo {
+		return ledger.Transfer{}, false, fmt.Errorf("transfer %s is not between two wallets", req.ID)
+	}
 	unlock := s.transfers.lock(req.ID)
 	defer unlock()
+	unlockPair := s.pairs.lock(social.PairOf(from, to))
+	defer unlockPair()
+	s.mu.RLock()
+	m := s.state.NewTransfer(from, to, req.Amount, req.ID, req.Memo, time.Now().UTC())
+	read := s.readMarks(from, to)
+	s.mu.RUnlock()
 	// The ledger goes on with a command once it is queued, whether or not
-	// the caller waits: wait for the outcome regardless, so the message
-	// is written now rather than at the next start.
-	t, replayed, err := s.ledger.TransferMarked(context.WithoutCancel(ctx), req, store.TransferIntentKey(req.ID))
+	// the caller waits: wait for the outcome regardless, so the message is
+	// published with its transfer.
+	t, replayed, err := s.ledger.TransferWith(context.WithoutCancel(ctx), req, store.MessageRecords(&m, read))
 	if err != nil || replayed {
 		return t, replayed, err
 	}
-	return t, false, s.appendTransferMessage(t)
+	s.publish(m)
+	return t, false, nil
 }
 
 func (s *Service) dropIntent(id string) error {
@@ -48,7 +63,7 @@ func (s *Service) dropIntent(id string) error {
 }
 
 // appendTransferMessage writes the TRANSFER message of a committed
-// transfer and clears its intent.
+// transfer whose intent was left, and clears the intent.
 func (s *Service) appendTransferMessage(t ledger.Transfer) error {
 	from, okFrom := walletOwner(t.From)
 	to, okTo := walletOwner(t.To)
@@ -80,7 +95,7 @@ func (s *Service) readMarks(a, b social.UserID) [2]social.ReadMark {
 	return [2]social.ReadMark{}
 }
 
-// recoverTransfers resolves the intents a crash left (see above). An
+// recoverTransfers resolves the intents that older data left (see above). An
 // intent without a posted transfer is dropped: data written before intents
 // went into the ledger's batch held intents of transfers never made.
 func (s *Service) recoverTransfers(ctx context.Context) error {

@@ -78,13 +78,26 @@ func (b SocialBatch) PutRelation(r *social.Relation) {
 // PutMessage writes m and makes it the head of its conversation, whose
 // read marks are read.
 func (b SocialBatch) PutMessage(m *social.Message, read [2]social.ReadMark) {
+	for _, r := range MessageRecords(m, read) {
+		_ = b.Set(r.Key, r.Value, nil)
+	}
+}
+
+// MessageRecords are the records PutMessage writes, for a message that
+// rides in another batch: the wallet's TRANSFER message is written in the
+// ledger's batch of its transfer.
+func MessageRecords(m *social.Message, read [2]social.ReadMark) []Record {
 	p := social.PairOf(m.From, m.To)
-	_ = b.Set(messageKey(p, m.Seq), encodeMessage(m), nil)
-	b.PutHead(p, m.Seq, read)
+	return []Record{{Key: messageKey(p, m.Seq), Value: encodeMessage(m)}, headRecord(p, m.Seq, read)}
 }
 
 // PutHead writes a conversation's head: its newest seq and read marks.
 func (b SocialBatch) PutHead(p social.Pair, last uint64, read [2]social.ReadMark) {
+	r := headRecord(p, last, read)
+	_ = b.Set(r.Key, r.Value, nil)
+}
+
+func headRecord(p social.Pair, last uint64, read [2]social.ReadMark) Record {
 	var e encoder
 	e.byte(recordVersion)
 	e.uvarint(last)
@@ -92,12 +105,13 @@ func (b SocialBatch) PutHead(p social.Pair, last uint64, read [2]social.ReadMark
 		e.uvarint(r.Seq)
 		e.uvarint(r.PeerSent)
 	}
-	_ = b.Set(pairKey(prefixConvHead, p), e.b, nil)
+	return Record{Key: pairKey(prefixConvHead, p), Value: e.b}
 }
 
 // TransferIntentKey is the key of transfer id's intent: the record that
-// its chat message is still to be written. The ledger writes it with the
-// transfer (engine.TransferMarked); DeleteTransferIntent clears it.
+// its chat message is still to be written. Data written before the wallet
+// attached its messages to the ledger's batch holds them;
+// DeleteTransferIntent clears them.
 func TransferIntentKey(id string) []byte { return key(nil, prefixIntent, id) }
 
 // DeleteTransferIntent clears a transfer intent.

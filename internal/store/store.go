@@ -92,6 +92,10 @@ func (s *Store) Commit(b *pebble.Batch) error {
 	return err
 }
 
+// Record is a key and its value, written by one component in another's
+// batch.
+type Record struct{ Key, Value []byte }
+
 // Get returns a copy of the value at key, or ok false if absent.
 func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 	v, closer, err := s.db.Get(key)

@@ -2,18 +2,20 @@ package e2e
 
 import (
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // TestWalletCrash kills the server with SIGKILL in the middle of
 // concurrent transfers, three times, and restarts it on the same data.
 // Every acknowledged transfer survives in both histories, each transfer in
-// the ledger has exactly one TRANSFER message in its pair's chat (the
-// intent records rebuild those a kill cut off), money is conserved, and
+// the ledger has exactly one TRANSFER message in its pair's chat (written
+// in the transfer's own durable batch), money is conserved, and
 // tokens issued before a crash still work after it.
 func TestWalletCrash(t *testing.T) {
 	skipIfShort(t)
@@ -82,4 +84,68 @@ func crashRound(t *testing.T, srv *server, w *walletClients, users []member, kil
 			return false
 		}
 	})
+}
+
+// TestWalletResolvesLeftIntents: data written before a transfer's chat
+// message rode in the ledger's batch may hold transfer intents that a
+// crash left. On start the wallet writes the message of each posted
+// transfer with an intent, exactly once, and drops the intents of
+// transfers never made.
+func TestWalletResolvesLeftIntents(t *testing.T) {
+	dir := t.TempDir()
+	srv := start(t, dir, walletArgs...)
+	w := newWalletClients(t, srv.url)
+	a, b := w.register(t, "intent"), w.register(t, "intent")
+	fundWallet(t, srv.c, a, 100)
+	// Made through the ledger's own API, this transfer between the two
+	// wallets has no chat message: like one whose message a crash cut off.
+	id := "wallet:" + strconv.FormatUint(a.id, 10) + ":left"
+	mustTransfer(t, srv.c, TransferReq{ID: id, From: walletAccount(a), To: walletAccount(b), Amount: 30, Memo: "left"})
+	srv.stop()
+	writeIntents(t, dir, id, "wallet:"+strconv.FormatUint(a.id, 10)+":never-made")
+
+	for round := range 2 { // the second start finds nothing left to do
+		srv = start(t, dir, walletArgs...)
+		w = newWalletClients(t, srv.url)
+		var got []*walletv1.Message
+		for _, m := range w.messages(t, b, a.id) {
+			if m.Type == walletv1.Message_TRANSFER {
+				got = append(got, m)
+			}
+		}
+		if len(got) != 1 || got[0].TransferId != id || got[0].Amount != 30 || got[0].Text != "left" || got[0].FromUserId != a.id {
+			t.Fatalf("start %d: TRANSFER messages %v, want one of transfer %s", round+1, got, id)
+		}
+		srv.stop()
+	}
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if left, err := db.TransferIntents(); err != nil || len(left) != 0 {
+		t.Fatalf("intents left after recovery: %v (%v)", left, err)
+	}
+}
+
+// writeIntents records transfer intents in a stopped server's storage, as
+// the wallet did before its messages rode in the ledger's batch.
+func writeIntents(t *testing.T, dir string, ids ...string) {
+	t.Helper()
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := db.NewBatch()
+	for _, id := range ids {
+		if err := b.Set(store.TransferIntentKey(id), nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/surge-dev/surge/internal/httpapi"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
 )
 
@@ -37,12 +38,12 @@ func (l traced) Account(ctx context.Context, id string) (ledger.Account, error) 
 }
 
 func (l traced) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
-	return l.TransferMarked(ctx, req, nil)
+	return l.TransferWith(ctx, req, nil)
 }
 
-func (l traced) TransferMarked(ctx context.Context, req ledger.TransferRequest, marker []byte) (ledger.Transfer, bool, error) {
+func (l traced) TransferWith(ctx context.Context, req ledger.TransferRequest, attached []store.Record) (ledger.Transfer, bool, error) {
 	ctx, span := start(ctx, "Transfer", attribute.String("surge.transfer", req.ID))
-	t, replayed, err := l.next.TransferMarked(ctx, req, marker)
+	t, replayed, err := l.next.TransferWith(ctx, req, attached)
 	span.SetAttributes(attribute.Bool("surge.replayed", replayed))
 	end(span, err)
 	return t, replayed, err
