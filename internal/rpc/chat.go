@@ -25,13 +25,12 @@ func (s chatService) SendMessage(ctx context.Context, req *walletv1.SendMessageR
 	defer unlock()
 	s.mu.RLock()
 	m, err := s.state.NewText(me, to, req.Text, time.Now().UTC())
-	read := s.readMarks(me, to)
 	s.mu.RUnlock()
 	if err != nil {
 		return nil, socialError(err)
 	}
 	b := s.store.NewSocialBatch()
-	b.PutMessage(&m, read)
+	b.PutMessage(&m)
 	if err := s.store.Commit(b.Batch); err != nil {
 		return nil, s.internal("write message", err)
 	}

@@ -21,7 +21,7 @@ import (
 //
 // The message is numbered before the transfer is submitted, so the pair's
 // conversation stays locked until the ledger answers: nothing else may
-// take that number, or write the head, in between. The calls of one
+// take that number in between. The calls of one
 // transfer id are serialised too, so a retry is answered only once the
 // first call's message is published.
 //
@@ -43,12 +43,11 @@ func (s *Service) transfer(ctx context.Context, req ledger.TransferRequest) (led
 	defer unlockPair()
 	s.mu.RLock()
 	m := s.state.NewTransfer(from, to, req.Amount, req.ID, req.Memo, time.Now().UTC())
-	read := s.readMarks(from, to)
 	s.mu.RUnlock()
 	// The ledger goes on with a command once it is queued, whether or not
 	// the caller waits: wait for the outcome regardless, so the message is
 	// published with its transfer.
-	t, replayed, err := s.ledger.TransferWith(context.WithoutCancel(ctx), req, store.MessageRecords(&m, read))
+	t, replayed, err := s.ledger.TransferWith(context.WithoutCancel(ctx), req, store.MessageRecords(&m))
 	if err != nil || replayed {
 		return t, replayed, err
 	}
@@ -74,25 +73,15 @@ func (s *Service) appendTransferMessage(t ledger.Transfer) error {
 	defer unlock()
 	s.mu.RLock()
 	m := s.state.NewTransfer(from, to, t.Amount, t.ID, t.Memo, t.CreatedAt)
-	read := s.readMarks(from, to)
 	s.mu.RUnlock()
 	b := s.store.NewSocialBatch()
-	b.PutMessage(&m, read)
+	b.PutMessage(&m)
 	b.DeleteTransferIntent(t.ID)
 	if err := s.store.CommitNoSync(b.Batch); err != nil {
 		return err
 	}
 	s.publish(m)
 	return nil
-}
-
-// readMarks returns the read marks of a pair's conversation; it runs under
-// the read lock.
-func (s *Service) readMarks(a, b social.UserID) [2]social.ReadMark {
-	if c, ok := s.state.Conversation(a, b); ok {
-		return c.Read
-	}
-	return [2]social.ReadMark{}
 }
 
 // recoverTransfers resolves the intents that older data left (see above). An

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -16,7 +17,8 @@ import (
 //
 //	su/<user>                  user: username, name, password hash
 //	sr/<lo><hi>                friendship or open request of a pair
-//	sc/<lo><hi>                conversation head: newest seq, read marks
+//	sc/<lo><hi>                conversation head: read marks (and a newest seq that
+//	                           loading ignores: the pair's newest sm/ key is the newest)
 //	sm/<lo><hi><seq>           message
 //	si/<transfer>              transfer intent (value empty), see TransferIntents
 //	sk/token                   the secret that signs login tokens
@@ -75,10 +77,11 @@ func (b SocialBatch) PutRelation(r *social.Relation) {
 	_ = b.Set(k, e.b, nil)
 }
 
-// PutMessage writes m and makes it the head of its conversation, whose
-// read marks are read.
-func (b SocialBatch) PutMessage(m *social.Message, read [2]social.ReadMark) {
-	for _, r := range MessageRecords(m, read) {
+// PutMessage writes m, and the head of its conversation if m opens it.
+// Later messages leave the head alone: loading takes the newest message
+// from the messages themselves, which saves a write per message.
+func (b SocialBatch) PutMessage(m *social.Message) {
+	for _, r := range MessageRecords(m) {
 		_ = b.Set(r.Key, r.Value, nil)
 	}
 }
@@ -86,12 +89,17 @@ func (b SocialBatch) PutMessage(m *social.Message, read [2]social.ReadMark) {
 // MessageRecords are the records PutMessage writes, for a message that
 // rides in another batch: the wallet's TRANSFER message is written in the
 // ledger's batch of its transfer.
-func MessageRecords(m *social.Message, read [2]social.ReadMark) []Record {
+func MessageRecords(m *social.Message) []Record {
 	p := social.PairOf(m.From, m.To)
-	return []Record{{Key: messageKey(p, m.Seq), Value: encodeMessage(m)}, headRecord(p, m.Seq, read)}
+	msg := Record{Key: messageKey(p, m.Seq), Value: encodeMessage(m)}
+	if m.Seq != 1 {
+		return []Record{msg}
+	}
+	return []Record{msg, headRecord(p, m.Seq, [2]social.ReadMark{})}
 }
 
-// PutHead writes a conversation's head: its newest seq and read marks.
+// PutHead writes a conversation's head: its read marks, and its newest seq
+// for older versions (loading now finds it from the messages).
 func (b SocialBatch) PutHead(p social.Pair, last uint64, read [2]social.ReadMark) {
 	r := headRecord(p, last, read)
 	_ = b.Set(r.Key, r.Value, nil)
@@ -238,7 +246,7 @@ func (s *Store) loadConversations(st *social.State) error {
 			return false, errCorrupt
 		}
 		c := social.Conversation{Pair: p}
-		c.Last.Seq = d.uvarint()
+		_ = d.uvarint() // the newest seq, as older versions wrote it
 		for i := range c.Read {
 			c.Read[i] = social.ReadMark{Seq: d.uvarint(), PeerSent: d.uvarint()}
 		}
@@ -249,11 +257,11 @@ func (s *Store) loadConversations(st *social.State) error {
 		return fmt.Errorf("conversation heads: %w", err)
 	}
 	for _, c := range heads {
-		m, ok, err := s.Message(c.Pair, c.Last.Seq)
-		if err != nil || !ok {
-			return fmt.Errorf("conversation %d-%d: newest message %d: %w", c.Pair.Lo, c.Pair.Hi, c.Last.Seq, errors.Join(err, errCorrupt))
+		m, err := s.Messages(c.Pair, math.MaxUint64, 1)
+		if err != nil || len(m) == 0 {
+			return fmt.Errorf("conversation %d-%d: newest message: %w", c.Pair.Lo, c.Pair.Hi, errors.Join(err, errCorrupt))
 		}
-		c.Last = m
+		c.Last = m[0]
 		st.LoadConversation(c)
 	}
 	return nil
