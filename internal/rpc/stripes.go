@@ -29,6 +29,15 @@ func (s stripes[K]) lock(k K) func() {
 	return mu.Unlock
 }
 
+// tryLock locks k's stripe if it is free and returns its unlock.
+func (s stripes[K]) tryLock(k K) (unlock func(), ok bool) {
+	mu := &s.mus[s.hash(k)%stripeCount]
+	if !mu.TryLock() {
+		return nil, false
+	}
+	return mu.Unlock, true
+}
+
 var seed = maphash.MakeSeed()
 
 func stringHash(s string) uint64 { return maphash.String(seed, s) }

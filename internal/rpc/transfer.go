@@ -10,27 +10,30 @@ import (
 	"github.com/surge-dev/surge/internal/store"
 )
 
-// A transfer and its TRANSFER chat message are written together: the
-// message and its conversation's head ride in the ledger's durable batch
-// of the transfer (engine.TransferWith), and only if the call made the
-// transfer anew; a replay, a conflict or a refusal writes none. So:
+// A transfer and its TRANSFER chat message are written together when
+// they can be: the message and, if it opens the conversation, its head
+// ride in the ledger's durable batch of the transfer
+// (engine.TransferWith), and only if the call made the transfer anew; a
+// replay, a conflict or a refusal writes none. The message is numbered
+// before the transfer is submitted, so the pair's conversation stays
+// locked until the ledger answers.
 //
-//	Every posted ledger transfer between two wallets that the wallet
-//	service submitted has exactly one TRANSFER message in the pair's
-//	conversation, from the moment it is durable.
+// Concurrent transfers between the same two users would so wait for each
+// other's commits, one fsync each. A call that finds the pair locked
+// instead writes an intent record, si/<transfer id>, with its transfer,
+// and once the ledger answers appends the message and deletes the intent
+// in one batch, without fsync: if a crash loses that batch, the intent
+// survives, as the log loses only a suffix, and recoverTransfers writes
+// the message of every intent left on start. Either way:
 //
-// The message is numbered before the transfer is submitted, so the pair's
-// conversation stays locked until the ledger answers: nothing else may
-// take that number in between. The calls of one
-// transfer id are serialised too, so a retry is answered only once the
-// first call's message is published.
+//	Once surge reports ready, every posted ledger transfer between two
+//	wallets that the wallet service submitted has exactly one TRANSFER
+//	message in the pair's conversation.
 //
-// Data written before messages rode in the ledger's batch may hold
-// transfer intents, si/<transfer id>: the ledger wrote one with the
-// transfer and the message followed in a batch of its own, which a crash
-// could lose. recoverTransfers writes the message of every intent left.
+// The calls of one transfer id are serialised, so a retry is answered
+// only once the first call's message is published.
 
-// transfer submits req to the ledger with its chat message.
+// transfer submits req to the ledger and writes its chat message.
 func (s *Service) transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
 	from, okFrom := walletOwner(req.From)
 	to, okTo := walletOwner(req.To)
@@ -39,15 +42,28 @@ func (s *Service) transfer(ctx context.Context, req ledger.TransferRequest) (led
 	}
 	unlock := s.transfers.lock(req.ID)
 	defer unlock()
-	unlockPair := s.pairs.lock(social.PairOf(from, to))
-	defer unlockPair()
+	// The ledger goes on with a command once it is queued, whether or not
+	// the caller waits: wait for the outcome regardless, so the message is
+	// written now rather than at the next start.
+	ctx = context.WithoutCancel(ctx)
+	if unlockPair, ok := s.pairs.tryLock(social.PairOf(from, to)); ok {
+		defer unlockPair()
+		return s.transferWithMessage(ctx, req, from, to)
+	}
+	t, replayed, err := s.ledger.TransferWith(ctx, req, []store.Record{{Key: store.TransferIntentKey(req.ID)}})
+	if err != nil || replayed {
+		return t, replayed, err
+	}
+	return t, false, s.appendTransferMessage(t)
+}
+
+// transferWithMessage submits req with its message; the pair's lock is
+// held.
+func (s *Service) transferWithMessage(ctx context.Context, req ledger.TransferRequest, from, to social.UserID) (ledger.Transfer, bool, error) {
 	s.mu.RLock()
 	m := s.state.NewTransfer(from, to, req.Amount, req.ID, req.Memo, time.Now().UTC())
 	s.mu.RUnlock()
-	// The ledger goes on with a command once it is queued, whether or not
-	// the caller waits: wait for the outcome regardless, so the message is
-	// published with its transfer.
-	t, replayed, err := s.ledger.TransferWith(context.WithoutCancel(ctx), req, store.MessageRecords(&m))
+	t, replayed, err := s.ledger.TransferWith(ctx, req, store.MessageRecords(&m))
 	if err != nil || replayed {
 		return t, replayed, err
 	}
@@ -62,7 +78,7 @@ func (s *Service) dropIntent(id string) error {
 }
 
 // appendTransferMessage writes the TRANSFER message of a committed
-// transfer whose intent was left, and clears the intent.
+// transfer and clears its intent.
 func (s *Service) appendTransferMessage(t ledger.Transfer) error {
 	from, okFrom := walletOwner(t.From)
 	to, okTo := walletOwner(t.To)
@@ -84,7 +100,7 @@ func (s *Service) appendTransferMessage(t ledger.Transfer) error {
 	return nil
 }
 
-// recoverTransfers resolves the intents that older data left (see above). An
+// recoverTransfers resolves the intents a crash left (see above). An
 // intent without a posted transfer is dropped: data written before intents
 // went into the ledger's batch held intents of transfers never made.
 func (s *Service) recoverTransfers(ctx context.Context) error {

@@ -117,9 +117,9 @@ func headRecord(p social.Pair, last uint64, read [2]social.ReadMark) Record {
 }
 
 // TransferIntentKey is the key of transfer id's intent: the record that
-// its chat message is still to be written. Data written before the wallet
-// attached its messages to the ledger's batch holds them;
-// DeleteTransferIntent clears them.
+// its chat message is still to be written. The ledger writes it with the
+// transfer (engine.TransferWith) when the message cannot ride in the same
+// batch; DeleteTransferIntent clears it.
 func TransferIntentKey(id string) []byte { return key(nil, prefixIntent, id) }
 
 // DeleteTransferIntent clears a transfer intent.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -252,5 +253,49 @@ func TestWalletOverEveryProtocol(t *testing.T) {
 			_, err = w.wallet.GetBalance(ctxT(t), as(a, &walletv1.GetBalanceRequest{UserId: b.id}))
 			wantCode(t, "another user's balance", err, connect.CodePermissionDenied)
 		})
+	}
+}
+
+// TestWalletConcurrentTransfersOfOnePair: concurrent transfers between
+// the same two users, one of which carries its message in the ledger's
+// batch while the others find the pair locked and write theirs after
+// (transfer.go), give each transfer exactly one TRANSFER message, numbered
+// 1 to n without a gap, with the receiver's unread count n.
+func TestWalletConcurrentTransfersOfOnePair(t *testing.T) {
+	srv := start(t, t.TempDir(), walletArgs...)
+	w := newWalletClients(t, srv.url)
+	alice, bob := w.register(t, "alice"), w.register(t, "bob")
+	w.befriend(t, alice, bob)
+	fundWallet(t, srv.c, alice, 1000)
+
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			req := &walletv1.TransferRequest{RequestId: fmt.Sprintf("burst-%d", i), ToUserId: bob.id, Amount: 1}
+			if _, err := w.wallet.Transfer(ctxT(t), as(alice, req)); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("transfer: %v", err)
+	}
+	seen := map[string]bool{}
+	msgs := w.messages(t, bob, alice.id)
+	for i, m := range msgs {
+		if want := uint64(len(msgs) - i); m.Id != want || m.Type != walletv1.Message_TRANSFER || seen[m.TransferId] {
+			t.Fatalf("message %d of %d: id %d (want %d), type %v, transfer %q (seen before: %v)", i, len(msgs), m.Id, want, m.Type, m.TransferId, seen[m.TransferId])
+		}
+		seen[m.TransferId] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d TRANSFER messages, want %d", len(seen), n)
+	}
+	if list := w.chatList(t, bob); len(list) != 1 || list[0].UnreadCount != n {
+		t.Fatalf("bob's chat list %v, want alice with %d unread", list, n)
 	}
 }

@@ -15,7 +15,8 @@ import (
 // concurrent transfers, three times, and restarts it on the same data.
 // Every acknowledged transfer survives in both histories, each transfer in
 // the ledger has exactly one TRANSFER message in its pair's chat (written
-// in the transfer's own durable batch), money is conserved, and
+// in the transfer's own batch, or rebuilt at start from the intent records
+// of those a kill cut off), money is conserved, and
 // tokens issued before a crash still work after it.
 func TestWalletCrash(t *testing.T) {
 	skipIfShort(t)
@@ -86,10 +87,10 @@ func crashRound(t *testing.T, srv *server, w *walletClients, users []member, kil
 	})
 }
 
-// TestWalletResolvesLeftIntents: data written before a transfer's chat
-// message rode in the ledger's batch may hold transfer intents that a
-// crash left. On start the wallet writes the message of each posted
-// transfer with an intent, exactly once, and drops the intents of
+// TestWalletResolvesLeftIntents: a crash can leave transfer intents (of
+// transfers whose message did not ride in the ledger's batch, and in data
+// of older versions). On start the wallet writes the message of each
+// posted transfer with an intent, exactly once, and drops the intents of
 // transfers never made.
 func TestWalletResolvesLeftIntents(t *testing.T) {
 	dir := t.TempDir()
@@ -129,7 +130,7 @@ func TestWalletResolvesLeftIntents(t *testing.T) {
 }
 
 // writeIntents records transfer intents in a stopped server's storage, as
-// the wallet did before its messages rode in the ledger's batch.
+// if a crash had cut off their messages.
 func writeIntents(t *testing.T, dir string, ids ...string) {
 	t.Helper()
 	db, err := store.Open(dir, store.Options{})
