@@ -32,6 +32,10 @@ import (
 //
 // The calls of one transfer id are serialised, so a retry is answered
 // only once the first call's message is published.
+//
+// A message written with its transfer is dated when the call numbers it,
+// a moment before the ledger dates the transfer; one written after takes
+// the transfer's own date.
 
 // transfer submits req to the ledger and writes its chat message.
 func (s *Service) transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
