@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -31,6 +32,10 @@ type Common struct {
 	Timeout time.Duration
 	// Client selects the HTTP client the VUs send with (empty: FastClient).
 	Client ClientKind
+	// Pipeline, above 1, is how many VUs share a connection, pipelining
+	// their requests on it (see HTTPOptions.Pipeline); 0 or 1: a
+	// connection per VU.
+	Pipeline int
 	// Seed makes the random choices reproducible; 0 picks one, which the
 	// result reports.
 	Seed uint64
@@ -62,6 +67,10 @@ func (c Common) validate() error {
 		return errors.New("bench: --duration, --warmup, --iterations and --timeout must not be negative")
 	case c.Duration == 0 && c.Iterations == 0:
 		return errors.New("bench: set --duration or --iterations")
+	case c.Pipeline < 0:
+		return errors.New("bench: --pipeline must not be negative")
+	case c.Pipeline > 1 && c.Client.orDefault() != FastClient:
+		return errors.New("bench: --pipeline needs --http-client fast")
 	}
 	return c.Client.validate()
 }
@@ -78,6 +87,13 @@ func (c Common) withDefaults() Common {
 }
 
 func (c Common) params(extra map[string]string) Params {
+	if c.Pipeline > 1 {
+		// The load's shape differs, so a result says so.
+		if extra == nil {
+			extra = map[string]string{}
+		}
+		extra["pipeline"] = strconv.Itoa(c.Pipeline)
+	}
 	return Params{
 		Target:     c.Target,
 		VUs:        c.VUs,
@@ -94,7 +110,7 @@ func (c Common) closed(onTick func(Tick)) Closed {
 }
 
 func (c Common) httpClient(conns int) (*HTTPClient, error) {
-	return NewHTTPClient(HTTPOptions{Target: c.Target, APIKey: c.APIKey, Client: c.Client, Conns: conns, Timeout: c.Timeout})
+	return NewHTTPClient(HTTPOptions{Target: c.Target, APIKey: c.APIKey, Client: c.Client, Conns: conns, Timeout: c.Timeout, Pipeline: c.Pipeline})
 }
 
 // checkReady fails fast, with a clear message, when the target is down or

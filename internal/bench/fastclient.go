@@ -61,9 +61,15 @@ type fastTransport struct {
 	conns   map[*fastConn]bool // every connection, held or idle, to close them all
 	maxIdle int
 	closed  bool
+	// pipes are the shared connections when Endpoints pipeline (more
+	// than one per connection); nextPipe is the one the next Endpoint
+	// gets.
+	pipeline int
+	pipes    []*pipeConn
+	nextPipe int
 }
 
-func newFastTransport(base *url.URL, apiKey string, conns int, timeout time.Duration, wire *wireCounters) (*fastTransport, error) {
+func newFastTransport(base *url.URL, apiKey string, conns, pipeline int, timeout time.Duration, wire *wireCounters) (*fastTransport, error) {
 	if base.Scheme != "http" {
 		return nil, fmt.Errorf("bench: the fast HTTP client speaks plain HTTP only; use the std client for %s", base.Redacted())
 	}
@@ -80,6 +86,13 @@ func newFastTransport(base *url.URL, apiKey string, conns int, timeout time.Dura
 		wire:      wire,
 		conns:     map[*fastConn]bool{},
 		maxIdle:   conns,
+		pipeline:  pipeline,
+	}
+	if pipeline > 1 {
+		t.pipes = make([]*pipeConn, (conns+pipeline-1)/pipeline)
+		for i := range t.pipes {
+			t.pipes[i] = &pipeConn{t: t}
+		}
 	}
 	if apiKey != "" {
 		t.auth = "Authorization: Bearer " + apiKey + "\r\n"
@@ -104,6 +117,20 @@ func (t *fastTransport) acquire() (*fastConn, error) {
 	c.bw = bufio.NewWriterSize(c, fastBufferSize)
 	t.conns[c] = true
 	return c, nil
+}
+
+// pipe returns the shared connection the next Endpoint sends on, nil
+// unless Endpoints pipeline. Endpoints are dealt out in turn, so each
+// connection carries at most pipeline of the first VUs' Endpoints.
+func (t *fastTransport) pipe() *pipeConn {
+	if t.pipes == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.pipes[t.nextPipe]
+	t.nextPipe = (t.nextPipe + 1) % len(t.pipes)
+	return p
 }
 
 // release takes back a connection an Endpoint no longer uses, to lend it
@@ -148,6 +175,9 @@ func (t *fastTransport) close() {
 	t.mu.Unlock()
 	for _, c := range conns {
 		c.shut()
+	}
+	for _, p := range t.pipes {
+		p.close()
 	}
 }
 
@@ -264,8 +294,12 @@ type fastEndpoint struct {
 	withBody, noBody string
 	conn             *fastConn
 	stopWatch        func() bool // stops the context watch on conn
-	buf              []byte      // the last body, for Body to reuse
-	reply            []byte
+	// pipe, if not nil, is the connection the Endpoint shares with
+	// others (pipelining); conn is then unused, call its request.
+	pipe  *pipeConn
+	call  pipeCall
+	buf   []byte // the last body, for Body to reuse
+	reply []byte
 }
 
 func newFastEndpoint(t *fastTransport, ctx context.Context, method, requestURI, basePath string) *fastEndpoint {
@@ -278,6 +312,7 @@ func newFastEndpoint(t *fastTransport, ctx context.Context, method, requestURI, 
 		basePath: basePath,
 		withBody: fixed + "Content-Type: application/json\r\nContent-Length: ",
 		noBody:   fixed + "\r\n",
+		pipe:     t.pipe(),
 	}
 }
 
@@ -291,6 +326,9 @@ func (e *fastEndpoint) body() []byte { return e.buf[:0] }
 func (e *fastEndpoint) send(method string, uri, body []byte) (int, []byte, error) {
 	if body != nil {
 		e.buf = body
+	}
+	if e.pipe != nil {
+		return e.pipeSend(method, uri, body)
 	}
 	now := time.Now()
 	c, err := e.ready(now)
@@ -376,26 +414,31 @@ func (e *fastEndpoint) ready(now time.Time) (*fastConn, error) {
 func (e *fastEndpoint) write(c *fastConn, method string, uri, body []byte) error {
 	c.written = 0
 	bw := c.bw
-	_, _ = bw.WriteString(method)
-	_ = bw.WriteByte(' ')
-	if uri == nil {
-		_, _ = bw.WriteString(e.uri)
-	} else {
-		_, _ = bw.WriteString(e.basePath)
-		_, _ = bw.Write(uri)
-	}
-	if body == nil {
-		_, _ = bw.WriteString(e.noBody)
-	} else {
-		_, _ = bw.WriteString(e.withBody)
-		// AvailableBuffer is the free tail of bw's own buffer: the
-		// length is formatted in place, with no allocation.
-		_, _ = bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(len(body)), 10))
-		_, _ = bw.WriteString("\r\n\r\n")
-		_, _ = bw.Write(body)
-	}
+	// AvailableBuffer is the free tail of bw's own buffer: the head is
+	// formatted in place, with no allocation.
+	_, _ = bw.Write(e.appendHead(bw.AvailableBuffer(), method, uri, body))
+	_, _ = bw.Write(body)
 	// bufio.Writer's errors are sticky: Flush reports any of the above.
 	return bw.Flush()
+}
+
+// appendHead appends the request line and header section of a request
+// with body (nil: none) to b.
+func (e *fastEndpoint) appendHead(b []byte, method string, uri, body []byte) []byte {
+	b = append(b, method...)
+	b = append(b, ' ')
+	if uri == nil {
+		b = append(b, e.uri...)
+	} else {
+		b = append(b, e.basePath...)
+		b = append(b, uri...)
+	}
+	if body == nil {
+		return append(b, e.noBody...)
+	}
+	b = append(b, e.withBody...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	return append(b, "\r\n\r\n"...)
 }
 
 // failed prefers the context's error once it has ended, so an interrupted

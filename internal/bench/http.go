@@ -57,6 +57,10 @@ type HTTPOptions struct {
 	// Timeout bounds a request: the wait for the reply's headers with
 	// StdClient, the whole exchange with FastClient (0: 30 s).
 	Timeout time.Duration
+	// Pipeline, above 1, has that many Endpoints share each connection
+	// and pipeline their requests on it (pipeclient.go); FastClient only.
+	// 0 or 1: each Endpoint has a connection of its own.
+	Pipeline int
 }
 
 // HTTPClient sends a load generator's requests: keep-alive connections, one
@@ -78,6 +82,9 @@ func NewHTTPClient(o HTTPOptions) (*HTTPClient, error) {
 	if err := o.Client.validate(); err != nil {
 		return nil, err
 	}
+	if o.Pipeline > 1 && o.Client.orDefault() != FastClient {
+		return nil, errors.New("bench: --pipeline needs --http-client fast")
+	}
 	if !isFieldValue([]byte(o.APIKey)) {
 		return nil, errors.New("bench: the API key holds characters a header cannot")
 	}
@@ -95,7 +102,7 @@ func NewHTTPClient(o HTTPOptions) (*HTTPClient, error) {
 		c.header.Set("Authorization", "Bearer "+o.APIKey)
 	}
 	if o.Client.orDefault() == FastClient {
-		if c.fast, err = newFastTransport(base, o.APIKey, conns, timeout, &c.wire); err != nil {
+		if c.fast, err = newFastTransport(base, o.APIKey, conns, o.Pipeline, timeout, &c.wire); err != nil {
 			return nil, err
 		}
 		return c, nil

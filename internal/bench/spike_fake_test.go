@@ -213,10 +213,13 @@ func smallSpike(target string) SpikeConfig {
 
 func TestRunSpikeSellsOutWithoutDoubleBooking(t *testing.T) {
 	for _, wait := range []time.Duration{0, time.Second} {
-		for _, client := range []ClientKind{FastClient, StdClient} {
-			t.Run(fmt.Sprintf("wait=%s/%s", wait, client), func(t *testing.T) {
+		for _, client := range []struct {
+			kind     ClientKind
+			pipeline int
+		}{{FastClient, 0}, {StdClient, 0}, {FastClient, 4}} {
+			t.Run(fmt.Sprintf("wait=%s/%s/pipeline=%d", wait, client.kind, client.pipeline), func(t *testing.T) {
 				cfg := smallSpike(newFakeTickets(t, false, false).URL)
-				cfg.Wait, cfg.Client = wait, client
+				cfg.Wait, cfg.Client, cfg.Pipeline = wait, client.kind, client.pipeline
 				res, err := RunSpike(t.Context(), cfg)
 				if err != nil {
 					t.Fatal(err)
