@@ -19,9 +19,9 @@ for i in 1 2 3; do hdr batch-$i; $B bench transfer --target http://$A --no-setup
 stop
 
 hdr SPIKE
-for mode in poll wait; do for i in 1 2; do
+for mode in poll pipelined wait; do for i in 1 2; do
   hdr spike-$mode-$i; serve; t0=$(cpu $SP)
-  extra=""; [ $mode = wait ] && extra="--wait 10s"
+  extra=""; [ $mode = wait ] && extra="--wait 10s"; [ $mode = pipelined ] && extra="--pipeline 16"
   $B bench spike --target http://$A -n 1000000 --events 4 --areas 100 --rows 20 --cols 20 $extra --out $O/spike-$mode-$i.json 2>/dev/null | grep -E 'reservation_latency|server_processing|completion|sold_out|seats_sold|reservations\.|double|peak|load_gen|verdict'
   echo "server cpu ticks: $(( $(cpu $SP)-t0 )); VmHWM $(awk '/VmHWM/{print $2}' /proc/$SP/status) kB"; stop
 done; done

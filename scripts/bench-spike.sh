@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Reproduces the ticketing figures of docs/BENCHMARKS.md on this machine: on a fresh server each
 # time, `surge bench spike` with 1,000,000 requests for 4 events × 100 areas × 20×20 seats, as
-# ticket-master's client does it (POST, then long-poll GET) and in one call each (--wait), three
-# times each; then seed 002's single-instance shape (50,000 requests, 10 areas). Prints each run's
-# summary lines and the server's CPU time and peak RSS.
+# ticket-master's client does it (POST, then long-poll GET), the same with 16 workers pipelining on
+# each connection (--pipeline 16), and in one call each (--wait), three times each; then seed 002's
+# single-instance shape (50,000 requests, 10 areas). Prints each run's summary lines and the
+# server's CPU time and peak RSS.
 #
 # Usage: scripts/bench-spike.sh [OUTDIR]   (default: ./bench-out; JSON results land there)
-# Takes about 15 minutes. Run it on an otherwise idle machine.
+# Takes about 17 minutes. Run it on an otherwise idle machine.
 set -euo pipefail
 out=${1:-bench-out}
 addr=127.0.0.1:18200
@@ -32,5 +33,6 @@ run() { # run NAME ARGS... : one spike on a fresh server
 }
 
 for i in 1 2 3; do run "spike-poll-$i" -n 1000000 --events 4 --areas 100 --rows 20 --cols 20; done
+for i in 1 2 3; do run "spike-pipelined-$i" -n 1000000 --events 4 --areas 100 --rows 20 --cols 20 --pipeline 16; done
 for i in 1 2 3; do run "spike-wait-$i" -n 1000000 --events 4 --areas 100 --rows 20 --cols 20 --wait 10s; done
 run spike-50k -n 50000 --events 1 --areas 10 -c 500
