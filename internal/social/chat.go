@@ -92,7 +92,7 @@ func (s *State) AddMessage(m Message) {
 	c, ok := s.convs[p]
 	if !ok {
 		c = &Conversation{Pair: p}
-		s.convs[p] = c
+		s.setConv(c)
 	}
 	c.Last = m
 }
@@ -128,5 +128,16 @@ func (s *State) SetReadMark(u, peer UserID, mark ReadMark) {
 
 // LoadConversation installs a conversation read back from storage.
 func (s *State) LoadConversation(c Conversation) {
-	s.convs[c.Pair] = &c
+	s.setConv(&c)
+}
+
+// setConv makes c the pair's conversation, for its peer links too.
+func (s *State) setConv(c *Conversation) {
+	s.convs[c.Pair] = c
+	if l := s.peers[c.Pair.Lo][c.Pair.Hi]; l != nil {
+		l.conv = c
+	}
+	if l := s.peers[c.Pair.Hi][c.Pair.Lo]; l != nil {
+		l.conv = c
+	}
 }

@@ -139,17 +139,26 @@ func (s *State) SetRelation(r Relation) {
 		return
 	}
 	s.relations[r.Pair] = &r
-	s.link(r.Lo, r.Hi)
-	s.link(r.Hi, r.Lo)
+	s.link(r.Lo, r.Hi, &r)
+	s.link(r.Hi, r.Lo, &r)
 }
 
-func (s *State) link(u, peer UserID) {
+// peerLink is what u's friend lists read of u's relation with a peer.
+// rel and conv are the pair's entries of relations and convs, kept in
+// step by SetRelation and setConv.
+type peerLink struct {
+	user *User // the peer
+	rel  *Relation
+	conv *Conversation // nil until the pair has a message
+}
+
+func (s *State) link(u, peer UserID, r *Relation) {
 	m := s.peers[u]
 	if m == nil {
-		m = make(map[UserID]struct{})
+		m = make(map[UserID]*peerLink)
 		s.peers[u] = m
 	}
-	m[peer] = struct{}{}
+	m[peer] = &peerLink{user: s.users[peer], rel: r, conv: s.convs[r.Pair]}
 }
 
 // AreFriends reports whether a and b are friends.

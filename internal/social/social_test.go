@@ -145,3 +145,73 @@ func TestMessagesAndUnread(t *testing.T) {
 		t.Errorf("chat friends of a: %+v (c is no friend)", list)
 	}
 }
+
+// The friend lists read a pair's relation and conversation through each
+// user's peer links. However the two came about, in whichever order (a
+// transfer before the friendship, a conversation loaded from storage
+// before or after the relation, a request turned down and made again),
+// the lists show the pair's current relation and newest message.
+func TestFriendListsFollowEveryOrder(t *testing.T) {
+	befriend := func(s *State, a, b UserID) {
+		r, _ := s.FriendRequest(a, b, t0)
+		s.SetRelation(r)
+		r, _ = s.Accept(b, a, t0)
+		s.SetRelation(r)
+	}
+	wantChat := func(t *testing.T, s *State, u, peer UserID, seq uint64) {
+		t.Helper()
+		list := s.ChatFriends(u)
+		if len(list) != 1 || list[0].User.ID != peer || list[0].Last == nil || list[0].Last.Seq != seq {
+			t.Fatalf("chat friends of %d: %+v, want %d with message %d", u, list, peer, seq)
+		}
+	}
+
+	// A transfer, then friendship.
+	s := newUsers(t, "ann", "bob")
+	s.AddMessage(s.NewTransfer(1, 2, 5, "t1", "", t0))
+	if list := s.ChatFriends(1); len(list) != 0 {
+		t.Fatalf("chat friends before friendship: %+v", list)
+	}
+	befriend(s, 1, 2)
+	wantChat(t, s, 1, 2, 1)
+	wantChat(t, s, 2, 1, 1)
+	s.AddMessage(s.NewTransfer(2, 1, 5, "t2", "", t0))
+	wantChat(t, s, 1, 2, 2)
+
+	// Loading after a restart: the conversation before the relation, and
+	// after it.
+	for _, convFirst := range []bool{true, false} {
+		s := newUsers(t, "ann", "bob")
+		conv := Conversation{Pair: PairOf(1, 2), Last: Message{Seq: 7, From: 2, To: 1, Sent: [2]uint64{3, 4}}}
+		if convFirst {
+			s.LoadConversation(conv)
+		}
+		s.SetRelation(Relation{Pair: PairOf(1, 2), State: RelationFriends, Requester: 1, Since: t0})
+		if !convFirst {
+			s.LoadConversation(conv)
+		}
+		wantChat(t, s, 1, 2, 7)
+		if got := s.ChatFriends(1)[0].Unread; got != 4 {
+			t.Fatalf("convFirst=%v: ann's unread %d, want 4", convFirst, got)
+		}
+	}
+
+	// A request turned down, then made again and accepted.
+	s = newUsers(t, "ann", "bob")
+	r, _ := s.FriendRequest(1, 2, t0)
+	s.SetRelation(r)
+	if f := s.Friends(2); len(f) != 1 || f[0].Status != StatusNotAnswer {
+		t.Fatalf("bob's friends with a request open: %+v", f)
+	}
+	r, _ = s.Reject(2, 1)
+	s.SetRelation(r)
+	if f := s.Friends(1); len(f) != 0 {
+		t.Fatalf("ann's friends after the rejection: %+v", f)
+	}
+	befriend(s, 2, 1)
+	s.AddMessage(s.NewTransfer(1, 2, 5, "t3", "", t0))
+	if f := s.Friends(1); len(f) != 1 || f[0].Status != StatusFriend {
+		t.Fatalf("ann's friends: %+v", f)
+	}
+	wantChat(t, s, 2, 1, 1)
+}

@@ -10,8 +10,11 @@ type State struct {
 	users     map[UserID]*User
 	byName    map[string]*User
 	relations map[Pair]*Relation
-	// peers lists, per user, the users they have a relation with.
-	peers  map[UserID]map[UserID]struct{}
+	// peers lists, per user, the users they have a relation with, each
+	// with what the friend lists read of the pair: reading them through
+	// the relations and convs maps cost two lookups per friend, most of
+	// GetChatFriendList's own time (cache misses, with thousands of users).
+	peers  map[UserID]map[UserID]*peerLink
 	convs  map[Pair]*Conversation
 	online map[UserID]int
 	lastID UserID
@@ -23,7 +26,7 @@ func NewState() *State {
 		users:     make(map[UserID]*User),
 		byName:    make(map[string]*User),
 		relations: make(map[Pair]*Relation),
-		peers:     make(map[UserID]map[UserID]struct{}),
+		peers:     make(map[UserID]map[UserID]*peerLink),
 		convs:     make(map[Pair]*Conversation),
 		online:    make(map[UserID]int),
 	}
@@ -92,9 +95,8 @@ type Friend struct {
 // Friends lists u's friends and open requests, by username.
 func (s *State) Friends(u UserID) []Friend {
 	out := make([]Friend, 0, len(s.peers[u]))
-	for peer := range s.peers[u] {
-		r := s.relations[PairOf(u, peer)]
-		out = append(out, Friend{User: s.users[peer], Status: r.StatusFor(u)})
+	for _, l := range s.peers[u] {
+		out = append(out, Friend{User: l.user, Status: l.rel.StatusFor(u)})
 	}
 	slices.SortFunc(out, func(a, b Friend) int { return cmp.Compare(a.User.Username, b.User.Username) })
 	return out
@@ -112,13 +114,12 @@ type ChatFriend struct {
 // friends without messages come last, by username.
 func (s *State) ChatFriends(u UserID) []ChatFriend {
 	out := make([]ChatFriend, 0, len(s.peers[u]))
-	for peer := range s.peers[u] {
-		p := PairOf(u, peer)
-		if s.relations[p].State != RelationFriends {
+	for _, l := range s.peers[u] {
+		if l.rel.State != RelationFriends {
 			continue
 		}
-		cf := ChatFriend{User: s.users[peer]}
-		if c, ok := s.convs[p]; ok {
+		cf := ChatFriend{User: l.user}
+		if c := l.conv; c != nil {
 			cf.Last = &c.Last
 			cf.Unread = c.Unread(u)
 		}
