@@ -69,8 +69,6 @@ func (c Common) validate() error {
 		return errors.New("bench: set --duration or --iterations")
 	case c.Pipeline < 0:
 		return errors.New("bench: --pipeline must not be negative")
-	case c.Pipeline > 1 && c.Client.orDefault() != FastClient:
-		return errors.New("bench: --pipeline needs --http-client fast")
 	}
 	return c.Client.validate()
 }

@@ -64,7 +64,6 @@ type fastTransport struct {
 	// pipes are the shared connections when Endpoints pipeline (more
 	// than one per connection); nextPipe is the one the next Endpoint
 	// gets.
-	pipeline int
 	pipes    []*pipeConn
 	nextPipe int
 }
@@ -86,7 +85,6 @@ func newFastTransport(base *url.URL, apiKey string, conns, pipeline int, timeout
 		wire:      wire,
 		conns:     map[*fastConn]bool{},
 		maxIdle:   conns,
-		pipeline:  pipeline,
 	}
 	if pipeline > 1 {
 		t.pipes = make([]*pipeConn, (conns+pipeline-1)/pipeline)
@@ -295,7 +293,8 @@ type fastEndpoint struct {
 	conn             *fastConn
 	stopWatch        func() bool // stops the context watch on conn
 	// pipe, if not nil, is the connection the Endpoint shares with
-	// others (pipelining); conn is then unused, call its request.
+	// others (pipelining), and call its request in flight; conn is then
+	// unused.
 	pipe  *pipeConn
 	call  pipeCall
 	buf   []byte // the last body, for Body to reuse

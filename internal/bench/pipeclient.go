@@ -50,7 +50,7 @@ type pipeConn struct {
 // one, so it keeps and reuses its pipeCall, reply buffer included.
 type pipeCall struct {
 	done     chan struct{} // receives once the reply or the failure is in
-	head     bool          // a HEAD request: its reply has no content
+	isHEAD   bool          // a HEAD request: its reply has no content
 	deadline time.Time     // when the whole exchange must be over
 	status   int
 	reply    []byte
@@ -202,7 +202,7 @@ func (s *pipeSession) read() {
 		// The oldest call's deadline bounds the wait: the replies queued
 		// behind it are due after it.
 		_ = s.tc.SetReadDeadline(c.deadline)
-		r, reply, err := readResponse(s.br, c.head, c.reply)
+		r, reply, err := readResponse(s.br, c.isHEAD, c.reply)
 		c.reply, c.status = reply, r.status
 		switch {
 		case err != nil:
@@ -281,7 +281,7 @@ func (e *fastEndpoint) pipeSend(method string, uri, body []byte) (int, []byte, e
 	if c.done == nil {
 		c.done = make(chan struct{}, 1)
 	}
-	c.head, c.deadline, c.err = method == "HEAD", now.Add(e.t.timeout), nil
+	c.isHEAD, c.deadline, c.err = method == "HEAD", now.Add(e.t.timeout), nil
 	if err := e.ctx.Err(); err != nil {
 		return 0, nil, err
 	}
