@@ -4,7 +4,7 @@
 # --call Transfer -c 20 --duration 10s` to give the pairs conversations and histories, then each of
 # CALLS (default "GetChatFriendList GetFriendList") for SECS seconds at -c 20, printing requests/s
 # and the server's CPU per call, measured from the call's first progress line (after its setup) to
-# its end. Give the binaries in ABBA order: this VM's speed drifts within minutes.
+# its end, then the load generator's CPU per call as it reports it. Give the binaries in ABBA order: this VM's speed drifts within minutes.
 #
 # Usage: [CALLS="GetHistory"] scripts/wallet-ab.sh SECS LABEL:BINARY ...
 set -euo pipefail
@@ -27,7 +27,9 @@ run() { # run BINARY PID CALL SECS: prints "CALL rps µs/call"
   t1=$(cpu_ticks "$2")
   count=$(grep -E "^\s*Count:" "$log" | head -1 | awk '{print $NF}')
   rps=$(grep -i "requests/sec" "$log" | head -1 | awk '{print $NF}')
-  echo "$3 $rps rps $(awk -v c=$((t1 - t0)) -v n=$((count - n0)) -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", c*1e6/hz/n}') µs/call"
+  local client
+  client=$(grep "^Load generator CPU" "$log" | sed 's/.*, //')
+  echo "$3 $rps rps $(awk -v c=$((t1 - t0)) -v n=$((count - n0)) -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.1f", c*1e6/hz/n}') µs/call, client $client"
 }
 
 for spec in "$@"; do

@@ -77,6 +77,9 @@ func writeGHZSummary(w io.Writer, r *Result) error {
 		}
 		fmt.Fprintf(&b, "\nTarget (SPEC §8): %s — %s (%s)\n", v.Target, verdict, v.Detail)
 	}
+	if c := r.Client; c.CPU >= 0 {
+		fmt.Fprintf(&b, "Load generator CPU: %.1f%% of one core, %.1fµs per call\n", c.CPUShare*100, c.MicrosPerRequest)
+	}
 	if m := r.MachineCPU; m != nil {
 		fmt.Fprintf(&b, "Machine CPU during the run: %s\n", m)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,9 @@ line wins over the environment.`,
 	cmd.AddCommand(newBenchCompareCommand())
 	return cmd
 }
+
+// benchGCPercent is the load generator's GOGC unless GOGC is set.
+const benchGCPercent = 400
 
 // stallsHelp ends the help of the scenarios that judge latency.
 const stallsHelp = `
@@ -139,6 +143,13 @@ func addRunFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions) {
 func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Command) (*bench.Result, error)) error {
 	if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
 		return err
+	}
+	// The load generator keeps little (histograms, a run's users) and throws
+	// away every reply it decodes: collecting at Go's default GOGC of 100
+	// cost it 5-15% of its CPU per GetHistory call (docs/BENCHMARKS.md,
+	// session 10), CPU the server under test shares.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(benchGCPercent)
 	}
 	if opts.out != "" {
 		if err := bench.CheckOutPath(opts.out); err != nil {

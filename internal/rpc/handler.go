@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/surge-dev/surge/internal/gen/surge/wallet/v1/walletv1connect"
+	"github.com/surge-dev/surge/internal/rpc/vtcodec"
 )
 
 // maxMessageBytes bounds a request message; the largest legitimate one (a
@@ -95,7 +96,11 @@ func (s *Service) Handler() http.Handler {
 // GRPCServer returns a grpc-go server of every RPC, reflection included,
 // for the connections whose first request is gRPC; opts add to its own.
 func (s *Service) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
-	own := []grpc.ServerOption{grpc.MaxRecvMsgSize(maxMessageBytes), grpc.NumStreamWorkers(streamWorkers)}
+	own := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxMessageBytes),
+		grpc.NumStreamWorkers(streamWorkers),
+		grpc.ForceServerCodecV2(vtcodec.Server),
+	}
 	srv := grpc.NewServer(append(own, opts...)...)
 	descs := map[string]*grpc.ServiceDesc{}
 	var order []string
