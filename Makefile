@@ -26,7 +26,7 @@ help: ## List targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # buf v1.75.0 compiles proto/ (buf.yaml) and runs the plugins pinned in
-# buf.gen.yaml (protoc-gen-go, protoc-gen-connect-go) with `go run`: Go is all
+# buf.gen.yaml (protoc-gen-go, protoc-gen-connect-go, protoc-gen-go-vtproto) with `go run`: Go is all
 # a machine needs. The generated code is committed, so builds and CI never run this.
 BUF_VERSION := v1.75.0
 BUF := $(GO) run github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
