@@ -36,7 +36,9 @@ const (
 
 // KVConfig configures the kv scenario, report 004's wrk2 runs: an open
 // model at a constant rate against the highload-dht API. Common.VUs is
-// the number of connections.
+// the number of connections; Common.Pipeline, above 1, splits each
+// connection's schedule into that many senders that pipeline on it, so
+// that a request leaves when it is due even while earlier replies are out.
 type KVConfig struct {
 	Common
 	// Rate is the total requests due per second; with FindMax, the rate
@@ -122,24 +124,31 @@ func RunKV(ctx context.Context, cfg KVConfig) (*Result, error) {
 		cfg.Keys = cfg.Prefill
 	}
 	cfg.Common = cfg.Common.withDefaults()
-	client, err := cfg.httpClient(max(cfg.VUs, cfg.PrefillConns))
+	// The prefill is a closed loop of its own connections, never
+	// pipelined; the run's senders share cfg.VUs connections.
+	setup, err := NewHTTPClient(HTTPOptions{Target: cfg.Target, APIKey: cfg.APIKey, Client: cfg.Client, Conns: cfg.PrefillConns, Timeout: cfg.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	defer setup.Close()
+	client, err := cfg.httpClient(cfg.senders())
 	if err != nil {
 		return nil, err
 	}
 	defer client.Close()
 	progress := NewProgress(cfg.Log, "")
-	if err := checkReady(ctx, client); err != nil {
+	if err := checkReady(ctx, setup); err != nil {
 		return nil, err
 	}
 	if cfg.Prefill > 0 {
-		if err := prefillKV(ctx, client, cfg, progress); err != nil {
+		if err := prefillKV(ctx, setup, cfg, progress); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.FindMax {
 		return findMaxKV(ctx, client, cfg, progress)
 	}
-	progress.Printf("kv: %s at %s/s on %d connections for %s", cfg.Op, ratef(cfg.Rate), cfg.VUs, k6Duration(cfg.Duration))
+	progress.Printf("kv: %s at %s/s on %s for %s", cfg.Op, ratef(cfg.Rate), cfg.describeConns(), k6Duration(cfg.Duration))
 	res, _, err := runKV(ctx, client, cfg, cfg.Rate, progress.Tick, nil)
 	return res, err
 }
@@ -150,7 +159,7 @@ func RunKV(ctx context.Context, cfg KVConfig) (*Result, error) {
 func runKV(ctx context.Context, client *HTTPClient, cfg KVConfig, rate float64, onTick func(Tick), slo []SLOTerm) (*Result, *stallHistograms, error) {
 	var misses atomic.Int64
 	values := randomBytes(cfg.Seed, 2*cfg.ValueSize+1)
-	open := Open{Connections: cfg.VUs, Rate: rate, Duration: cfg.Duration, Warmup: cfg.Warmup, Seed: cfg.Seed, NoStallMeter: cfg.NoStallMeter, OnTick: onTick}
+	open := Open{Senders: cfg.senders(), Rate: rate, Duration: cfg.Duration, Warmup: cfg.Warmup, Seed: cfg.Seed, NoStallMeter: cfg.NoStallMeter, OnTick: onTick}
 	run, err := open.Run(ctx, func(vctx context.Context, vu *VU) (Request, error) {
 		return newKVConn(vctx, client, cfg, vu, values, &misses).send, nil
 	})
@@ -171,6 +180,18 @@ func runKV(ctx context.Context, client *HTTPClient, cfg KVConfig, rate float64, 
 	}
 	res.Verdict = kvVerdict(res, cfg, run.stallHists)
 	return res, run.stallHists, nil
+}
+
+// senders is the number of schedules: one per connection, or Pipeline
+// per pipelined connection.
+func (c KVConfig) senders() int { return c.VUs * max(c.Pipeline, 1) }
+
+// describeConns says how the run's requests travel, for progress lines.
+func (c KVConfig) describeConns() string {
+	if c.Pipeline > 1 {
+		return fmt.Sprintf("%d connection(s), each with up to %d requests pipelined", c.VUs, c.Pipeline)
+	}
+	return fmt.Sprintf("%d connection(s)", c.VUs)
 }
 
 func kvParams(c KVConfig, rate float64) map[string]string {

@@ -57,8 +57,8 @@ const (
 // probes attached.
 func findMaxKV(ctx context.Context, client *HTTPClient, cfg KVConfig, progress *Progress) (*Result, error) {
 	slo, _ := ParseSLO(cfg.SLO) // validated already
-	progress.Printf("kv find-max: %s on %d connections, %s per probe, SLO %s, starting at %s/s",
-		cfg.Op, cfg.VUs, k6Duration(cfg.Duration), cfg.SLO, ratef(cfg.Rate))
+	progress.Printf("kv find-max: %s on %s, %s per probe, SLO %s, starting at %s/s",
+		cfg.Op, cfg.describeConns(), k6Duration(cfg.Duration), cfg.SLO, ratef(cfg.Rate))
 	var probes []KVProbe
 	var best, last *Result
 	pass, fail := 0.0, math.Inf(1)

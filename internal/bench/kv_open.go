@@ -10,23 +10,24 @@ import (
 )
 
 // Open is the open load model of wrk2: requests are due at a constant
-// total Rate, spread evenly over the connections, whatever the server's
-// latency. A connection whose previous request is still out sends its next
+// total Rate, spread evenly over the senders, whatever the server's
+// latency. A sender whose previous request is still out sends its next
 // one as soon as it can, and every latency is measured from the moment the
 // request was due, not from when it was sent: a server that stalls is
 // charged for every request the stall delayed (coordinated omission
 // corrected), which a closed loop, waiting politely, would never send.
 type Open struct {
-	// Connections is the number of connections, each with at most one
-	// request in flight (as wrk2's, without pipelining).
-	Connections int
+	// Senders is the number of schedules, each with at most one request
+	// in flight: a connection each, as wrk2's, or several pipelining on
+	// one connection (HTTPOptions.Pipeline).
+	Senders int
 	// Rate is the total number of requests due per second.
 	Rate float64
 	// Duration is the measured phase: requests due within it are sent.
 	Duration time.Duration
 	// Warmup runs the schedule unmeasured first.
 	Warmup time.Duration
-	// Seed seeds each connection's random source (with its index).
+	// Seed seeds each sender's random source (with its index).
 	Seed uint64
 	// NoStallMeter leaves the machine-stall meter off: Run.Stalls stays nil.
 	NoStallMeter bool
@@ -42,20 +43,20 @@ type Request func(ctx context.Context, vu *VU) Outcome
 type OpenRun struct {
 	*Run
 	// Unsent counts requests due in the measured phase that were never
-	// sent, because their connection was still waiting for earlier
-	// replies when the phase ended.
+	// sent, because their sender was still waiting for earlier replies
+	// when the phase ended.
 	Unsent int64
 }
 
-// Run prepares a Request per connection, then runs the schedule.
+// Run prepares a Request per sender, then runs the schedule.
 func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU) (Request, error)) (*OpenRun, error) {
-	if o.Connections <= 0 || o.Rate <= 0 || o.Duration <= 0 || o.Warmup < 0 {
-		return nil, errors.New("bench: an open-model run needs connections, a rate and a duration")
+	if o.Senders <= 0 || o.Rate <= 0 || o.Duration <= 0 || o.Warmup < 0 {
+		return nil, errors.New("bench: an open-model run needs senders, a rate and a duration")
 	}
 	ctl := newRunControl(ctx, o.Warmup, o.Duration, !o.NoStallMeter)
 	defer ctl.cancel()
-	vus := make([]*VU, o.Connections)
-	sends := make([]Request, o.Connections)
+	vus := make([]*VU, o.Senders)
+	sends := make([]Request, o.Senders)
 	for i := range vus {
 		vus[i] = &VU{ID: i, Rand: rand.New(rand.NewPCG(o.Seed, uint64(i)))}
 		send, err := prepare(ctl.ctx, vus[i])
@@ -67,7 +68,7 @@ func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU)
 	first := time.Now()
 	origin := first.Add(o.Warmup)
 	end := origin.Add(o.Duration)
-	col := NewCollector(origin, o.Connections, o.OnTick)
+	col := NewCollector(origin, o.Senders, o.OnTick)
 	for _, vu := range vus {
 		vu.rec = col.NewRecorder()
 	}
@@ -83,7 +84,7 @@ func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU)
 	}
 	wg.Wait()
 	stopped := time.Now()
-	run := &Run{Start: origin, Elapsed: max(stopped.Sub(origin), 0), VUs: o.Connections,
+	run := &Run{Start: origin, Elapsed: max(stopped.Sub(origin), 0), VUs: o.Senders,
 		Stats: NewRecorder(origin), Interrupted: ctx.Err() != nil}
 	ctl.finish(run)
 	run.Series = col.Stop(stopped)
@@ -93,13 +94,13 @@ func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU)
 	return &OpenRun{Run: run, Unsent: unsent.Load()}, nil
 }
 
-// interval is the time between two requests of one connection.
+// interval is the time between two requests of one sender.
 func (o Open) interval() time.Duration {
-	return time.Duration(float64(time.Second) * float64(o.Connections) / o.Rate)
+	return time.Duration(float64(time.Second) * float64(o.Senders) / o.Rate)
 }
 
-// loop is one connection's schedule: its requests are due every interval,
-// offset by its index so that the connections' sends interleave evenly. It
+// loop is one sender's schedule: its requests are due every interval,
+// offset by its index so that the senders' requests interleave evenly. It
 // returns how many requests of the measured phase it never sent.
 func (o Open) loop(ctx context.Context, vu *VU, send Request, first, origin, end time.Time, stop *atomic.Bool) (unsent int64) {
 	every := o.interval()
@@ -107,7 +108,7 @@ func (o Open) loop(ctx context.Context, vu *VU, send Request, first, origin, end
 	for ; due.Before(end); due = due.Add(every) {
 		if stop.Load() {
 			// The phase ended (or the user interrupted) while this
-			// connection was behind its schedule.
+			// sender was behind its schedule.
 			return int64((end.Sub(due) + every - 1) / every)
 		}
 		sleepUntil(due)

@@ -135,7 +135,7 @@ func TestOpenRateAndCorrection(t *testing.T) {
 	}
 	defer c.Close()
 	const rate, dur = 200, time.Second
-	o := Open{Connections: 1, Rate: rate, Duration: dur, Seed: 1}
+	o := Open{Senders: 1, Rate: rate, Duration: dur, Seed: 1}
 	run, err := o.Run(context.Background(), func(ctx context.Context, vu *VU) (Request, error) {
 		ep := c.Endpoint(ctx, http.MethodGet, "/")
 		return func(ctx context.Context, vu *VU) Outcome {

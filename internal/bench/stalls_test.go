@@ -176,7 +176,7 @@ func TestRunsCarryTheirStalls(t *testing.T) {
 	if res := NewResult("transfer", Params{}, run, nil); res.MachineStalls != run.Stalls {
 		t.Error("NewResult dropped the run's stalls")
 	}
-	open := Open{Connections: 1, Rate: 1000, Duration: 20 * time.Millisecond}
+	open := Open{Senders: 1, Rate: 1000, Duration: 20 * time.Millisecond}
 	orun, err := open.Run(context.Background(), func(context.Context, *VU) (Request, error) {
 		return func(context.Context, *VU) Outcome { return Outcome{} }, nil
 	})

@@ -17,7 +17,9 @@ in which requests are due at a constant --rate, spread evenly over
 --connections, whatever the server's latency. A connection still waiting for
 a reply sends its next request as soon as it can, and every latency counts
 from when the request was due, so a stall is charged for every request it
-delayed (coordinated omission corrected). Latencies go into an HdrHistogram;
+delayed (coordinated omission corrected). With --pipeline N, a connection
+has up to N requests in flight, so requests leave when they are due (HTTP/1.1
+pipelining; fewer system calls on both sides). Latencies go into an HdrHistogram;
 the summary has wrk2's shape, with its detailed percentile spectrum.
 
 Keys are k0000000000 ... up to --keys, picked uniformly or with a Zipf
@@ -53,7 +55,9 @@ probe, and the same explanation when they break the SLO.`,
 	fs := cmd.Flags()
 	fs.StringVar(&cfg.Target, "target", cfg.Target, "base URL of the surge under test")
 	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "API key, sent as 'Authorization: Bearer <key>' (needed when surge runs with --api-key)")
-	fs.IntVar(&cfg.VUs, "connections", cfg.VUs, "connections, each with at most one request in flight (wrk2's -c)")
+	fs.IntVar(&cfg.VUs, "connections", cfg.VUs, "connections, each with at most one request in flight (wrk2's -c) unless --pipeline")
+	fs.IntVar(&cfg.Pipeline, "pipeline", cfg.Pipeline,
+		"requests each connection may have in flight: its schedule is split among that many senders that pipeline on it (HTTP/1.1), so a request leaves when it is due even while earlier replies are out; 0 or 1: one at a time, as wrk2")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "requests due per second, in total (wrk2's -R); with --find-max, where the search starts")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the run, or of each --find-max probe")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "run the schedule this long before measuring (and before each probe)")
