@@ -4,7 +4,8 @@
 # --call Transfer -c 20 --duration 10s` to give the pairs conversations and histories, then each of
 # CALLS (default "GetChatFriendList GetFriendList") for SECS seconds at -c 20, printing requests/s
 # and the server's CPU per call, measured from the call's first progress line (after its setup) to
-# its end, then the load generator's CPU per call as it reports it. Give the binaries in ABBA order: this VM's speed drifts within minutes.
+# its end, then the load generator's CPU per call as it reports it. Give the binaries in ABBA order:
+# this VM's speed drifts within minutes.
 #
 # Usage: [CALLS="GetHistory"] scripts/wallet-ab.sh SECS LABEL:BINARY ...
 set -euo pipefail
@@ -14,7 +15,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 
-run() { # run BINARY PID CALL SECS: prints "CALL rps µs/call"
+run() { # run BINARY PID CALL SECS: prints "CALL rps server-µs/call, client client-µs per call"
   local log=$out/bench.log
   "$1" bench wallet --target "http://$addr" --call "$3" -c 20 --duration "${4}s" > "$log" 2>&1 &
   local bp=$!

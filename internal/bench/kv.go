@@ -124,33 +124,41 @@ func RunKV(ctx context.Context, cfg KVConfig) (*Result, error) {
 		cfg.Keys = cfg.Prefill
 	}
 	cfg.Common = cfg.Common.withDefaults()
-	// The prefill is a closed loop of its own connections, never
-	// pipelined; the run's senders share cfg.VUs connections.
-	setup, err := NewHTTPClient(HTTPOptions{Target: cfg.Target, APIKey: cfg.APIKey, Client: cfg.Client, Conns: cfg.PrefillConns, Timeout: cfg.Timeout})
-	if err != nil {
+	progress := NewProgress(cfg.Log, "")
+	if err := setUpKV(ctx, cfg, progress); err != nil {
 		return nil, err
 	}
-	defer setup.Close()
 	client, err := cfg.httpClient(cfg.senders())
 	if err != nil {
 		return nil, err
 	}
 	defer client.Close()
-	progress := NewProgress(cfg.Log, "")
-	if err := checkReady(ctx, setup); err != nil {
-		return nil, err
-	}
-	if cfg.Prefill > 0 {
-		if err := prefillKV(ctx, setup, cfg, progress); err != nil {
-			return nil, err
-		}
-	}
 	if cfg.FindMax {
 		return findMaxKV(ctx, client, cfg, progress)
 	}
 	progress.Printf("kv: %s at %s/s on %s for %s", cfg.Op, ratef(cfg.Rate), cfg.describeConns(), k6Duration(cfg.Duration))
 	res, _, err := runKV(ctx, client, cfg, cfg.Rate, progress.Tick, nil)
 	return res, err
+}
+
+// setUpKV checks that the target is ready and runs the prefill, if asked,
+// on connections of its own: the prefill is a closed loop, never
+// pipelined, and its connections are closed before the run.
+func setUpKV(ctx context.Context, cfg KVConfig, progress *Progress) error {
+	closed := cfg.Common
+	closed.Pipeline = 0
+	client, err := closed.httpClient(cfg.PrefillConns)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if err := checkReady(ctx, client); err != nil {
+		return err
+	}
+	if cfg.Prefill > 0 {
+		return prefillKV(ctx, client, cfg, progress)
+	}
+	return nil
 }
 
 // runKV runs the schedule once at rate and builds its Result, with the

@@ -163,7 +163,7 @@ func dialWallet(target string, n int) ([]*grpc.ClientConn, error) {
 	conns := make([]*grpc.ClientConn, 0, n)
 	for range n {
 		cc, err := grpc.NewClient("passthrough:///"+u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()),
-			// Decoding replies by reflection was most of the load generator's CPU on GetHistory.
+			// Decoding replies by reflection was a quarter of the load generator's CPU on GetHistory.
 			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(vtcodec.Codec{TrustInput: true})))
 		if err != nil {
 			closeAll(conns)

@@ -4,10 +4,10 @@
 //
 // grpc-go's default codec walks a message by reflection and checks every
 // string for UTF-8 as it encodes and decodes it. Encoding a page of history
-// that way was a sixth of GetHistory's server CPU, and decoding it most of
-// the load generator's (pprof, docs/BENCHMARKS.md session 10); the
-// generated code does either in a third to a half of the time
-// (BenchmarkEncodeHistoryPage, BenchmarkDecodeHistoryPage).
+// that way was a sixth of GetHistory's server CPU, and decoding it a
+// quarter of the load generator's (pprof, docs/BENCHMARKS.md session 10);
+// the generated code encodes in a fifth of the time and decodes in two
+// thirds (BenchmarkEncodeHistoryPage, BenchmarkDecodeHistoryPage).
 //
 // vtprotobuf ships a codec of its own, but for grpc-go's older interface
 // and without a fallback for the messages it has no code for (health,
