@@ -193,7 +193,7 @@ func (s *Server) route(c net.Conn, qs queues) {
 	case s.isSlow(method, path):
 		qs.slow.put(&replayConn{Conn: c, head: head})
 	default:
-		qs.fast.put(&replayConn{Conn: c, head: head})
+		qs.fast.put(&ackConn{replayConn: replayConn{Conn: c, head: head}})
 	}
 }
 

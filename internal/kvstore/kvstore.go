@@ -5,7 +5,10 @@
 // DELETE is one batch committed with a WAL fsync, and Pebble's log writer
 // serves every commit waiting at the same moment with one fsync (group
 // commit; see store.WALSyncs and its tests). So concurrent writers share
-// fsyncs without a queue of our own.
+// fsyncs without a queue of our own. A writer with several writes to
+// acknowledge at once, such as a connection with pipelined requests, makes
+// them share a fsync too: PutNoWait and DeleteNoWait apply a write and
+// leave the wait for its fsync to the caller.
 //
 // Reads need care: Pebble makes a committed batch visible to readers before
 // its WAL fsync has finished, and a kill -9 in that window would undo a
@@ -66,16 +69,59 @@ func New(db *store.Store, reg prometheus.Registerer) *Store {
 // Put stores value under key; once it returns nil the value is durable
 // (unless the store runs with NoSync).
 func (s *Store) Put(key string, value []byte) error {
-	slot := s.begin(key)
-	defer s.end(slot)
-	return s.db.PutKV(key, value)
+	return waited(s.PutNoWait(key, value))
 }
 
 // Delete removes key, durably as Put. Deleting an absent key succeeds.
 func (s *Store) Delete(key string) error {
+	return waited(s.DeleteNoWait(key))
+}
+
+// PutNoWait stores value under key and returns once the write is applied,
+// before it is durable. Readers can see it, and wait for it to be durable
+// as they do for any write in flight. The caller must call the returned
+// write's Wait, which returns once the write is durable, before it
+// acknowledges the write; callers with several writes to acknowledge make
+// them all share a fsync this way.
+func (s *Store) PutNoWait(key string, value []byte) (Write, error) {
 	slot := s.begin(key)
-	defer s.end(slot)
-	return s.db.DeleteKV(key)
+	w, err := s.db.PutKVNoWait(key, value)
+	return s.written(slot, w, err)
+}
+
+// DeleteNoWait removes key, returning as PutNoWait does.
+func (s *Store) DeleteNoWait(key string) (Write, error) {
+	slot := s.begin(key)
+	w, err := s.db.DeleteKVNoWait(key)
+	return s.written(slot, w, err)
+}
+
+// Write is a write applied but perhaps not yet durable.
+type Write struct {
+	s    *Store
+	w    store.KVWrite
+	slot int
+}
+
+// Wait returns once the write is durable. It must be called exactly once.
+func (w Write) Wait() error {
+	defer w.s.end(w.slot)
+	return w.w.Wait()
+}
+
+func (s *Store) written(slot int, w store.KVWrite, err error) (Write, error) {
+	if err != nil {
+		s.end(slot)
+		return Write{}, err
+	}
+	return Write{s: s, w: w, slot: slot}, nil
+}
+
+func waited(w Write, err error) error {
+	if err != nil {
+		return err
+	}
+	return w.Wait()
 }
 
 // Get looks key up and calls fn with its value, or with found false. value

@@ -164,3 +164,39 @@ func TestConcurrentWritesLeaveNothingInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestNoWaitWritesStayInFlightUntilWaited checks PutNoWait and
+// DeleteNoWait: the write is visible at once, a read of its key waits for a
+// fsync until the write has been waited for, and the in-flight marks are
+// gone after Wait.
+func TestNoWaitWritesStayInFlightUntilWaited(t *testing.T) {
+	s := open(t, false)
+	put, err := s.PutNoWait("k", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := get(t, s, "k"); !ok || v != "v" {
+		t.Fatalf("k = %q, %v before Wait; a written value is visible at once", v, ok)
+	}
+	if n := barriers(s); n != 1 {
+		t.Fatalf("a read of a write not yet waited for took %v barriers, want 1", n)
+	}
+	if err := put.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	del, err := s.DeleteNoWait("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := get(t, s, "k"); ok {
+		t.Fatal("k still present after DeleteNoWait")
+	}
+	if err := del.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	before := barriers(s)
+	get(t, s, "k")
+	if barriers(s) != before || s.pending.Load() != 0 {
+		t.Errorf("waited writes still in flight: %v barriers, %d pending", barriers(s)-before, s.pending.Load())
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	dto "github.com/prometheus/client_model/go"
@@ -33,21 +34,79 @@ func releaseKey(p *[]byte) { kvKeys.Put(p) }
 // with NoSync) before it returns. Concurrent calls share WAL fsyncs: see
 // Commit.
 func (s *Store) PutKV(key string, value []byte) error {
-	k := kvKey(key)
-	defer releaseKey(k)
-	b := s.db.NewBatch()
-	_ = b.Set(*k, value, nil) // a batch Set fails only once the batch is committed
-	return s.Commit(b)
+	return waited(s.PutKVNoWait(key, value))
 }
 
 // DeleteKV removes key, durably as PutKV. Removing an absent key is not an
 // error.
 func (s *Store) DeleteKV(key string) error {
+	return waited(s.DeleteKVNoWait(key))
+}
+
+func waited(w KVWrite, err error) error {
+	if err != nil {
+		return err
+	}
+	return w.Wait()
+}
+
+// KVWrite is a key-value write that readers can already see but that may
+// not be durable yet. Wait must be called exactly once.
+type KVWrite struct {
+	s     *Store
+	b     *pebble.Batch // nil when the write was already durable (or NoSync)
+	start time.Time
+}
+
+// Wait returns once the write is durable, or its error if the WAL fsync
+// failed.
+func (w KVWrite) Wait() error {
+	if w.b == nil {
+		return nil
+	}
+	err := w.b.SyncWait()
+	if w.s.onSync != nil && err == nil {
+		w.s.onSync(time.Since(w.start))
+	}
+	if cerr := w.b.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// PutKVNoWait stores value under key as PutKV does, but returns once the
+// write is applied, before its WAL fsync: the caller waits for that with
+// the returned write's Wait, which lets a caller with several writes to
+// acknowledge share one fsync among them.
+func (s *Store) PutKVNoWait(key string, value []byte) (KVWrite, error) {
+	k := kvKey(key)
+	defer releaseKey(k)
+	b := s.db.NewBatch()
+	_ = b.Set(*k, value, nil)
+	return s.commitNoWait(b)
+}
+
+// DeleteKVNoWait removes key as DeleteKV does, waiting as PutKVNoWait.
+func (s *Store) DeleteKVNoWait(key string) (KVWrite, error) {
 	k := kvKey(key)
 	defer releaseKey(k)
 	b := s.db.NewBatch()
 	_ = b.Delete(*k, nil)
-	return s.Commit(b)
+	return s.commitNoWait(b)
+}
+
+// commitNoWait commits b without waiting for its WAL fsync; without fsyncs
+// (NoSync) it is an ordinary commit.
+func (s *Store) commitNoWait(b *pebble.Batch) (KVWrite, error) {
+	if s.writeO != pebble.Sync {
+		return KVWrite{}, s.Commit(b)
+	}
+	start := time.Now()
+	if err := s.db.ApplyNoSyncWait(b, s.writeO); err != nil {
+		_ = b.Close() // refused before it reached the WAL: no fsync to wait for
+		return KVWrite{}, err
+	}
+	return KVWrite{s: s, b: b, start: start}, nil
 }
 
 // GetKV looks key up. If it is present, fn is called with its value, which

@@ -176,3 +176,37 @@ func TestKVNoSync(t *testing.T) {
 		t.Errorf("k = %q, want v", got)
 	}
 }
+
+// TestKVNoWaitWritesShareFsyncs is the case PutKVNoWait exists for: one
+// goroutine applies many writes and only then waits for them, as a
+// connection with pipelined requests does, and they share fsyncs although
+// nothing runs concurrently on the caller's side.
+func TestKVNoWaitWritesShareFsyncs(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	const n = 64
+	before := s.WALSyncs()
+	writes := make([]KVWrite, 0, n)
+	for i := range n {
+		w, err := s.PutKVNoWait(fmt.Sprint("p", i), []byte("v"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writes = append(writes, w)
+	}
+	for _, w := range writes {
+		if err := w.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncs := s.WALSyncs() - before
+	t.Logf("%d writes applied, then waited for: %d WAL fsyncs", n, syncs)
+	if syncs >= n/2 {
+		t.Errorf("%d writes waited for together took %d fsyncs: few or none were shared", n, syncs)
+	}
+	for i := range n {
+		if _, ok, err := s.Get([]byte(kvPrefix + fmt.Sprint("p", i))); !ok || err != nil {
+			t.Fatalf("p%d not stored (%v)", i, err)
+		}
+	}
+}
