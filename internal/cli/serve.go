@@ -30,6 +30,7 @@ import (
 	"github.com/surge-dev/surge/internal/kvapi"
 	"github.com/surge-dev/surge/internal/kvstore"
 	"github.com/surge-dev/surge/internal/rpc"
+	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/telemetry/enginespan"
 	"github.com/surge-dev/surge/internal/ticketapi"
@@ -163,9 +164,12 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		ledger, box = enginespan.Ledger(ledger), enginespan.Tickets(box)
 	}
 	api := httpapi.New(ledger, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	// Key-value entries share the ledger's Pebble store, and so its WAL
-	// and fsyncs, under their own key prefix.
-	kvs := kvapi.New(kvstore.New(eng.Store(), reg), kvapi.Options{
+	kvdb, err := openKV(dir, c, eng.Store(), logger)
+	if err != nil {
+		return err
+	}
+	defer kvdb.Close()
+	kvs := kvapi.New(kvstore.New(kvdb, reg), kvapi.Options{
 		MaxValueBytes: c.kvValue, Authorize: api.AuthorizedHeader, Registry: reg, Logger: logger,
 	})
 	var ready atomic.Bool
@@ -302,4 +306,23 @@ func checkExposure(addr, apiKey string) error {
 		return nil
 	}
 	return fmt.Errorf("refusing to listen on %s without --api-key: off loopback, anyone could move money", addr)
+}
+
+// openKV opens the key-value entries' own store, in the kv directory under
+// the data directory, and moves into it any entries that an older surge
+// kept in the ledger's store.
+func openKV(dir string, c serveConfig, ledger *store.Store, logger *slog.Logger) (*store.Store, error) {
+	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
+	if err != nil {
+		return nil, err
+	}
+	moved, err := store.MoveKV(ledger, db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("move key-value entries out of the ledger's store: %w", err)
+	}
+	if moved > 0 {
+		logger.Info("moved key-value entries from the ledger's store to their own", "entries", moved, "dir", filepath.Join(dir, "kv"))
+	}
+	return db, nil
 }

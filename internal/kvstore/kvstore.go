@@ -60,7 +60,7 @@ func New(db *store.Store, reg prometheus.Registerer) *Store {
 	if reg != nil {
 		reg.MustRegister(s.metrics.barriers, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "surge_storage_wal_fsyncs_total",
-			Help: "WAL fsyncs of the storage engine; fewer than durable commits when concurrent commits share them (group commit).",
+			Help: "WAL fsyncs of the key-value store; fewer than durable writes when concurrent writes share them (group commit).",
 		}, func() float64 { return float64(db.WALSyncs()) }))
 	}
 	return s
