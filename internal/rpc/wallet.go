@@ -130,30 +130,35 @@ func (s walletService) GetHistory(ctx context.Context, m *walletv1.GetHistoryReq
 	if err != nil {
 		return nil, s.ledgerFailure("read history", err)
 	}
-	items := make([]*walletv1.HistoryItem, len(page.Entries))
+	// A page's items and their times are allocated as two arrays rather
+	// than two objects per item: 10% less server CPU per GetHistory call
+	// of 20 items in alternating pairs (docs/BENCHMARKS.md, session 11).
+	n := len(page.Entries)
+	items, backing, times := make([]*walletv1.HistoryItem, n), make([]walletv1.HistoryItem, n), make([]timestamppb.Timestamp, n)
 	s.mu.RLock()
 	for i := range page.Entries {
-		items[i] = s.historyItem(&page.Entries[i])
+		items[i] = &backing[i]
+		s.fillHistoryItem(items[i], &times[i], &page.Entries[i])
 	}
 	s.mu.RUnlock()
 	return &walletv1.GetHistoryResponse{Items: items, NextPageToken: pageToken(page.NextCursor)}, nil
 }
 
-// historyItem converts a ledger entry; it runs under the read lock.
-func (s walletService) historyItem(e *ledger.Entry) *walletv1.HistoryItem {
-	typ := walletv1.HistoryItem_RECEIVE
+// fillHistoryItem sets it, with at as its time, from a ledger entry; it
+// runs under the read lock.
+func (s walletService) fillHistoryItem(it *walletv1.HistoryItem, at *timestamppb.Timestamp, e *ledger.Entry) {
+	it.Type = walletv1.HistoryItem_RECEIVE
 	if e.Direction == ledger.Debit {
-		typ = walletv1.HistoryItem_SEND
+		it.Type = walletv1.HistoryItem_SEND
 	}
-	it := &walletv1.HistoryItem{
-		Type: typ, TransferId: e.TransferID, CounterpartAccount: e.Counterpart,
-		Amount: e.Amount, BalanceAfter: e.BalanceAfter, Message: e.Memo, Time: timestamppb.New(e.At),
-	}
+	it.TransferId, it.CounterpartAccount, it.Message = e.TransferID, e.Counterpart, e.Memo
+	it.Amount, it.BalanceAfter = e.Amount, e.BalanceAfter
+	at.Seconds, at.Nanos = e.At.Unix(), int32(e.At.Nanosecond())
+	it.Time = at
 	if id, ok := walletOwner(e.Counterpart); ok {
 		it.CounterpartUserId = uint64(id)
 		if u, ok := s.state.User(id); ok {
 			it.CounterpartUsername = u.Username
 		}
 	}
-	return it
 }
