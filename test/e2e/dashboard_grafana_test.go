@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // metricName finds the metric names in a PromQL expression.
@@ -56,15 +53,7 @@ func TestDashboardGrafanaQueriesExist(t *testing.T) {
 		[]byte(`{"username":"grafana","name":"G","password":"long enough"}`))
 	must(t, r, err, http.StatusOK, "")
 
-	r, err = s.c.raw(http.MethodGet, "/metrics", "", nil)
-	if err != nil || r.Status != http.StatusOK {
-		t.Fatalf("GET /metrics: %v %v", r, err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(r.Body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	families := scrapeMetrics(t, s)
 	queried := 0
 	for _, p := range board.Panels {
 		for _, target := range p.Targets {

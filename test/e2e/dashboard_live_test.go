@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -62,6 +63,20 @@ func waitPage(t *testing.T, b *browser, workload, what string, cond func(pageFig
 // transports' own counts, independent of the dashboard's.
 func serverCount(t *testing.T, s *server, family string, match func(route string) bool) int64 {
 	t.Helper()
+	var n float64
+	for _, m := range scrapeMetrics(t, s)[family].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "route" && match(l.GetValue()) {
+				n += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return int64(n)
+}
+
+// scrapeMetrics reads and parses the server's /metrics.
+func scrapeMetrics(t *testing.T, s *server) map[string]*dto.MetricFamily {
+	t.Helper()
 	r, err := s.c.raw(http.MethodGet, "/metrics", "", nil)
 	if err != nil || r.Status != http.StatusOK {
 		t.Fatalf("GET /metrics: %v %v", r, err)
@@ -71,15 +86,7 @@ func serverCount(t *testing.T, s *server, family string, match func(route string
 	if err != nil {
 		t.Fatalf("parsing /metrics: %v", err)
 	}
-	var n float64
-	for _, m := range families[family].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "route" && match(l.GetValue()) {
-				n += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return int64(n)
+	return families
 }
 
 // ledgerRequests counts the ledger transport's requests.

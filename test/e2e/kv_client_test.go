@@ -33,11 +33,10 @@ func (c *Client) kvDelete(key string) (*Response, error) {
 	return c.raw(http.MethodDelete, entityPath(key), "", nil)
 }
 
-// kvRangeChunks sends GET /v0/entities?query on a connection of its own
-// and returns the reply's status, whether it was chunked, and its body as
-// the chunks that came on the wire. Go's HTTP client joins the chunks, and
-// the course's contract is about them: one per entry.
-func kvRangeChunks(t *testing.T, base, query string) (status int, chunked bool, chunks []string) {
+// dialRaw opens a TCP connection to the server at base, for tests that
+// need the bytes on the wire, and returns it with the host to name in
+// requests. The connection gives up after 30 s.
+func dialRaw(t *testing.T, base string) (net.Conn, string) {
 	t.Helper()
 	u, err := url.Parse(base)
 	if err != nil {
@@ -47,9 +46,19 @@ func kvRangeChunks(t *testing.T, base, query string) (status int, chunked bool, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-	fmt.Fprintf(conn, "GET /v0/entities?%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", query, u.Host)
+	return conn, u.Host
+}
+
+// kvRangeChunks sends GET /v0/entities?query on a connection of its own
+// and returns the reply's status, whether it was chunked, and its body as
+// the chunks that came on the wire. Go's HTTP client joins the chunks, and
+// the course's contract is about them: one per entry.
+func kvRangeChunks(t *testing.T, base, query string) (status int, chunked bool, chunks []string) {
+	t.Helper()
+	conn, host := dialRaw(t, base)
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v0/entities?%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", query, host)
 	raw, err := io.ReadAll(conn)
 	if err != nil {
 		t.Fatal(err)

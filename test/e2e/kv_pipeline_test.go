@@ -4,14 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
-	"net/url"
 	"testing"
-	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // TestKVPipelinedWritesShareFsyncsAndSurviveKill sends PUTs and DELETEs
@@ -59,23 +53,15 @@ func TestKVPipelinedWritesShareFsyncsAndSurviveKill(t *testing.T) {
 // reply, which must acknowledge its write.
 func pipelineWrites(t *testing.T, srv *server, prefix string, puts, deletes int) {
 	t.Helper()
-	u, err := url.Parse(srv.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.DialTimeout("tcp", u.Host, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, host := dialRaw(t, srv.url)
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var reqs bytes.Buffer
 	for i := range puts {
 		fmt.Fprintf(&reqs, "PUT /v0/entity?id=%s%d HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n%s",
-			prefix, i, u.Host, len(pipelinedValue(i)), pipelinedValue(i))
+			prefix, i, host, len(pipelinedValue(i)), pipelinedValue(i))
 	}
 	for i := range deletes {
-		fmt.Fprintf(&reqs, "DELETE /v0/entity?id=pd-%d HTTP/1.1\r\nHost: %s\r\n\r\n", i, u.Host)
+		fmt.Fprintf(&reqs, "DELETE /v0/entity?id=pd-%d HTTP/1.1\r\nHost: %s\r\n\r\n", i, host)
 	}
 	if _, err := conn.Write(reqs.Bytes()); err != nil {
 		t.Fatal(err)
@@ -103,16 +89,7 @@ func pipelinedValue(i int) string { return fmt.Sprintf("value %d of a pipelined 
 // /metrics.
 func walFsyncs(t *testing.T, srv *server) float64 {
 	t.Helper()
-	r, err := srv.c.raw(http.MethodGet, "/metrics", "", nil)
-	if err != nil || r.Status != http.StatusOK {
-		t.Fatalf("GET /metrics: %v %v", r, err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(r.Body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, ok := families["surge_storage_wal_fsyncs_total"]
+	f, ok := scrapeMetrics(t, srv)["surge_storage_wal_fsyncs_total"]
 	if !ok || len(f.GetMetric()) != 1 {
 		t.Fatal("/metrics has no surge_storage_wal_fsyncs_total")
 	}
