@@ -74,12 +74,14 @@ func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU)
 	}
 	col.Start()
 	ctl.start()
+	clk := newClock(schedule{first: first, rate: o.Rate, senders: o.Senders})
 	var wg sync.WaitGroup
+	wg.Go(func() { clk.run(end, &ctl.stop) })
 	var unsent atomic.Int64
 	for i, vu := range vus {
 		wg.Go(func() {
 			defer vu.rec.Flush()
-			unsent.Add(o.loop(ctl.ctx, vu, sends[i], first, origin, end, &ctl.stop))
+			unsent.Add(o.loop(ctl.ctx, vu, sends[i], clk, origin, end, &ctl.stop))
 		})
 	}
 	wg.Wait()
@@ -94,24 +96,22 @@ func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU)
 	return &OpenRun{Run: run, Unsent: unsent.Load()}, nil
 }
 
-// interval is the time between two requests of one sender.
-func (o Open) interval() time.Duration {
-	return time.Duration(float64(time.Second) * float64(o.Senders) / o.Rate)
-}
-
-// loop is one sender's schedule: its requests are due every interval,
-// offset by its index so that the senders' requests interleave evenly. It
-// returns how many requests of the measured phase it never sent.
-func (o Open) loop(ctx context.Context, vu *VU, send Request, first, origin, end time.Time, stop *atomic.Bool) (unsent int64) {
-	every := o.interval()
-	due := first.Add(time.Duration(float64(vu.ID) * float64(time.Second) / o.Rate))
-	for ; due.Before(end); due = due.Add(every) {
+// loop is one sender's schedule: its requests are the clock's every
+// Senders-th, starting with its index. It returns how many requests of the
+// measured phase it never sent.
+func (o Open) loop(ctx context.Context, vu *VU, send Request, clk *clock, origin, end time.Time, stop *atomic.Bool) (unsent int64) {
+	for j := vu.ID; ; j += o.Senders {
+		due := clk.sched.due(j)
+		if !due.Before(end) {
+			return 0
+		}
 		if stop.Load() {
 			// The phase ended (or the user interrupted) while this
 			// sender was behind its schedule.
+			every := time.Duration(float64(time.Second) * float64(o.Senders) / o.Rate)
 			return int64((end.Sub(due) + every - 1) / every)
 		}
-		sleepUntil(due)
+		clk.await(vu.ID, due)
 		vu.measured = !due.Before(origin)
 		out := send(ctx, vu)
 		if ctx.Err() != nil {
@@ -120,5 +120,4 @@ func (o Open) loop(ctx context.Context, vu *VU, send Request, first, origin, end
 		vu.Record(due, out)
 		vu.N++
 	}
-	return 0
 }
