@@ -75,8 +75,11 @@ type Book struct {
 	pending  map[string]*Transfer
 	expiries expiryHeap
 	// recent are transfers written since Reset, which Lookup cannot see yet.
-	recent  map[string]*Transfer
-	changes Changes
+	recent map[string]*Transfer
+	// batchPeak is the most entries dirty or recent held in one batch
+	// since they were made.
+	batchPeak int
+	changes   Changes
 	// undo, when non-nil, records how to reverse each change of an open
 	// atomic group, newest last.
 	undo []func()
@@ -119,8 +122,21 @@ func (b *Book) Changes() *Changes { return &b.changes }
 
 // Reset forgets the accumulated changes once they are durable.
 func (b *Book) Reset() {
-	clear(b.dirty)
-	clear(b.recent)
+	// Clearing a map costs its capacity, not its length, and a map never
+	// shrinks: after one batch that touched many accounts (a setup opening
+	// 50,000 of them), every later Reset would pay 30 µs on the shard's
+	// path for a batch of 25 transfers. Maps far larger than the batches
+	// now using them are made anew instead.
+	n := max(len(b.dirty), len(b.recent))
+	if b.batchPeak > 1024 && n < b.batchPeak/8 {
+		b.dirty = make(map[*Account]struct{}, n)
+		b.recent = make(map[string]*Transfer, n)
+		b.batchPeak = n
+	} else {
+		clear(b.dirty)
+		clear(b.recent)
+		b.batchPeak = max(b.batchPeak, n)
+	}
 	c := &b.changes
 	c.Accounts = c.Accounts[:0]
 	c.Opened = c.Opened[:0]

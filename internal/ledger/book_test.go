@@ -1586,3 +1586,68 @@ func TestRandomOperations(t *testing.T) {
 	t.Logf("ops: transfers %d replays %d posts %d voids %d expiries %d groups %d commits %d deliveries %d; %d transfers stored",
 		counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7], len(w.transfers))
 }
+
+// TestIdempotencyAcrossResetsAfterALargeBatch runs small batches after one
+// that opened and funded thousands of accounts, across the Reset that
+// drops the large batch's maps: a retried transfer id is recognised in the
+// batch that wrote it and in the batches after.
+func TestIdempotencyAcrossResetsAfterALargeBatch(t *testing.T) {
+	b, _, w := newTestBook(t)
+	for i := range 5000 {
+		id := fmt.Sprintf("acct-%d", i)
+		mustCreate(t, b, AccountSpec{ID: id, Currency: "USD"})
+		fund(t, b, id, 100)
+	}
+	w.commit(b)
+	for batch := range 3 {
+		id := fmt.Sprintf("x%d", batch)
+		req := TransferRequest{ID: id, From: "acct-1", To: "acct-2", Amount: 1}
+		first := mustTransfer(t, b, req, t0)
+		again, replayed, err := b.Transfer(req, t0)
+		if err != nil || !replayed || again.ID != first.ID {
+			t.Fatalf("batch %d: retry in the same batch = %+v, replayed %v, %v", batch, again, replayed, err)
+		}
+		w.commit(b)
+		again, replayed, err = b.Transfer(req, t0)
+		if err != nil || !replayed || again.ID != first.ID {
+			t.Fatalf("batch %d: retry after the commit = %+v, replayed %v, %v", batch, again, replayed, err)
+		}
+		w.commit(b)
+	}
+	if a, _ := b.Account("acct-1"); a.Balance != 97 {
+		t.Errorf("acct-1 balance %d after three transfers of 1 from 100, want 97", a.Balance)
+	}
+}
+
+// BenchmarkSmallBatchesAfterLargeSetup is the ledger's steady state after
+// `surge bench transfer`'s setup: 50,000 accounts opened and funded, then
+// batches of 25 transfers, each committed and Reset.
+func BenchmarkSmallBatchesAfterLargeSetup(b *testing.B) {
+	w := newWorld()
+	book := NewBook(w.view(0))
+	const accounts = 50000
+	ids := make([]string, accounts)
+	if _, _, err := book.CreateAccount(AccountSpec{ID: WorldID, Currency: "USD"}, t0); err != nil {
+		b.Fatal(err)
+	}
+	for i := range ids {
+		ids[i] = fmt.Sprintf("acct-%d", i)
+		if _, _, err := book.CreateAccount(AccountSpec{ID: ids[i], Currency: "USD"}, t0); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := book.Transfer(TransferRequest{From: WorldID, To: ids[i], Amount: 1 << 40}, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.commit(book)
+	b.ResetTimer()
+	for i := range b.N {
+		from, to := ids[i%accounts], ids[(i*7+1)%accounts]
+		if _, _, err := book.Transfer(TransferRequest{From: from, To: to, Amount: 1}, t0); err != nil {
+			b.Fatal(err)
+		}
+		if i%25 == 24 {
+			w.commit(book)
+		}
+	}
+}
