@@ -14,34 +14,52 @@ import (
 // checks only every 10 ms once the process looks idle. Against an empty
 // handler at 1,500/s with 16 senders on one connection, that put 10 ms
 // into the p99 (docs/BENCHMARKS.md, session 12). A timerfd per sender
-// wakes on time but costs each request its own three system calls. One
-// clock on one timerfd wakes on time, holds no P while it waits, and
+// wakes on time but costs each request its own system calls. One clock
+// on one periodic timerfd wakes on time, holds no P while it waits, and
 // serves every request due by the time it wakes with that one wake-up.
 type clock struct {
 	sched schedule
-	// wake holds one pending wake-up per sender; a sender still busy with
-	// an earlier request finds it there when it comes back.
-	wake []chan struct{}
+	// wake holds, per sender, the index of its latest request due; a
+	// sender still busy with an earlier request finds it there when it
+	// comes back.
+	wake []chan int
+	// seen is, per sender, the latest index it took from wake; only that
+	// sender's goroutine touches it.
+	seen []int
 }
 
 // schedule is when an open-model run's requests are due: request j at
-// first + j/rate, by sender j mod senders, so that the senders' requests
-// interleave evenly.
+// first + j intervals, by sender j mod senders, so that the senders'
+// requests interleave evenly. The interval is a whole number of
+// nanoseconds, so that the clock's ticks, a whole number of intervals
+// apart, never drift from the requests' due times.
 type schedule struct {
-	first   time.Time
-	rate    float64
-	senders int
+	first    time.Time
+	interval time.Duration
+	senders  int
+}
+
+func newSchedule(first time.Time, rate float64, senders int) schedule {
+	return schedule{first: first, interval: max(time.Duration(float64(time.Second)/rate), 1), senders: senders}
 }
 
 // due is when request j is due.
-func (s schedule) due(j int) time.Time {
-	return s.first.Add(time.Duration(float64(j) * float64(time.Second) / s.rate))
-}
+func (s schedule) due(j int) time.Time { return s.first.Add(time.Duration(j) * s.interval) }
+
+// minTick is the shortest period the clock wakes at. Above one request
+// per minTick, it wakes every few requests' due times and sends the
+// requests due since: a wake-up per request would cost the load generator
+// more CPU than the requests themselves.
+const minTick = 20 * time.Microsecond
+
+// perTick is how many requests fall due between two of the clock's ticks.
+func (s schedule) perTick() int { return int((minTick + s.interval - 1) / s.interval) }
 
 func newClock(s schedule) *clock {
-	c := &clock{sched: s, wake: make([]chan struct{}, s.senders)}
+	c := &clock{sched: s, wake: make([]chan int, s.senders), seen: make([]int, s.senders)}
 	for i := range c.wake {
-		c.wake[i] = make(chan struct{}, 1)
+		c.wake[i] = make(chan int, 1)
+		c.seen[i] = -1
 	}
 	return c
 }
@@ -50,32 +68,62 @@ func newClock(s schedule) *clock {
 // is set; then it closes the wake-ups, and a sender still waiting on one
 // sleeps by itself.
 func (c *clock) run(end time.Time, stop *atomic.Bool) {
-	a := newAlarm()
-	defer a.close()
 	defer func() {
 		for _, w := range c.wake {
 			close(w)
 		}
 	}()
-	for j := 0; ; j++ {
-		due := c.sched.due(j)
-		if !due.Before(end) || stop.Load() {
-			return
+	per := c.sched.perTick()
+	t := newTicker(c.sched.first, time.Duration(per)*c.sched.interval)
+	defer t.close()
+	for j := 0; ; {
+		// Every request due by the latest tick goes now, late by less
+		// than a tick: its latency counts from when it was due.
+		last := t.wait() * per
+		if due := c.sched.due(last); time.Now().Before(due) {
+			// The tick was set on the kernel's clock from Go's, read a
+			// moment apart: it may come a microsecond early.
+			sleepUntil(due)
 		}
-		a.wait(due) // returns at once for a request already due
-		select {
-		case c.wake[j%c.sched.senders] <- struct{}{}:
-		default: // a wake-up is already pending
+		for ; j <= last; j++ {
+			if !c.sched.due(j).Before(end) || stop.Load() {
+				return
+			}
+			w := c.wake[j%c.sched.senders]
+			select {
+			case <-w: // the sender is behind: this request replaces the one it has yet to take
+			default:
+			}
+			w <- j // the clock is the only sender: there is room now
 		}
 	}
 }
 
-// await returns at due, sender's request time.
-func (c *clock) await(sender int, due time.Time) {
-	for time.Now().Before(due) {
-		if _, open := <-c.wake[sender]; !open {
-			sleepUntil(due)
+// await returns once request j of sender, or a later one of the same
+// sender, is due.
+func (c *clock) await(sender, j int) {
+	for c.seen[sender] < j {
+		k, open := <-c.wake[sender]
+		if !open {
+			sleepUntil(c.sched.due(j))
 			return
 		}
+		c.seen[sender] = k
 	}
+}
+
+// sleepTicker ticks by sleeping to each tick: where there is no timerfd.
+type sleepTicker struct {
+	start  time.Time
+	period time.Duration
+	next   int // the next tick to wait for
+}
+
+// wait returns the index of the latest tick once there is one it has not
+// returned yet, as ticker.wait does.
+func (s *sleepTicker) wait() int {
+	sleepUntil(s.start.Add(time.Duration(s.next) * s.period))
+	latest := max(s.next, int(time.Since(s.start)/s.period))
+	s.next = latest + 1
+	return latest
 }

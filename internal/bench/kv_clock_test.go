@@ -11,31 +11,53 @@ import (
 // and checks that each sender's every wait ends at or after its due time,
 // never before, and that the clock's wake-ups cover the whole schedule.
 func TestClockWakesEverySenderAtItsDueTimes(t *testing.T) {
-	const senders, rate = 4, 4000
-	s := schedule{first: time.Now(), rate: rate, senders: senders}
-	end := s.due(200) // 50 requests per sender
-	clk := newClock(s)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	wg.Go(func() { clk.run(end, &stop) })
-	early := make([]int, senders)
-	waits := make([]int, senders)
-	for i := range senders {
-		wg.Go(func() {
-			for j := i; s.due(j).Before(end); j += senders {
-				clk.await(i, s.due(j))
-				if time.Now().Before(s.due(j)) {
-					early[i]++
+	// At 200,000/s the clock wakes every fourth request's due time and
+	// sends the requests due since.
+	for _, rate := range []float64{4000, 200000} {
+		const senders = 4
+		s := newSchedule(time.Now(), rate, senders)
+		end := s.due(200) // 50 requests per sender
+		clk := newClock(s)
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		wg.Go(func() { clk.run(end, &stop) })
+		early := make([]int, senders)
+		waits := make([]int, senders)
+		for i := range senders {
+			wg.Go(func() {
+				for j := i; s.due(j).Before(end); j += senders {
+					clk.await(i, j)
+					if time.Now().Before(s.due(j)) {
+						early[i]++
+					}
+					waits[i]++
 				}
-				waits[i]++
-			}
-		})
-	}
-	wg.Wait()
-	for i := range senders {
-		if early[i] != 0 || waits[i] != 50 {
-			t.Errorf("sender %d: %d of %d waits ended early, want 0 of 50", i, early[i], waits[i])
+			})
 		}
+		wg.Wait()
+		for i := range senders {
+			if early[i] != 0 || waits[i] != 50 {
+				t.Errorf("rate %v, sender %d: %d of %d waits ended early, want 0 of 50", rate, i, early[i], waits[i])
+			}
+		}
+	}
+}
+
+// TestSleepTickerReturnsEachTickOnceAndNeverEarly drives the ticker used
+// where there is no timerfd: every index it returns is a tick that has
+// passed, and each is returned at most once, in order.
+func TestSleepTickerReturnsEachTickOnceAndNeverEarly(t *testing.T) {
+	st := sleepTicker{start: time.Now(), period: 100 * time.Microsecond}
+	last := -1
+	for range 50 {
+		tick := st.wait()
+		if tick <= last {
+			t.Fatalf("tick %d after tick %d", tick, last)
+		}
+		if at := st.start.Add(time.Duration(tick) * st.period); time.Now().Before(at) {
+			t.Fatalf("tick %d returned before its time", tick)
+		}
+		last = tick
 	}
 }
 
@@ -43,7 +65,7 @@ func TestClockWakesEverySenderAtItsDueTimes(t *testing.T) {
 // for an hour: it must close its wake-ups, and a sender waiting on one
 // then waits for its due time by itself.
 func TestClockStopReleasesWaitingSenders(t *testing.T) {
-	s := schedule{first: time.Now(), rate: 1, senders: 2}
+	s := newSchedule(time.Now(), 1000, 2)
 	clk := newClock(s)
 	var stop atomic.Bool
 	stop.Store(true)
@@ -53,9 +75,8 @@ func TestClockStopReleasesWaitingSenders(t *testing.T) {
 		close(done)
 	}()
 	<-done
-	due := time.Now().Add(time.Millisecond)
-	clk.await(1, due)
-	if time.Now().Before(due) {
+	clk.await(1, 3)
+	if time.Now().Before(s.due(3)) {
 		t.Error("a sender released by a stopped clock returned before its due time")
 	}
 }

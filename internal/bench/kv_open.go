@@ -74,7 +74,7 @@ func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU)
 	}
 	col.Start()
 	ctl.start()
-	clk := newClock(schedule{first: first, rate: o.Rate, senders: o.Senders})
+	clk := newClock(newSchedule(first, o.Rate, o.Senders))
 	var wg sync.WaitGroup
 	wg.Go(func() { clk.run(end, &ctl.stop) })
 	var unsent atomic.Int64
@@ -100,6 +100,7 @@ func (o Open) Run(ctx context.Context, prepare func(ctx context.Context, vu *VU)
 // Senders-th, starting with its index. It returns how many requests of the
 // measured phase it never sent.
 func (o Open) loop(ctx context.Context, vu *VU, send Request, clk *clock, origin, end time.Time, stop *atomic.Bool) (unsent int64) {
+	every := time.Duration(o.Senders) * clk.sched.interval
 	for j := vu.ID; ; j += o.Senders {
 		due := clk.sched.due(j)
 		if !due.Before(end) {
@@ -108,10 +109,9 @@ func (o Open) loop(ctx context.Context, vu *VU, send Request, clk *clock, origin
 		if stop.Load() {
 			// The phase ended (or the user interrupted) while this
 			// sender was behind its schedule.
-			every := time.Duration(float64(time.Second) * float64(o.Senders) / o.Rate)
 			return int64((end.Sub(due) + every - 1) / every)
 		}
-		clk.await(vu.ID, due)
+		clk.await(vu.ID, j)
 		vu.measured = !due.Before(origin)
 		out := send(ctx, vu)
 		if ctx.Err() != nil {

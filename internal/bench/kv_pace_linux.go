@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"encoding/binary"
+	"errors"
 	"os"
 	"syscall"
 	"time"
@@ -38,66 +40,78 @@ func sleepUntil(t time.Time) {
 // does not matter: it sleeps until a millisecond before.
 const coarseWait = 2 * time.Millisecond
 
-// alarm waits for a time on a timerfd, registered with Go's network
+// ticker counts the periods of a timerfd, registered with Go's network
 // poller: the kernel's high-resolution timer makes it readable on time,
 // and the poller wakes the waiting goroutine without any thread or P
-// sitting in a sleep meanwhile.
-type alarm struct {
-	f     *os.File // the timerfd
+// sitting in a sleep meanwhile. A periodic timer is set once: each wait
+// costs a read, not a read and a setting.
+type ticker struct {
+	f     *os.File // the timerfd; nil if the kernel refused one
 	rc    syscall.RawConn
-	fd    int
-	buf   [8]byte // a read takes the expiry count
+	ticks int     // ticks elapsed so far, the first one included
+	buf   [8]byte // a read takes the number of ticks since the last
 	ready func(fd uintptr) bool
+	sleep sleepTicker // ticks without a timerfd
 }
 
-// newAlarm returns an alarm, or one that falls back on sleepUntil if the
-// kernel refuses a timerfd.
-func newAlarm() *alarm {
-	a := &alarm{fd: -1}
+// newTicker returns a ticker whose first tick is at start and the next
+// every period after.
+func newTicker(start time.Time, period time.Duration) *ticker {
+	t := &ticker{sleep: sleepTicker{start: start, period: period}}
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
-		return a
+		return t
 	}
 	f := os.NewFile(uintptr(fd), "timerfd")
-	rc, err := f.SyscallConn()
+	// The ticks are set on the monotonic clock's own time, so that a start
+	// already past (the senders took a while to get going) still puts
+	// them on the schedule's grid, the kernel counting those missed.
+	var now unix.Timespec
+	err = unix.ClockGettime(unix.CLOCK_MONOTONIC, &now)
+	spec := unix.ItimerSpec{
+		Value:    unix.NsecToTimespec(now.Nano() + time.Until(start).Nanoseconds()),
+		Interval: unix.NsecToTimespec(period.Nanoseconds()),
+	}
+	rc, err2 := f.SyscallConn()
+	if err = errors.Join(err, err2); err == nil {
+		err = unix.TimerfdSettime(fd, unix.TFD_TIMER_ABSTIME, &spec, nil)
+	}
 	if err != nil {
 		_ = f.Close()
-		return a
+		return t
 	}
-	a.f, a.rc, a.fd = f, rc, fd
-	// The first read cannot be skipped although the timer has only just
-	// been set: the poller forgets a readiness that came before the wait
-	// began, so a short timer that fired in between would never wake it.
-	a.ready = func(fd uintptr) bool {
-		_, err := unix.Read(int(fd), a.buf[:])
-		return err != unix.EAGAIN
+	t.f, t.rc = f, rc
+	// A read that finds no tick yet leaves the wait to the poller.
+	t.ready = func(fd uintptr) bool {
+		n, err := unix.Read(int(fd), t.buf[:])
+		if err == unix.EAGAIN || n != len(t.buf) {
+			return false
+		}
+		t.ticks += int(binary.NativeEndian.Uint64(t.buf[:]))
+		return true
 	}
-	return a
+	return t
 }
 
-// wait returns at t, give or take the scheduler's wake-up.
-func (a *alarm) wait(t time.Time) {
-	d := time.Until(t)
-	if d <= 0 {
-		return
+// wait returns the index of the latest tick once there is one it has not
+// returned yet: 0 for the tick at start, and more than one later if
+// several passed since the last wait.
+func (t *ticker) wait() int {
+	if t.f == nil {
+		return t.sleep.wait()
 	}
-	if a.f == nil {
-		sleepUntil(t)
-		return
+	if err := t.rc.Read(t.ready); err != nil {
+		// Only close makes the read fail, and the ticker is not in use
+		// then; sleep to the next tick all the same.
+		t.sleep.next = t.ticks
+		return t.sleep.wait()
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(d.Nanoseconds())}
-	if err := unix.TimerfdSettime(a.fd, 0, &spec, nil); err != nil {
-		sleepUntil(t)
-		return
-	}
-	if err := a.rc.Read(a.ready); err != nil {
-		sleepUntil(t)
-	}
+	return t.ticks - 1
 }
 
 // close releases the timerfd.
-func (a *alarm) close() {
-	if a.f != nil {
-		_ = a.f.Close()
+func (t *ticker) close() {
+	if t.f != nil {
+		_ = t.f.Close()
 	}
 }

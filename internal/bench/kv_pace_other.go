@@ -8,12 +8,11 @@ import "time"
 // Linux version for why precision matters).
 func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
-// alarm waits for a time; here, with Go's timers.
-type alarm struct{}
+// ticker ticks by sleeping to each tick here.
+type ticker struct{ sleepTicker }
 
-func newAlarm() *alarm { return &alarm{} }
+func newTicker(start time.Time, period time.Duration) *ticker {
+	return &ticker{sleepTicker{start: start, period: period}}
+}
 
-// wait returns at t.
-func (*alarm) wait(t time.Time) { sleepUntil(t) }
-
-func (*alarm) close() {}
+func (*ticker) close() {}
