@@ -51,7 +51,9 @@ type ticker struct {
 	ticks int     // ticks elapsed so far, the first one included
 	buf   [8]byte // a read takes the number of ticks since the last
 	ready func(fd uintptr) bool
-	sleep sleepTicker // ticks without a timerfd
+	// failed is set when a read of the timerfd failed.
+	failed bool
+	sleep  sleepTicker // ticks without a timerfd
 }
 
 // newTicker returns a ticker whose first tick is at start and the next
@@ -84,10 +86,14 @@ func newTicker(start time.Time, period time.Duration) *ticker {
 	// A read that finds no tick yet leaves the wait to the poller.
 	t.ready = func(fd uintptr) bool {
 		n, err := unix.Read(int(fd), t.buf[:])
-		if err == unix.EAGAIN || n != len(t.buf) {
+		switch {
+		case err == unix.EAGAIN:
 			return false
+		case err == nil && n == len(t.buf):
+			t.ticks += int(binary.NativeEndian.Uint64(t.buf[:]))
+		default:
+			t.failed = true
 		}
-		t.ticks += int(binary.NativeEndian.Uint64(t.buf[:]))
 		return true
 	}
 	return t
@@ -97,12 +103,13 @@ func newTicker(start time.Time, period time.Duration) *ticker {
 // returned yet: 0 for the tick at start, and more than one later if
 // several passed since the last wait.
 func (t *ticker) wait() int {
-	if t.f == nil {
+	if t.f == nil || t.failed {
 		return t.sleep.wait()
 	}
-	if err := t.rc.Read(t.ready); err != nil {
-		// Only close makes the read fail, and the ticker is not in use
-		// then; sleep to the next tick all the same.
+	if err := t.rc.Read(t.ready); err != nil || t.failed {
+		// The timerfd cannot be read (it is closed only once the clock
+		// is done with it): sleep to the ticks from here on.
+		t.failed = true
 		t.sleep.next = t.ticks
 		return t.sleep.wait()
 	}
