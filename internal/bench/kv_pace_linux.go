@@ -103,17 +103,16 @@ func newTicker(start time.Time, period time.Duration) *ticker {
 // returned yet: 0 for the tick at start, and more than one later if
 // several passed since the last wait.
 func (t *ticker) wait() int {
-	if t.f == nil || t.failed {
-		return t.sleep.wait()
-	}
-	if err := t.rc.Read(t.ready); err != nil || t.failed {
+	if t.f != nil && !t.failed {
+		if err := t.rc.Read(t.ready); err == nil && !t.failed {
+			return t.ticks - 1
+		}
 		// The timerfd cannot be read (it is closed only once the clock
 		// is done with it): sleep to the ticks from here on.
 		t.failed = true
 		t.sleep.next = t.ticks
-		return t.sleep.wait()
 	}
-	return t.ticks - 1
+	return t.sleep.wait()
 }
 
 // close releases the timerfd.
