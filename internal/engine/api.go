@@ -221,7 +221,7 @@ func (e *Engine) History(_ context.Context, accountID string, q ledger.HistoryQu
 	default:
 		before -= q.Offset
 	}
-	entries, err := e.historyPage(accountID, before, limit, before == a.Entries+1)
+	entries, err := e.historyPage(&a, before, limit)
 	if err != nil {
 		return ledger.HistoryPage{}, err
 	}
@@ -232,13 +232,34 @@ func (e *Engine) History(_ context.Context, accountID string, q ledger.HistoryQu
 	return page, nil
 }
 
-// historyPage reads the entries of account with seq < before, up to
-// limit, from the history cache or storage; newest says before is one past
-// the account's newest published entry.
-func (e *Engine) historyPage(account string, before uint64, limit int, newest bool) ([]ledger.Entry, error) {
+// historyPage reads the entries of a with seq < before, up to limit,
+// newest first: those in a.Recent from there, the older ones from the
+// history cache or storage.
+func (e *Engine) historyPage(a *ledger.Account, before uint64, limit int) ([]ledger.Entry, error) {
 	if before <= 1 {
 		return nil, nil
 	}
+	stored := a.Entries - uint64(len(a.Recent)) // 1..stored are in chunks
+	var out []ledger.Entry
+	if before > stored+1 {
+		recent := a.Recent[:before-1-stored]
+		out = make([]ledger.Entry, 0, min(limit, len(recent)))
+		for i := len(recent) - 1; i >= 0 && len(out) < limit; i-- {
+			out = append(out, recent[i])
+		}
+		if len(out) == limit || stored == 0 {
+			return out, nil
+		}
+		before = stored + 1
+	}
+	rest, err := e.storedHistory(a.ID, before, limit-len(out), before == stored+1)
+	return append(out, rest...), err
+}
+
+// storedHistory reads entries of account with seq < before, up to limit,
+// from the history cache or storage; newest says before is one past the
+// newest entry in storage's chunks.
+func (e *Engine) storedHistory(account string, before uint64, limit int, newest bool) ([]ledger.Entry, error) {
 	lo := before - min(before-1, uint64(limit))
 	if entries, ok := e.history.page(account, lo, before); ok {
 		return entries, nil

@@ -38,6 +38,11 @@ type Config struct {
 	NoSync bool
 	// MemTableBytes sizes the storage memtable (0: the store's default).
 	MemTableBytes uint64
+	// SweepEntries is how many history entries the shards write, together,
+	// while a sweep moves every account's Recent entries into a chunk
+	// (0: defaultSweepEntries). It bounds the history held in memory and in
+	// the journal (journal.go).
+	SweepEntries int
 	// Registerer receives the engine's metrics; nil means none.
 	Registerer prometheus.Registerer
 	// Logger receives operational messages; nil means slog.Default().
@@ -53,6 +58,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 4096
+	}
+	if c.SweepEntries <= 0 {
+		c.SweepEntries = defaultSweepEntries
 	}
 	if c.DefaultCurrency == "" {
 		c.DefaultCurrency = "USD"
@@ -145,8 +153,9 @@ func Open(cfg Config) (*Engine, error) {
 
 // load puts every stored account and open hold into its shard's Book.
 // Stored account records hold what an account was opened with; its balance
-// and entry count come from its newest history entry and its pending sum
-// from its open holds, which is all that transfers write.
+// and entry count come from its newest history entry (in a chunk or the
+// journal) and its pending sum from its open holds, which is all that
+// transfers write.
 func (e *Engine) load() error {
 	// The filter grows as it fills, so one pass over the ids sizes it.
 	var err error
@@ -178,11 +187,18 @@ func (e *Engine) load() error {
 		}
 		a.Pending = held[a.ID]
 		e.shardFor(a.ID).book.Load(a)
-		e.accounts.store(&a)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("load accounts: %w", err)
+	}
+	if err := e.replayJournal(); err != nil {
+		return fmt.Errorf("replay history journal: %w", err)
+	}
+	for _, s := range e.shards {
+		for _, a := range s.book.Accounts() {
+			e.accounts.store(a)
+		}
 	}
 	return e.loadTickets()
 }
@@ -275,6 +291,7 @@ func (e *Engine) persist(shards ...*shard) error {
 			e.inflight.Store(t.ID, s.id)
 		}
 		writeChanges(w, ch)
+		s.writeHistory(w)
 		for _, g := range s.outgoing {
 			w.PutOutbox(g.id, g.legs)
 		}
@@ -298,9 +315,6 @@ func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
 	}
 	for _, t := range ch.Transfers {
 		w.PutTransfer(t)
-	}
-	for i := range ch.Entries {
-		w.PutEntry(&ch.Entries[i])
 	}
 	for _, id := range ch.HoldsOpened {
 		w.PutHold(id)

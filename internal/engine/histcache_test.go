@@ -7,11 +7,13 @@ import (
 	"github.com/surge-dev/surge/internal/ledger"
 )
 
-// TestHistoryCacheAgreesWithStorage reads pages (newest, by cursor, by
-// offset, across the cached run's edge) between batches of new transfers
-// and checks each against a direct storage read: the cache serves the
-// newest page once read, and never an outdated one.
-func TestHistoryCacheAgreesWithStorage(t *testing.T) {
+// TestHistoryPages reads pages (newest, by cursor, by offset, across the
+// edge between Recent entries and chunks, and across the cached run's
+// edge) between batches of new transfers and checks each against the
+// entries the transfers must have made: the newest entries come from
+// memory, the older from storage or the cache, and the cache never serves
+// an outdated page.
+func TestHistoryPages(t *testing.T) {
 	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
 	mustOpenAccount(t, e, "a", 0)
 	n := 0
@@ -27,38 +29,48 @@ func TestHistoryCacheAgreesWithStorage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acct, _ := e.account("a")
-		before := acct.Entries + 1
+		before := uint64(n) + 1
 		switch {
 		case q.Cursor > 0:
 			before = min(q.Cursor, before)
 		default:
 			before -= min(q.Offset, before-1)
 		}
-		want, err := e.db.History("a", before, q.Limit)
-		if err != nil {
-			t.Fatal(err)
+		var want []uint64
+		for seq := before - 1; seq > 0 && len(want) < q.Limit; seq-- {
+			want = append(want, seq)
 		}
-		if !reflect.DeepEqual(page.Entries, want) && len(page.Entries)+len(want) > 0 {
-			t.Fatalf("History(%+v) = %v, storage has %v", q, seqsOf(page.Entries), seqsOf(want))
+		if !reflect.DeepEqual(seqsOf(page.Entries), want) && len(page.Entries)+len(want) > 0 {
+			t.Fatalf("History(%+v) = %v, want %v", q, seqsOf(page.Entries), want)
+		}
+		for _, en := range page.Entries {
+			// Transfer k credits k, so the balance after it is 1+2+...+k.
+			k := int64(en.Seq)
+			if en.Amount != k || en.BalanceAfter != k*(k+1)/2 || en.Direction != ledger.Credit || en.Memo != "m" {
+				t.Fatalf("History(%+v): entry %+v", q, en)
+			}
 		}
 		return page
 	}
 
-	transfers(30)
-	first := check(ledger.HistoryQuery{Limit: 10})
-	if _, hit := e.history.page("a", 21, 31); !hit {
-		t.Fatal("the newest page was not kept")
+	transfers(2*chunkEntries + 22) // two chunks, then 22 Recent entries
+	stored := uint64(2 * chunkEntries)
+	check(ledger.HistoryQuery{Limit: 10}) // Recent only
+	first := check(ledger.HistoryQuery{Limit: 30})
+	if _, hit := e.history.page("a", stored-7, stored+1); !hit {
+		t.Fatal("the newest stored entries were not kept")
 	}
-	check(ledger.HistoryQuery{Limit: 10})                              // from the cache
-	check(ledger.HistoryQuery{Limit: 5, Cursor: first.Entries[4].Seq}) // inside the run
-	check(ledger.HistoryQuery{Limit: 10, Cursor: first.NextCursor})    // below it
-	check(ledger.HistoryQuery{Limit: 10, Offset: 5})                   // across its edge
+	check(ledger.HistoryQuery{Limit: 30})                               // from the cache
+	check(ledger.HistoryQuery{Limit: 5, Cursor: first.Entries[24].Seq}) // inside the run
+	check(ledger.HistoryQuery{Limit: 10, Cursor: first.NextCursor})     // below it
+	check(ledger.HistoryQuery{Limit: 10, Offset: 25})                   // across its edge
 	transfers(3)
-	if got := check(ledger.HistoryQuery{Limit: 10}); got.Entries[0].Seq != 33 {
-		t.Fatalf("newest page after 3 more transfers starts at %d, want 33", got.Entries[0].Seq)
+	if got := check(ledger.HistoryQuery{Limit: 10}); got.Entries[0].Seq != uint64(n) {
+		t.Fatalf("newest page after 3 more transfers starts at %d, want %d", got.Entries[0].Seq, n)
 	}
+	transfers(chunkEntries) // a third chunk
 	check(ledger.HistoryQuery{Limit: 100, Offset: 29})
+	check(ledger.HistoryQuery{Limit: 100, Cursor: stored + 5})
 	check(ledger.HistoryQuery{Limit: 10, Cursor: 1})
 }
 

@@ -31,6 +31,7 @@ type shard struct {
 	// expiry fires a CmdExpire at expiryAt, the earliest hold deadline.
 	expiry   *time.Timer
 	expiryAt time.Time
+	history  historyWriter
 }
 
 func newShard(id int, e *Engine) *shard {

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"container/heap"
+	"fmt"
 	"maps"
 	"time"
 )
@@ -69,7 +70,9 @@ type AccountEntry struct {
 type Book struct {
 	lookup   Lookup
 	accounts map[string]*Account
-	dirty    map[*Account]struct{}
+	// list holds the accounts in the order they came, for sweeps.
+	list  []*Account
+	dirty map[*Account]struct{}
 	// pending holds open two-phase transfers by id; expiries orders those
 	// with a timeout by deadline (entries may be stale: checked on pop).
 	pending  map[string]*Transfer
@@ -97,7 +100,32 @@ func NewBook(lookup Lookup) *Book {
 }
 
 // Load puts a stored account into the Book, as recovery does on start.
-func (b *Book) Load(a Account) { b.accounts[a.ID] = &a }
+func (b *Book) Load(a Account) {
+	b.accounts[a.ID] = &a
+	b.list = append(b.list, &a)
+}
+
+// Accounts returns every account of the Book, oldest first. The slice and
+// the accounts are the Book's own: for its owner's goroutine only, and the
+// slice only until the next change.
+func (b *Book) Accounts() []*Account { return b.list }
+
+// Replay appends e, an entry read back from storage's journal, to its
+// account as the newest entry, unless storage's history already held it.
+func (b *Book) Replay(e *AccountEntry) error {
+	a, ok := b.accounts[e.Account]
+	switch {
+	case !ok:
+		return fmt.Errorf("ledger: journal entry for unknown account %s", e.Account)
+	case e.Seq <= a.Entries:
+		return nil
+	case e.Seq != a.Entries+1:
+		return fmt.Errorf("ledger: journal skips from entry %d to %d of account %s", a.Entries, e.Seq, e.Account)
+	}
+	a.Entries, a.Balance = e.Seq, e.BalanceAfter
+	a.Recent = append(a.Recent, e.Entry)
+	return nil
+}
 
 // LoadPending puts a stored pending transfer back into the Book.
 func (b *Book) LoadPending(t Transfer) {
@@ -166,7 +194,11 @@ func (b *Book) CreateAccount(spec AccountSpec, now time.Time) (Account, bool, er
 		CreatedAt:      now,
 	}
 	b.accounts[a.ID] = a
-	b.logUndo(func() { delete(b.accounts, a.ID) })
+	b.list = append(b.list, a)
+	b.logUndo(func() {
+		delete(b.accounts, a.ID)
+		b.list = b.list[:len(b.list)-1]
+	})
 	b.touch(a)
 	b.changes.Opened = append(b.changes.Opened, a)
 	return *a, true, nil
@@ -344,10 +376,17 @@ func (b *Book) entry(a *Account, dir Direction, amount int64, rec *Transfer, cou
 		a.Balance += amount
 	}
 	a.Entries++
-	b.changes.Entries = append(b.changes.Entries, AccountEntry{Account: a.ID, Entry: Entry{
+	e := Entry{
 		Seq: a.Entries, TransferID: rec.ID, Direction: dir, Amount: amount,
 		BalanceAfter: a.Balance, Counterpart: counterpart, Memo: rec.Memo, At: now,
-	}})
+	}
+	if a.Recent == nil {
+		// Most accounts gather several entries before a sweep chunks them;
+		// growing from one entry would copy them at 1, 2 and 4.
+		a.Recent = make([]Entry, 0, 8)
+	}
+	a.Recent = append(a.Recent, e)
+	b.changes.Entries = append(b.changes.Entries, AccountEntry{Account: a.ID, Entry: e})
 }
 
 // ApplyCredit applies the second leg of a cross-shard transfer. The engine

@@ -367,6 +367,58 @@ func TestTransferMovesMoneyAndRecordsHistory(t *testing.T) {
 	}
 }
 
+// An account's Recent entries are its newest entries, oldest first, as
+// Changes lists them; Replay rebuilds them from a journal, skipping what
+// storage already has and refusing gaps.
+func TestRecentEntriesAndReplay(t *testing.T) {
+	b, _, _ := newTestBook(t)
+	mustCreate(t, b, AccountSpec{ID: "alice", Currency: "USD"})
+	fund(t, b, "alice", 100)
+	for i := range 3 {
+		mustTransfer(t, b, TransferRequest{From: "alice", To: WorldID, Amount: int64(i + 1)}, t0)
+	}
+	var journal []AccountEntry
+	for _, e := range b.Changes().Entries {
+		if e.Account == "alice" {
+			journal = append(journal, e)
+		}
+	}
+	alice, _ := b.Account("alice")
+	if len(journal) != 4 || alice.Entries != 4 || len(alice.Recent) != 4 {
+		t.Fatalf("alice: %d entries, %d recent, %d in changes", alice.Entries, len(alice.Recent), len(journal))
+	}
+	for i, e := range alice.Recent {
+		if !reflect.DeepEqual(e, journal[i].Entry) {
+			t.Fatalf("recent %d = %+v, want %+v", i, e, journal[i].Entry)
+		}
+	}
+
+	// Storage holds entry 1 in a chunk; the journal holds 1 to 4.
+	fresh := NewBook(newWorld().view(0))
+	fresh.Load(Account{ID: "alice", Currency: "USD", Entries: 1, Balance: journal[0].BalanceAfter})
+	for i := range journal {
+		if err := fresh.Replay(&journal[i]); err != nil {
+			t.Fatalf("replay of entry %d: %v", journal[i].Seq, err)
+		}
+	}
+	got, _ := fresh.Account("alice")
+	if got.Entries != 4 || got.Balance != alice.Balance || !reflect.DeepEqual(got.Recent, alice.Recent[1:]) {
+		t.Fatalf("after replay: entries %d balance %d recent %+v", got.Entries, got.Balance, got.Recent)
+	}
+	gap := journal[3]
+	gap.Seq = 6
+	if err := fresh.Replay(&gap); err == nil {
+		t.Fatal("replay over a gap in the entries succeeded")
+	}
+	gap.Account = "nobody"
+	if err := fresh.Replay(&gap); err == nil {
+		t.Fatal("replay for an unknown account succeeded")
+	}
+	if again, _ := fresh.Account("alice"); !reflect.DeepEqual(again, got) {
+		t.Fatalf("failed replays changed alice: %+v", again)
+	}
+}
+
 func TestOverdraftLimit(t *testing.T) {
 	b, _, _ := newTestBook(t)
 	mustCreate(t, b, AccountSpec{ID: "od", Currency: "USD", OverdraftLimit: 50})
@@ -1136,6 +1188,9 @@ func TestAtomicGroupRollback(t *testing.T) {
 	}
 	if _, ok := b.Account("dave"); !ok {
 		t.Fatalf("dave, opened before the group, was rolled back")
+	}
+	if list := b.Accounts(); len(list) != 4 || list[3].ID != "dave" {
+		t.Fatalf("accounts after rollback: %d, the newest %s", len(list), list[len(list)-1].ID)
 	}
 	if got := slices.Sorted(maps.Keys(b.recent)); !slices.Equal(got, recentBefore) {
 		t.Fatalf("recent transfers %v, want %v", got, recentBefore)

@@ -54,6 +54,13 @@ type Account struct {
 	Pending int64
 	// Entries is the number of history entries; entry seq numbers run 1..Entries.
 	Entries uint64
+	// Recent are the newest entries, oldest first, that storage keeps only
+	// in its journal so far; older ones are in history chunks. The Book
+	// appends to it and the engine empties it when it stores them as a
+	// chunk. Copies of an Account share its array, which is why emptying
+	// starts a new slice rather than reusing it: an entry a copy can see is
+	// never written again.
+	Recent []Entry
 }
 
 // Available is the balance not held by pending transfers.

@@ -14,7 +14,11 @@ import (
 //
 //	la/<account>               account as opened (id, currency, limit, metadata)
 //	lt/<transfer>              transfer
-//	lh/<account>\x00<seq:8 BE> history entry, seq 1..Entries
+//	lh/<account>\x00<seq:8 BE> history chunk: the account's entries up to
+//	                           seq, newest first, back to the previous chunk
+//	                           (history.go)
+//	lj/<shard:2 BE><n:8 BE>    journal: the history entries of a shard's
+//	                           batch n not yet in chunks (history.go)
 //	lo/<outbox id>             outbox: cross-shard credits sent by one batch
 //	                           to one shard and not yet applied there
 //	lp/<transfer>              an open two-phase hold (value empty)
@@ -22,6 +26,7 @@ var (
 	prefixAccount  = []byte("la/")
 	prefixTransfer = []byte("lt/")
 	prefixHistory  = []byte("lh/")
+	prefixJournal  = []byte("lj/")
 	prefixOutbox   = []byte("lo/")
 	prefixHold     = []byte("lp/")
 )
@@ -77,13 +82,6 @@ func (w *LedgerBatch) PutTransfer(t *ledger.Transfer) {
 	w.set()
 }
 
-// PutEntry writes one history entry.
-func (w *LedgerBatch) PutEntry(e *ledger.AccountEntry) {
-	w.key = historyKey(w.key, e.Account, e.Seq)
-	w.val.b = encodeEntry(w.val.b[:0], &e.Entry)
-	w.set()
-}
-
 // PutOutbox records cross-shard credits that must still be applied, as one
 // record: a batch sends all its credits for one shard together, so they are
 // recorded and settled together too.
@@ -119,24 +117,6 @@ func (s *Store) Transfer(id string) (ledger.Transfer, bool, error) {
 	}
 	t, err := decodeTransfer(v)
 	return t, err == nil, err
-}
-
-// History returns up to limit entries of account with seq < before, newest
-// first.
-func (s *Store) History(account string, before uint64, limit int) ([]ledger.Entry, error) {
-	lower := historyKey(nil, account, 0)
-	upper := historyKey(nil, account, before)
-	out := make([]ledger.Entry, 0, min(limit, 64))
-	err := s.Scan(lower, upper, true, func(k, v []byte) (bool, error) {
-		e, err := decodeEntry(v)
-		if err != nil {
-			return false, err
-		}
-		e.Seq = binary.BigEndian.Uint64(k[len(k)-8:])
-		out = append(out, e)
-		return len(out) < limit, nil
-	})
-	return out, err
 }
 
 // EachAccount calls fn for every account.
@@ -257,31 +237,6 @@ func decodeTransfer(b []byte) (ledger.Transfer, error) {
 		PostedAmount: d.varint(), CreatedAt: unixNano(d.varint()), UpdatedAt: unixNano(d.varint()),
 	}
 	return t, d.done()
-}
-
-func encodeEntry(dst []byte, en *ledger.Entry) []byte {
-	e := encoder{dst}
-	e.byte(recordVersion)
-	e.string(en.TransferID)
-	e.byte(byte(en.Direction))
-	e.varint(en.Amount)
-	e.varint(en.BalanceAfter)
-	e.string(en.Counterpart)
-	e.string(en.Memo)
-	e.varint(en.At.UnixNano())
-	return e.b
-}
-
-func decodeEntry(b []byte) (ledger.Entry, error) {
-	d := decoder{b: b}
-	if d.byte() != recordVersion {
-		return ledger.Entry{}, errCorrupt
-	}
-	en := ledger.Entry{
-		TransferID: d.string(), Direction: ledger.Direction(d.byte()), Amount: d.varint(),
-		BalanceAfter: d.varint(), Counterpart: d.string(), Memo: d.string(), At: unixNano(d.varint()),
-	}
-	return en, d.done()
 }
 
 func encodeOutbox(dst []byte, legs []ledger.CreditLeg) []byte {

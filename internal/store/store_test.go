@@ -103,20 +103,6 @@ func TestTransferRoundTrip(t *testing.T) {
 	}
 }
 
-func TestEntryRoundTrip(t *testing.T) {
-	for _, e := range sampleEntries() {
-		got, err := decodeEntry(encodeEntry(nil, &e))
-		if err != nil {
-			t.Fatalf("%s: %v", e.TransferID, err)
-		}
-		// The seq lives in the key, not the value.
-		e.Seq = 0
-		if !reflect.DeepEqual(got, e) {
-			t.Fatalf("round trip:\n got %+v\nwant %+v", got, e)
-		}
-	}
-}
-
 func TestOutboxRoundTrip(t *testing.T) {
 	all := sampleCredits()
 	for _, legs := range [][]ledger.CreditLeg{all, all[:1], {}} {
@@ -150,7 +136,8 @@ func decoders() map[string]decodeFunc {
 	return map[string]decodeFunc{
 		"account":  func(b []byte) error { _, err := decodeAccount(b); return err },
 		"transfer": func(b []byte) error { _, err := decodeTransfer(b); return err },
-		"entry":    func(b []byte) error { _, err := decodeEntry(b); return err },
+		"chunk":    func(b []byte) error { _, err := decodeWholeChunk(b); return err },
+		"journal":  func(b []byte) error { _, err := decodeJournal(nil, b); return err },
 		"outbox":   func(b []byte) error { _, err := decodeOutbox(b); return err },
 	}
 }
@@ -164,9 +151,11 @@ func validEncodings() map[string][][]byte {
 	for _, tr := range sampleTransfers() {
 		out["transfer"] = append(out["transfer"], encodeTransfer(nil, &tr))
 	}
-	for _, e := range sampleEntries() {
-		out["entry"] = append(out["entry"], encodeEntry(nil, &e))
+	entries := sampleEntries()
+	for i := range entries {
+		out["chunk"] = append(out["chunk"], encodeChunk(nil, entries[i:]), encodeLegacyEntry(nil, &entries[i]))
 	}
+	out["journal"] = [][]byte{encodeJournal(nil, sampleJournal()), encodeJournal(nil, nil)}
 	out["outbox"] = [][]byte{encodeOutbox(nil, sampleCredits()), encodeOutbox(nil, sampleCredits()[:1])}
 	return out
 }
@@ -187,7 +176,7 @@ func TestDecodeCorrupt(t *testing.T) {
 				t.Fatalf("%s with a trailing byte: err %v", kind, err)
 			}
 			// Another version is not read as this one.
-			for _, v := range []byte{0, 2, 0xff} {
+			for _, v := range []byte{0, 3, 0xff} {
 				bad := slices.Clone(enc)
 				bad[0] = v
 				if err := dec(bad); !errors.Is(err, errCorrupt) {
@@ -285,8 +274,17 @@ func FuzzDecodeTransfer(f *testing.F) {
 	fuzzDecode(f, validEncodings()["transfer"], decodeTransfer, encodeTransfer)
 }
 
-func FuzzDecodeEntry(f *testing.F) {
-	fuzzDecode(f, validEncodings()["entry"], decodeEntry, encodeEntry)
+func FuzzDecodeChunk(f *testing.F) {
+	enc := func(dst []byte, entries *[]ledger.Entry) []byte {
+		return encodeChunk(dst, reversed(*entries))
+	}
+	fuzzDecode(f, validEncodings()["chunk"], decodeWholeChunk, enc)
+}
+
+func FuzzDecodeJournal(f *testing.F) {
+	dec := func(b []byte) ([]ledger.AccountEntry, error) { return decodeJournal(nil, b) }
+	enc := func(dst []byte, entries *[]ledger.AccountEntry) []byte { return encodeJournal(dst, *entries) }
+	fuzzDecode(f, validEncodings()["journal"], dec, enc)
 }
 
 func FuzzDecodeOutbox(f *testing.F) {
@@ -312,13 +310,6 @@ func commit(t *testing.T, s *Store, fill func(w *LedgerBatch)) {
 	}
 }
 
-func entry(account string, seq uint64) *ledger.AccountEntry {
-	return &ledger.AccountEntry{Account: account, Entry: ledger.Entry{
-		Seq: seq, TransferID: fmt.Sprintf("%s-%d", account, seq), Direction: ledger.Credit,
-		Amount: int64(seq), BalanceAfter: int64(seq * (seq + 1) / 2), Counterpart: "@world", At: t0.Add(time.Duration(seq)),
-	}}
-}
-
 func seqs(es []ledger.Entry) []uint64 {
 	var out []uint64
 	for _, e := range es {
@@ -335,95 +326,6 @@ func span(hi, lo uint64) []uint64 {
 	return out
 }
 
-func TestHistory(t *testing.T) {
-	s := openStore(t, t.TempDir())
-	defer s.Close()
-	// Neighbours whose keys share "a" as a prefix must not leak into a's
-	// history: "ab", "a.", and a seq that would sort after a's if the
-	// account part were not terminated.
-	commit(t, s, func(w *LedgerBatch) {
-		for seq := uint64(1); seq <= 25; seq++ {
-			w.PutEntry(entry("a", seq))
-		}
-		for seq := uint64(1); seq <= 5; seq++ {
-			w.PutEntry(entry("ab", seq))
-			w.PutEntry(entry("a.", seq))
-			w.PutEntry(entry("@a", seq))
-		}
-		w.PutEntry(entry("b", 300))
-	})
-
-	for _, c := range []struct {
-		before uint64
-		limit  int
-		want   []uint64
-	}{
-		{26, 10, span(25, 16)},
-		{16, 10, span(15, 6)},
-		{6, 10, span(5, 1)},
-		{1, 10, nil},
-		{0, 10, nil},
-		{math.MaxUint64, 3, span(25, 23)},
-		{26, 1000, span(25, 1)},
-		{13, 1, []uint64{12}},
-	} {
-		got, err := s.History("a", c.before, c.limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(seqs(got), c.want) {
-			t.Fatalf("History(a, %d, %d) = seqs %v, want %v", c.before, c.limit, seqs(got), c.want)
-		}
-		for _, e := range got {
-			want := entry("a", e.Seq).Entry
-			if !reflect.DeepEqual(e, want) {
-				t.Fatalf("entry %d = %+v, want %+v", e.Seq, e, want)
-			}
-		}
-	}
-	for acct, n := range map[string]uint64{"ab": 5, "a.": 5, "@a": 5, "nobody": 0, "": 0} {
-		got, err := s.History(acct, math.MaxUint64, 100)
-		if err != nil || !slices.Equal(seqs(got), span(n, 1)) {
-			t.Fatalf("History(%q) = %v, %v; want %d entries", acct, seqs(got), err, n)
-		}
-	}
-	if got, _ := s.History("b", math.MaxUint64, 10); !slices.Equal(seqs(got), []uint64{300}) {
-		t.Fatalf("History(b) = %v", seqs(got))
-	}
-
-	// Paging with the last seq as the next bound visits every entry once.
-	var all []uint64
-	for before := uint64(26); ; {
-		page, err := s.History("a", before, 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		all = append(all, seqs(page)...)
-		before = page[len(page)-1].Seq
-	}
-	if !slices.Equal(all, span(25, 1)) {
-		t.Fatalf("paged %v", all)
-	}
-
-	// A corrupt entry is an error, not a panic or a silent skip.
-	b := s.NewBatch()
-	if err := b.Set(historyKey(nil, "a", 26), []byte{9, 9}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Commit(b); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.History("a", math.MaxUint64, 5); !errors.Is(err, errCorrupt) {
-		t.Fatalf("corrupt entry: err %v", err)
-	}
-	if got, err := s.History("a", 26, 5); err != nil || len(got) != 5 {
-		t.Fatalf("below the corrupt entry: %v, %v", seqs(got), err)
-	}
-}
-
 func TestRecordsPersistAcrossReopen(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
@@ -437,7 +339,7 @@ func TestRecordsPersistAcrossReopen(t *testing.T) {
 		}
 		w.PutOutbox("o-1", credits)
 		w.PutHold("t-2")
-		w.PutEntry(entry("alice", 1))
+		w.PutChunk("alice", run("alice", 1, 1))
 	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -496,7 +398,7 @@ func TestEachAccount(t *testing.T) {
 		// Records of other kinds must not be visited.
 		tr := sampleTransfers()[0]
 		w.PutTransfer(&tr)
-		w.PutEntry(entry("alice", 1))
+		w.PutChunk("alice", run("alice", 1, 1))
 		w.PutHold("t-1")
 	})
 	var got []ledger.Account

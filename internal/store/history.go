@@ -1,0 +1,232 @@
+package store
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// History is stored in two forms.
+//
+// A batch's entries are first written together as one journal record, a
+// single key per shard batch, because each key in a batch costs a random
+// insert into the memtable and later a rewrite in every compaction: with a
+// key per entry, history was two thirds of what a transfer wrote
+// (BENCHMARKS.md, session 13). The entries stay in memory too, as their
+// accounts' Recent entries.
+//
+// The engine later moves an account's Recent entries into one chunk record,
+// keyed by the account and its newest seq, once enough have gathered or a
+// sweep comes by; a journal record is trimmed once a whole sweep has passed
+// since it was written, when every entry in it is in a chunk. Reads find
+// entries in Recent or in chunks; a restart replays the journal.
+//
+// Chunks hold entries newest first, so that reading a page or an account's
+// newest entry decodes only what it returns. Records written before chunks
+// existed held one entry each (version 1, seq in the key); they read as
+// chunks of one.
+
+const chunkVersion = 2
+
+func journalKey(dst []byte, shard int, n uint64) []byte {
+	dst = append(append(dst[:0], prefixJournal...), byte(shard>>8), byte(shard))
+	return binary.BigEndian.AppendUint64(dst, n)
+}
+
+// PutChunk stores entries, consecutive entries of account, oldest first,
+// as one history record.
+func (w *LedgerBatch) PutChunk(account string, entries []ledger.Entry) {
+	w.key = historyKey(w.key, account, entries[len(entries)-1].Seq)
+	w.val.b = encodeChunk(w.val.b[:0], entries)
+	w.set()
+}
+
+// PutJournal records the history entries of a shard's batch n.
+func (w *LedgerBatch) PutJournal(shard int, n uint64, entries []ledger.AccountEntry) {
+	w.key = journalKey(w.key, shard, n)
+	w.val.b = encodeJournal(w.val.b[:0], entries)
+	w.set()
+}
+
+// TrimJournal deletes the shard's journal records before batch n.
+func (w *LedgerBatch) TrimJournal(shard int, n uint64) {
+	_ = w.DeleteRange(journalKey(nil, shard, 0), journalKey(nil, shard, n), nil)
+}
+
+// ClearJournal deletes every journal record.
+func (w *LedgerBatch) ClearJournal() {
+	_ = w.DeleteRange(prefixJournal, upperBound(prefixJournal), nil)
+}
+
+// EachJournalEntry calls fn for every journaled entry, each shard's in the
+// order they were written. The entry is valid only during the call.
+func (s *Store) EachJournalEntry(fn func(*ledger.AccountEntry) error) error {
+	var entries []ledger.AccountEntry
+	return s.Scan(prefixJournal, upperBound(prefixJournal), false, func(_, v []byte) (bool, error) {
+		var err error
+		if entries, err = decodeJournal(entries[:0], v); err != nil {
+			return false, err
+		}
+		for i := range entries {
+			if err := fn(&entries[i]); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}
+
+// History returns up to limit entries of account with seq < before, newest
+// first, from its chunks.
+func (s *Store) History(account string, before uint64, limit int) (out []ledger.Entry, err error) {
+	if before <= 1 || limit <= 0 {
+		return nil, nil
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: historyKey(nil, account, 0),
+		UpperBound: upperBound(historyKey(nil, account, math.MaxUint64)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	out = make([]ledger.Entry, 0, min(limit, 64))
+	// Chunks hold disjoint runs of seqs, so only the first chunk whose
+	// newest entry is at or after before can hold entries below it; the
+	// chunks wholly below before follow in reverse key order.
+	seek := historyKey(nil, account, before)
+	if it.SeekGE(seek) {
+		if out, err = appendChunk(out, it, before, limit); err != nil {
+			return nil, err
+		}
+	}
+	for ok := it.SeekLT(seek); ok && len(out) < limit; ok = it.Prev() {
+		if out, err = appendChunk(out, it, before, limit); err != nil {
+			return nil, err
+		}
+	}
+	return out, it.Error()
+}
+
+// appendChunk appends the entries of the chunk at it with seq < before,
+// newest first, until out holds limit.
+func appendChunk(out []ledger.Entry, it *pebble.Iterator, before uint64, limit int) ([]ledger.Entry, error) {
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return nil, err
+	}
+	k := it.Key()
+	return decodeChunk(out, v, binary.BigEndian.Uint64(k[len(k)-8:]), before, limit)
+}
+
+func encodeChunk(dst []byte, entries []ledger.Entry) []byte {
+	e := encoder{dst}
+	e.byte(chunkVersion)
+	e.uvarint(uint64(len(entries)))
+	for i := len(entries) - 1; i >= 0; i-- {
+		encodeEntryFields(&e, &entries[i])
+	}
+	return e.b
+}
+
+// decodeChunk appends to out the entries with seq < before of a chunk
+// whose newest seq is newest, newest first, until out holds limit.
+func decodeChunk(out []ledger.Entry, b []byte, newest, before uint64, limit int) ([]ledger.Entry, error) {
+	d := decoder{b: b}
+	switch d.byte() {
+	case recordVersion: // one entry, from before chunks
+		if newest >= before {
+			return out, nil
+		}
+		e := decodeEntryFields(&d)
+		e.Seq = newest
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		if len(out) < limit {
+			out = append(out, e)
+		}
+		return out, nil
+	case chunkVersion:
+		n := d.uvarint()
+		if n == 0 || n > newest || n > uint64(len(b)) { // each entry takes several bytes
+			return nil, errCorrupt
+		}
+		if newest-(n-1) >= before {
+			return out, nil // every entry is at or after before
+		}
+		for i := range n {
+			if len(out) == limit {
+				return out, nil // the older entries are not read
+			}
+			e := decodeEntryFields(&d)
+			if d.err != nil {
+				return nil, d.err
+			}
+			e.Seq = newest - i
+			if e.Seq < before {
+				out = append(out, e)
+			}
+		}
+		if err := d.done(); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	return nil, errCorrupt
+}
+
+func encodeJournal(dst []byte, entries []ledger.AccountEntry) []byte {
+	e := encoder{dst}
+	e.byte(recordVersion)
+	e.uvarint(uint64(len(entries)))
+	for i := range entries {
+		en := &entries[i]
+		e.string(en.Account)
+		e.uvarint(en.Seq)
+		encodeEntryFields(&e, &en.Entry)
+	}
+	return e.b
+}
+
+// decodeJournal appends a journal record's entries to dst.
+func decodeJournal(dst []ledger.AccountEntry, b []byte) ([]ledger.AccountEntry, error) {
+	d := decoder{b: b}
+	if d.byte() != recordVersion {
+		return nil, errCorrupt
+	}
+	n := d.uvarint()
+	if n > uint64(len(b)) {
+		return nil, errCorrupt
+	}
+	for range n {
+		account, seq := d.string(), d.uvarint()
+		en := decodeEntryFields(&d)
+		en.Seq = seq
+		dst = append(dst, ledger.AccountEntry{Account: account, Entry: en})
+	}
+	return dst, d.done()
+}
+
+func encodeEntryFields(e *encoder, en *ledger.Entry) {
+	e.string(en.TransferID)
+	e.byte(byte(en.Direction))
+	e.varint(en.Amount)
+	e.varint(en.BalanceAfter)
+	e.string(en.Counterpart)
+	e.string(en.Memo)
+	e.varint(en.At.UnixNano())
+}
+
+func decodeEntryFields(d *decoder) ledger.Entry {
+	return ledger.Entry{
+		TransferID: d.string(), Direction: ledger.Direction(d.byte()), Amount: d.varint(),
+		BalanceAfter: d.varint(), Counterpart: d.string(), Memo: d.string(), At: unixNano(d.varint()),
+	}
+}

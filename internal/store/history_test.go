@@ -1,0 +1,247 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// entry returns account's entry seq as the tests write it.
+func entry(account string, seq uint64) ledger.Entry {
+	return ledger.Entry{
+		Seq: seq, TransferID: fmt.Sprintf("%s-%d", account, seq), Direction: ledger.Credit,
+		Amount: int64(seq), BalanceAfter: int64(seq * (seq + 1) / 2), Counterpart: "@world", At: t0.Add(time.Duration(seq)),
+	}
+}
+
+// run returns account's entries from..to, oldest first.
+func run(account string, from, to uint64) []ledger.Entry {
+	var out []ledger.Entry
+	for seq := from; seq <= to; seq++ {
+		out = append(out, entry(account, seq))
+	}
+	return out
+}
+
+func reversed[E any](s []E) []E {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}
+
+// encodeLegacyEntry writes one entry as stores did before chunks: its seq
+// in the key, the entry alone in the value.
+func encodeLegacyEntry(dst []byte, en *ledger.Entry) []byte {
+	e := encoder{dst}
+	e.byte(recordVersion)
+	encodeEntryFields(&e, en)
+	return e.b
+}
+
+// chunkNewest is the newest seq the decoding tests give a chunk's key.
+const chunkNewest = 1000
+
+// decodeWholeChunk decodes every entry of a chunk, newest first.
+func decodeWholeChunk(b []byte) ([]ledger.Entry, error) {
+	return decodeChunk(nil, b, chunkNewest, math.MaxUint64, math.MaxInt)
+}
+
+func sampleJournal() []ledger.AccountEntry {
+	var out []ledger.AccountEntry
+	for i, e := range sampleEntries() {
+		e.Seq = uint64(i*7 + 1)
+		out = append(out, ledger.AccountEntry{Account: fmt.Sprint("acct-", i%2), Entry: e})
+	}
+	return out
+}
+
+func TestChunkRoundTrip(t *testing.T) {
+	entries := sampleEntries()
+	for i := range entries {
+		entries[i].Seq = chunkNewest - uint64(len(entries)-1-i)
+	}
+	for n := 1; n <= len(entries); n++ {
+		want := entries[len(entries)-n:]
+		got, err := decodeWholeChunk(encodeChunk(nil, want))
+		if err != nil {
+			t.Fatalf("%d entries: %v", n, err)
+		}
+		if !reflect.DeepEqual(got, reversed(want)) {
+			t.Fatalf("round trip of %d:\n got %+v\nwant %+v", n, got, reversed(want))
+		}
+	}
+	// A page stops at limit and skips entries at or after before.
+	chunk := encodeChunk(nil, entries)
+	got, err := decodeChunk(nil, chunk, chunkNewest, chunkNewest, 1)
+	if err != nil || !reflect.DeepEqual(got, []ledger.Entry{entries[1]}) {
+		t.Fatalf("entries before the newest, limit 1: %+v %v", got, err)
+	}
+	if got, err := decodeChunk(got, chunk, chunkNewest, chunkNewest, 1); err != nil || len(got) != 1 {
+		t.Fatalf("a full page takes no more: %+v %v", got, err)
+	}
+}
+
+func TestJournalRoundTrip(t *testing.T) {
+	for _, want := range [][]ledger.AccountEntry{sampleJournal(), sampleJournal()[:1], nil} {
+		got, err := decodeJournal(nil, encodeJournal(nil, want))
+		if err != nil {
+			t.Fatalf("%d entries: %v", len(want), err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+		}
+	}
+}
+
+func TestHistory(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	// "a" has entries 1..3 in records from before chunks, then chunks of
+	// several sizes. Neighbours whose keys share "a" as a prefix must not
+	// leak into its history: "ab", "a.", and a seq that would sort after
+	// a's if the account part were not terminated.
+	b := s.NewBatch()
+	for seq := uint64(1); seq <= 3; seq++ {
+		e := entry("a", seq)
+		if err := b.Set(historyKey(nil, "a", seq), encodeLegacyEntry(nil, &e), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := NewLedgerBatch(b)
+	for _, r := range [][2]uint64{{4, 10}, {11, 11}, {12, 25}} {
+		w.PutChunk("a", run("a", r[0], r[1]))
+	}
+	for _, acct := range []string{"ab", "a.", "@a"} {
+		w.PutChunk(acct, run(acct, 1, 5))
+	}
+	w.PutChunk("b", run("b", 300, 300))
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		before uint64
+		limit  int
+		want   []uint64
+	}{
+		{26, 10, span(25, 16)},
+		{16, 10, span(15, 6)},
+		{6, 10, span(5, 1)},
+		{12, 2, span(11, 10)},
+		{11, 1, []uint64{10}},
+		{1, 10, nil},
+		{0, 10, nil},
+		{math.MaxUint64, 3, span(25, 23)},
+		{26, 1000, span(25, 1)},
+		{13, 1, []uint64{12}},
+		{26, 0, nil},
+	} {
+		got, err := s.History("a", c.before, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(seqs(got), c.want) {
+			t.Fatalf("History(a, %d, %d) = seqs %v, want %v", c.before, c.limit, seqs(got), c.want)
+		}
+		for _, e := range got {
+			if want := entry("a", e.Seq); !reflect.DeepEqual(e, want) {
+				t.Fatalf("entry %d = %+v, want %+v", e.Seq, e, want)
+			}
+		}
+	}
+	for acct, n := range map[string]uint64{"ab": 5, "a.": 5, "@a": 5, "nobody": 0, "": 0} {
+		got, err := s.History(acct, math.MaxUint64, 100)
+		if err != nil || !slices.Equal(seqs(got), span(n, 1)) {
+			t.Fatalf("History(%q) = %v, %v; want %d entries", acct, seqs(got), err, n)
+		}
+	}
+	if got, _ := s.History("b", math.MaxUint64, 10); !slices.Equal(seqs(got), []uint64{300}) {
+		t.Fatalf("History(b) = %v", seqs(got))
+	}
+
+	// Paging with the last seq as the next bound visits every entry once.
+	for _, size := range []int{1, 7, 25} {
+		var all []uint64
+		for before := uint64(26); ; {
+			page, err := s.History("a", before, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			all = append(all, seqs(page)...)
+			before = page[len(page)-1].Seq
+		}
+		if !slices.Equal(all, span(25, 1)) {
+			t.Fatalf("paged by %d: %v", size, all)
+		}
+	}
+
+	// A corrupt record is an error, not a panic or a silent skip.
+	b = s.NewBatch()
+	if err := b.Set(historyKey(nil, "a", 26), []byte{chunkVersion, 1, 9}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.History("a", math.MaxUint64, 5); !errors.Is(err, errCorrupt) {
+		t.Fatalf("corrupt chunk: err %v", err)
+	}
+	if got, err := s.History("a", 26, 5); err != nil || len(got) != 5 {
+		t.Fatalf("below the corrupt chunk: %v, %v", seqs(got), err)
+	}
+}
+
+func TestJournal(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	// Two shards' records, written out of order; each is read back in its
+	// shard's order, and trimming one shard leaves the other alone.
+	batch := func(account string, seq uint64) []ledger.AccountEntry {
+		return []ledger.AccountEntry{{Account: account, Entry: entry(account, seq)}, {Account: "x", Entry: entry("x", seq)}}
+	}
+	commit(t, s, func(w *LedgerBatch) {
+		w.PutJournal(1, 0, batch("b", 1))
+		w.PutJournal(0, 1, batch("a", 2))
+		w.PutJournal(0, 0, batch("a", 1))
+		w.PutJournal(1, 256, batch("b", 2))
+	})
+	read := func() []string {
+		var out []string
+		err := s.EachJournalEntry(func(e *ledger.AccountEntry) error {
+			if want := entry(e.Account, e.Seq); !reflect.DeepEqual(e.Entry, want) {
+				t.Fatalf("journaled %+v, want %+v", e.Entry, want)
+			}
+			out = append(out, fmt.Sprint(e.Account, e.Seq))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got, want := read(), []string{"a1", "x1", "a2", "x2", "b1", "x1", "b2", "x2"}; !slices.Equal(got, want) {
+		t.Fatalf("journal %v, want %v", got, want)
+	}
+	commit(t, s, func(w *LedgerBatch) { w.TrimJournal(1, 256) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir)
+	defer s.Close()
+	if got, want := read(), []string{"a1", "x1", "a2", "x2", "b2", "x2"}; !slices.Equal(got, want) {
+		t.Fatalf("journal after trimming shard 1 below 256: %v, want %v", got, want)
+	}
+	commit(t, s, func(w *LedgerBatch) { w.ClearJournal() })
+	if got := read(); len(got) != 0 {
+		t.Fatalf("journal after clearing: %v", got)
+	}
+}
