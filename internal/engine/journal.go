@@ -14,8 +14,10 @@ const (
 	chunkEntries = 64
 	// defaultSweepEntries is how many entries the shards write, together,
 	// while a sweep visits every account once. Recent entries in memory
-	// (about 100 bytes each) and the journal stay under about twice this.
-	defaultSweepEntries = 1 << 19
+	// (about 100 bytes each) and the journal stay under about twice this:
+	// at 2^18, 43 MB of live heap after a 30 s single-transfer run over
+	// 50,000 accounts (70 MB at 2^19), with chunks of about 5 entries.
+	defaultSweepEntries = 1 << 18
 )
 
 // historyWriter is a shard's state for writing history.
