@@ -185,7 +185,7 @@ func (e *Engine) GetTransfer(ctx context.Context, id string) (ledger.Transfer, e
 		if !ok {
 			return ledger.Transfer{}, errTransferNotFound(id)
 		}
-		if _, busy := e.inflight.Load(id); !busy {
+		if _, busy := e.inflight.load(id); !busy {
 			return t, nil
 		}
 		select {

@@ -91,7 +91,7 @@ type Engine struct {
 	// and since Pebble shows a batch before its fsync ends, readers that
 	// meet an in-flight id wait for the next publish instead of showing a
 	// write a crash could still undo.
-	inflight sync.Map // transfer id → shard index
+	inflight *stripedMap[int] // transfer id → shard index
 	// viewMu orders publishes against Stats: publishes share it, Stats takes
 	// it alone, so Stats sees whole publishes only — a consistent cut of
 	// the committed view and of the money in flight between shards.
@@ -116,7 +116,10 @@ type Engine struct {
 // cross-shard transfers a crash interrupted, and starts the shards.
 func Open(cfg Config) (*Engine, error) {
 	cfg.setDefaults()
-	e := &Engine{cfg: cfg, metrics: newMetrics(cfg.Registerer), accounts: newView(), tk: newTicketing()}
+	e := &Engine{
+		cfg: cfg, metrics: newMetrics(cfg.Registerer), accounts: newView(),
+		inflight: newStripedMap[int](), tk: newTicketing(),
+	}
 	next := make(chan struct{})
 	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync})
@@ -288,7 +291,7 @@ func (e *Engine) persist(shards ...*shard) error {
 	for _, s := range shards {
 		ch := s.book.Changes()
 		for _, t := range ch.Transfers {
-			e.inflight.Store(t.ID, s.id)
+			e.inflight.store(t.ID, s.id)
 		}
 		writeChanges(w, ch)
 		s.writeHistory(w)
@@ -347,7 +350,7 @@ func (e *Engine) publish(shards ...*shard) {
 			}
 		})
 		for _, t := range ch.Transfers {
-			e.inflight.CompareAndDelete(t.ID, s.id)
+			deleteIf(e.inflight, t.ID, s.id)
 		}
 		e.publishReservations(s.desk.Changes())
 	}

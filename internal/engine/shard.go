@@ -268,11 +268,10 @@ func (s *shard) Transfer(id string) (ledger.Transfer, bool, error) {
 }
 
 func (s *shard) Claim(id string) bool {
-	_, taken := s.eng.inflight.LoadOrStore(id, s.id)
-	return !taken
+	return !s.eng.inflight.loadOrStore(id, s.id)
 }
 
-func (s *shard) Release(id string) { s.eng.inflight.CompareAndDelete(id, s.id) }
+func (s *shard) Release(id string) { deleteIf(s.eng.inflight, id, s.id) }
 
 func (s *shard) Currency(id string) (string, bool) {
 	a, ok := s.eng.account(id)
