@@ -195,10 +195,12 @@ func (b *Book) CreateAccount(spec AccountSpec, now time.Time) (Account, bool, er
 	}
 	b.accounts[a.ID] = a
 	b.list = append(b.list, a)
-	b.logUndo(func() {
-		delete(b.accounts, a.ID)
-		b.list = b.list[:len(b.list)-1]
-	})
+	if b.grouping() {
+		b.logUndo(func() {
+			delete(b.accounts, a.ID)
+			b.list = b.list[:len(b.list)-1]
+		})
+	}
 	b.touch(a)
 	b.changes.Opened = append(b.changes.Opened, a)
 	return *a, true, nil
@@ -262,7 +264,9 @@ func (b *Book) claimOrFind(id string) (Transfer, bool, error) {
 		b.lookup.Release(id)
 		return t, found, err
 	}
-	b.logUndo(func() { b.lookup.Release(id) })
+	if b.grouping() {
+		b.logUndo(func() { b.lookup.Release(id) })
+	}
 	return Transfer{}, false, nil
 }
 
@@ -284,7 +288,7 @@ func (b *Book) unclaim(id string) {
 	if id == "" {
 		return
 	}
-	if b.undo != nil {
+	if b.grouping() {
 		b.undo = b.undo[:len(b.undo)-1]
 	}
 	b.lookup.Release(id)
@@ -342,7 +346,9 @@ func (b *Book) hold(from *Account, rec *Transfer) {
 	b.touch(from)
 	from.Pending += rec.Amount
 	b.pending[rec.ID] = rec
-	b.logUndo(func() { delete(b.pending, rec.ID) })
+	if b.grouping() {
+		b.logUndo(func() { delete(b.pending, rec.ID) })
+	}
 	if rec.Timeout > 0 {
 		heap.Push(&b.expiries, rec)
 	}
@@ -489,8 +495,10 @@ func (b *Book) release(rec *Transfer, state TransferState, now time.Time) *Accou
 	from := b.accounts[rec.From]
 	b.touch(from)
 	from.Pending -= rec.Amount
-	prev := *rec
-	b.logUndo(func() { *rec = prev; b.pending[rec.ID] = rec })
+	if b.grouping() {
+		prev := *rec
+		b.logUndo(func() { *rec = prev; b.pending[rec.ID] = rec })
+	}
 	delete(b.pending, rec.ID)
 	rec.State = state
 	rec.UpdatedAt = now
@@ -502,15 +510,17 @@ func (b *Book) release(rec *Transfer, state TransferState, now time.Time) *Accou
 // record queues rec to be written and makes it visible to later commands.
 func (b *Book) record(rec *Transfer) {
 	b.recent[rec.ID] = rec
-	b.logUndo(func() { delete(b.recent, rec.ID) })
+	if b.grouping() {
+		b.logUndo(func() { delete(b.recent, rec.ID) })
+	}
 	b.changes.Transfers = append(b.changes.Transfers, rec)
 }
 
 // touch marks a as changed, saving its state first inside an atomic group.
 func (b *Book) touch(a *Account) {
-	if b.undo != nil {
+	if b.grouping() {
 		prev := *a
-		b.undo = append(b.undo, func() { *a = prev })
+		b.logUndo(func() { *a = prev })
 	}
 	if _, ok := b.dirty[a]; !ok {
 		b.dirty[a] = struct{}{}
@@ -518,11 +528,14 @@ func (b *Book) touch(a *Account) {
 	}
 }
 
-func (b *Book) logUndo(f func()) {
-	if b.undo != nil {
-		b.undo = append(b.undo, f)
-	}
-}
+// grouping reports whether an atomic group is open, so that every change
+// must log how to undo it. Callers test it before they build the undo
+// closure: one built anyway escapes to the heap, an allocation per transfer
+// outside any group (go build -gcflags=-m).
+func (b *Book) grouping() bool { return b.undo != nil }
+
+// logUndo records how to undo a change made inside an atomic group.
+func (b *Book) logUndo(f func()) { b.undo = append(b.undo, f) }
 
 // Begin opens an atomic group: until Commit or Rollback, every change can be
 // undone.
