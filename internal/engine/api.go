@@ -239,14 +239,11 @@ func (e *Engine) historyPage(a *ledger.Account, before uint64, limit int) ([]led
 	if before <= 1 {
 		return nil, nil
 	}
-	stored := a.Entries - uint64(len(a.Recent)) // 1..stored are in chunks
+	stored := a.Entries - uint64(a.Recent.Len()) // 1..stored are in chunks
 	var out []ledger.Entry
 	if before > stored+1 {
-		recent := a.Recent[:before-1-stored]
-		out = make([]ledger.Entry, 0, min(limit, len(recent)))
-		for i := len(recent) - 1; i >= 0 && len(out) < limit; i-- {
-			out = append(out, recent[i])
-		}
+		out = make([]ledger.Entry, 0, min(uint64(limit), before-1-stored))
+		out = a.Recent.AppendNewest(out, stored+1, before, limit)
 		if len(out) == limit || stored == 0 {
 			return out, nil
 		}

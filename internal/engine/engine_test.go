@@ -840,8 +840,9 @@ func TestOutboxResumedOnOpen(t *testing.T) {
 	w := store.NewLedgerBatch(s.NewBatch())
 	w.PutTransfer(&ledger.Transfer{ID: "crashed", From: payer, To: payee, Amount: 30, Currency: "USD", Memo: "mid-crash",
 		State: ledger.StatePosted, PostedAmount: 30, CreatedAt: at, UpdatedAt: at})
-	w.PutJournal(0, 1<<40, []ledger.AccountEntry{{Account: payer, Entry: ledger.Entry{Seq: last.Entries + 1, TransferID: "crashed",
-		Direction: ledger.Debit, Amount: 30, BalanceAfter: 69, Counterpart: payee, Memo: "mid-crash", At: at}}})
+	debit := ledger.Entry{Seq: last.Entries + 1, TransferID: "crashed",
+		Direction: ledger.Debit, Amount: 30, BalanceAfter: 69, Counterpart: payee, Memo: "mid-crash", At: at}
+	w.PutJournal(0, 1<<40, 1, ledger.AppendJournalItem(nil, payer, &debit))
 	w.PutOutbox("crashed-batch", []ledger.CreditLeg{leg})
 	if err := s.Commit(w.Batch); err != nil {
 		t.Fatal(err)

@@ -14,10 +14,12 @@ const (
 	chunkEntries = 64
 	// defaultSweepEntries is how many entries the shards write, together,
 	// while a sweep visits every account once. Recent entries in memory
-	// (about 100 bytes each) and the journal stay under about twice this:
-	// at 2^18, 43 MB of live heap after a 30 s single-transfer run over
-	// 50,000 accounts (70 MB at 2^19), with chunks of about 5 entries.
-	defaultSweepEntries = 1 << 18
+	// (about 40 bytes each, encoded) and the journal stay under about
+	// twice this. Over 50,000 accounts, chunks hold about 20 entries; a
+	// sweep of 2^18 made chunks of 5, and the random chunk keys cost 13%
+	// more CPU per transfer in BenchmarkBatch8190Accounts50k. Live heap
+	// after a 30 s single-transfer run: 66 MB (BENCHMARKS.md, session 15).
+	defaultSweepEntries = 1 << 20
 )
 
 // historyWriter is a shard's state for writing history.
@@ -37,26 +39,26 @@ type historyWriter struct {
 // chunks it is due, trimming the journal after each whole sweep.
 func (s *shard) writeHistory(w *store.LedgerBatch) {
 	ch := s.book.Changes()
-	if len(ch.Entries) == 0 {
+	if ch.JournalEntries == 0 {
 		return
 	}
 	h := &s.history
-	w.PutJournal(s.id, h.next, ch.Entries)
+	w.PutJournal(s.id, h.next, ch.JournalEntries, ch.Journal)
 	h.next++
 	for _, a := range ch.Accounts {
-		if len(a.Recent) >= chunkEntries {
+		if a.Recent.Len() >= chunkEntries {
 			storeChunk(w, a)
 		}
 	}
 	accounts := s.book.Accounts()
 	perRound := max(1, s.eng.cfg.SweepEntries/len(s.eng.shards))
-	for h.owed += len(ch.Entries) * len(accounts); h.owed >= perRound; h.owed -= perRound {
+	for h.owed += ch.JournalEntries * len(accounts); h.owed >= perRound; h.owed -= perRound {
 		if h.cursor == len(accounts) {
 			w.TrimJournal(s.id, h.roundStart)
 			// Visits from this batch on chunk its entries too.
 			h.cursor, h.roundStart = 0, h.next
 		}
-		if a := accounts[h.cursor]; len(a.Recent) > 0 {
+		if a := accounts[h.cursor]; a.Recent.Len() > 0 {
 			storeChunk(w, a)
 		}
 		h.cursor++
@@ -65,10 +67,10 @@ func (s *shard) writeHistory(w *store.LedgerBatch) {
 
 // storeChunk moves a's Recent entries into a chunk.
 func storeChunk(w *store.LedgerBatch, a *ledger.Account) {
-	w.PutChunk(a.ID, a.Recent)
-	// A new slice, not a.Recent[:0]: published copies of a still read
-	// the old array.
-	a.Recent = nil
+	w.PutChunk(a.ID, a.Entries, a.Recent)
+	// A new log, not the old one emptied: published copies of a still
+	// read its bytes.
+	a.Recent = ledger.EntryLog{}
 }
 
 // replayJournal puts the journaled entries back into their accounts, then
@@ -86,7 +88,7 @@ func (e *Engine) replayJournal() error {
 	w := store.NewLedgerBatch(e.db.NewBatch())
 	for _, s := range e.shards {
 		for _, a := range s.book.Accounts() {
-			if len(a.Recent) > 0 {
+			if a.Recent.Len() > 0 {
 				storeChunk(w, a)
 			}
 		}

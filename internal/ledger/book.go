@@ -47,7 +47,11 @@ type Changes struct {
 	Accounts  []*Account
 	Opened    []*Account
 	Transfers []*Transfer
-	Entries   []AccountEntry
+	// Journal is the history entries made, each encoded by
+	// AppendJournalItem, JournalEntries of them: storage writes it as the
+	// shard batch's journal record as it is.
+	Journal        []byte
+	JournalEntries int
 	// Credits are cross-shard second legs to record in the outbox and send.
 	Credits []CreditLeg
 	// Settled are the cross-shard credits this shard applied; each settles
@@ -62,6 +66,19 @@ type Changes struct {
 type AccountEntry struct {
 	Account string
 	Entry
+}
+
+// JournalItems decodes the Journal.
+func (c *Changes) JournalItems() []AccountEntry {
+	out := make([]AccountEntry, 0, c.JournalEntries)
+	for b := c.Journal; len(b) > 0; {
+		ae, rest, ok := ReadJournalItem(b)
+		if !ok {
+			panic("ledger: corrupt journal") // the Book encoded every byte of it
+		}
+		out, b = append(out, ae), rest
+	}
+	return out
 }
 
 // Book is one shard's part of the ledger: the accounts it owns and the
@@ -123,7 +140,7 @@ func (b *Book) Replay(e *AccountEntry) error {
 		return fmt.Errorf("ledger: journal skips from entry %d to %d of account %s", a.Entries, e.Seq, e.Account)
 	}
 	a.Entries, a.Balance = e.Seq, e.BalanceAfter
-	a.Recent = append(a.Recent, e.Entry)
+	a.Recent.Append(&e.Entry)
 	return nil
 }
 
@@ -169,7 +186,7 @@ func (b *Book) Reset() {
 	c.Accounts = c.Accounts[:0]
 	c.Opened = c.Opened[:0]
 	c.Transfers = c.Transfers[:0]
-	c.Entries = c.Entries[:0]
+	c.Journal, c.JournalEntries = c.Journal[:0], 0
 	c.Credits = c.Credits[:0]
 	c.Settled = c.Settled[:0]
 	c.HoldsOpened = c.HoldsOpened[:0]
@@ -386,13 +403,13 @@ func (b *Book) entry(a *Account, dir Direction, amount int64, rec *Transfer, cou
 		Seq: a.Entries, TransferID: rec.ID, Direction: dir, Amount: amount,
 		BalanceAfter: a.Balance, Counterpart: counterpart, Memo: rec.Memo, At: now,
 	}
-	if a.Recent == nil {
-		// Most accounts gather several entries before a sweep chunks them;
-		// growing from one entry would copy them at 1, 2 and 4.
-		a.Recent = make([]Entry, 0, 8)
-	}
-	a.Recent = append(a.Recent, e)
-	b.changes.Entries = append(b.changes.Entries, AccountEntry{Account: a.ID, Entry: e})
+	encoded := a.Recent.Append(&e)
+	// A journal item ends with the entry's encoding: copied, not encoded
+	// again.
+	c := &b.changes
+	c.Journal = appendJournalHeader(c.Journal, a.ID, e.Seq)
+	c.Journal = append(c.Journal, encoded...)
+	c.JournalEntries++
 }
 
 // ApplyCredit applies the second leg of a cross-shard transfer. The engine
@@ -542,11 +559,11 @@ func (b *Book) logUndo(f func()) { b.undo = append(b.undo, f) }
 func (b *Book) Begin() Savepoint {
 	b.undo = make([]func(), 0, 16)
 	c := &b.changes
-	return Savepoint{len(c.Accounts), len(c.Transfers), len(c.Entries), len(c.Credits), len(c.Settled), len(c.HoldsOpened), len(c.HoldsClosed), len(c.Opened)}
+	return Savepoint{len(c.Accounts), len(c.Transfers), len(c.Journal), c.JournalEntries, len(c.Credits), len(c.Settled), len(c.HoldsOpened), len(c.HoldsClosed), len(c.Opened)}
 }
 
 // Savepoint is the extent of the Changes when an atomic group began.
-type Savepoint [8]int
+type Savepoint [9]int
 
 // Commit closes the atomic group, keeping its changes.
 func (b *Book) Commit() { b.undo = nil }
@@ -561,8 +578,8 @@ func (b *Book) Rollback(sp Savepoint) {
 	for _, a := range c.Accounts[sp[0]:] {
 		delete(b.dirty, a)
 	}
-	c.Accounts, c.Transfers, c.Entries, c.Credits = c.Accounts[:sp[0]], c.Transfers[:sp[1]], c.Entries[:sp[2]], c.Credits[:sp[3]]
-	c.Settled, c.HoldsOpened, c.HoldsClosed, c.Opened = c.Settled[:sp[4]], c.HoldsOpened[:sp[5]], c.HoldsClosed[:sp[6]], c.Opened[:sp[7]]
+	c.Accounts, c.Transfers, c.Journal, c.JournalEntries = c.Accounts[:sp[0]], c.Transfers[:sp[1]], c.Journal[:sp[2]], sp[3]
+	c.Credits, c.Settled, c.HoldsOpened, c.HoldsClosed, c.Opened = c.Credits[:sp[4]], c.Settled[:sp[5]], c.HoldsOpened[:sp[6]], c.HoldsClosed[:sp[7]], c.Opened[:sp[8]]
 }
 
 // Matches reports whether req asks for exactly the transfer t records, so

@@ -57,10 +57,10 @@ type Account struct {
 	// Recent are the newest entries, oldest first, that storage keeps only
 	// in its journal so far; older ones are in history chunks. The Book
 	// appends to it and the engine empties it when it stores them as a
-	// chunk. Copies of an Account share its array, which is why emptying
-	// starts a new slice rather than reusing it: an entry a copy can see is
-	// never written again.
-	Recent []Entry
+	// chunk. Copies of an Account share its bytes, which is why emptying
+	// starts a new log rather than reusing the bytes: an entry a copy can
+	// see is never written again.
+	Recent EntryLog
 }
 
 // Available is the balance not held by pending transfers.

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+
+	"github.com/surge-dev/surge/internal/ledger"
 )
 
 // errCorrupt reports a record that does not decode.
@@ -91,4 +93,18 @@ func (d *decoder) done() error {
 		return errCorrupt
 	}
 	return d.err
+}
+
+// entry decodes a history entry, without its seq (ledger.ReadEntry).
+func (d *decoder) entry() ledger.Entry {
+	if d.err != nil {
+		return ledger.Entry{}
+	}
+	e, rest, ok := ledger.ReadEntry(d.b)
+	if !ok {
+		d.fail()
+		return ledger.Entry{}
+	}
+	d.b = rest
+	return e
 }

@@ -23,30 +23,36 @@ import (
 // since it was written, when every entry in it is in a chunk. Reads find
 // entries in Recent or in chunks; a restart replays the journal.
 //
-// Chunks hold entries newest first, so that reading a page or an account's
-// newest entry decodes only what it returns. Records written before chunks
-// existed held one entry each (version 1, seq in the key); they read as
+// A chunk holds its entries oldest first, as the engine keeps an account's
+// newest entries (ledger.EntryLog), so that storing them is a copy; a
+// page read decodes only the entries it returns. Chunks written before
+// (version 2) hold them newest first; records written before chunks
+// existed hold one entry each (version 1, seq in the key) and read as
 // chunks of one.
 
-const chunkVersion = 2
+const (
+	chunkVersionNewestFirst = 2
+	chunkVersion            = 3
+)
 
 func journalKey(dst []byte, shard int, n uint64) []byte {
 	dst = append(append(dst[:0], prefixJournal...), byte(shard>>8), byte(shard))
 	return binary.BigEndian.AppendUint64(dst, n)
 }
 
-// PutChunk stores entries, consecutive entries of account, oldest first,
-// as one history record.
-func (w *LedgerBatch) PutChunk(account string, entries []ledger.Entry) {
-	w.key = historyKey(w.key, account, entries[len(entries)-1].Seq)
-	w.val.b = encodeChunk(w.val.b[:0], entries)
+// PutChunk stores log, the entries of account up to seq newest, as one
+// history record.
+func (w *LedgerBatch) PutChunk(account string, newest uint64, log ledger.EntryLog) {
+	w.key = historyKey(w.key, account, newest)
+	w.val.b = encodeChunk(w.val.b[:0], log.Len(), log.Bytes())
 	w.set()
 }
 
-// PutJournal records the history entries of a shard's batch n.
-func (w *LedgerBatch) PutJournal(shard int, n uint64, entries []ledger.AccountEntry) {
+// PutJournal records the history entries of a shard's batch n: entries of
+// them in journal, each encoded by ledger.AppendJournalItem.
+func (w *LedgerBatch) PutJournal(shard int, n uint64, entries int, journal []byte) {
 	w.key = journalKey(w.key, shard, n)
-	w.val.b = encodeJournal(w.val.b[:0], entries)
+	w.val.b = encodeJournal(w.val.b[:0], entries, journal)
 	w.set()
 }
 
@@ -125,14 +131,11 @@ func appendChunk(out []ledger.Entry, it *pebble.Iterator, before uint64, limit i
 	return decodeChunk(out, v, binary.BigEndian.Uint64(k[len(k)-8:]), before, limit)
 }
 
-func encodeChunk(dst []byte, entries []ledger.Entry) []byte {
-	e := encoder{dst}
-	e.byte(chunkVersion)
-	e.uvarint(uint64(len(entries)))
-	for i := len(entries) - 1; i >= 0; i-- {
-		encodeEntryFields(&e, &entries[i])
-	}
-	return e.b
+// encodeChunk appends a chunk of n entries, encoded oldest first.
+func encodeChunk(dst []byte, n int, encoded []byte) []byte {
+	dst = append(dst, chunkVersion)
+	dst = binary.AppendUvarint(dst, uint64(n))
+	return append(dst, encoded...)
 }
 
 // decodeChunk appends to out the entries with seq < before of a chunk
@@ -144,7 +147,7 @@ func decodeChunk(out []ledger.Entry, b []byte, newest, before uint64, limit int)
 		if newest >= before {
 			return out, nil
 		}
-		e := decodeEntryFields(&d)
+		e := d.entry()
 		e.Seq = newest
 		if err := d.done(); err != nil {
 			return nil, err
@@ -153,46 +156,56 @@ func decodeChunk(out []ledger.Entry, b []byte, newest, before uint64, limit int)
 			out = append(out, e)
 		}
 		return out, nil
+	case chunkVersionNewestFirst:
+		return decodeNewestFirst(out, &d, newest, before, limit)
 	case chunkVersion:
 		n := d.uvarint()
-		if n == 0 || n > newest || n > uint64(len(b)) { // each entry takes several bytes
+		if d.err != nil || n == 0 || n > newest || n > uint64(len(d.b)) { // each entry takes several bytes
 			return nil, errCorrupt
 		}
-		if newest-(n-1) >= before {
-			return out, nil // every entry is at or after before
-		}
-		for i := range n {
-			if len(out) == limit {
-				return out, nil // the older entries are not read
-			}
-			e := decodeEntryFields(&d)
-			if d.err != nil {
-				return nil, d.err
-			}
-			e.Seq = newest - i
-			if e.Seq < before {
-				out = append(out, e)
-			}
-		}
-		if err := d.done(); err != nil {
-			return nil, err
+		out, ok := ledger.AppendNewest(out, d.b, int(n), newest-(n-1), before, limit)
+		if !ok {
+			return nil, errCorrupt
 		}
 		return out, nil
 	}
 	return nil, errCorrupt
 }
 
-func encodeJournal(dst []byte, entries []ledger.AccountEntry) []byte {
-	e := encoder{dst}
-	e.byte(recordVersion)
-	e.uvarint(uint64(len(entries)))
-	for i := range entries {
-		en := &entries[i]
-		e.string(en.Account)
-		e.uvarint(en.Seq)
-		encodeEntryFields(&e, &en.Entry)
+// decodeNewestFirst reads the rest of a version 2 chunk for decodeChunk.
+func decodeNewestFirst(out []ledger.Entry, d *decoder, newest, before uint64, limit int) ([]ledger.Entry, error) {
+	n := d.uvarint()
+	if n == 0 || n > newest || n > uint64(len(d.b)) { // each entry takes several bytes
+		return nil, errCorrupt
 	}
-	return e.b
+	if newest-(n-1) >= before {
+		return out, nil // every entry is at or after before
+	}
+	for i := range n {
+		if len(out) == limit {
+			return out, nil // the older entries are not read
+		}
+		e := d.entry()
+		if d.err != nil {
+			return nil, d.err
+		}
+		e.Seq = newest - i
+		if e.Seq < before {
+			out = append(out, e)
+		}
+	}
+	if err := d.done(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// encodeJournal appends a journal record of entries items, encoded in
+// journal.
+func encodeJournal(dst []byte, entries int, journal []byte) []byte {
+	dst = append(dst, recordVersion)
+	dst = binary.AppendUvarint(dst, uint64(entries))
+	return append(dst, journal...)
 }
 
 // decodeJournal appends a journal record's entries to dst.
@@ -206,27 +219,11 @@ func decodeJournal(dst []ledger.AccountEntry, b []byte) ([]ledger.AccountEntry, 
 		return nil, errCorrupt
 	}
 	for range n {
-		account, seq := d.string(), d.uvarint()
-		en := decodeEntryFields(&d)
-		en.Seq = seq
-		dst = append(dst, ledger.AccountEntry{Account: account, Entry: en})
+		ae, rest, ok := ledger.ReadJournalItem(d.b)
+		if !ok {
+			return nil, errCorrupt
+		}
+		dst, d.b = append(dst, ae), rest
 	}
 	return dst, d.done()
-}
-
-func encodeEntryFields(e *encoder, en *ledger.Entry) {
-	e.string(en.TransferID)
-	e.byte(byte(en.Direction))
-	e.varint(en.Amount)
-	e.varint(en.BalanceAfter)
-	e.string(en.Counterpart)
-	e.string(en.Memo)
-	e.varint(en.At.UnixNano())
-}
-
-func decodeEntryFields(d *decoder) ledger.Entry {
-	return ledger.Entry{
-		TransferID: d.string(), Direction: ledger.Direction(d.byte()), Amount: d.varint(),
-		BalanceAfter: d.varint(), Counterpart: d.string(), Memo: d.string(), At: unixNano(d.varint()),
-	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -38,10 +39,57 @@ func reversed[E any](s []E) []E {
 // encodeLegacyEntry writes one entry as stores did before chunks: its seq
 // in the key, the entry alone in the value.
 func encodeLegacyEntry(dst []byte, en *ledger.Entry) []byte {
-	e := encoder{dst}
-	e.byte(recordVersion)
-	encodeEntryFields(&e, en)
-	return e.b
+	return ledger.AppendEntry(append(dst, recordVersion), en)
+}
+
+// encodeNewestFirst writes entries, oldest first, as a chunk of version 2,
+// the format before chunks were kept oldest first.
+func encodeNewestFirst(dst []byte, entries []ledger.Entry) []byte {
+	dst = append(dst, chunkVersionNewestFirst)
+	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	for i := len(entries) - 1; i >= 0; i-- {
+		dst = ledger.AppendEntry(dst, &entries[i])
+	}
+	return dst
+}
+
+// logOf returns entries, oldest first, as an account's log.
+func logOf(entries []ledger.Entry) ledger.EntryLog {
+	var l ledger.EntryLog
+	for i := range entries {
+		l.Append(&entries[i])
+	}
+	return l
+}
+
+// chunkOf encodes entries, oldest first, as a chunk.
+func chunkOf(entries []ledger.Entry) []byte {
+	l := logOf(entries)
+	return encodeChunk(nil, l.Len(), l.Bytes())
+}
+
+// putRun stores entries, consecutive ones of account oldest first, as a
+// chunk.
+func putRun(w *LedgerBatch, account string, entries []ledger.Entry) {
+	w.PutChunk(account, entries[len(entries)-1].Seq, logOf(entries))
+}
+
+// journalOf encodes items as a journal record.
+func journalOf(items []ledger.AccountEntry) []byte {
+	var b []byte
+	for i := range items {
+		b = ledger.AppendJournalItem(b, items[i].Account, &items[i].Entry)
+	}
+	return encodeJournal(nil, len(items), b)
+}
+
+// putJournal stores items as the journal record of a shard's batch n.
+func putJournal(w *LedgerBatch, shard int, n uint64, items []ledger.AccountEntry) {
+	var b []byte
+	for i := range items {
+		b = ledger.AppendJournalItem(b, items[i].Account, &items[i].Entry)
+	}
+	w.PutJournal(shard, n, len(items), b)
 }
 
 // chunkNewest is the newest seq the decoding tests give a chunk's key.
@@ -66,30 +114,37 @@ func TestChunkRoundTrip(t *testing.T) {
 	for i := range entries {
 		entries[i].Seq = chunkNewest - uint64(len(entries)-1-i)
 	}
-	for n := 1; n <= len(entries); n++ {
-		want := entries[len(entries)-n:]
-		got, err := decodeWholeChunk(encodeChunk(nil, want))
-		if err != nil {
-			t.Fatalf("%d entries: %v", n, err)
+	// Chunks as written now, and as written before they were kept oldest
+	// first: both must read back.
+	for version, encode := range map[int]func([]ledger.Entry) []byte{
+		chunkVersion:            chunkOf,
+		chunkVersionNewestFirst: func(e []ledger.Entry) []byte { return encodeNewestFirst(nil, e) },
+	} {
+		for n := 1; n <= len(entries); n++ {
+			want := entries[len(entries)-n:]
+			got, err := decodeWholeChunk(encode(want))
+			if err != nil {
+				t.Fatalf("version %d, %d entries: %v", version, n, err)
+			}
+			if !reflect.DeepEqual(got, reversed(want)) {
+				t.Fatalf("version %d, round trip of %d:\n got %+v\nwant %+v", version, n, got, reversed(want))
+			}
 		}
-		if !reflect.DeepEqual(got, reversed(want)) {
-			t.Fatalf("round trip of %d:\n got %+v\nwant %+v", n, got, reversed(want))
+		// A page stops at limit and skips entries at or after before.
+		chunk := encode(entries)
+		got, err := decodeChunk(nil, chunk, chunkNewest, chunkNewest, 1)
+		if err != nil || !reflect.DeepEqual(got, []ledger.Entry{entries[len(entries)-2]}) {
+			t.Fatalf("version %d, entries before the newest, limit 1: %+v %v", version, got, err)
 		}
-	}
-	// A page stops at limit and skips entries at or after before.
-	chunk := encodeChunk(nil, entries)
-	got, err := decodeChunk(nil, chunk, chunkNewest, chunkNewest, 1)
-	if err != nil || !reflect.DeepEqual(got, []ledger.Entry{entries[1]}) {
-		t.Fatalf("entries before the newest, limit 1: %+v %v", got, err)
-	}
-	if got, err := decodeChunk(got, chunk, chunkNewest, chunkNewest, 1); err != nil || len(got) != 1 {
-		t.Fatalf("a full page takes no more: %+v %v", got, err)
+		if got, err := decodeChunk(got, chunk, chunkNewest, chunkNewest, 1); err != nil || len(got) != 1 {
+			t.Fatalf("version %d, a full page takes no more: %+v %v", version, got, err)
+		}
 	}
 }
 
 func TestJournalRoundTrip(t *testing.T) {
 	for _, want := range [][]ledger.AccountEntry{sampleJournal(), sampleJournal()[:1], nil} {
-		got, err := decodeJournal(nil, encodeJournal(nil, want))
+		got, err := decodeJournal(nil, journalOf(want))
 		if err != nil {
 			t.Fatalf("%d entries: %v", len(want), err)
 		}
@@ -115,12 +170,12 @@ func TestHistory(t *testing.T) {
 	}
 	w := NewLedgerBatch(b)
 	for _, r := range [][2]uint64{{4, 10}, {11, 11}, {12, 25}} {
-		w.PutChunk("a", run("a", r[0], r[1]))
+		putRun(w, "a", run("a", r[0], r[1]))
 	}
 	for _, acct := range []string{"ab", "a.", "@a"} {
-		w.PutChunk(acct, run(acct, 1, 5))
+		putRun(w, acct, run(acct, 1, 5))
 	}
-	w.PutChunk("b", run("b", 300, 300))
+	putRun(w, "b", run("b", 300, 300))
 	if err := s.Commit(b); err != nil {
 		t.Fatal(err)
 	}
@@ -209,10 +264,10 @@ func TestJournal(t *testing.T) {
 		return []ledger.AccountEntry{{Account: account, Entry: entry(account, seq)}, {Account: "x", Entry: entry("x", seq)}}
 	}
 	commit(t, s, func(w *LedgerBatch) {
-		w.PutJournal(1, 0, batch("b", 1))
-		w.PutJournal(0, 1, batch("a", 2))
-		w.PutJournal(0, 0, batch("a", 1))
-		w.PutJournal(1, 256, batch("b", 2))
+		putJournal(w, 1, 0, batch("b", 1))
+		putJournal(w, 0, 1, batch("a", 2))
+		putJournal(w, 0, 0, batch("a", 1))
+		putJournal(w, 1, 256, batch("b", 2))
 	})
 	read := func() []string {
 		var out []string

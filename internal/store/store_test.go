@@ -153,9 +153,9 @@ func validEncodings() map[string][][]byte {
 	}
 	entries := sampleEntries()
 	for i := range entries {
-		out["chunk"] = append(out["chunk"], encodeChunk(nil, entries[i:]), encodeLegacyEntry(nil, &entries[i]))
+		out["chunk"] = append(out["chunk"], chunkOf(entries[i:]), encodeNewestFirst(nil, entries[i:]), encodeLegacyEntry(nil, &entries[i]))
 	}
-	out["journal"] = [][]byte{encodeJournal(nil, sampleJournal()), encodeJournal(nil, nil)}
+	out["journal"] = [][]byte{journalOf(sampleJournal()), journalOf(nil)}
 	out["outbox"] = [][]byte{encodeOutbox(nil, sampleCredits()), encodeOutbox(nil, sampleCredits()[:1])}
 	return out
 }
@@ -175,8 +175,8 @@ func TestDecodeCorrupt(t *testing.T) {
 			if err := dec(append(slices.Clone(enc), 0)); !errors.Is(err, errCorrupt) {
 				t.Fatalf("%s with a trailing byte: err %v", kind, err)
 			}
-			// Another version is not read as this one.
-			for _, v := range []byte{0, 3, 0xff} {
+			// An unknown version is not read as a known one.
+			for _, v := range []byte{0, chunkVersion + 1, 0xff} {
 				bad := slices.Clone(enc)
 				bad[0] = v
 				if err := dec(bad); !errors.Is(err, errCorrupt) {
@@ -276,14 +276,14 @@ func FuzzDecodeTransfer(f *testing.F) {
 
 func FuzzDecodeChunk(f *testing.F) {
 	enc := func(dst []byte, entries *[]ledger.Entry) []byte {
-		return encodeChunk(dst, reversed(*entries))
+		return append(dst, chunkOf(reversed(*entries))...)
 	}
 	fuzzDecode(f, validEncodings()["chunk"], decodeWholeChunk, enc)
 }
 
 func FuzzDecodeJournal(f *testing.F) {
 	dec := func(b []byte) ([]ledger.AccountEntry, error) { return decodeJournal(nil, b) }
-	enc := func(dst []byte, entries *[]ledger.AccountEntry) []byte { return encodeJournal(dst, *entries) }
+	enc := func(dst []byte, entries *[]ledger.AccountEntry) []byte { return append(dst, journalOf(*entries)...) }
 	fuzzDecode(f, validEncodings()["journal"], dec, enc)
 }
 
@@ -339,7 +339,7 @@ func TestRecordsPersistAcrossReopen(t *testing.T) {
 		}
 		w.PutOutbox("o-1", credits)
 		w.PutHold("t-2")
-		w.PutChunk("alice", run("alice", 1, 1))
+		putRun(w, "alice", run("alice", 1, 1))
 	})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -398,7 +398,7 @@ func TestEachAccount(t *testing.T) {
 		// Records of other kinds must not be visited.
 		tr := sampleTransfers()[0]
 		w.PutTransfer(&tr)
-		w.PutChunk("alice", run("alice", 1, 1))
+		putRun(w, "alice", run("alice", 1, 1))
 		w.PutHold("t-1")
 	})
 	var got []ledger.Account

@@ -1,0 +1,229 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"math"
+	"time"
+)
+
+// History entries are kept encoded from the moment the Book makes them.
+// As structs, an account's newest entries were three strings and a time
+// each: 104 bytes the garbage collector had to scan, encoded once more into
+// the journal and again into a chunk. Encoded, they hold no pointers, take
+// about 40 bytes, and go to storage as they are, both in the shard's journal
+// and in the account's chunk (store/history.go reads the same format).
+
+// AppendEntry appends the encoding of e, without its Seq, to dst: the
+// transfer id, direction, amount, balance after, counterpart, memo and
+// time, in that order, strings length-prefixed and numbers as varints.
+func AppendEntry(dst []byte, e *Entry) []byte {
+	dst = appendString(dst, e.TransferID)
+	dst = append(dst, byte(e.Direction))
+	dst = binary.AppendVarint(dst, e.Amount)
+	dst = binary.AppendVarint(dst, e.BalanceAfter)
+	dst = appendString(dst, e.Counterpart)
+	dst = appendString(dst, e.Memo)
+	return binary.AppendVarint(dst, e.At.UnixNano())
+}
+
+// ReadEntry decodes an entry AppendEntry wrote at the start of b and returns
+// it, without its Seq, with the bytes after it; ok is false if b does not
+// start with a whole entry.
+func ReadEntry(b []byte) (e Entry, rest []byte, ok bool) {
+	r := reader{b: b}
+	e.TransferID = r.string()
+	e.Direction = Direction(r.byte())
+	e.Amount = r.varint()
+	e.BalanceAfter = r.varint()
+	e.Counterpart = r.string()
+	e.Memo = r.string()
+	e.At = time.Unix(0, r.varint()).UTC()
+	return e, r.b, r.ok()
+}
+
+// skipEntry returns b after the entry it starts with, without decoding its
+// strings; ok is false if b does not start with a whole entry.
+func skipEntry(b []byte) (rest []byte, ok bool) {
+	r := reader{b: b}
+	r.skipString()
+	r.byte()
+	r.varint()
+	r.varint()
+	r.skipString()
+	r.skipString()
+	r.varint()
+	return r.b, r.ok()
+}
+
+// AppendJournalItem appends an entry of account with its seq to dst, as one
+// item of a shard's journal record.
+func AppendJournalItem(dst []byte, account string, e *Entry) []byte {
+	return AppendEntry(appendJournalHeader(dst, account, e.Seq), e)
+}
+
+func appendJournalHeader(dst []byte, account string, seq uint64) []byte {
+	dst = appendString(dst, account)
+	return binary.AppendUvarint(dst, seq)
+}
+
+// ReadJournalItem decodes an item AppendJournalItem wrote at the start of b
+// and returns it with the bytes after it; ok is false if b does not start
+// with a whole item.
+func ReadJournalItem(b []byte) (ae AccountEntry, rest []byte, ok bool) {
+	r := reader{b: b}
+	ae.Account = r.string()
+	ae.Seq = r.uvarint()
+	if !r.ok() {
+		return AccountEntry{}, nil, false
+	}
+	seq := ae.Seq
+	ae.Entry, rest, ok = ReadEntry(r.b)
+	ae.Seq = seq
+	return ae, rest, ok
+}
+
+// EntryLog is a run of one account's consecutive history entries, oldest
+// first, each encoded by AppendEntry. Copies of a log share its bytes, and
+// appending never rewrites bytes a copy can see.
+type EntryLog struct {
+	buf []byte
+	n   int
+}
+
+// Len returns the number of entries in l.
+func (l EntryLog) Len() int { return l.n }
+
+// Bytes returns the entries' encodings, oldest first.
+func (l EntryLog) Bytes() []byte { return l.buf }
+
+// Append appends e and returns its encoding, which stays valid only until the
+// next Append.
+func (l *EntryLog) Append(e *Entry) []byte {
+	if l.buf == nil {
+		// Most accounts gather several entries before a sweep chunks
+		// them; growing from one entry would copy them at 1, 2 and 4.
+		l.buf = make([]byte, 0, 256)
+	}
+	start := len(l.buf)
+	l.buf = AppendEntry(l.buf, e)
+	l.n++
+	return l.buf[start:]
+}
+
+// Entries decodes every entry of l, numbering the oldest first.
+func (l EntryLog) Entries(first uint64) []Entry {
+	out := make([]Entry, 0, l.n)
+	for b := l.buf; len(b) > 0; {
+		e, rest, ok := ReadEntry(b)
+		if !ok {
+			panic("ledger: corrupt entry log") // the Book encoded every byte of it
+		}
+		e.Seq = first + uint64(len(out))
+		out, b = append(out, e), rest
+	}
+	return out
+}
+
+// AppendNewest appends to out the entries of encoded, a run of n entries
+// oldest first whose oldest is numbered first, that have seq < before,
+// newest first, until out holds limit. Only the entries appended are
+// decoded. ok is false if encoded does not hold n whole entries.
+func AppendNewest(out []Entry, encoded []byte, n int, first, before uint64, limit int) (_ []Entry, ok bool) {
+	if before <= first || len(out) >= limit {
+		return out, true
+	}
+	// Entries have varying lengths: find where each starts, then decode
+	// from the newest wanted one backwards.
+	var stack [64]int
+	starts := stack[:0]
+	b := encoded
+	for range n {
+		starts = append(starts, len(encoded)-len(b))
+		if b, ok = skipEntry(b); !ok {
+			return nil, false
+		}
+	}
+	if len(b) != 0 {
+		return nil, false
+	}
+	newest := min(uint64(n), before-first) // entries [0, newest) qualify
+	for i := int(newest) - 1; i >= 0 && len(out) < limit; i-- {
+		e, _, ok := ReadEntry(encoded[starts[i]:])
+		if !ok {
+			return nil, false
+		}
+		e.Seq = first + uint64(i)
+		out = append(out, e)
+	}
+	return out, true
+}
+
+// AppendNewest appends to out l's entries with seq < before, newest first,
+// until out holds limit; first is the seq of l's oldest entry.
+func (l EntryLog) AppendNewest(out []Entry, first, before uint64, limit int) []Entry {
+	out, ok := AppendNewest(out, l.buf, l.n, first, before, limit)
+	if !ok {
+		panic("ledger: corrupt entry log") // the Book encoded every byte of it
+	}
+	return out
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// reader decodes what the append functions wrote; a failure is sticky.
+type reader struct {
+	b      []byte
+	failed bool
+}
+
+func (r *reader) ok() bool { return !r.failed }
+
+func (r *reader) fail() { r.failed, r.b = true, nil }
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail()
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) byte() byte {
+	if len(r.b) == 0 {
+		r.fail()
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.failed || n > uint64(len(r.b)) || n > math.MaxInt32 {
+		r.fail()
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) string() string { return string(r.bytes()) }
+
+func (r *reader) skipString() { r.bytes() }

@@ -1,0 +1,108 @@
+package ledger
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+// sampleLog returns n entries numbered from first and their log, checking
+// that Append returns each entry's encoding.
+func sampleLog(t *testing.T, first uint64, n int) ([]Entry, EntryLog) {
+	t.Helper()
+	var entries []Entry
+	var l EntryLog
+	for i := range n {
+		e := Entry{
+			Seq: first + uint64(i), TransferID: fmt.Sprint("t", i), Direction: Direction(1 + i%2),
+			Amount: int64(i*1000 + 1), BalanceAfter: int64(-i * 77), Counterpart: fmt.Sprint("acct-", i),
+			Memo: string(make([]byte, i*13)), At: time.Unix(1_700_000_000, int64(i)).UTC(),
+		}
+		entries = append(entries, e)
+		got, rest, ok := ReadEntry(l.Append(&e))
+		e.Seq = 0 // not encoded: a log knows it from the entry's place
+		if !ok || len(rest) != 0 || !reflect.DeepEqual(got, e) {
+			t.Fatalf("Append returned the encoding of %+v (ok %v, %d bytes left), want %+v", got, ok, len(rest), e)
+		}
+	}
+	return entries, l
+}
+
+// A log reads back every entry, and a page of it is the entries below
+// before, newest first, up to limit: for every before and limit.
+func TestEntryLogPages(t *testing.T) {
+	const first, n = 41, 70 // more than fit the offsets kept on the stack
+	entries, l := sampleLog(t, first, n)
+	if l.Len() != n || !reflect.DeepEqual(l.Entries(first), entries) {
+		t.Fatalf("log of %d reads back %d entries", n, len(l.Entries(first)))
+	}
+	for before := uint64(0); before <= first+n+1; before++ {
+		for _, limit := range []int{0, 1, 2, 5, n, n + 3} {
+			var want []Entry
+			for i := len(entries) - 1; i >= 0 && len(want) < limit; i-- {
+				if entries[i].Seq < before {
+					want = append(want, entries[i])
+				}
+			}
+			got := l.AppendNewest(nil, first, before, limit)
+			if len(want) == 0 && len(got) == 0 {
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("before %d limit %d: got seqs %v, want %v", before, limit, seqsOf(got), seqsOf(want))
+			}
+		}
+	}
+	// A page continues what out already holds, up to limit in all.
+	got := l.AppendNewest(entries[:1:1], first, first+3, 2)
+	if want := []Entry{entries[0], entries[2]}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("appended page %v, want %v", seqsOf(got), seqsOf(want))
+	}
+}
+
+// Bytes that do not hold the entries they claim are refused, never read
+// past.
+func TestAppendNewestCorrupt(t *testing.T) {
+	_, l := sampleLog(t, 1, 5)
+	b := l.Bytes()
+	for cut := range len(b) {
+		if _, ok := AppendNewest(nil, b[:cut], 5, 1, 100, 10); ok {
+			t.Fatalf("%d of %d bytes read as 5 entries", cut, len(b))
+		}
+	}
+	if _, ok := AppendNewest(nil, append(slices.Clone(b), 0), 5, 1, 100, 10); ok {
+		t.Fatal("a trailing byte was ignored")
+	}
+	if _, ok := AppendNewest(nil, b, 6, 1, 100, 10); ok {
+		t.Fatal("5 entries read as 6")
+	}
+}
+
+// A journal item carries the account and seq with the entry.
+func TestJournalItem(t *testing.T) {
+	entries, _ := sampleLog(t, 9, 3)
+	var b []byte
+	for i := range entries {
+		b = AppendJournalItem(b, fmt.Sprint("acct-", i), &entries[i])
+	}
+	for i := range entries {
+		ae, rest, ok := ReadJournalItem(b)
+		if !ok || ae.Account != fmt.Sprint("acct-", i) || !reflect.DeepEqual(ae.Entry, entries[i]) {
+			t.Fatalf("item %d: %+v %v", i, ae, ok)
+		}
+		b = rest
+	}
+	if _, _, ok := ReadJournalItem(b); ok || len(b) != 0 {
+		t.Fatalf("read past the end: %d bytes left", len(b))
+	}
+}
+
+func seqsOf(entries []Entry) []uint64 {
+	var out []uint64
+	for _, e := range entries {
+		out = append(out, e.Seq)
+	}
+	return out
+}
