@@ -161,6 +161,11 @@ func benchBatches(b *testing.B, accounts, size int) {
 		n++
 	}
 	reportRate(b, n*len(reqs), cpu)
+	// What each transfer costs the disk: in the log, and in tables at the
+	// end (level 0 is stored uncompressed, the levels below compressed).
+	m := e.db.Metrics()
+	b.ReportMetric(float64(m.Total().TablesSize)/float64(n*len(reqs)), "tablebytes/transfer")
+	b.ReportMetric(float64(m.WAL.BytesIn)/float64(n*len(reqs)), "walbytes/transfer")
 }
 
 // benchAccountsParallel opens the accounts from many goroutines, so that

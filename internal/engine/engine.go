@@ -122,7 +122,9 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	next := make(chan struct{})
 	e.published.Store(&next)
-	db, err := store.Open(cfg.Dir, store.Options{NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync})
+	db, err := store.Open(cfg.Dir, store.Options{
+		NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync, UncompressedL0: true,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
 // Options tune the storage engine.
@@ -27,6 +28,13 @@ type Options struct {
 	// hold before it is compacted (0: 16, which suits the ledger; see
 	// Open). Each of them costs every point read a lookup.
 	L0CompactionThreshold int
+	// UncompressedL0 stores level 0, what flushes write, uncompressed.
+	// Under a steady write load it is compacted away within seconds, so
+	// compressing it costs CPU and saves disk only briefly: 7% of the
+	// ledger's batch route CPU (BENCHMARKS.md, session 15). The levels
+	// below stay compressed (Snappy), where data settles and takes 40%
+	// less disk for it.
+	UncompressedL0 bool
 }
 
 // Store is the database. It is safe for concurrent use.
@@ -68,6 +76,13 @@ func Open(dir string, o Options) (*Store, error) {
 		// Point lookups of absent keys (new idempotency keys) must not touch
 		// data blocks.
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	if o.UncompressedL0 {
+		popts.Levels[0].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+		// A level without its own setting takes the one above it.
+		for i := 1; i < len(popts.Levels); i++ {
+			popts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
+		}
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
@@ -158,3 +173,7 @@ func (quietLogger) Errorf(format string, args ...any) {
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
+
+// Metrics returns the storage engine's counters: sizes, write
+// amplification, compactions.
+func (s *Store) Metrics() *pebble.Metrics { return s.db.Metrics() }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -588,5 +589,46 @@ func TestStoreGetScanCommit(t *testing.T) {
 	boom := errors.New("boom")
 	if err := s.Scan([]byte("k"), []byte("l"), false, func(_, _ []byte) (bool, error) { return true, boom }); !errors.Is(err, boom) {
 		t.Fatalf("Scan error = %v", err)
+	}
+}
+
+// With UncompressedL0, what a flush writes is stored uncompressed and what
+// compactions write below it compressed; without it, everything is
+// compressed.
+func TestUncompressedL0(t *testing.T) {
+	for _, raw := range []bool{false, true} {
+		s, err := Open(t.TempDir(), Options{CacheBytes: 8 << 20, MemTableBytes: 4 << 20, UncompressedL0: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Two flushes of the same keys: compacting them must rewrite
+		// them rather than move a table down as it is.
+		for range 2 {
+			b := s.NewBatch()
+			for i := range 1000 {
+				if err := b.Set(fmt.Appendf(nil, "k%06d", i), bytes.Repeat([]byte("surge"), 40), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Commit(b); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l0 := s.Metrics().Table
+		if err := s.db.Compact(context.Background(), []byte("k"), []byte("l"), false); err != nil {
+			t.Fatal(err)
+		}
+		below := s.Metrics().Table
+		if raw && (l0.CompressedCountNone == 0 || below.CompressedCountSnappy == 0) ||
+			!raw && (l0.CompressedCountNone != 0 || l0.CompressedCountSnappy == 0) {
+			t.Errorf("UncompressedL0 %v: after the flush %d uncompressed and %d Snappy tables; after compacting, %d and %d",
+				raw, l0.CompressedCountNone, l0.CompressedCountSnappy, below.CompressedCountNone, below.CompressedCountSnappy)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
