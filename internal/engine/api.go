@@ -112,20 +112,27 @@ type shardGroup struct {
 	index []int // positions in the original batch
 }
 
-// groupByShard splits reqs by debiting shard, keeping their order.
+// groupByShard splits reqs by debiting shard, keeping their order. It
+// counts first, so that each group is allocated once at its size: grown by
+// appending, the groups of a batch of 8,190 were copied a dozen times.
 func (e *Engine) groupByShard(reqs []ledger.TransferRequest) []shardGroup {
-	var groups []shardGroup
-	pos := make(map[*shard]int, len(e.shards))
-	for i, r := range reqs {
-		s := e.shardFor(r.From)
-		g, ok := pos[s]
-		if !ok {
-			g = len(groups)
-			pos[s] = g
-			groups = append(groups, shardGroup{shard: s})
+	of := make([]int, len(reqs)) // shard index of each request
+	counts := make([]int, len(e.shards))
+	for i := range reqs {
+		of[i] = e.shardIndex(reqs[i].From)
+		counts[of[i]]++
+	}
+	groups := make([]shardGroup, 0, len(e.shards))
+	pos := make([]int, len(e.shards)) // group index of each shard
+	for i, n := range of {
+		if counts[n] > 0 {
+			pos[n] = len(groups)
+			groups = append(groups, shardGroup{shard: e.shards[n], reqs: make([]ledger.TransferRequest, 0, counts[n]), index: make([]int, 0, counts[n])})
+			counts[n] = 0
 		}
-		groups[g].reqs = append(groups[g].reqs, r)
-		groups[g].index = append(groups[g].index, i)
+		g := &groups[pos[n]]
+		g.reqs = append(g.reqs, reqs[i])
+		g.index = append(g.index, i)
 	}
 	return groups
 }

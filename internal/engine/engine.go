@@ -273,8 +273,10 @@ func (e *Engine) Store() *store.Store { return e.db }
 // Shards returns the number of shards.
 func (e *Engine) Shards() int { return len(e.shards) }
 
-func (e *Engine) shardFor(key string) *shard {
-	return e.shards[xxhash.Sum64String(key)%uint64(len(e.shards))]
+func (e *Engine) shardFor(key string) *shard { return e.shards[e.shardIndex(key)] }
+
+func (e *Engine) shardIndex(key string) int {
+	return int(xxhash.Sum64String(key) % uint64(len(e.shards)))
 }
 
 func (e *Engine) currencyOf(id string) string {
@@ -339,7 +341,7 @@ func (e *Engine) publish(shards ...*shard) {
 		for _, a := range ch.Accounts {
 			e.accounts.store(a)
 		}
-		e.flight.update(ch.Credits, ch.Settled, e.currencyOf)
+		e.flight.update(ch.Credits, ch.Settled, s.book.Currency)
 	}
 	e.viewMu.RUnlock()
 	for _, s := range shards {

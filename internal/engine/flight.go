@@ -16,7 +16,10 @@ type flight struct {
 	amount map[string]int64 // currency → amount
 }
 
-// update adds the credits a batch sent and removes those it settled.
+// update adds the credits a batch sent and removes those it settled. Both
+// accounts of a leg hold the same currency, so currencyOf is asked only
+// about accounts of the shard that ran the batch: the sender of a leg sent,
+// the receiver of a leg settled.
 func (f *flight) update(sent, settled []ledger.CreditLeg, currencyOf func(account string) string) {
 	if len(sent) == 0 && len(settled) == 0 {
 		return
@@ -27,7 +30,7 @@ func (f *flight) update(sent, settled []ledger.CreditLeg, currencyOf func(accoun
 		f.amount = make(map[string]int64)
 	}
 	for _, c := range sent {
-		f.amount[currencyOf(c.To)] += c.Amount
+		f.amount[currencyOf(c.From)] += c.Amount
 	}
 	for _, c := range settled {
 		cur := currencyOf(c.To)

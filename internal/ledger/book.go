@@ -162,6 +162,15 @@ func (b *Book) Account(id string) (Account, bool) {
 	return *a, true
 }
 
+// Currency returns the currency of the account id of this Book, or "" if
+// the Book has no such account.
+func (b *Book) Currency(id string) string {
+	if a, ok := b.accounts[id]; ok {
+		return a.Currency
+	}
+	return ""
+}
+
 // Changes returns the effects accumulated since the last Reset.
 func (b *Book) Changes() *Changes { return &b.changes }
 
