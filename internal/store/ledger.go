@@ -115,7 +115,7 @@ func (s *Store) Transfer(id string) (ledger.Transfer, bool, error) {
 	if !ok || err != nil {
 		return ledger.Transfer{}, false, err
 	}
-	t, err := decodeTransfer(v)
+	t, err := decodeTransfer(id, v)
 	return t, err == nil, err
 }
 
@@ -206,35 +206,103 @@ func decodeAccount(b []byte) (ledger.Account, error) {
 	return a, d.done()
 }
 
+// A transfer record (version 2) leaves out what its key or its other
+// fields already say: the id is the key's, and the update time, the posted
+// amount and the timeout are written only when they differ from the
+// creation time, the amount and zero. Most transfers are posted once and
+// never change; this halves their record. Version 1 records, with every
+// field, still read.
+const transferVersion = 2
+
+// Transfer record flags, in the byte after the version; the low three bits
+// are the state.
+const (
+	transferCurrencyGiven = 1 << (3 + iota)
+	transferTwoPhase
+	transferUpdated   // UpdatedAt is not CreatedAt
+	transferPartly    // PostedAmount is not Amount
+	transferStateMask = 1<<3 - 1
+)
+
 func encodeTransfer(dst []byte, t *ledger.Transfer) []byte {
+	flags := byte(t.State) & transferStateMask
+	if t.CurrencyGiven {
+		flags |= transferCurrencyGiven
+	}
+	if t.TwoPhase || t.Timeout != 0 {
+		flags |= transferTwoPhase
+	}
+	updated := !t.UpdatedAt.Equal(t.CreatedAt)
+	if updated {
+		flags |= transferUpdated
+	}
+	if t.PostedAmount != t.Amount {
+		flags |= transferPartly
+	}
 	e := encoder{dst}
-	e.byte(recordVersion)
-	e.string(t.ID)
+	e.byte(transferVersion)
+	e.byte(flags)
 	e.string(t.From)
 	e.string(t.To)
 	e.varint(t.Amount)
 	e.string(t.Currency)
-	e.bool(t.CurrencyGiven)
 	e.string(t.Memo)
-	e.byte(byte(t.State))
-	e.bool(t.TwoPhase)
-	e.varint(int64(t.Timeout))
-	e.varint(t.PostedAmount)
 	e.varint(t.CreatedAt.UnixNano())
-	e.varint(t.UpdatedAt.UnixNano())
+	if flags&transferTwoPhase != 0 {
+		e.bool(t.TwoPhase)
+		e.varint(int64(t.Timeout))
+	}
+	if updated {
+		e.varint(t.UpdatedAt.UnixNano())
+	}
+	if flags&transferPartly != 0 {
+		e.varint(t.PostedAmount)
+	}
 	return e.b
 }
 
-func decodeTransfer(b []byte) (ledger.Transfer, error) {
+// decodeTransfer decodes the record of transfer id.
+func decodeTransfer(id string, b []byte) (ledger.Transfer, error) {
 	d := decoder{b: b}
-	if d.byte() != recordVersion {
+	switch d.byte() {
+	case recordVersion:
+		return decodeTransferV1(id, &d)
+	case transferVersion:
+	default:
 		return ledger.Transfer{}, errCorrupt
 	}
+	flags := d.byte()
 	t := ledger.Transfer{
-		ID: d.string(), From: d.string(), To: d.string(), Amount: d.varint(),
+		ID: id, State: ledger.TransferState(flags & transferStateMask), CurrencyGiven: flags&transferCurrencyGiven != 0,
+		From: d.string(), To: d.string(), Amount: d.varint(), Currency: d.string(), Memo: d.string(),
+		CreatedAt: unixNano(d.varint()),
+	}
+	if flags&transferTwoPhase != 0 {
+		t.TwoPhase, t.Timeout = d.bool(), time.Duration(d.varint())
+	}
+	t.UpdatedAt = t.CreatedAt
+	if flags&transferUpdated != 0 {
+		t.UpdatedAt = unixNano(d.varint())
+	}
+	t.PostedAmount = t.Amount
+	if flags&transferPartly != 0 {
+		t.PostedAmount = d.varint()
+	}
+	return t, d.done()
+}
+
+// decodeTransferV1 reads the rest of a version 1 record, which repeats the
+// id its key holds.
+func decodeTransferV1(id string, d *decoder) (ledger.Transfer, error) {
+	_ = d.string()
+	t := ledger.Transfer{
+		ID: id, From: d.string(), To: d.string(), Amount: d.varint(),
 		Currency: d.string(), CurrencyGiven: d.bool(), Memo: d.string(),
 		State: ledger.TransferState(d.byte()), TwoPhase: d.bool(), Timeout: time.Duration(d.varint()),
 		PostedAmount: d.varint(), CreatedAt: unixNano(d.varint()), UpdatedAt: unixNano(d.varint()),
+	}
+	if t.State > transferStateMask {
+		d.fail()
 	}
 	return t, d.done()
 }

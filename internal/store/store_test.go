@@ -89,19 +89,53 @@ func TestAccountRoundTrip(t *testing.T) {
 	}
 }
 
+// Transfers read back from records as written now and as version 1 wrote
+// them, each with every field.
 func TestTransferRoundTrip(t *testing.T) {
 	for _, tr := range sampleTransfers() {
-		got, err := decodeTransfer(encodeTransfer(nil, &tr))
-		if err != nil {
-			t.Fatalf("%s: %v", tr.ID, err)
-		}
-		if !reflect.DeepEqual(got, tr) {
-			t.Fatalf("round trip:\n got %+v\nwant %+v", got, tr)
-		}
-		if !got.ExpiresAt().Equal(tr.ExpiresAt()) {
-			t.Fatalf("%s: expires %v, want %v", tr.ID, got.ExpiresAt(), tr.ExpiresAt())
+		for version, enc := range map[int][]byte{transferVersion: encodeTransfer(nil, &tr), recordVersion: encodeTransferV1(nil, &tr)} {
+			got, err := decodeTransfer(tr.ID, enc)
+			if err != nil {
+				t.Fatalf("%s, version %d: %v", tr.ID, version, err)
+			}
+			if !reflect.DeepEqual(got, tr) {
+				t.Fatalf("round trip, version %d:\n got %+v\nwant %+v", version, got, tr)
+			}
+			if !got.ExpiresAt().Equal(tr.ExpiresAt()) {
+				t.Fatalf("%s: expires %v, want %v", tr.ID, got.ExpiresAt(), tr.ExpiresAt())
+			}
 		}
 	}
+	// A transfer posted once, the common case, leaves out what its other
+	// fields say.
+	posted, pending := sampleTransfers()[0], sampleTransfers()[1]
+	if a, b := len(encodeTransfer(nil, &posted)), len(encodeTransferV1(nil, &posted)); a >= b-len(posted.ID)-9 {
+		t.Errorf("posted transfer record: %d bytes, version 1 took %d", a, b)
+	}
+	if a, b := len(encodeTransfer(nil, &pending)), len(encodeTransferV1(nil, &pending)); a >= b {
+		t.Errorf("pending transfer record: %d bytes, version 1 took %d", a, b)
+	}
+}
+
+// encodeTransferV1 writes t as version 1 records did: every field,
+// including the id its key holds.
+func encodeTransferV1(dst []byte, t *ledger.Transfer) []byte {
+	e := encoder{dst}
+	e.byte(recordVersion)
+	e.string(t.ID)
+	e.string(t.From)
+	e.string(t.To)
+	e.varint(t.Amount)
+	e.string(t.Currency)
+	e.bool(t.CurrencyGiven)
+	e.string(t.Memo)
+	e.byte(byte(t.State))
+	e.bool(t.TwoPhase)
+	e.varint(int64(t.Timeout))
+	e.varint(t.PostedAmount)
+	e.varint(t.CreatedAt.UnixNano())
+	e.varint(t.UpdatedAt.UnixNano())
+	return e.b
 }
 
 func TestOutboxRoundTrip(t *testing.T) {
@@ -125,7 +159,7 @@ func TestEncodeAppends(t *testing.T) {
 	if !bytes.HasPrefix(b, prefix) {
 		t.Fatalf("prefix lost: %q", b[:len(prefix)])
 	}
-	got, err := decodeTransfer(b[len(prefix):])
+	got, err := decodeTransfer(tr.ID, b[len(prefix):])
 	if err != nil || !reflect.DeepEqual(got, tr) {
 		t.Fatalf("decoded %+v, %v", got, err)
 	}
@@ -136,7 +170,7 @@ type decodeFunc func([]byte) error
 func decoders() map[string]decodeFunc {
 	return map[string]decodeFunc{
 		"account":  func(b []byte) error { _, err := decodeAccount(b); return err },
-		"transfer": func(b []byte) error { _, err := decodeTransfer(b); return err },
+		"transfer": func(b []byte) error { _, err := decodeTransfer("t-1", b); return err },
 		"chunk":    func(b []byte) error { _, err := decodeWholeChunk(b); return err },
 		"journal":  func(b []byte) error { _, err := decodeJournal(nil, b); return err },
 		"outbox":   func(b []byte) error { _, err := decodeOutbox(b); return err },
@@ -150,7 +184,7 @@ func validEncodings() map[string][][]byte {
 		out["account"] = append(out["account"], encodeAccount(nil, &a))
 	}
 	for _, tr := range sampleTransfers() {
-		out["transfer"] = append(out["transfer"], encodeTransfer(nil, &tr))
+		out["transfer"] = append(out["transfer"], encodeTransfer(nil, &tr), encodeTransferV1(nil, &tr))
 	}
 	entries := sampleEntries()
 	for i := range entries {
@@ -272,7 +306,8 @@ func FuzzDecodeAccount(f *testing.F) {
 }
 
 func FuzzDecodeTransfer(f *testing.F) {
-	fuzzDecode(f, validEncodings()["transfer"], decodeTransfer, encodeTransfer)
+	dec := func(b []byte) (ledger.Transfer, error) { return decodeTransfer("t-1", b) }
+	fuzzDecode(f, validEncodings()["transfer"], dec, encodeTransfer)
 }
 
 func FuzzDecodeChunk(f *testing.F) {
