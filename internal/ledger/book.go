@@ -47,8 +47,8 @@ type Changes struct {
 	Accounts  []*Account
 	Opened    []*Account
 	Transfers []*Transfer
-	// Journal is the history entries made, each encoded by
-	// AppendJournalItem, JournalEntries of them: storage writes it as the
+	// Journal is the history entries made, JournalEntries of them, as
+	// journal items (ReadJournal decodes them): storage writes it as the
 	// shard batch's journal record as it is.
 	Journal        []byte
 	JournalEntries int
@@ -68,15 +68,11 @@ type AccountEntry struct {
 	Entry
 }
 
-// JournalItems decodes the Journal.
+// JournalItems decodes the Journal's entries.
 func (c *Changes) JournalItems() []AccountEntry {
 	out := make([]AccountEntry, 0, c.JournalEntries)
-	for b := c.Journal; len(b) > 0; {
-		ae, rest, ok := ReadJournalItem(b)
-		if !ok {
-			panic("ledger: corrupt journal") // the Book encoded every byte of it
-		}
-		out, b = append(out, ae), rest
+	if !ReadJournal(c.Journal, func(ae *AccountEntry) { out = append(out, *ae) }) {
+		panic("ledger: corrupt journal") // the Book encoded every byte of it
 	}
 	return out
 }
@@ -384,18 +380,23 @@ func (b *Book) hold(from *Account, rec *Transfer) {
 // move debits from by amount and credits rec.To, here or through a CreditLeg
 // for the receiver's shard.
 func (b *Book) move(from *Account, rec *Transfer, amount int64, now time.Time) {
-	b.entry(from, Debit, amount, rec, rec.To, now)
+	debit := b.entry(from, Debit, amount, rec, rec.To, now)
+	c := &b.changes
 	if to, ok := b.accounts[rec.To]; ok {
-		b.entry(to, Credit, amount, rec, rec.From, now)
+		credit := b.entry(to, Credit, amount, rec, rec.From, now)
+		c.Journal = appendJournalPair(c.Journal, from.ID, to.ID, &debit, &credit)
+		c.JournalEntries += 2
 		return
 	}
-	b.changes.Credits = append(b.changes.Credits, CreditLeg{
+	b.journal(from.ID, &debit)
+	c.Credits = append(c.Credits, CreditLeg{
 		TransferID: rec.ID, From: rec.From, To: rec.To, Amount: amount, Memo: rec.Memo, At: now,
 	})
 }
 
-// entry changes a's balance and appends the matching history entry.
-func (b *Book) entry(a *Account, dir Direction, amount int64, rec *Transfer, counterpart string, now time.Time) {
+// entry changes a's balance and appends the matching history entry to its
+// log; the caller journals it.
+func (b *Book) entry(a *Account, dir Direction, amount int64, rec *Transfer, counterpart string, now time.Time) Entry {
 	b.touch(a)
 	if dir == Debit {
 		a.Balance -= amount
@@ -412,12 +413,15 @@ func (b *Book) entry(a *Account, dir Direction, amount int64, rec *Transfer, cou
 		Seq: a.Entries, TransferID: rec.ID, Direction: dir, Amount: amount,
 		BalanceAfter: a.Balance, Counterpart: counterpart, Memo: rec.Memo, At: now,
 	}
-	encoded := a.Recent.Append(&e)
-	// A journal item ends with the entry's encoding: copied, not encoded
-	// again.
+	a.Recent.Append(&e)
+	return e
+}
+
+// journal adds e, an entry of account, to the batch's journal as an item of
+// its own.
+func (b *Book) journal(account string, e *Entry) {
 	c := &b.changes
-	c.Journal = appendJournalHeader(c.Journal, a.ID, e.Seq)
-	c.Journal = append(c.Journal, encoded...)
+	c.Journal = AppendJournalItem(c.Journal, account, e)
 	c.JournalEntries++
 }
 
@@ -431,7 +435,8 @@ func (b *Book) ApplyCredit(c CreditLeg) {
 		panic("ledger: credit for unknown account " + c.To)
 	}
 	rec := &Transfer{ID: c.TransferID, Memo: c.Memo}
-	b.entry(to, Credit, c.Amount, rec, c.From, c.At)
+	e := b.entry(to, Credit, c.Amount, rec, c.From, c.At)
+	b.journal(to.ID, &e)
 	b.changes.Settled = append(b.changes.Settled, c)
 }
 

@@ -80,22 +80,35 @@ func TestAppendNewestCorrupt(t *testing.T) {
 	}
 }
 
-// A journal item carries the account and seq with the entry.
-func TestJournalItem(t *testing.T) {
+// A journal holds single entries and transfers between two accounts of the
+// shard as one item; both read back as the entries they stand for, in
+// order, and a journal cut anywhere but at an item's end does not read.
+func TestJournal(t *testing.T) {
 	entries, _ := sampleLog(t, 9, 3)
-	var b []byte
-	for i := range entries {
-		b = AppendJournalItem(b, fmt.Sprint("acct-", i), &entries[i])
+	debit, credit := entries[1], entries[1]
+	debit.Direction, debit.Counterpart = Debit, "acct-b"
+	credit.Seq, credit.Direction, credit.BalanceAfter, credit.Counterpart = 77, Credit, 123, "acct-a"
+	want := []AccountEntry{{"acct-0", entries[0]}, {"acct-a", debit}, {"acct-b", credit}, {"acct-2", entries[2]}}
+
+	b := AppendJournalItem(nil, "acct-0", &entries[0])
+	ends := []int{len(b)}
+	b = appendJournalPair(b, "acct-a", "acct-b", &debit, &credit)
+	ends = append(ends, len(b))
+	b = AppendJournalItem(b, "acct-2", &entries[2])
+	var got []AccountEntry
+	if !ReadJournal(b, func(ae *AccountEntry) { got = append(got, *ae) }) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("journal read back as\n%+v\nwant\n%+v", got, want)
 	}
-	for i := range entries {
-		ae, rest, ok := ReadJournalItem(b)
-		if !ok || ae.Account != fmt.Sprint("acct-", i) || !reflect.DeepEqual(ae.Entry, entries[i]) {
-			t.Fatalf("item %d: %+v %v", i, ae, ok)
+	for cut := range len(b) {
+		if cut == 0 || slices.Contains(ends, cut) {
+			continue
 		}
-		b = rest
+		if ReadJournal(b[:cut], func(*AccountEntry) {}) {
+			t.Fatalf("journal cut at %d of %d bytes read", cut, len(b))
+		}
 	}
-	if _, _, ok := ReadJournalItem(b); ok || len(b) != 0 {
-		t.Fatalf("read past the end: %d bytes left", len(b))
+	if ReadJournal([]byte{9}, func(*AccountEntry) {}) {
+		t.Fatal("an item of unknown kind read")
 	}
 }
 

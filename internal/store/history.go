@@ -33,6 +33,10 @@ import (
 const (
 	chunkVersionNewestFirst = 2
 	chunkVersion            = 3
+	// journalVersion records hold a count of entries and the Book's
+	// journal items as they are; version 1 records held the count and an
+	// item of one entry each.
+	journalVersion = 2
 )
 
 func journalKey(dst []byte, shard int, n uint64) []byte {
@@ -49,10 +53,11 @@ func (w *LedgerBatch) PutChunk(account string, newest uint64, log ledger.EntryLo
 }
 
 // PutJournal records the history entries of a shard's batch n: entries of
-// them in journal, each encoded by ledger.AppendJournalItem.
-func (w *LedgerBatch) PutJournal(shard int, n uint64, entries int, journal []byte) {
+// them, in the Book's journal items (ledger.ReadJournal).
+func (w *LedgerBatch) PutJournal(shard int, n uint64, entries int, items []byte) {
 	w.key = journalKey(w.key, shard, n)
-	w.val.b = encodeJournal(w.val.b[:0], entries, journal)
+	w.val.b = binary.AppendUvarint(append(w.val.b[:0], journalVersion), uint64(entries))
+	w.val.b = append(w.val.b, items...)
 	w.set()
 }
 
@@ -200,26 +205,32 @@ func decodeNewestFirst(out []ledger.Entry, d *decoder, newest, before uint64, li
 	return out, nil
 }
 
-// encodeJournal appends a journal record of entries items, encoded in
-// journal.
-func encodeJournal(dst []byte, entries int, journal []byte) []byte {
-	dst = append(dst, recordVersion)
-	dst = binary.AppendUvarint(dst, uint64(entries))
-	return append(dst, journal...)
-}
-
 // decodeJournal appends a journal record's entries to dst.
 func decodeJournal(dst []ledger.AccountEntry, b []byte) ([]ledger.AccountEntry, error) {
 	d := decoder{b: b}
-	if d.byte() != recordVersion {
-		return nil, errCorrupt
+	switch d.byte() {
+	case recordVersion:
+		return decodeJournalV1(dst, &d)
+	case journalVersion:
+		// The count tells a record cut at an item's end from a whole one.
+		n, start := d.uvarint(), len(dst)
+		if d.err != nil || !ledger.ReadJournal(d.b, func(ae *ledger.AccountEntry) { dst = append(dst, *ae) }) || uint64(len(dst)-start) != n {
+			return nil, errCorrupt
+		}
+		return dst, nil
 	}
+	return nil, errCorrupt
+}
+
+// decodeJournalV1 reads the rest of a version 1 record: a count, then an
+// item of one entry each.
+func decodeJournalV1(dst []ledger.AccountEntry, d *decoder) ([]ledger.AccountEntry, error) {
 	n := d.uvarint()
-	if n > uint64(len(b)) {
+	if n > uint64(len(d.b)) {
 		return nil, errCorrupt
 	}
 	for range n {
-		ae, rest, ok := ledger.ReadJournalItem(d.b)
+		ae, rest, ok := ledger.ReadJournalItemV1(d.b)
 		if !ok {
 			return nil, errCorrupt
 		}

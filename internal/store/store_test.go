@@ -190,7 +190,7 @@ func validEncodings() map[string][][]byte {
 	for i := range entries {
 		out["chunk"] = append(out["chunk"], chunkOf(entries[i:]), encodeNewestFirst(nil, entries[i:]), encodeLegacyEntry(nil, &entries[i]))
 	}
-	out["journal"] = [][]byte{journalOf(sampleJournal()), journalOf(nil)}
+	out["journal"] = [][]byte{journalOf(sampleJournal()), journalOf(nil), journalV1Of(sampleJournal()), journalV1Of(nil)}
 	out["outbox"] = [][]byte{encodeOutbox(nil, sampleCredits()), encodeOutbox(nil, sampleCredits()[:1])}
 	return out
 }
