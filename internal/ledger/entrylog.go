@@ -2,8 +2,9 @@ package ledger
 
 import (
 	"encoding/binary"
-	"math"
 	"time"
+
+	"github.com/surge-dev/surge/internal/codec"
 )
 
 // History entries are kept encoded from the moment the Book makes them.
@@ -17,12 +18,12 @@ import (
 // transfer id, direction, amount, balance after, counterpart, memo and
 // time, in that order, strings length-prefixed and numbers as varints.
 func AppendEntry(dst []byte, e *Entry) []byte {
-	dst = appendString(dst, e.TransferID)
+	dst = codec.AppendString(dst, e.TransferID)
 	dst = append(dst, byte(e.Direction))
 	dst = binary.AppendVarint(dst, e.Amount)
 	dst = binary.AppendVarint(dst, e.BalanceAfter)
-	dst = appendString(dst, e.Counterpart)
-	dst = appendString(dst, e.Memo)
+	dst = codec.AppendString(dst, e.Counterpart)
+	dst = codec.AppendString(dst, e.Memo)
 	return binary.AppendVarint(dst, e.At.UnixNano())
 }
 
@@ -30,29 +31,29 @@ func AppendEntry(dst []byte, e *Entry) []byte {
 // it, without its Seq, with the bytes after it; ok is false if b does not
 // start with a whole entry.
 func ReadEntry(b []byte) (e Entry, rest []byte, ok bool) {
-	r := reader{b: b}
-	e.TransferID = r.string()
-	e.Direction = Direction(r.byte())
-	e.Amount = r.varint()
-	e.BalanceAfter = r.varint()
-	e.Counterpart = r.string()
-	e.Memo = r.string()
-	e.At = time.Unix(0, r.varint()).UTC()
-	return e, r.b, r.ok()
+	r := codec.Decoder{B: b}
+	e.TransferID = r.Str()
+	e.Direction = Direction(r.Byte())
+	e.Amount = r.Varint()
+	e.BalanceAfter = r.Varint()
+	e.Counterpart = r.Str()
+	e.Memo = r.Str()
+	e.At = time.Unix(0, r.Varint()).UTC()
+	return e, r.B, r.Err == nil
 }
 
 // skipEntry returns b after the entry it starts with, without decoding its
 // strings; ok is false if b does not start with a whole entry.
 func skipEntry(b []byte) (rest []byte, ok bool) {
-	r := reader{b: b}
-	r.skipString()
-	r.byte()
-	r.varint()
-	r.varint()
-	r.skipString()
-	r.skipString()
-	r.varint()
-	return r.b, r.ok()
+	r := codec.Decoder{B: b}
+	r.Bytes()
+	r.Byte()
+	r.Varint()
+	r.Varint()
+	r.Bytes()
+	r.Bytes()
+	r.Varint()
+	return r.B, r.Err == nil
 }
 
 // A shard's journal record holds the history entries of one batch as
@@ -68,7 +69,7 @@ const (
 // AppendJournalItem appends an item of one entry of account to dst.
 func AppendJournalItem(dst []byte, account string, e *Entry) []byte {
 	dst = append(dst, journalEntry)
-	dst = appendString(dst, account)
+	dst = codec.AppendString(dst, account)
 	dst = binary.AppendUvarint(dst, e.Seq)
 	return AppendEntry(dst, e)
 }
@@ -77,14 +78,14 @@ func AppendJournalItem(dst []byte, account string, e *Entry) []byte {
 // credit of to.
 func appendJournalPair(dst []byte, from, to string, debit, credit *Entry) []byte {
 	dst = append(dst, journalPair)
-	dst = appendString(dst, debit.TransferID)
+	dst = codec.AppendString(dst, debit.TransferID)
 	dst = binary.AppendVarint(dst, debit.Amount)
-	dst = appendString(dst, debit.Memo)
+	dst = codec.AppendString(dst, debit.Memo)
 	dst = binary.AppendVarint(dst, debit.At.UnixNano())
-	dst = appendString(dst, from)
+	dst = codec.AppendString(dst, from)
 	dst = binary.AppendUvarint(dst, debit.Seq)
 	dst = binary.AppendVarint(dst, debit.BalanceAfter)
-	dst = appendString(dst, to)
+	dst = codec.AppendString(dst, to)
 	dst = binary.AppendUvarint(dst, credit.Seq)
 	return binary.AppendVarint(dst, credit.BalanceAfter)
 }
@@ -116,28 +117,28 @@ func ReadJournal(b []byte, fn func(*AccountEntry)) (ok bool) {
 }
 
 func readJournalPair(b []byte) (debit, credit AccountEntry, rest []byte, ok bool) {
-	r := reader{b: b}
-	id, amount, memo, at := r.string(), r.varint(), r.string(), time.Unix(0, r.varint()).UTC()
-	from, debitSeq, debitBalance := r.string(), r.uvarint(), r.varint()
-	to, creditSeq, creditBalance := r.string(), r.uvarint(), r.varint()
+	r := codec.Decoder{B: b}
+	id, amount, memo, at := r.Str(), r.Varint(), r.Str(), time.Unix(0, r.Varint()).UTC()
+	from, debitSeq, debitBalance := r.Str(), r.Uvarint(), r.Varint()
+	to, creditSeq, creditBalance := r.Str(), r.Uvarint(), r.Varint()
 	debit = AccountEntry{Account: from, Entry: Entry{Seq: debitSeq, TransferID: id, Direction: Debit,
 		Amount: amount, BalanceAfter: debitBalance, Counterpart: to, Memo: memo, At: at}}
 	credit = AccountEntry{Account: to, Entry: Entry{Seq: creditSeq, TransferID: id, Direction: Credit,
 		Amount: amount, BalanceAfter: creditBalance, Counterpart: from, Memo: memo, At: at}}
-	return debit, credit, r.b, r.ok()
+	return debit, credit, r.B, r.Err == nil
 }
 
 // ReadJournalItemV1 decodes an item of one entry without its kind byte,
 // as journal records of version 1 held every item, and returns it with the
 // bytes after it; ok is false if b does not start with a whole item.
 func ReadJournalItemV1(b []byte) (ae AccountEntry, rest []byte, ok bool) {
-	r := reader{b: b}
-	ae.Account = r.string()
-	seq := r.uvarint()
-	if !r.ok() {
+	r := codec.Decoder{B: b}
+	ae.Account = r.Str()
+	seq := r.Uvarint()
+	if r.Err != nil {
 		return AccountEntry{}, nil, false
 	}
-	ae.Entry, rest, ok = ReadEntry(r.b)
+	ae.Entry, rest, ok = ReadEntry(r.B)
 	ae.Seq = seq
 	return ae, rest, ok
 }
@@ -227,63 +228,3 @@ func (l EntryLog) AppendNewest(out []Entry, first, before uint64, limit int) []E
 	}
 	return out
 }
-
-func appendString(dst []byte, s string) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(s)))
-	return append(dst, s...)
-}
-
-// reader decodes what the append functions wrote; a failure is sticky.
-type reader struct {
-	b      []byte
-	failed bool
-}
-
-func (r *reader) ok() bool { return !r.failed }
-
-func (r *reader) fail() { r.failed, r.b = true, nil }
-
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) byte() byte {
-	if len(r.b) == 0 {
-		r.fail()
-		return 0
-	}
-	v := r.b[0]
-	r.b = r.b[1:]
-	return v
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if r.failed || n > uint64(len(r.b)) || n > math.MaxInt32 {
-		r.fail()
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) string() string { return string(r.bytes()) }
-
-func (r *reader) skipString() { r.bytes() }

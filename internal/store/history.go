@@ -146,15 +146,15 @@ func encodeChunk(dst []byte, n int, encoded []byte) []byte {
 // decodeChunk appends to out the entries with seq < before of a chunk
 // whose newest seq is newest, newest first, until out holds limit.
 func decodeChunk(out []ledger.Entry, b []byte, newest, before uint64, limit int) ([]ledger.Entry, error) {
-	d := decoder{b: b}
-	switch d.byte() {
+	d := newDecoder(b)
+	switch d.Byte() {
 	case recordVersion: // one entry, from before chunks
 		if newest >= before {
 			return out, nil
 		}
 		e := d.entry()
 		e.Seq = newest
-		if err := d.done(); err != nil {
+		if err := d.Done(); err != nil {
 			return nil, err
 		}
 		if len(out) < limit {
@@ -164,11 +164,11 @@ func decodeChunk(out []ledger.Entry, b []byte, newest, before uint64, limit int)
 	case chunkVersionNewestFirst:
 		return decodeNewestFirst(out, &d, newest, before, limit)
 	case chunkVersion:
-		n := d.uvarint()
-		if d.err != nil || n == 0 || n > newest || n > uint64(len(d.b)) { // each entry takes several bytes
+		n := d.Uvarint()
+		if d.Err != nil || n == 0 || n > newest || n > uint64(len(d.B)) { // each entry takes several bytes
 			return nil, errCorrupt
 		}
-		out, ok := ledger.AppendNewest(out, d.b, int(n), newest-(n-1), before, limit)
+		out, ok := ledger.AppendNewest(out, d.B, int(n), newest-(n-1), before, limit)
 		if !ok {
 			return nil, errCorrupt
 		}
@@ -179,8 +179,8 @@ func decodeChunk(out []ledger.Entry, b []byte, newest, before uint64, limit int)
 
 // decodeNewestFirst reads the rest of a version 2 chunk for decodeChunk.
 func decodeNewestFirst(out []ledger.Entry, d *decoder, newest, before uint64, limit int) ([]ledger.Entry, error) {
-	n := d.uvarint()
-	if n == 0 || n > newest || n > uint64(len(d.b)) { // each entry takes several bytes
+	n := d.Uvarint()
+	if n == 0 || n > newest || n > uint64(len(d.B)) { // each entry takes several bytes
 		return nil, errCorrupt
 	}
 	if newest-(n-1) >= before {
@@ -191,15 +191,15 @@ func decodeNewestFirst(out []ledger.Entry, d *decoder, newest, before uint64, li
 			return out, nil // the older entries are not read
 		}
 		e := d.entry()
-		if d.err != nil {
-			return nil, d.err
+		if d.Err != nil {
+			return nil, d.Err
 		}
 		e.Seq = newest - i
 		if e.Seq < before {
 			out = append(out, e)
 		}
 	}
-	if err := d.done(); err != nil {
+	if err := d.Done(); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -207,14 +207,14 @@ func decodeNewestFirst(out []ledger.Entry, d *decoder, newest, before uint64, li
 
 // decodeJournal appends a journal record's entries to dst.
 func decodeJournal(dst []ledger.AccountEntry, b []byte) ([]ledger.AccountEntry, error) {
-	d := decoder{b: b}
-	switch d.byte() {
+	d := newDecoder(b)
+	switch d.Byte() {
 	case recordVersion:
 		return decodeJournalV1(dst, &d)
 	case journalVersion:
 		// The count tells a record cut at an item's end from a whole one.
-		n, start := d.uvarint(), len(dst)
-		if d.err != nil || !ledger.ReadJournal(d.b, func(ae *ledger.AccountEntry) { dst = append(dst, *ae) }) || uint64(len(dst)-start) != n {
+		n, start := d.Uvarint(), len(dst)
+		if d.Err != nil || !ledger.ReadJournal(d.B, func(ae *ledger.AccountEntry) { dst = append(dst, *ae) }) || uint64(len(dst)-start) != n {
 			return nil, errCorrupt
 		}
 		return dst, nil
@@ -225,16 +225,16 @@ func decodeJournal(dst []ledger.AccountEntry, b []byte) ([]ledger.AccountEntry, 
 // decodeJournalV1 reads the rest of a version 1 record: a count, then an
 // item of one entry each.
 func decodeJournalV1(dst []ledger.AccountEntry, d *decoder) ([]ledger.AccountEntry, error) {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
+	n := d.Uvarint()
+	if n > uint64(len(d.B)) {
 		return nil, errCorrupt
 	}
 	for range n {
-		ae, rest, ok := ledger.ReadJournalItemV1(d.b)
+		ae, rest, ok := ledger.ReadJournalItemV1(d.B)
 		if !ok {
 			return nil, errCorrupt
 		}
-		dst, d.b = append(dst, ae), rest
+		dst, d.B = append(dst, ae), rest
 	}
-	return dst, d.done()
+	return dst, d.Done()
 }

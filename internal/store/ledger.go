@@ -186,24 +186,24 @@ func encodeAccount(dst []byte, a *ledger.Account) []byte {
 }
 
 func decodeAccount(b []byte) (ledger.Account, error) {
-	d := decoder{b: b}
-	if d.byte() != recordVersion {
+	d := newDecoder(b)
+	if d.Byte() != recordVersion {
 		return ledger.Account{}, errCorrupt
 	}
 	a := ledger.Account{
-		ID: d.string(), Currency: d.string(), OverdraftLimit: d.varint(),
-		CreatedAt: unixNano(d.varint()),
+		ID: d.Str(), Currency: d.Str(), OverdraftLimit: d.Varint(),
+		CreatedAt: unixNano(d.Varint()),
 	}
-	if n := d.uvarint(); n > 0 && n <= ledger.MaxMetadataKeys {
+	if n := d.Uvarint(); n > 0 && n <= ledger.MaxMetadataKeys {
 		a.Metadata = make(map[string]string, n)
 		for range n {
-			k := d.string()
-			a.Metadata[k] = d.string()
+			k := d.Str()
+			a.Metadata[k] = d.Str()
 		}
 	} else if n > ledger.MaxMetadataKeys {
-		d.fail()
+		d.Fail()
 	}
-	return a, d.done()
+	return a, d.Done()
 }
 
 // A transfer record (version 2) leaves out what its key or its other
@@ -263,48 +263,48 @@ func encodeTransfer(dst []byte, t *ledger.Transfer) []byte {
 
 // decodeTransfer decodes the record of transfer id.
 func decodeTransfer(id string, b []byte) (ledger.Transfer, error) {
-	d := decoder{b: b}
-	switch d.byte() {
+	d := newDecoder(b)
+	switch d.Byte() {
 	case recordVersion:
 		return decodeTransferV1(id, &d)
 	case transferVersion:
 	default:
 		return ledger.Transfer{}, errCorrupt
 	}
-	flags := d.byte()
+	flags := d.Byte()
 	t := ledger.Transfer{
 		ID: id, State: ledger.TransferState(flags & transferStateMask), CurrencyGiven: flags&transferCurrencyGiven != 0,
-		From: d.string(), To: d.string(), Amount: d.varint(), Currency: d.string(), Memo: d.string(),
-		CreatedAt: unixNano(d.varint()),
+		From: d.Str(), To: d.Str(), Amount: d.Varint(), Currency: d.Str(), Memo: d.Str(),
+		CreatedAt: unixNano(d.Varint()),
 	}
 	if flags&transferTwoPhase != 0 {
-		t.TwoPhase, t.Timeout = d.bool(), time.Duration(d.varint())
+		t.TwoPhase, t.Timeout = d.Bool(), time.Duration(d.Varint())
 	}
 	t.UpdatedAt = t.CreatedAt
 	if flags&transferUpdated != 0 {
-		t.UpdatedAt = unixNano(d.varint())
+		t.UpdatedAt = unixNano(d.Varint())
 	}
 	t.PostedAmount = t.Amount
 	if flags&transferPartly != 0 {
-		t.PostedAmount = d.varint()
+		t.PostedAmount = d.Varint()
 	}
-	return t, d.done()
+	return t, d.Done()
 }
 
 // decodeTransferV1 reads the rest of a version 1 record, which repeats the
 // id its key holds.
 func decodeTransferV1(id string, d *decoder) (ledger.Transfer, error) {
-	_ = d.string()
+	_ = d.Str()
 	t := ledger.Transfer{
-		ID: id, From: d.string(), To: d.string(), Amount: d.varint(),
-		Currency: d.string(), CurrencyGiven: d.bool(), Memo: d.string(),
-		State: ledger.TransferState(d.byte()), TwoPhase: d.bool(), Timeout: time.Duration(d.varint()),
-		PostedAmount: d.varint(), CreatedAt: unixNano(d.varint()), UpdatedAt: unixNano(d.varint()),
+		ID: id, From: d.Str(), To: d.Str(), Amount: d.Varint(),
+		Currency: d.Str(), CurrencyGiven: d.Bool(), Memo: d.Str(),
+		State: ledger.TransferState(d.Byte()), TwoPhase: d.Bool(), Timeout: time.Duration(d.Varint()),
+		PostedAmount: d.Varint(), CreatedAt: unixNano(d.Varint()), UpdatedAt: unixNano(d.Varint()),
 	}
 	if t.State > transferStateMask {
-		d.fail()
+		d.Fail()
 	}
-	return t, d.done()
+	return t, d.Done()
 }
 
 func encodeOutbox(dst []byte, legs []ledger.CreditLeg) []byte {
@@ -324,22 +324,22 @@ func encodeOutbox(dst []byte, legs []ledger.CreditLeg) []byte {
 }
 
 func decodeOutbox(b []byte) ([]ledger.CreditLeg, error) {
-	d := decoder{b: b}
-	if d.byte() != recordVersion {
+	d := newDecoder(b)
+	if d.Byte() != recordVersion {
 		return nil, errCorrupt
 	}
-	n := d.uvarint()
+	n := d.Uvarint()
 	if n > uint64(len(b)) { // each leg takes several bytes
 		return nil, errCorrupt
 	}
 	legs := make([]ledger.CreditLeg, 0, n)
 	for range n {
 		legs = append(legs, ledger.CreditLeg{
-			TransferID: d.string(), From: d.string(), To: d.string(), Amount: d.varint(),
-			Memo: d.string(), At: unixNano(d.varint()),
+			TransferID: d.Str(), From: d.Str(), To: d.Str(), Amount: d.Varint(),
+			Memo: d.Str(), At: unixNano(d.Varint()),
 		})
 	}
-	return legs, d.done()
+	return legs, d.Done()
 }
 
 func unixNano(n int64) time.Time { return time.Unix(0, n).UTC() }

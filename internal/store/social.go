@@ -153,34 +153,34 @@ func encodeMessage(m *social.Message) []byte {
 }
 
 func decodeMessage(seq uint64, v []byte) (social.Message, error) {
-	d := decoder{b: v}
-	if d.byte() != recordVersion {
+	d := newDecoder(v)
+	if d.Byte() != recordVersion {
 		return social.Message{}, errCorrupt
 	}
 	m := social.Message{Seq: seq}
-	m.From = social.UserID(d.uvarint())
-	m.To = social.UserID(d.uvarint())
-	m.Kind = social.Kind(d.byte())
-	m.Text = d.string()
-	m.Amount = d.varint()
-	m.TransferID = d.string()
-	m.At = time.Unix(0, d.varint()).UTC()
-	m.Sent[0] = d.uvarint()
-	m.Sent[1] = d.uvarint()
-	return m, d.done()
+	m.From = social.UserID(d.Uvarint())
+	m.To = social.UserID(d.Uvarint())
+	m.Kind = social.Kind(d.Byte())
+	m.Text = d.Str()
+	m.Amount = d.Varint()
+	m.TransferID = d.Str()
+	m.At = time.Unix(0, d.Varint()).UTC()
+	m.Sent[0] = d.Uvarint()
+	m.Sent[1] = d.Uvarint()
+	return m, d.Done()
 }
 
 func decodeUser(k, v []byte) (social.User, error) {
-	d := decoder{b: v}
-	if len(k) != len(prefixUser)+8 || d.byte() != recordVersion {
+	d := newDecoder(v)
+	if len(k) != len(prefixUser)+8 || d.Byte() != recordVersion {
 		return social.User{}, errCorrupt
 	}
 	u := social.User{ID: social.UserID(binary.BigEndian.Uint64(k[len(prefixUser):]))}
-	u.Username = d.string()
-	u.Name = d.string()
-	u.PasswordHash = []byte(d.string())
-	u.CreatedAt = time.Unix(0, d.varint()).UTC()
-	return u, d.done()
+	u.Username = d.Str()
+	u.Name = d.Str()
+	u.PasswordHash = []byte(d.Str())
+	u.CreatedAt = time.Unix(0, d.Varint()).UTC()
+	return u, d.Done()
 }
 
 func decodePair(prefix, k []byte) (social.Pair, error) {
@@ -196,15 +196,15 @@ func decodeRelation(k, v []byte) (social.Relation, error) {
 	if err != nil {
 		return social.Relation{}, err
 	}
-	d := decoder{b: v}
-	if d.byte() != recordVersion {
+	d := newDecoder(v)
+	if d.Byte() != recordVersion {
 		return social.Relation{}, errCorrupt
 	}
 	r := social.Relation{Pair: p}
-	r.State = social.RelationState(d.byte())
-	r.Requester = social.UserID(d.uvarint())
-	r.Since = time.Unix(0, d.varint()).UTC()
-	return r, d.done()
+	r.State = social.RelationState(d.Byte())
+	r.Requester = social.UserID(d.Uvarint())
+	r.Since = time.Unix(0, d.Varint()).UTC()
+	return r, d.Done()
 }
 
 // LoadSocial reads every user, relation and conversation head into st.
@@ -241,17 +241,17 @@ func (s *Store) loadConversations(st *social.State) error {
 		if err != nil {
 			return false, err
 		}
-		d := decoder{b: v}
-		if d.byte() != recordVersion {
+		d := newDecoder(v)
+		if d.Byte() != recordVersion {
 			return false, errCorrupt
 		}
 		c := social.Conversation{Pair: p}
-		_ = d.uvarint() // the newest seq, as older versions wrote it
+		_ = d.Uvarint() // the newest seq, as older versions wrote it
 		for i := range c.Read {
-			c.Read[i] = social.ReadMark{Seq: d.uvarint(), PeerSent: d.uvarint()}
+			c.Read[i] = social.ReadMark{Seq: d.Uvarint(), PeerSent: d.Uvarint()}
 		}
 		heads = append(heads, c)
-		return true, d.done()
+		return true, d.Done()
 	})
 	if err != nil {
 		return fmt.Errorf("conversation heads: %w", err)

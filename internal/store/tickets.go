@@ -90,25 +90,25 @@ func encodeEvent(dst []byte, ev *tickets.EventSpec) []byte {
 }
 
 func decodeEvent(b []byte) (tickets.EventSpec, error) {
-	d := decoder{b: b}
-	if d.byte() != recordVersion {
+	d := newDecoder(b)
+	if d.Byte() != recordVersion {
 		return tickets.EventSpec{}, errCorrupt
 	}
-	ev := tickets.EventSpec{EventName: d.string(), Artist: d.string()}
-	n := d.uvarint()
+	ev := tickets.EventSpec{EventName: d.Str(), Artist: d.Str()}
+	n := d.Uvarint()
 	if n > tickets.MaxAreas {
 		return tickets.EventSpec{}, errCorrupt
 	}
 	for range n {
-		ev.Areas = append(ev.Areas, tickets.AreaSpec{AreaID: d.string(), Price: d.varint(), RowCount: int(d.uvarint()), ColCount: int(d.uvarint())})
+		ev.Areas = append(ev.Areas, tickets.AreaSpec{AreaID: d.Str(), Price: d.Varint(), RowCount: int(d.Uvarint()), ColCount: int(d.Uvarint())})
 	}
 	for _, t := range []*time.Time{&ev.ReservationOpeningTime, &ev.ReservationClosingTime, &ev.EventStartTime, &ev.EventEndTime} {
-		*t = fromOptionalTime(d.varint())
+		*t = fromOptionalTime(d.Varint())
 	}
-	ev.HoldTime = time.Duration(d.varint())
-	ev.Organizer = d.string()
-	ev.PerUserSeatLimit = int(d.uvarint())
-	return ev, d.done()
+	ev.HoldTime = time.Duration(d.Varint())
+	ev.Organizer = d.Str()
+	ev.PerUserSeatLimit = int(d.Uvarint())
+	return ev, d.Done()
 }
 
 func encodeReservation(dst []byte, r *tickets.Reservation) []byte {
@@ -134,24 +134,24 @@ func encodeReservation(dst []byte, r *tickets.Reservation) []byte {
 }
 
 func decodeReservation(b []byte) (*tickets.Reservation, error) {
-	d := decoder{b: b}
-	if d.byte() != recordVersion {
+	d := newDecoder(b)
+	if d.Byte() != recordVersion {
 		return nil, errCorrupt
 	}
-	r := &tickets.Reservation{ID: d.string(), UserID: d.string(), EventID: d.string(), AreaID: d.string(), NumOfSeats: int(d.uvarint())}
-	r.Kind = tickets.Kind(d.string())
-	n := d.uvarint()
+	r := &tickets.Reservation{ID: d.Str(), UserID: d.Str(), EventID: d.Str(), AreaID: d.Str(), NumOfSeats: int(d.Uvarint())}
+	r.Kind = tickets.Kind(d.Str())
+	n := d.Uvarint()
 	if n > tickets.MaxSeatsPerReservation {
 		return nil, errCorrupt
 	}
 	r.Seats = make([]tickets.Seat, n)
 	for i := range r.Seats {
-		r.Seats[i] = tickets.Seat{Row: int(d.uvarint()), Col: int(d.uvarint())}
+		r.Seats[i] = tickets.Seat{Row: int(d.Uvarint()), Col: int(d.Uvarint())}
 	}
-	r.State = tickets.State(d.string())
-	r.CreatedAt, r.UpdatedAt, r.HoldUntil = unixNano(d.varint()), unixNano(d.varint()), unixNano(d.varint())
-	r.PaymentID = d.string()
-	return r, d.done()
+	r.State = tickets.State(d.Str())
+	r.CreatedAt, r.UpdatedAt, r.HoldUntil = unixNano(d.Varint()), unixNano(d.Varint()), unixNano(d.Varint())
+	r.PaymentID = d.Str()
+	return r, d.Done()
 }
 
 // optionalTime stores a zero time as 0, which no real event time is.
