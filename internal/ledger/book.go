@@ -68,15 +68,6 @@ type AccountEntry struct {
 	Entry
 }
 
-// JournalItems decodes the Journal's entries.
-func (c *Changes) JournalItems() []AccountEntry {
-	out := make([]AccountEntry, 0, c.JournalEntries)
-	if !ReadJournal(c.Journal, func(ae *AccountEntry) { out = append(out, *ae) }) {
-		panic("ledger: corrupt journal") // the Book encoded every byte of it
-	}
-	return out
-}
-
 // Book is one shard's part of the ledger: the accounts it owns and the
 // pending transfers that debit them. It is not safe for concurrent use; a
 // single shard goroutine owns it, which is what makes it lock-free.

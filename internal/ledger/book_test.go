@@ -208,7 +208,7 @@ func sameSnapshot(t *testing.T, what string, got, want snapshot) {
 // entriesOf returns the entries in the Book's Changes for transfer id.
 func entriesOf(b *Book, id string) []AccountEntry {
 	var out []AccountEntry
-	for _, e := range b.Changes().JournalItems() {
+	for _, e := range journalItems(b.Changes()) {
 		if e.TransferID == id {
 			out = append(out, e)
 		}
@@ -378,7 +378,7 @@ func TestRecentEntriesAndReplay(t *testing.T) {
 		mustTransfer(t, b, TransferRequest{From: "alice", To: WorldID, Amount: int64(i + 1)}, t0)
 	}
 	var journal []AccountEntry
-	for _, e := range b.Changes().JournalItems() {
+	for _, e := range journalItems(b.Changes()) {
 		if e.Account == "alice" {
 			journal = append(journal, e)
 		}
@@ -387,7 +387,7 @@ func TestRecentEntriesAndReplay(t *testing.T) {
 	if len(journal) != 4 || alice.Entries != 4 || alice.Recent.Len() != 4 {
 		t.Fatalf("alice: %d entries, %d recent, %d in changes", alice.Entries, alice.Recent.Len(), len(journal))
 	}
-	for i, e := range alice.Recent.Entries(1) {
+	for i, e := range logEntries(alice.Recent, 1) {
 		if !reflect.DeepEqual(e, journal[i].Entry) {
 			t.Fatalf("recent %d = %+v, want %+v", i, e, journal[i].Entry)
 		}
@@ -402,8 +402,8 @@ func TestRecentEntriesAndReplay(t *testing.T) {
 		}
 	}
 	got, _ := fresh.Account("alice")
-	if got.Entries != 4 || got.Balance != alice.Balance || !reflect.DeepEqual(got.Recent.Entries(2), alice.Recent.Entries(1)[1:]) {
-		t.Fatalf("after replay: entries %d balance %d recent %+v", got.Entries, got.Balance, got.Recent.Entries(2))
+	if got.Entries != 4 || got.Balance != alice.Balance || !reflect.DeepEqual(logEntries(got.Recent, 2), logEntries(alice.Recent, 1)[1:]) {
+		t.Fatalf("after replay: entries %d balance %d recent %+v", got.Entries, got.Balance, logEntries(got.Recent, 2))
 	}
 	gap := journal[3]
 	gap.Seq = 6
@@ -777,7 +777,7 @@ func TestCrossShardCredit(t *testing.T) {
 	bk.ApplyCredit(credits[0])
 	wantBalance(t, bk, "bob", 40, 0)
 	wantE := []AccountEntry{{"bob", Entry{Seq: 1, TransferID: "x1", Direction: Credit, Amount: 40, BalanceAfter: 40, Counterpart: "alice", Memo: "rent", At: now}}}
-	if got := bk.Changes().JournalItems(); !reflect.DeepEqual(got, wantE) {
+	if got := journalItems(bk.Changes()); !reflect.DeepEqual(got, wantE) {
 		t.Fatalf("credit entries %+v, want %+v", got, wantE)
 	}
 	ch := bk.Changes()
@@ -829,7 +829,7 @@ func TestTwoPhase(t *testing.T) {
 		}
 		ch := b.Changes()
 		if ch.JournalEntries != 0 || !slices.Equal(ch.HoldsOpened, []string{"h"}) || len(ch.HoldsClosed) != 0 {
-			t.Fatalf("hold changes: entries %v opened %v closed %v", ch.JournalItems(), ch.HoldsOpened, ch.HoldsClosed)
+			t.Fatalf("hold changes: entries %v opened %v closed %v", journalItems(ch), ch.HoldsOpened, ch.HoldsClosed)
 		}
 	})
 
@@ -923,8 +923,8 @@ func TestTwoPhase(t *testing.T) {
 		}
 		wantBalance(t, b, "alice", 100, 0)
 		wantBalance(t, b, "bob", 0, 0)
-		if len(b.Changes().JournalItems()) != 0 || !slices.Equal(b.Changes().HoldsClosed, []string{"h"}) {
-			t.Fatalf("void changes: entries %v closed %v", b.Changes().JournalItems(), b.Changes().HoldsClosed)
+		if len(journalItems(b.Changes())) != 0 || !slices.Equal(b.Changes().HoldsClosed, []string{"h"}) {
+			t.Fatalf("void changes: entries %v closed %v", journalItems(b.Changes()), b.Changes().HoldsClosed)
 		}
 		for _, phase := range []string{"same batch", "after commit"} {
 			before := snap(b)
@@ -1014,7 +1014,7 @@ func TestExpire(t *testing.T) {
 	if !slices.Equal(b.Changes().HoldsClosed, ids) {
 		t.Fatalf("holds closed %v, want %v", b.Changes().HoldsClosed, ids)
 	}
-	if len(b.Changes().JournalItems()) != 0 {
+	if len(journalItems(b.Changes())) != 0 {
 		t.Fatalf("expiry wrote history")
 	}
 	if got := b.NextExpiry(); !got.Equal(t0.Add(30 * time.Second)) {
@@ -1122,7 +1122,7 @@ func TestLoadPending(t *testing.T) {
 	if a := account(t, b, "alice"); a.Entries != 3 {
 		t.Fatalf("entries %d, want 3 (seq continues after loaded ones)", a.Entries)
 	}
-	if e := b.Changes().JournalItems(); len(e) != 1 || e[0].Seq != 3 || e[0].BalanceAfter != 90 {
+	if e := journalItems(b.Changes()); len(e) != 1 || e[0].Seq != 3 || e[0].BalanceAfter != 90 {
 		t.Fatalf("entries %+v", e)
 	}
 	if c := b.Changes().Credits; len(c) != 1 || c[0].Amount != 10 || c[0].To != "bob" {
@@ -1379,7 +1379,7 @@ func TestRandomOperations(t *testing.T) {
 
 	commit := func(k int) {
 		b := books[k]
-		for _, e := range b.Changes().JournalItems() {
+		for _, e := range journalItems(b.Changes()) {
 			h := history[e.Account]
 			if e.Seq != uint64(len(h))+1 {
 				t.Fatalf("%s: entry seq %d after %d entries", e.Account, e.Seq, len(h))

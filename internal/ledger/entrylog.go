@@ -157,32 +157,15 @@ func (l EntryLog) Len() int { return l.n }
 // Bytes returns the entries' encodings, oldest first.
 func (l EntryLog) Bytes() []byte { return l.buf }
 
-// Append appends e and returns its encoding, which stays valid only until the
-// next Append.
-func (l *EntryLog) Append(e *Entry) []byte {
+// Append appends e.
+func (l *EntryLog) Append(e *Entry) {
 	if l.buf == nil {
 		// Most accounts gather several entries before a sweep chunks
 		// them; growing from one entry would copy them at 1, 2 and 4.
 		l.buf = make([]byte, 0, 256)
 	}
-	start := len(l.buf)
 	l.buf = AppendEntry(l.buf, e)
 	l.n++
-	return l.buf[start:]
-}
-
-// Entries decodes every entry of l, numbering the oldest first.
-func (l EntryLog) Entries(first uint64) []Entry {
-	out := make([]Entry, 0, l.n)
-	for b := l.buf; len(b) > 0; {
-		e, rest, ok := ReadEntry(b)
-		if !ok {
-			panic("ledger: corrupt entry log") // the Book encoded every byte of it
-		}
-		e.Seq = first + uint64(len(out))
-		out, b = append(out, e), rest
-	}
-	return out
 }
 
 // AppendNewest appends to out the entries of encoded, a run of n entries

@@ -26,9 +26,6 @@ func newDecoder(b []byte) decoder { return decoder{codec.Decoder{B: b}} }
 
 // entry decodes a history entry, without its seq (ledger.ReadEntry).
 func (d *decoder) entry() ledger.Entry {
-	if d.Err != nil {
-		return ledger.Entry{}
-	}
 	e, rest, ok := ledger.ReadEntry(d.B)
 	if !ok {
 		d.Fail()

@@ -294,7 +294,7 @@ func decodeTransfer(id string, b []byte) (ledger.Transfer, error) {
 // decodeTransferV1 reads the rest of a version 1 record, which repeats the
 // id its key holds.
 func decodeTransferV1(id string, d *decoder) (ledger.Transfer, error) {
-	_ = d.Str()
+	d.Bytes()
 	t := ledger.Transfer{
 		ID: id, From: d.Str(), To: d.Str(), Amount: d.Varint(),
 		Currency: d.Str(), CurrencyGiven: d.Bool(), Memo: d.Str(),
