@@ -71,39 +71,72 @@ func (e *Engine) TransferWith(ctx context.Context, req ledger.TransferRequest, a
 
 // TransferBatch applies reqs, each debiting shard applying its share as one
 // command. An atomic batch whose debits span shards runs with every shard
-// parked, as one storage batch.
+// parked, in one round.
 func (e *Engine) TransferBatch(ctx context.Context, reqs []ledger.TransferRequest, atomic bool) ([]ledger.BatchResult, error) {
 	groups := e.groupByShard(reqs)
 	if atomic && len(groups) > 1 {
-		return e.atomicAcrossShards(reqs), nil
+		return e.atomicAcrossShards(ctx, groups, reqs)
 	}
-	calls := make([]*call, 0, len(groups))
-	var refused error
+	return e.queueBatch(ctx, groups, atomic).results(ctx, reqs)
+}
+
+// queuedBatch is a batch handed to its debiting shards: a call for each
+// group queued, and the reason the rest were refused.
+type queuedBatch struct {
+	groups  []shardGroup
+	calls   []*call
+	refused error
+}
+
+// queueBatch queues each group on its shard, in order, until one refuses.
+func (e *Engine) queueBatch(ctx context.Context, groups []shardGroup, atomic bool) queuedBatch {
+	q := queuedBatch{groups: groups, calls: make([]*call, 0, len(groups))}
 	for _, g := range groups {
 		c, err := e.submit(ctx, g.shard, CmdBatch{Reqs: g.reqs, Atomic: atomic})
 		if err != nil {
-			refused = err
+			q.refused = err
 			break
 		}
-		calls = append(calls, c)
+		q.calls = append(q.calls, c)
 	}
-	// Groups already queued run whatever happens next: report their real
-	// outcome, and the refusal for the groups never queued.
+	return q
+}
+
+// results waits for the queued groups and reports each item of reqs: groups
+// already queued run whatever happens next, so they report their real
+// outcome, and the groups never queued the refusal.
+func (q queuedBatch) results(ctx context.Context, reqs []ledger.TransferRequest) ([]ledger.BatchResult, error) {
 	out := make([]ledger.BatchResult, len(reqs))
-	for i, c := range calls {
+	for i, c := range q.calls {
 		if err := wait(ctx, c); err != nil {
 			return nil, err
 		}
 		for j, r := range c.batch {
-			out[groups[i].index[j]] = r
+			out[q.groups[i].index[j]] = r
 		}
 	}
-	for _, g := range groups[len(calls):] {
+	for _, g := range q.groups[len(q.calls):] {
 		for _, i := range g.index {
-			out[i] = ledger.BatchResult{Transfer: ledger.Transfer{ID: reqs[i].ID}, Err: refused}
+			out[i] = ledger.BatchResult{Transfer: ledger.Transfer{ID: reqs[i].ID}, Err: q.refused}
 		}
 	}
 	return out, nil
+}
+
+// atomicAcrossShards applies an atomic batch whose debits span shards in
+// one round, with every shard's Book at hand: all or nothing, in memory and
+// on disk, since the round is one storage batch.
+func (e *Engine) atomicAcrossShards(ctx context.Context, groups []shardGroup, reqs []ledger.TransferRequest) ([]ledger.BatchResult, error) {
+	c, err := e.enqueue(ctx, e.exclusive, cmdExclusive{run: func(c *call, now time.Time) {
+		c.batch = e.applyAtomicAcross(reqs, now)
+	}})
+	if err != nil {
+		return queuedBatch{groups: groups, refused: err}.results(ctx, reqs)
+	}
+	if err := wait(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.batch, nil
 }
 
 type shardGroup struct {
@@ -277,8 +310,8 @@ func (e *Engine) storedHistory(account string, before uint64, limit int, newest 
 	return entries, err
 }
 
-// Stats sums the committed view. It is a consistent cut: every balance and
-// in-flight credit as of the same set of durable batches.
+// Stats sums the committed view. It is a consistent cut: every balance as
+// of the same set of durable rounds.
 func (e *Engine) Stats(context.Context) (ledger.Stats, error) {
 	st := ledger.Stats{BalanceSum: map[string]int64{}}
 	e.viewMu.Lock()
@@ -287,75 +320,5 @@ func (e *Engine) Stats(context.Context) (ledger.Stats, error) {
 		st.Accounts++
 		st.BalanceSum[a.Currency] += a.Balance
 	})
-	st.InFlight, st.InFlightAmount = e.flight.snapshot()
 	return st, nil
-}
-
-// atomicAcrossShards applies an atomic batch whose debits span shards. It
-// parks every shard (after each has made its earlier work durable), applies
-// the items in order over all Books, crediting receivers directly, and
-// writes the outcome as one storage batch: all or nothing, even on a crash.
-func (e *Engine) atomicAcrossShards(reqs []ledger.TransferRequest) []ledger.BatchResult {
-	e.barrier.Lock()
-	defer e.barrier.Unlock()
-	release := e.parkAll()
-	defer close(release)
-
-	saves := make([]ledger.Savepoint, len(e.shards))
-	for i, s := range e.shards {
-		saves[i] = s.book.Begin()
-	}
-	res, failed := e.applyAcross(reqs)
-	for i, s := range e.shards {
-		if failed {
-			s.book.Rollback(saves[i])
-		} else {
-			s.book.Commit()
-		}
-	}
-	if !failed {
-		if err := e.persist(e.shards...); err != nil {
-			panic("engine: atomic batch commit failed: " + err.Error())
-		}
-	}
-	e.publish(e.shards...)
-	for _, s := range e.shards {
-		s.book.Reset()
-	}
-	return res
-}
-
-// parkAll sends a barrier to every shard and waits until all are parked.
-func (e *Engine) parkAll() chan struct{} {
-	parked := make(chan struct{}, len(e.shards))
-	release := make(chan struct{})
-	for _, s := range e.shards {
-		_ = s.log.Append(Envelope{Cmd: cmdBarrier{parked: parked, release: release}}, true)
-	}
-	for range e.shards {
-		<-parked
-	}
-	return release
-}
-
-func (e *Engine) applyAcross(reqs []ledger.TransferRequest) ([]ledger.BatchResult, bool) {
-	res := make([]ledger.BatchResult, len(reqs))
-	now := time.Now().UTC()
-	for i, r := range reqs {
-		from := e.shardFor(r.From).book
-		mark := len(from.Changes().Credits)
-		t, replayed, err := from.Transfer(r, now)
-		if err != nil {
-			return aborted(reqs, i, err), true
-		}
-		res[i] = ledger.BatchResult{Transfer: t, Replayed: replayed}
-		// Credit at once, so later items see it. Both legs land in the same
-		// storage batch and are published together, so no outbox record is
-		// written (only shard batches group credits into outboxes) and the
-		// money in flight counts each leg in and out in one publish.
-		for _, leg := range from.Changes().Credits[mark:] {
-			e.shardFor(leg.To).book.ApplyCredit(leg)
-		}
-	}
-	return res, false
 }

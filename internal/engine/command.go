@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"sync/atomic"
-
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/surge-dev/surge/internal/ledger"
@@ -16,12 +14,10 @@ import (
 type Command interface{ command() }
 
 // Envelope carries a command through a Log, with the in-process call
-// waiting for its outcome (nil when nobody waits). A CmdCredits serves many
-// calls, one per leg (nil where nobody waits), in legCalls.
+// waiting for its outcome (nil when nobody waits).
 type Envelope struct {
-	Cmd      Command
-	call     *call
-	legCalls []*call
+	Cmd  Command
+	call *call
 	// link is the requesting span, when tracing is on: the batch that
 	// applies the command links to it.
 	link trace.Link
@@ -56,13 +52,6 @@ type CmdPost struct {
 // CmdVoid voids a pending transfer.
 type CmdVoid struct{ ID string }
 
-// CmdCredits applies the second legs of cross-shard transfers that one
-// batch of another shard debited, and settles their outbox record.
-type CmdCredits struct {
-	OutboxID string
-	Legs     []ledger.CreditLeg
-}
-
 // CmdExpire releases holds whose deadline has passed.
 type CmdExpire struct{}
 
@@ -80,33 +69,21 @@ type CmdCancelReservation struct{ ID string }
 // CmdInspectArea reads an area's seat map and holders, as of the batch.
 type CmdInspectArea struct{ EventID, AreaID string }
 
-// cmdBarrier parks the shard, once everything before it is durable, until
-// release is closed, so that a coordinator can use every shard's Book at
-// once. In-process only.
-type cmdBarrier struct {
-	parked  chan<- struct{}
-	release <-chan struct{}
-}
-
 func (CmdCreateAccount) command()     {}
 func (CmdTransfer) command()          {}
 func (CmdBatch) command()             {}
 func (CmdPost) command()              {}
 func (CmdVoid) command()              {}
-func (CmdCredits) command()           {}
 func (CmdExpire) command()            {}
 func (CmdReserve) command()           {}
 func (CmdPayReservation) command()    {}
 func (CmdCancelReservation) command() {}
 func (CmdInspectArea) command()       {}
-func (cmdBarrier) command()           {}
 
 // call is a client waiting for a command's outcome. It completes when the
-// command is durable on every shard it touched: legs counts the shards still
-// to commit, plus one held by the originating shard until it has sent them.
+// round that applied the command is durable and published.
 type call struct {
 	done chan struct{}
-	legs atomic.Int32
 
 	account  ledger.Account
 	transfer ledger.Transfer
@@ -118,15 +95,6 @@ type call struct {
 	area        AreaSeats
 }
 
-func newCall() *call {
-	c := &call{done: make(chan struct{})}
-	c.legs.Store(1)
-	return c
-}
+func newCall() *call { return &call{done: make(chan struct{})} }
 
-// legDone records that one shard has made its part durable.
-func (c *call) legDone() {
-	if c.legs.Add(-1) == 0 {
-		close(c.done)
-	}
-}
+func (c *call) complete() { close(c.done) }

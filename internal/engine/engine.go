@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -96,15 +95,20 @@ type Engine struct {
 	// it alone, so Stats sees whole publishes only — a consistent cut of
 	// the committed view and of the money in flight between shards.
 	viewMu sync.RWMutex
-	flight flight
 	// published is closed, and replaced, every time a shard publishes.
 	published atomic.Pointer[chan struct{}]
 	// ids answers "is this transfer id new?" without storage, mostly.
 	ids *idFilter
 	// history keeps the newest history page of recently read accounts.
 	history *historyCache
-	// barrier serialises atomic batches that span shards.
-	barrier sync.Mutex
+	// ready is signalled when a log may hold commands; applied, when a
+	// shard has applied its commands of the round (round.go).
+	ready   chan struct{}
+	applied chan struct{}
+	// exclusive holds the commands that need every shard at once.
+	exclusive Log
+	// draining is set once Close has closed every log.
+	draining atomic.Bool
 	// tk is the ticketing workload's state outside the shards.
 	tk *ticketing
 	// payments are the reservation payments found pending at Open, which
@@ -119,7 +123,9 @@ func Open(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, metrics: newMetrics(cfg.Registerer), accounts: newView(),
 		inflight: newStripedMap[int](), tk: newTicketing(),
+		ready: make(chan struct{}, 1), applied: make(chan struct{}, cfg.Shards),
 	}
+	e.exclusive = newMemLog(cfg.QueueCapacity, e.ready)
 	next := make(chan struct{})
 	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{
@@ -134,7 +140,10 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e.metrics.watchQueues(e.shards)
 	e.metrics.watchTickets(e)
-	if err := e.load(); err != nil {
+	if err := e.load(); err == nil {
+		err = e.resumeCredits()
+	}
+	if err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -143,10 +152,8 @@ func Open(cfg Config) (*Engine, error) {
 		e.wg.Add(1)
 		go s.run()
 	}
-	if err := e.resumeCredits(); err != nil {
-		e.Close()
-		return nil, err
-	}
+	e.wg.Add(1)
+	go e.run()
 	if err := e.ensureWorld(); err != nil {
 		e.Close()
 		return nil, err
@@ -208,28 +215,36 @@ func (e *Engine) load() error {
 	return e.loadTickets()
 }
 
-// resumeCredits applies every credit whose debit committed before the last
-// stop, and waits until they are durable.
+// resumeCredits applies the credits of outbox records. surge wrote them
+// before both legs of a transfer between shards shared a storage batch: the
+// debit committed with an outbox record, and the credit and the record's
+// deletion in a later batch of the receiving shard. Data a crash left
+// between the two still holds them; the credits are applied and the
+// records deleted in one storage batch before any request is served.
 func (e *Engine) resumeCredits() error {
-	var calls []*call
+	w := store.NewLedgerBatch(e.db.NewBatch())
+	n := 0
 	err := e.db.EachOutbox(func(id string, legs []ledger.CreditLeg) error {
-		if len(legs) == 0 {
-			return nil
+		for _, leg := range legs {
+			e.shardFor(leg.To).book.ApplyCredit(leg)
 		}
-		e.flight.update(legs, nil, e.currencyOf)
-		c := newCall()
-		c.legs.Add(int32(len(legs) - 1)) // one legDone per leg
-		calls = append(calls, c)
-		cmd := CmdCredits{OutboxID: id, Legs: legs}
-		return e.shardFor(legs[0].To).log.Append(Envelope{Cmd: cmd, legCalls: slices.Repeat([]*call{c}, len(legs))}, true)
+		w.DeleteOutbox(id)
+		n++
+		return nil
 	})
-	for _, c := range calls {
-		<-c.done
+	if err != nil || n == 0 {
+		return err
 	}
-	if len(calls) > 0 {
-		e.cfg.Logger.Info("resumed interrupted cross-shard transfers", "count", len(calls))
+	e.writeShards(w, e.shards)
+	if err := e.db.Commit(w.Batch); err != nil {
+		return err
 	}
-	return err
+	e.publish(e.shards...)
+	for _, s := range e.shards {
+		s.book.Reset()
+	}
+	e.cfg.Logger.Info("resumed interrupted cross-shard transfers", "outbox_records", n)
+	return nil
 }
 
 func (e *Engine) ensureWorld() error {
@@ -256,6 +271,12 @@ func (e *Engine) Close() error {
 	}
 	for _, s := range e.shards {
 		s.log.Close()
+	}
+	e.exclusive.Close()
+	e.draining.Store(true)
+	select {
+	case e.ready <- struct{}{}:
+	default:
 	}
 	e.wg.Wait()
 	for _, s := range e.shards {
@@ -288,10 +309,17 @@ func (e *Engine) account(id string) (ledger.Account, bool) {
 	return e.accounts.load(id)
 }
 
-// persist writes every change the shards' Books hold as one storage batch
-// and makes it durable.
+// persist writes every change the shards' Books and Desks hold as one
+// storage batch and makes it durable.
 func (e *Engine) persist(shards ...*shard) error {
 	w := store.NewLedgerBatch(e.db.NewBatch())
+	e.writeShards(w, shards)
+	return e.db.Commit(w.Batch)
+}
+
+// writeShards adds the shards' changes to w, and marks their new transfers
+// in flight until they are published.
+func (e *Engine) writeShards(w *store.LedgerBatch, shards []*shard) {
 	for _, s := range shards {
 		ch := s.book.Changes()
 		for _, t := range ch.Transfers {
@@ -299,12 +327,6 @@ func (e *Engine) persist(shards ...*shard) error {
 		}
 		writeChanges(w, ch)
 		s.writeHistory(w)
-		for _, g := range s.outgoing {
-			w.PutOutbox(g.id, g.legs)
-		}
-		for _, id := range s.settled {
-			w.DeleteOutbox(id)
-		}
 		for _, r := range s.attached {
 			_ = w.Set(r.Key, r.Value, nil)
 		}
@@ -313,7 +335,6 @@ func (e *Engine) persist(shards ...*shard) error {
 			tw.PutReservation(r)
 		}
 	}
-	return e.db.Commit(w.Batch)
 }
 
 func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
@@ -331,17 +352,14 @@ func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
 	}
 }
 
-// publish makes a durable batch visible to readers: its accounts in the
-// committed view, its transfer ids in the id filter and out of flight. A
-// batch spanning several shards is published as one.
+// publish makes a durable round visible to readers: its accounts in the
+// committed view, its transfer ids in the id filter and out of flight.
 func (e *Engine) publish(shards ...*shard) {
 	e.viewMu.RLock()
 	for _, s := range shards {
-		ch := s.book.Changes()
-		for _, a := range ch.Accounts {
+		for _, a := range s.book.Changes().Accounts {
 			e.accounts.store(a)
 		}
-		e.flight.update(ch.Credits, ch.Settled, s.book.Currency)
 	}
 	e.viewMu.RUnlock()
 	for _, s := range shards {
@@ -364,12 +382,16 @@ func (e *Engine) publish(shards ...*shard) {
 
 // submit queues cmd on s; the returned call completes once it is durable.
 func (e *Engine) submit(ctx context.Context, s *shard, cmd Command) (*call, error) {
+	return e.enqueue(ctx, s.log, cmd)
+}
+
+func (e *Engine) enqueue(ctx context.Context, l Log, cmd Command) (*call, error) {
 	c := newCall()
 	env := Envelope{Cmd: cmd, call: c}
 	if telemetry.TracingEnabled() {
 		env.link, _ = telemetry.Link(ctx)
 	}
-	if err := s.log.Append(env, false); err != nil {
+	if err := l.Append(env, false); err != nil {
 		return nil, queueError(err)
 	}
 	return c, nil

@@ -17,19 +17,20 @@ var (
 // the shard. The in-memory implementation is a bounded queue; a Kafka
 // partition could implement it and feed the same shard and domain code,
 // with replies then routed through a reply topic instead of Envelope.call.
+// A Log tells the engine that it may hold commands by a send on the ready
+// channel it was made with, so that the engine can start a round.
 type Log interface {
 	// Append adds e to the end of the log. Unless force is set it fails
 	// fast with ErrOverloaded when the log is full: clients are told to come
 	// back rather than queued without bound. Commands the engine itself must
 	// not lose, such as the second leg of a transfer, are forced.
 	Append(e Envelope, force bool) error
-	// Read blocks until the log holds at least one command or is closed, and
-	// returns up to max commands in order. The slice is the caller's until
-	// its next Read. After Close it returns what is left, then nil.
+	// Read returns up to max commands in order, none if the log is empty.
+	// The slice is the caller's until its next Read.
 	Read(max int) []Envelope
 	// Len is the number of commands waiting.
 	Len() int
-	// Close refuses further appends and wakes the reader.
+	// Close refuses further appends; what the log holds can still be read.
 	Close()
 }
 
@@ -41,11 +42,13 @@ type memLog struct {
 	spare    []Envelope
 	capacity int
 	closed   bool
-	wake     chan struct{} // capacity 1: "the queue may be non-empty"
+	// ready, shared by the engine's logs, has capacity 1: "some log may
+	// hold commands".
+	ready chan<- struct{}
 }
 
-func newMemLog(capacity int) *memLog {
-	return &memLog{capacity: capacity, wake: make(chan struct{}, 1)}
+func newMemLog(capacity int, ready chan<- struct{}) *memLog {
+	return &memLog{capacity: capacity, ready: ready}
 }
 
 func (l *memLog) Append(e Envelope, force bool) error {
@@ -61,27 +64,19 @@ func (l *memLog) Append(e Envelope, force bool) error {
 	l.queue = append(l.queue, e)
 	l.mu.Unlock()
 	select {
-	case l.wake <- struct{}{}:
+	case l.ready <- struct{}{}:
 	default:
 	}
 	return nil
 }
 
 func (l *memLog) Read(max int) []Envelope {
-	for {
-		l.mu.Lock()
-		if n := len(l.queue); n > 0 {
-			out := l.take(min(n, max))
-			l.mu.Unlock()
-			return out
-		}
-		closed := l.closed
-		l.mu.Unlock()
-		if closed {
-			return nil
-		}
-		<-l.wake
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		return nil
 	}
+	return l.take(min(len(l.queue), max))
 }
 
 // take removes the first n envelopes; l.mu is held.
@@ -110,8 +105,4 @@ func (l *memLog) Close() {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
 }

@@ -10,24 +10,23 @@ import (
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
-// shard owns a slice of the accounts. Its goroutine is the only one that
-// touches its Book, and it applies commands a batch at a time: apply all in
-// memory, write all effects as one storage batch, one fsync, then answer.
+// shard owns a slice of the accounts and of the ticketing areas. In each
+// round its goroutine applies the commands waiting in its log to its Book
+// and Desk; the rest of the round runs with the shard parked (round.go).
 type shard struct {
 	id   int
 	eng  *Engine
 	log  Log
 	book *ledger.Book
 	desk *tickets.Desk
-	// legCalls[k] is the call waiting for Changes().Credits[k], or nil.
-	legCalls []*call
-	// outgoing are the batch's credits grouped by receiving shard, each
-	// group one outbox record and one command; settled are the outbox
-	// records of the credits the batch applied.
-	outgoing []outbox
-	settled  []string
-	// attached are the batch's records attached to new transfers.
+	// start gives the shard a round to apply its log in, with the round's
+	// time; the shard reports on eng.applied when it is done.
+	start chan time.Time
+	// envs are the commands the shard applied in this round.
+	envs []Envelope
+	// attached are the round's records attached to new transfers.
 	attached []store.Record
+	trace    batchTrace
 	// expiry fires a CmdExpire at expiryAt, the earliest hold deadline.
 	expiry   *time.Timer
 	expiryAt time.Time
@@ -35,7 +34,7 @@ type shard struct {
 }
 
 func newShard(id int, e *Engine) *shard {
-	s := &shard{id: id, eng: e, log: newMemLog(e.cfg.QueueCapacity)}
+	s := &shard{id: id, eng: e, log: newMemLog(e.cfg.QueueCapacity, e.ready), start: make(chan time.Time, 1)}
 	s.book = ledger.NewBook(s)
 	s.desk = tickets.NewDesk()
 	return s
@@ -43,64 +42,37 @@ func newShard(id int, e *Engine) *shard {
 
 func (s *shard) run() {
 	defer s.eng.wg.Done()
-	for {
-		envs := s.log.Read(s.eng.cfg.MaxBatch)
-		if envs == nil {
-			return
-		}
-		s.process(envs)
+	for now := range s.start {
+		s.applyLog(now)
+		s.eng.applied <- struct{}{}
 	}
 }
 
-// process applies envs as one or more durable batches: a barrier splits
-// them, since everything before it must be durable before the shard parks.
-func (s *shard) process(envs []Envelope) {
-	start := 0
-	for i := range envs {
-		if b, ok := envs[i].Cmd.(cmdBarrier); ok {
-			s.commitBatch(envs[start:i])
-			b.parked <- struct{}{}
-			<-b.release
-			// The coordinator may have opened holds in this shard's Book.
-			s.scheduleExpiry()
-			start = i + 1
-		}
+// applyLog applies the commands waiting in the shard's log, up to
+// MaxBatch, to its Book and Desk.
+func (s *shard) applyLog(now time.Time) {
+	s.envs = s.log.Read(s.eng.cfg.MaxBatch)
+	s.trace = startBatchTrace(s.id, s.envs)
+	for i := range s.envs {
+		s.apply(&s.envs[i], now)
 	}
-	s.commitBatch(envs[start:])
+	s.eng.metrics.batchSize.Observe(float64(len(s.envs)))
 }
 
-func (s *shard) commitBatch(envs []Envelope) {
-	if len(envs) == 0 {
-		return
-	}
-	now := time.Now().UTC()
-	tr := startBatchTrace(s.id, envs)
-	defer tr.end()
-	for i := range envs {
-		from := len(s.book.Changes().Credits)
-		s.apply(&envs[i], now)
-		for range len(s.book.Changes().Credits) - from {
-			s.legCalls = append(s.legCalls, envs[i].call)
+// finish answers the round's calls, once its changes are durable and
+// published, and readies the shard for the next round.
+func (s *shard) finish() {
+	for i := range s.envs {
+		if c := s.envs[i].call; c != nil {
+			c.complete()
 		}
 	}
-	s.groupCredits()
-	s.eng.metrics.batchSize.Observe(float64(len(envs)))
-	tr.startCommit()
-	err := s.eng.persist(s)
-	tr.endCommit()
-	if err != nil {
-		// The Book is ahead of the disk and cannot be rolled back in
-		// general; carrying on would acknowledge lost writes. Recovery on
-		// restart rebuilds the state from what did reach the disk.
-		panic(fmt.Sprintf("engine: shard %d: commit failed: %v", s.id, err))
-	}
-	s.eng.publish(s)
-	s.dispatch(envs)
+	s.trace.end()
+	s.trace, s.envs = batchTrace{}, nil
 	s.book.Reset()
 	s.desk.Reset()
-	clear(s.legCalls)
 	clear(s.attached)
-	s.legCalls, s.outgoing, s.settled, s.attached = s.legCalls[:0], s.outgoing[:0], s.settled[:0], s.attached[:0]
+	s.attached = s.attached[:0]
 	s.scheduleExpiry()
 }
 
@@ -120,11 +92,6 @@ func (s *shard) apply(env *Envelope, now time.Time) {
 		c.transfer, c.err = s.book.Post(cmd.ID, cmd.Amount, now)
 	case CmdVoid:
 		c.transfer, c.err = s.book.Void(cmd.ID, now)
-	case CmdCredits:
-		for _, leg := range cmd.Legs {
-			s.book.ApplyCredit(leg)
-		}
-		s.settled = append(s.settled, cmd.OutboxID)
 	case CmdExpire:
 		s.expiryAt = time.Time{}
 		s.book.Expire(now)
@@ -175,66 +142,6 @@ func aborted(reqs []ledger.TransferRequest, failed int, err error) []ledger.Batc
 	}
 	res[failed].Err = err
 	return res
-}
-
-// outbox is the credits one batch sends to one shard.
-type outbox struct {
-	id    string
-	to    *shard
-	legs  []ledger.CreditLeg
-	calls []*call // parallel to legs
-}
-
-// groupCredits sorts the batch's credits into one outbox per receiving
-// shard: one record and one command each, however many transfers.
-func (s *shard) groupCredits() {
-	for k, leg := range s.book.Changes().Credits {
-		to := s.eng.shardFor(leg.To)
-		g := len(s.outgoing) - 1
-		for g >= 0 && s.outgoing[g].to != to {
-			g--
-		}
-		if g < 0 {
-			s.outgoing = append(s.outgoing, outbox{id: uuid.Must(uuid.NewV7()).String(), to: to})
-			g = len(s.outgoing) - 1
-		}
-		s.outgoing[g].legs = append(s.outgoing[g].legs, leg)
-		s.outgoing[g].calls = append(s.outgoing[g].calls, s.legCalls[k])
-	}
-}
-
-// dispatch sends the batch's credits, now that their debits are durable,
-// and completes this shard's part of every call in the batch.
-func (s *shard) dispatch(envs []Envelope) {
-	for _, g := range s.outgoing {
-		for _, c := range g.calls {
-			if c != nil {
-				c.legs.Add(1)
-			}
-		}
-	}
-	for _, g := range s.outgoing {
-		err := g.to.log.Append(Envelope{Cmd: CmdCredits{OutboxID: g.id, Legs: g.legs}, legCalls: g.calls}, true)
-		if err != nil {
-			// Shutting down: the outbox record is durable and recovery
-			// applies the credits on the next start.
-			completeAll(g.calls)
-		}
-	}
-	for i := range envs {
-		if c := envs[i].call; c != nil {
-			c.legDone()
-		}
-		completeAll(envs[i].legCalls)
-	}
-}
-
-func completeAll(calls []*call) {
-	for _, c := range calls {
-		if c != nil {
-			c.legDone()
-		}
-	}
 }
 
 // scheduleExpiry arms the timer for the earliest open hold, of money or

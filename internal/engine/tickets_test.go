@@ -377,7 +377,7 @@ func TestPerUserSeatLimit(t *testing.T) {
 func TestReserveOverloadedFilesNothing(t *testing.T) {
 	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 1, QueueCapacity: 1})
 	mustCreateEvent(t, e, testEvent("ev", 1, 2, 2))
-	release := parkShard(t, e.shards[0])
+	release := parkEngine(t, e)
 	first, err := e.Reserve("u", random("ev", "A0", 1))
 	if err != nil {
 		t.Fatal(err)

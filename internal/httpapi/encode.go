@@ -124,8 +124,6 @@ func appendEntry(b []byte, e *ledger.Entry) []byte {
 func appendStats(b []byte, s *ledger.Stats) []byte {
 	b = appendInt(b, `{"accounts":`, s.Accounts)
 	b = appendIntMap(appendKey(b, `,"balance_sum":`), s.BalanceSum)
-	b = appendInt(b, `,"in_flight":`, s.InFlight)
-	b = appendIntMap(appendKey(b, `,"in_flight_amount":`), s.InFlightAmount)
 	return append(b, '}')
 }
 

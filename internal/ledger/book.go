@@ -52,11 +52,9 @@ type Changes struct {
 	// shard batch's journal record as it is.
 	Journal        []byte
 	JournalEntries int
-	// Credits are cross-shard second legs to record in the outbox and send.
+	// Credits are the second legs of transfers to accounts of other
+	// shards, for the engine to apply to their Books.
 	Credits []CreditLeg
-	// Settled are the cross-shard credits this shard applied; each settles
-	// the outbox record of its transfer.
-	Settled []CreditLeg
 	// HoldsOpened and HoldsClosed track the pending-transfer index.
 	HoldsOpened []string
 	HoldsClosed []string
@@ -184,7 +182,6 @@ func (b *Book) Reset() {
 	c.Transfers = c.Transfers[:0]
 	c.Journal, c.JournalEntries = c.Journal[:0], 0
 	c.Credits = c.Credits[:0]
-	c.Settled = c.Settled[:0]
 	c.HoldsOpened = c.HoldsOpened[:0]
 	c.HoldsClosed = c.HoldsClosed[:0]
 }
@@ -417,8 +414,7 @@ func (b *Book) journal(account string, e *Entry) {
 }
 
 // ApplyCredit applies the second leg of a cross-shard transfer. The engine
-// delivers each CreditLeg exactly once: the outbox record it settles is deleted
-// in the same storage batch.
+// applies each CreditLeg exactly once, in the round of its debit.
 func (b *Book) ApplyCredit(c CreditLeg) {
 	to, ok := b.accounts[c.To]
 	if !ok {
@@ -428,7 +424,6 @@ func (b *Book) ApplyCredit(c CreditLeg) {
 	rec := &Transfer{ID: c.TransferID, Memo: c.Memo}
 	e := b.entry(to, Credit, c.Amount, rec, c.From, c.At)
 	b.journal(to.ID, &e)
-	b.changes.Settled = append(b.changes.Settled, c)
 }
 
 // Post moves amount (0: all of it) of a pending transfer's hold to its
@@ -564,11 +559,11 @@ func (b *Book) logUndo(f func()) { b.undo = append(b.undo, f) }
 func (b *Book) Begin() Savepoint {
 	b.undo = make([]func(), 0, 16)
 	c := &b.changes
-	return Savepoint{len(c.Accounts), len(c.Transfers), len(c.Journal), c.JournalEntries, len(c.Credits), len(c.Settled), len(c.HoldsOpened), len(c.HoldsClosed), len(c.Opened)}
+	return Savepoint{len(c.Accounts), len(c.Transfers), len(c.Journal), c.JournalEntries, len(c.Credits), len(c.HoldsOpened), len(c.HoldsClosed), len(c.Opened)}
 }
 
 // Savepoint is the extent of the Changes when an atomic group began.
-type Savepoint [9]int
+type Savepoint [8]int
 
 // Commit closes the atomic group, keeping its changes.
 func (b *Book) Commit() { b.undo = nil }
@@ -584,7 +579,7 @@ func (b *Book) Rollback(sp Savepoint) {
 		delete(b.dirty, a)
 	}
 	c.Accounts, c.Transfers, c.Journal, c.JournalEntries = c.Accounts[:sp[0]], c.Transfers[:sp[1]], c.Journal[:sp[2]], sp[3]
-	c.Credits, c.Settled, c.HoldsOpened, c.HoldsClosed, c.Opened = c.Credits[:sp[4]], c.Settled[:sp[5]], c.HoldsOpened[:sp[6]], c.HoldsClosed[:sp[7]], c.Opened[:sp[8]]
+	c.Credits, c.HoldsOpened, c.HoldsClosed, c.Opened = c.Credits[:sp[4]], c.HoldsOpened[:sp[5]], c.HoldsClosed[:sp[6]], c.Opened[:sp[7]]
 }
 
 // Matches reports whether req asks for exactly the transfer t records, so

@@ -194,8 +194,4 @@ type Stats struct {
 	Accounts int64
 	// BalanceSum maps a currency to the sum of balances in it; always 0.
 	BalanceSum map[string]int64
-	// InFlight counts cross-shard credits committed on the debit side and not
-	// yet on the credit side; their amounts are in InFlightAmount.
-	InFlight       int64
-	InFlightAmount map[string]int64
 }

@@ -103,10 +103,8 @@ type Page struct {
 
 // Stats is the body of GET /v1/ledger/stats.
 type Stats struct {
-	Accounts       int64            `json:"accounts"`
-	BalanceSum     map[string]int64 `json:"balance_sum"`
-	InFlight       int64            `json:"in_flight"`
-	InFlightAmount map[string]int64 `json:"in_flight_amount"`
+	Accounts   int64            `json:"accounts"`
+	BalanceSum map[string]int64 `json:"balance_sum"`
 }
 
 // Problem is an RFC 9457 problem body.
