@@ -140,7 +140,8 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e.metrics.watchQueues(e.shards)
 	e.metrics.watchTickets(e)
-	if err := e.load(); err == nil {
+	err = e.load()
+	if err == nil {
 		err = e.resumeCredits()
 	}
 	if err != nil {
@@ -298,11 +299,6 @@ func (e *Engine) shardFor(key string) *shard { return e.shards[e.shardIndex(key)
 
 func (e *Engine) shardIndex(key string) int {
 	return int(xxhash.Sum64String(key) % uint64(len(e.shards)))
-}
-
-func (e *Engine) currencyOf(id string) string {
-	a, _ := e.account(id)
-	return a.Currency
 }
 
 func (e *Engine) account(id string) (ledger.Account, bool) {
