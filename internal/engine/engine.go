@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives operational messages; nil means slog.Default().
 	Logger *slog.Logger
+
+	// parallelEntries overrides defaultParallelEntries, for tests that
+	// need both ways of running a round's later steps.
+	parallelEntries int
 }
 
 func (c *Config) setDefaults() {
@@ -57,6 +62,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 4096
+	}
+	if c.parallelEntries <= 0 {
+		c.parallelEntries = defaultParallelEntries
 	}
 	if c.SweepEntries <= 0 {
 		c.SweepEntries = defaultSweepEntries
@@ -101,10 +109,10 @@ type Engine struct {
 	ids *idFilter
 	// history keeps the newest history page of recently read accounts.
 	history *historyCache
-	// ready is signalled when a log may hold commands; applied, when a
-	// shard has applied its commands of the round (round.go).
-	ready   chan struct{}
-	applied chan struct{}
+	// ready is signalled when a log may hold commands; stepDone, when a
+	// shard has done its step of a round (round.go).
+	ready    chan struct{}
+	stepDone chan struct{}
 	// exclusive holds the commands that need every shard at once.
 	exclusive Log
 	// draining is set once Close has closed every log.
@@ -123,7 +131,7 @@ func Open(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, metrics: newMetrics(cfg.Registerer), accounts: newView(),
 		inflight: newStripedMap[int](), tk: newTicketing(),
-		ready: make(chan struct{}, 1), applied: make(chan struct{}, cfg.Shards),
+		ready: make(chan struct{}, 1), stepDone: make(chan struct{}, cfg.Shards),
 	}
 	e.exclusive = newMemLog(cfg.QueueCapacity, e.ready)
 	next := make(chan struct{})
@@ -234,13 +242,18 @@ func (e *Engine) resumeCredits() error {
 		return nil
 	})
 	if err != nil || n == 0 {
+		_ = w.Close()
 		return err
 	}
-	e.writeShards(w, e.shards)
-	if err := e.db.Commit(w.Batch); err != nil {
+	now := time.Now().UTC()
+	for _, s := range e.shards {
+		s.wb = w
+	}
+	e.each(e.shards, stepWrite, now, false)
+	if err := e.commitRound(); err != nil {
 		return err
 	}
-	e.publish(e.shards...)
+	e.publish(now, false)
 	for _, s := range e.shards {
 		s.book.Reset()
 	}
@@ -305,31 +318,22 @@ func (e *Engine) account(id string) (ledger.Account, bool) {
 	return e.accounts.load(id)
 }
 
-// persist writes every change the shards' Books and Desks hold as one
-// storage batch and makes it durable.
-func (e *Engine) persist(shards ...*shard) error {
-	w := store.NewLedgerBatch(e.db.NewBatch())
-	e.writeShards(w, shards)
-	return e.db.Commit(w.Batch)
-}
-
-// writeShards adds the shards' changes to w, and marks their new transfers
-// in flight until they are published.
-func (e *Engine) writeShards(w *store.LedgerBatch, shards []*shard) {
-	for _, s := range shards {
-		ch := s.book.Changes()
-		for _, t := range ch.Transfers {
-			e.inflight.store(t.ID, s.id)
-		}
-		writeChanges(w, ch)
-		s.writeHistory(w)
-		for _, r := range s.attached {
-			_ = w.Set(r.Key, r.Value, nil)
-		}
-		tw := store.NewTicketBatch(w.Batch)
-		for _, r := range s.desk.Changes() {
-			tw.PutReservation(r)
-		}
+// write adds the shard's changes to its storage batch, and marks its new
+// transfers in flight until they are published.
+func (s *shard) write() {
+	w := s.wb
+	ch := s.book.Changes()
+	for _, t := range ch.Transfers {
+		s.eng.inflight.store(t.ID, s.id)
+	}
+	writeChanges(w, ch)
+	s.writeHistory(w)
+	for _, r := range s.attached {
+		_ = w.Set(r.Key, r.Value, nil)
+	}
+	tw := store.NewTicketBatch(w.Batch)
+	for _, r := range s.desk.Changes() {
+		tw.PutReservation(r)
 	}
 }
 
@@ -348,32 +352,44 @@ func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
 	}
 }
 
-// publish makes a durable round visible to readers: its accounts in the
-// committed view, its transfer ids in the id filter and out of flight.
-func (e *Engine) publish(shards ...*shard) {
+// publish makes a durable round visible to readers: every shard's
+// accounts in the committed view, all at once for Stats (viewMu); then its
+// transfer ids in the id filter and out of flight, and its reservations'
+// outcomes; then it wakes those waiting for a publish.
+func (e *Engine) publish(now time.Time, parallel bool) {
 	e.viewMu.RLock()
-	for _, s := range shards {
-		for _, a := range s.book.Changes().Accounts {
-			e.accounts.store(a)
-		}
-	}
+	e.each(e.shards, stepShowAccounts, now, parallel)
 	e.viewMu.RUnlock()
-	for _, s := range shards {
-		ch := s.book.Changes()
-		e.ids.add(func(yield func(string) bool) {
-			for _, t := range ch.Transfers {
-				if !yield(t.ID) {
-					return
-				}
-			}
-		})
-		for _, t := range ch.Transfers {
-			deleteIf(e.inflight, t.ID, s.id)
-		}
+	e.each(e.shards, stepReleaseIDs, now, parallel)
+	for _, s := range e.shards {
 		e.publishReservations(s.desk.Changes())
 	}
 	next := make(chan struct{})
 	close(*e.published.Swap(&next))
+}
+
+// showAccounts puts the shard's changed accounts in the committed view;
+// the caller holds viewMu.
+func (s *shard) showAccounts() {
+	for _, a := range s.book.Changes().Accounts {
+		s.eng.accounts.store(a)
+	}
+}
+
+// releaseIDs adds the shard's new transfer ids to the id filter and takes
+// them out of flight.
+func (s *shard) releaseIDs() {
+	ch := s.book.Changes()
+	s.eng.ids.add(func(yield func(string) bool) {
+		for _, t := range ch.Transfers {
+			if !yield(t.ID) {
+				return
+			}
+		}
+	})
+	for _, t := range ch.Transfers {
+		deleteIf(s.eng.inflight, t.ID, s.id)
+	}
 }
 
 // submit queues cmd on s; the returned call completes once it is durable.

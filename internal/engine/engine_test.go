@@ -243,21 +243,24 @@ type acked struct {
 }
 
 func TestConcurrentTransfersAndReopen(t *testing.T) {
-	t.Run("default sweep", func(t *testing.T) { testConcurrentTransfersAndReopen(t, 0) })
+	t.Run("default sweep", func(t *testing.T) { testConcurrentTransfersAndReopen(t, 0, 0) })
 	// Sweeps every few hundred entries: chunks of every size, and journal
 	// records trimmed while the load runs. Reopening without a clean close
 	// replays what is left of the journal.
-	t.Run("short sweeps", func(t *testing.T) { testConcurrentTransfersAndReopen(t, 200) })
+	t.Run("short sweeps", func(t *testing.T) { testConcurrentTransfersAndReopen(t, 200, 0) })
+	// Rounds this small run their later steps one shard after another on
+	// the round's goroutine; here every round hands them to the shards.
+	t.Run("steps on the shards", func(t *testing.T) { testConcurrentTransfersAndReopen(t, 200, 1) })
 }
 
-func testConcurrentTransfersAndReopen(t *testing.T, sweep int) {
+func testConcurrentTransfersAndReopen(t *testing.T, sweep, parallelEntries int) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("ENGINE_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (rerun with ENGINE_SEED=%d)", seed, seed)
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 4, MaxBatch: 64, SweepEntries: sweep})
+	e := openEngine(t, Config{Dir: dir, Shards: 4, MaxBatch: 64, SweepEntries: sweep, parallelEntries: parallelEntries})
 
 	const nAccounts, funding = 100, 1000
 	ids := make([]string, nAccounts)
@@ -586,7 +589,9 @@ func TestHoldExpiresWhileClosed(t *testing.T) {
 
 func TestAtomicBatchAcrossShards(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 3})
+	// Every round's later steps on the shards' goroutines, around the
+	// exclusive command (the default runs rounds this small on one).
+	e := openEngine(t, Config{Dir: dir, Shards: 3, parallelEntries: 1})
 	a, b, c := namesOn(e, 0, 1, "a")[0], namesOn(e, 1, 1, "b")[0], namesOn(e, 2, 1, "c")[0]
 	for _, id := range []string{a, b, c} {
 		mustOpenAccount(t, e, id, 0)

@@ -19,11 +19,16 @@ type shard struct {
 	log  Log
 	book *ledger.Book
 	desk *tickets.Desk
-	// start gives the shard a round to apply its log in, with the round's
-	// time; the shard reports on eng.applied when it is done.
-	start chan time.Time
+	// work hands the shard a step of a round to do, with the round's time;
+	// the shard reports on eng.stepDone when it is done (round.go).
+	work chan stepWork
 	// envs are the commands the shard applied in this round.
 	envs []Envelope
+	// outgoing indexes the round's credits (Changes().Credits) by the
+	// shard that owns the receiving account.
+	outgoing [][]int32
+	// wb is the storage batch the shard writes the round's changes to.
+	wb *store.LedgerBatch
 	// attached are the round's records attached to new transfers.
 	attached []store.Record
 	trace    batchTrace
@@ -34,17 +39,46 @@ type shard struct {
 }
 
 func newShard(id int, e *Engine) *shard {
-	s := &shard{id: id, eng: e, log: newMemLog(e.cfg.QueueCapacity, e.ready), start: make(chan time.Time, 1)}
+	s := &shard{
+		id: id, eng: e, log: newMemLog(e.cfg.QueueCapacity, e.ready),
+		work: make(chan stepWork, 1), outgoing: make([][]int32, e.cfg.Shards),
+	}
 	s.book = ledger.NewBook(s)
 	s.desk = tickets.NewDesk()
 	return s
 }
 
+// stepWork is a step of a round for a shard to do.
+type stepWork struct {
+	step step
+	now  time.Time
+}
+
 func (s *shard) run() {
 	defer s.eng.wg.Done()
-	for now := range s.start {
+	for w := range s.work {
+		s.do(w.step, w.now)
+		s.eng.stepDone <- struct{}{}
+	}
+}
+
+func (s *shard) do(st step, now time.Time) {
+	switch st {
+	case stepApply:
 		s.applyLog(now)
-		s.eng.applied <- struct{}{}
+	case stepCredit:
+		s.applyCredits()
+	case stepWrite:
+		s.write()
+	case stepCreditWrite:
+		s.applyCredits()
+		s.write()
+	case stepShowAccounts:
+		s.showAccounts()
+	case stepReleaseIDs:
+		s.releaseIDs()
+	default:
+		panic(fmt.Sprintf("engine: unknown step %d", st))
 	}
 }
 
@@ -56,6 +90,7 @@ func (s *shard) applyLog(now time.Time) {
 	for i := range s.envs {
 		s.apply(&s.envs[i], now)
 	}
+	s.routeCredits()
 	s.eng.metrics.batchSize.Observe(float64(len(s.envs)))
 }
 
@@ -71,6 +106,9 @@ func (s *shard) finish() {
 	s.trace, s.envs = batchTrace{}, nil
 	s.book.Reset()
 	s.desk.Reset()
+	for i := range s.outgoing {
+		s.outgoing[i] = s.outgoing[i][:0]
+	}
 	clear(s.attached)
 	s.attached = s.attached[:0]
 	s.scheduleExpiry()
@@ -180,9 +218,6 @@ func (s *shard) Claim(id string) bool {
 
 func (s *shard) Release(id string) { deleteIf(s.eng.inflight, id, s.id) }
 
-func (s *shard) Currency(id string) (string, bool) {
-	a, ok := s.eng.account(id)
-	return a.Currency, ok
-}
+func (s *shard) Currency(id string) (string, bool) { return s.eng.accounts.currency(id) }
 
 func (s *shard) NewID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -14,6 +14,17 @@ func newView() *view { return &view{m: newStripedMap[ledger.Account]()} }
 
 func (v *view) load(id string) (ledger.Account, bool) { return v.m.load(id) }
 
+// currency returns the currency of account id without copying the rest of
+// the account out of the map, for the check every transfer to another
+// shard's account makes. Every account has a currency, so "" means none.
+func (v *view) currency(id string) (string, bool) {
+	st := v.m.stripe(id)
+	st.mu.RLock()
+	c := st.m[id].Currency
+	st.mu.RUnlock()
+	return c, c != ""
+}
+
 func (v *view) store(a *ledger.Account) { v.m.store(a.ID, *a) }
 
 // each calls fn for every account; publishes must be held off (viewMu) for
