@@ -23,7 +23,7 @@ type Log interface {
 	// Append adds e to the end of the log. Unless force is set it fails
 	// fast with ErrOverloaded when the log is full: clients are told to come
 	// back rather than queued without bound. Commands the engine itself must
-	// not lose, such as the second leg of a transfer, are forced.
+	// not lose, such as the expiry of holds, are forced.
 	Append(e Envelope, force bool) error
 	// Read returns up to max commands in order, none if the log is empty.
 	// The slice is the caller's until its next Read.
