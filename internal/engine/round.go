@@ -20,13 +20,17 @@ import (
 //     storage batch and made durable with one fsync;
 //  4. it is published to readers, and every call of the round answered.
 //
+// Steps 2 to 4, but for the commands that need every Book, are each
+// shard's own work on its own state, done by the shards' goroutines when
+// the round is large (each step below).
+//
 // Both legs of a transfer between shards are in the same storage batch, so
 // no credit is ever in flight, durably or to readers, and a transfer
 // between shards costs what one within a shard does: one round, one fsync.
 // When each shard committed on its own, the credit waited for the
 // receiver's next batch and fsync, behind an outbox record; and two shards
 // committing out of step shared fewer fsyncs, each waiting for the other's
-// to end (docs/BENCHMARKS.md, session 16).
+// to end (docs/BENCHMARKS.md, sessions 16 and 17).
 
 // cmdExclusive runs in a round with every shard's Book and Desk at hand,
 // after the shards have applied their commands: an atomic batch whose
