@@ -230,7 +230,7 @@ func (b *Book) Transfer(req TransferRequest, now time.Time) (t Transfer, replaye
 			return b.replay(prev, req, err)
 		}
 	}
-	from, err := b.checkTransfer(req)
+	from, to, err := b.checkTransfer(req)
 	if err != nil {
 		b.unclaim(req.ID)
 		return Transfer{}, false, err
@@ -249,7 +249,7 @@ func (b *Book) Transfer(req TransferRequest, now time.Time) (t Transfer, replaye
 	} else {
 		rec.State = StatePosted
 		rec.PostedAmount = req.Amount
-		b.move(from, rec, req.Amount, now)
+		b.move(from, to, rec, req.Amount, now)
 	}
 	b.record(rec)
 	return *rec, false, nil
@@ -305,41 +305,43 @@ func (b *Book) unclaim(id string) {
 }
 
 // checkTransfer validates req against the Book's state and returns the
-// account to debit.
-func (b *Book) checkTransfer(req TransferRequest) (*Account, error) {
+// account to debit and the account to credit, nil if another shard's.
+func (b *Book) checkTransfer(req TransferRequest) (from, to *Account, err error) {
 	if req.From == req.To {
-		return nil, Errorf(CodeSameAccount, "from and to are both %s", req.From)
+		return nil, nil, Errorf(CodeSameAccount, "from and to are both %s", req.From)
 	}
 	if req.Amount <= 0 || req.Amount > MaxAmount {
-		return nil, Errorf(CodeInvalidArgument, "amount must be between 1 and %d", int64(MaxAmount))
+		return nil, nil, Errorf(CodeInvalidArgument, "amount must be between 1 and %d", int64(MaxAmount))
 	}
 	from, ok := b.accounts[req.From]
 	if !ok {
-		return nil, Errorf(CodeAccountNotFound, "account %s not found", req.From)
+		return nil, nil, Errorf(CodeAccountNotFound, "account %s not found", req.From)
 	}
-	toCurrency, ok := b.currency(req.To)
+	to, toCurrency, ok := b.receiver(req.To)
 	if !ok {
-		return nil, Errorf(CodeAccountNotFound, "account %s not found", req.To)
+		return nil, nil, Errorf(CodeAccountNotFound, "account %s not found", req.To)
 	}
 	if toCurrency != from.Currency {
-		return nil, Errorf(CodeCurrencyMismatch, "%s holds %s, %s holds %s", req.From, from.Currency, req.To, toCurrency)
+		return nil, nil, Errorf(CodeCurrencyMismatch, "%s holds %s, %s holds %s", req.From, from.Currency, req.To, toCurrency)
 	}
 	if req.Currency != "" && req.Currency != from.Currency {
-		return nil, Errorf(CodeCurrencyMismatch, "transfer in %s between %s accounts", req.Currency, from.Currency)
+		return nil, nil, Errorf(CodeCurrencyMismatch, "transfer in %s between %s accounts", req.Currency, from.Currency)
 	}
 	if !canSpend(from, req.Amount) {
-		return nil, Errorf(CodeInsufficientFunds, "account %s has %d available, needs %d", from.ID, from.Available(), req.Amount)
+		return nil, nil, Errorf(CodeInsufficientFunds, "account %s has %d available, needs %d", from.ID, from.Available(), req.Amount)
 	}
-	return from, nil
+	return from, to, nil
 }
 
-// currency finds the currency of any account: this Book's own (including
-// those opened in the current batch) or, through Lookup, another shard's.
-func (b *Book) currency(id string) (string, bool) {
+// receiver finds the account id and its currency: this Book's own
+// (including those opened in the current batch), or only the currency,
+// through Lookup, of another shard's.
+func (b *Book) receiver(id string) (a *Account, currency string, ok bool) {
 	if a, ok := b.accounts[id]; ok {
-		return a.Currency, true
+		return a, a.Currency, true
 	}
-	return b.lookup.Currency(id)
+	currency, ok = b.lookup.Currency(id)
+	return nil, currency, ok
 }
 
 // canSpend reports whether a may be debited amount more, holds included.
@@ -365,12 +367,12 @@ func (b *Book) hold(from *Account, rec *Transfer) {
 	b.changes.HoldsOpened = append(b.changes.HoldsOpened, rec.ID)
 }
 
-// move debits from by amount and credits rec.To, here or through a CreditLeg
-// for the receiver's shard.
-func (b *Book) move(from *Account, rec *Transfer, amount int64, now time.Time) {
+// move debits from by amount and credits rec.To: to, this Book's account,
+// or, if to is nil, through a CreditLeg for the receiver's shard.
+func (b *Book) move(from, to *Account, rec *Transfer, amount int64, now time.Time) {
 	debit := b.entry(from, Debit, amount, rec, rec.To, now)
 	c := &b.changes
-	if to, ok := b.accounts[rec.To]; ok {
+	if to != nil {
 		credit := b.entry(to, Credit, amount, rec, rec.From, now)
 		c.Journal = appendJournalPair(c.Journal, from.ID, to.ID, &debit, &credit)
 		c.JournalEntries += 2
@@ -441,7 +443,7 @@ func (b *Book) Post(id string, amount int64, now time.Time) (Transfer, error) {
 	}
 	from := b.release(rec, StatePosted, now)
 	rec.PostedAmount = amount
-	b.move(from, rec, amount, now)
+	b.move(from, b.accounts[rec.To], rec, amount, now)
 	return *rec, nil
 }
 
