@@ -99,11 +99,12 @@ type Engine struct {
 	// meet an in-flight id wait for the next publish instead of showing a
 	// write a crash could still undo.
 	inflight *stripedMap[int] // transfer id → shard index
-	// viewMu orders publishes against Stats: publishes share it, Stats takes
-	// it alone, so Stats sees whole publishes only — a consistent cut of
-	// the committed view and of the money in flight between shards.
+	// viewMu orders publishes against Stats: a round's publish holds it
+	// shared while the shards store their accounts, Stats takes it alone,
+	// so Stats sees whole rounds only — a consistent cut of the committed
+	// view, in which balances sum to 0.
 	viewMu sync.RWMutex
-	// published is closed, and replaced, every time a shard publishes.
+	// published is closed, and replaced, every time a round publishes.
 	published atomic.Pointer[chan struct{}]
 	// ids answers "is this transfer id new?" without storage, mostly.
 	ids *idFilter
