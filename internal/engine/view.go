@@ -16,13 +16,17 @@ func (v *view) load(id string) (ledger.Account, bool) { return v.m.load(id) }
 
 // currency returns the currency of account id without copying the rest of
 // the account out of the map, for the check every transfer to another
-// shard's account makes. Every account has a currency, so "" means none.
-func (v *view) currency(id string) (string, bool) {
+// shard's account makes. Only an empty currency, which the transports
+// refuse but the Book does not, needs the second lookup that tells an
+// absent account from it.
+func (v *view) currency(id string) (c string, ok bool) {
 	st := v.m.stripe(id)
 	st.mu.RLock()
-	c := st.m[id].Currency
+	if c = st.m[id].Currency; c == "" {
+		_, ok = st.m[id]
+	}
 	st.mu.RUnlock()
-	return c, c != ""
+	return c, ok || c != ""
 }
 
 func (v *view) store(a *ledger.Account) { v.m.store(a.ID, *a) }
