@@ -164,7 +164,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		ledger, box = enginespan.Ledger(ledger), enginespan.Tickets(box)
 	}
 	api := ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	kvdb, err := openKV(dir, c, eng.Store(), logger)
+	kvdb, err := openKV(dir, c)
 	if err != nil {
 		return err
 	}
@@ -309,20 +309,7 @@ func checkExposure(addr, apiKey string) error {
 }
 
 // openKV opens the key-value entries' own store, in the kv directory under
-// the data directory, and moves into it any entries that an older surge
-// kept in the ledger's store.
-func openKV(dir string, c serveConfig, ledger *store.Store, logger *slog.Logger) (*store.Store, error) {
-	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
-	if err != nil {
-		return nil, err
-	}
-	moved, err := store.MoveKV(ledger, db)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("move key-value entries out of the ledger's store: %w", err)
-	}
-	if moved > 0 {
-		logger.Info("moved key-value entries from the ledger's store to their own", "entries", moved, "dir", filepath.Join(dir, "kv"))
-	}
-	return db, nil
+// the data directory.
+func openKV(dir string, c serveConfig) (*store.Store, error) {
+	return store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
 }

@@ -220,7 +220,7 @@ func (e *Engine) GetTransfer(ctx context.Context, id string) (ledger.Transfer, e
 		// Take the signal before looking: a publish that clears the id
 		// after this point also closes next.
 		next := *e.published.Load()
-		t, ok, err := e.db.Transfer(id)
+		t, ok, err := e.ldb.Transfer(id)
 		if err != nil {
 			return ledger.Transfer{}, err
 		}
@@ -303,7 +303,7 @@ func (e *Engine) storedHistory(account string, before uint64, limit int, newest 
 	if entries, ok := e.history.page(account, lo, before); ok {
 		return entries, nil
 	}
-	entries, err := e.db.History(account, before, limit)
+	entries, err := e.ldb.History(account, before, limit)
 	if err == nil && newest {
 		e.history.keep(account, entries)
 	}

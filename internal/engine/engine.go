@@ -17,8 +17,10 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
+	"github.com/surge-dev/surge/internal/tickets/ticketstore"
 )
 
 // Config sets up an Engine.
@@ -81,6 +83,8 @@ func (c *Config) setDefaults() {
 type Engine struct {
 	cfg     Config
 	db      *store.Store
+	ldb     ledgerstore.Store
+	tdb     ticketstore.Store
 	shards  []*shard
 	metrics *metrics
 	wg      sync.WaitGroup
@@ -143,7 +147,7 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.db = db
+	e.db, e.ldb, e.tdb = db, ledgerstore.Store{Store: db}, ticketstore.Store{Store: db}
 	for i := range cfg.Shards {
 		e.shards = append(e.shards, newShard(i, e))
 	}
@@ -183,12 +187,12 @@ func (e *Engine) load() error {
 	var err error
 	e.ids = newIDFilter(0)
 	e.history = newHistoryCache()
-	e.ids.add(e.db.TransferIDs(&err))
+	e.ids.add(e.ldb.TransferIDs(&err))
 	if err != nil {
 		return fmt.Errorf("load transfer ids: %w", err)
 	}
 	held := make(map[string]int64)
-	err = e.db.EachHold(func(t ledger.Transfer) error {
+	err = e.ldb.EachHold(func(t ledger.Transfer) error {
 		e.shardFor(t.From).book.LoadPending(t)
 		held[t.From] += t.Amount
 		if paymentReservation(t.ID) != "" {
@@ -199,8 +203,8 @@ func (e *Engine) load() error {
 	if err != nil {
 		return fmt.Errorf("load pending transfers: %w", err)
 	}
-	err = e.db.EachAccount(func(a ledger.Account) error {
-		last, err := e.db.History(a.ID, math.MaxUint64, 1)
+	err = e.ldb.EachAccount(func(a ledger.Account) error {
+		last, err := e.ldb.History(a.ID, math.MaxUint64, 1)
 		if err != nil {
 			return err
 		}
@@ -232,9 +236,9 @@ func (e *Engine) load() error {
 // between the two still holds them; the credits are applied and the
 // records deleted in one storage batch before any request is served.
 func (e *Engine) resumeCredits() error {
-	w := store.NewLedgerBatch(e.db.NewBatch())
+	w := ledgerstore.NewLedgerBatch(e.db.NewBatch())
 	n := 0
-	err := e.db.EachOutbox(func(id string, legs []ledger.CreditLeg) error {
+	err := e.ldb.EachOutbox(func(id string, legs []ledger.CreditLeg) error {
 		for _, leg := range legs {
 			e.shardFor(leg.To).book.ApplyCredit(leg)
 		}
@@ -332,13 +336,13 @@ func (s *shard) write() {
 	for _, r := range s.attached {
 		_ = w.Set(r.Key, r.Value, nil)
 	}
-	tw := store.NewTicketBatch(w.Batch)
+	tw := ticketstore.NewTicketBatch(w.Batch)
 	for _, r := range s.desk.Changes() {
 		tw.PutReservation(r)
 	}
 }
 
-func writeChanges(w *store.LedgerBatch, ch *ledger.Changes) {
+func writeChanges(w *ledgerstore.LedgerBatch, ch *ledger.Changes) {
 	for _, a := range ch.Opened {
 		w.PutAccount(a)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
 	"github.com/surge-dev/surge/internal/store"
 )
 
@@ -451,7 +452,7 @@ func testConcurrentTransfersAndReopen(t *testing.T, sweep, parallelEntries int) 
 	t.Logf("%d acknowledged transfers, %d moved money", len(done), moving)
 	if sweep > 0 {
 		journaled := 0
-		if err := e.db.EachJournalEntry(func(*ledger.AccountEntry) error { journaled++; return nil }); err != nil {
+		if err := e.ldb.EachJournalEntry(func(*ledger.AccountEntry) error { journaled++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if journaled > 4*sweep || journaled >= total {
@@ -565,7 +566,7 @@ func TestHoldExpiresWhileClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := s.Transfer("h"); err != nil || got.State != ledger.StatePending {
+	if got, _, err := (ledgerstore.Store{Store: s}).Transfer("h"); err != nil || got.State != ledger.StatePending {
 		t.Fatalf("on disk after close: %+v %v (did it expire before Close?)", got, err)
 	}
 	if err := s.Close(); err != nil {
@@ -845,7 +846,7 @@ func TestOutboxResumedOnOpen(t *testing.T) {
 	}
 	at := time.Now().UTC().Truncate(time.Microsecond)
 	leg := ledger.CreditLeg{TransferID: "crashed", From: payer, To: payee, Amount: 30, Memo: "mid-crash", At: at}
-	w := store.NewLedgerBatch(s.NewBatch())
+	w := ledgerstore.NewLedgerBatch(s.NewBatch())
 	w.PutTransfer(&ledger.Transfer{ID: "crashed", From: payer, To: payee, Amount: 30, Currency: "USD", Memo: "mid-crash",
 		State: ledger.StatePosted, PostedAmount: 30, CreatedAt: at, UpdatedAt: at})
 	debit := ledger.Entry{Seq: last.Entries + 1, TransferID: "crashed",
@@ -870,7 +871,7 @@ func TestOutboxResumedOnOpen(t *testing.T) {
 			t.Fatalf("round %d: payee history %+v", round, h)
 		}
 		n := 0
-		if err := e.db.EachOutbox(func(string, []ledger.CreditLeg) error { n++; return nil }); err != nil || n != 0 {
+		if err := e.ldb.EachOutbox(func(string, []ledger.CreditLeg) error { n++; return nil }); err != nil || n != 0 {
 			t.Fatalf("round %d: %d outbox records left, %v", round, n, err)
 		}
 		wantBalanced(t, e)

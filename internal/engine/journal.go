@@ -2,7 +2,7 @@ package engine
 
 import (
 	"github.com/surge-dev/surge/internal/ledger"
-	"github.com/surge-dev/surge/internal/store"
+	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
 )
 
 // History is written as one journal record per shard batch and later as
@@ -37,7 +37,7 @@ type historyWriter struct {
 
 // writeHistory adds to w the journal record of the shard's batch and the
 // chunks it is due, trimming the journal after each whole sweep.
-func (s *shard) writeHistory(w *store.LedgerBatch) {
+func (s *shard) writeHistory(w *ledgerstore.LedgerBatch) {
 	ch := s.book.Changes()
 	if ch.JournalEntries == 0 {
 		return
@@ -66,7 +66,7 @@ func (s *shard) writeHistory(w *store.LedgerBatch) {
 }
 
 // storeChunk moves a's Recent entries into a chunk.
-func storeChunk(w *store.LedgerBatch, a *ledger.Account) {
+func storeChunk(w *ledgerstore.LedgerBatch, a *ledger.Account) {
 	w.PutChunk(a.ID, a.Entries, a.Recent)
 	// A new log, not the old one emptied: published copies of a still
 	// read its bytes.
@@ -78,14 +78,14 @@ func storeChunk(w *store.LedgerBatch, a *ledger.Account) {
 // starts from journal record 0 whatever the number of shards was before.
 func (e *Engine) replayJournal() error {
 	replayed := 0
-	err := e.db.EachJournalEntry(func(en *ledger.AccountEntry) error {
+	err := e.ldb.EachJournalEntry(func(en *ledger.AccountEntry) error {
 		replayed++
 		return e.shardFor(en.Account).book.Replay(en)
 	})
 	if err != nil || replayed == 0 {
 		return err
 	}
-	w := store.NewLedgerBatch(e.db.NewBatch())
+	w := ledgerstore.NewLedgerBatch(e.db.NewBatch())
 	for _, s := range e.shards {
 		for _, a := range s.book.Accounts() {
 			if a.Recent.Len() > 0 {

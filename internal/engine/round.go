@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/surge-dev/surge/internal/ledger"
-	"github.com/surge-dev/surge/internal/store"
+	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
 )
 
 // The engine works in rounds, driven by one goroutine (run). A round:
@@ -170,14 +170,14 @@ func (e *Engine) each(shards []*shard, st step, now time.Time, parallel bool) {
 // a batch of its own if they write in parallel, otherwise one they share.
 func (e *Engine) startWrite(parallel bool) {
 	if !parallel {
-		w := store.NewLedgerBatch(e.db.NewBatch())
+		w := ledgerstore.NewLedgerBatch(e.db.NewBatch())
 		for _, s := range e.shards {
 			s.wb = w
 		}
 		return
 	}
 	for _, s := range e.shards {
-		s.wb = store.NewLedgerBatch(e.db.NewBatch())
+		s.wb = ledgerstore.NewLedgerBatch(e.db.NewBatch())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets"
 )
@@ -28,7 +29,7 @@ type shard struct {
 	// shard that owns the receiving account.
 	outgoing [][]int32
 	// wb is the storage batch the shard writes the round's changes to.
-	wb *store.LedgerBatch
+	wb *ledgerstore.LedgerBatch
 	// attached are the round's records attached to new transfers.
 	attached []store.Record
 	trace    batchTrace
@@ -209,7 +210,7 @@ func (s *shard) Transfer(id string) (ledger.Transfer, bool, error) {
 	if !s.eng.ids.mayContain(id) {
 		return ledger.Transfer{}, false, nil
 	}
-	return s.eng.db.Transfer(id)
+	return s.eng.ldb.Transfer(id)
 }
 
 func (s *shard) Claim(id string) bool {

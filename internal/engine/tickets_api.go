@@ -79,7 +79,7 @@ func (e *Engine) CreateEvent(_ context.Context, spec tickets.EventSpec) (tickets
 			return tickets.EventSpec{}, false, ledger.Errorf(ledger.CodeAccountNotFound, "organizer account %s not found", spec.Organizer)
 		}
 	}
-	if err := e.db.PutEvent(&spec); err != nil {
+	if err := e.tdb.PutEvent(&spec); err != nil {
 		return tickets.EventSpec{}, false, err
 	}
 	e.addEvent(spec)
@@ -352,7 +352,7 @@ func snapshot(r *tickets.Reservation) *tickets.Reservation {
 // loadTickets puts every stored event and reservation back, before the
 // shards start.
 func (e *Engine) loadTickets() error {
-	err := e.db.EachEvent(func(spec tickets.EventSpec) error {
+	err := e.tdb.EachEvent(func(spec tickets.EventSpec) error {
 		e.addEvent(spec)
 		return nil
 	})
@@ -360,7 +360,7 @@ func (e *Engine) loadTickets() error {
 		return fmt.Errorf("load events: %w", err)
 	}
 	soldAt := make(map[*areaState]time.Time)
-	err = e.db.EachReservation(func(r *tickets.Reservation) error {
+	err = e.tdb.EachReservation(func(r *tickets.Reservation) error {
 		a, ok := e.tk.area(r.EventID, r.AreaID)
 		if !ok {
 			return fmt.Errorf("reservation %s: no area %s/%s", r.ID, r.EventID, r.AreaID)

@@ -1,11 +1,13 @@
-package store
+package ledgerstore
 
 import (
 	"encoding/binary"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/surge-dev/surge/internal/codec"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // Ledger key layout. Every ledger key starts with 'l'; account ids cannot
@@ -31,23 +33,10 @@ var (
 	prefixHold     = []byte("lp/")
 )
 
-const recordVersion = 1
-
-func key(dst, prefix []byte, id string) []byte {
-	return append(append(dst[:0], prefix...), id...)
-}
-
 func historyKey(dst []byte, account string, seq uint64) []byte {
-	dst = key(dst, prefixHistory, account)
+	dst = store.Key(dst, prefixHistory, account)
 	dst = append(dst, 0)
 	return binary.BigEndian.AppendUint64(dst, seq)
-}
-
-// upperBound returns the smallest key greater than every key with prefix p.
-func upperBound(p []byte) []byte {
-	u := append([]byte(nil), p...)
-	u[len(u)-1]++
-	return u
 }
 
 // LedgerBatch writes ledger records into one storage batch, reusing its
@@ -55,7 +44,7 @@ func upperBound(p []byte) []byte {
 type LedgerBatch struct {
 	*pebble.Batch
 	key []byte
-	val encoder
+	val codec.Encoder
 }
 
 // NewLedgerBatch wraps b.
@@ -63,22 +52,22 @@ func NewLedgerBatch(b *pebble.Batch) *LedgerBatch { return &LedgerBatch{Batch: b
 
 func (w *LedgerBatch) set() {
 	// Set copies key and value into the batch, so the buffers can be reused.
-	_ = w.Set(w.key, w.val.b, nil)
+	_ = w.Set(w.key, w.val.B, nil)
 }
 
 // PutAccount writes what a was opened with (read back by EachAccount).
 // Balance, pending sum and entry count are not stored here: transfers would rewrite the record every time,
 // and they follow from the account's history and open holds.
 func (w *LedgerBatch) PutAccount(a *ledger.Account) {
-	w.key = key(w.key, prefixAccount, a.ID)
-	w.val.b = encodeAccount(w.val.b[:0], a)
+	w.key = store.Key(w.key, prefixAccount, a.ID)
+	w.val.B = encodeAccount(w.val.B[:0], a)
 	w.set()
 }
 
 // PutTransfer writes t.
 func (w *LedgerBatch) PutTransfer(t *ledger.Transfer) {
-	w.key = key(w.key, prefixTransfer, t.ID)
-	w.val.b = encodeTransfer(w.val.b[:0], t)
+	w.key = store.Key(w.key, prefixTransfer, t.ID)
+	w.val.B = encodeTransfer(w.val.B[:0], t)
 	w.set()
 }
 
@@ -86,32 +75,32 @@ func (w *LedgerBatch) PutTransfer(t *ledger.Transfer) {
 // record: a batch sends all its credits for one shard together, so they are
 // recorded and settled together too.
 func (w *LedgerBatch) PutOutbox(id string, legs []ledger.CreditLeg) {
-	w.key = key(w.key, prefixOutbox, id)
-	w.val.b = encodeOutbox(w.val.b[:0], legs)
+	w.key = store.Key(w.key, prefixOutbox, id)
+	w.val.B = encodeOutbox(w.val.B[:0], legs)
 	w.set()
 }
 
 // DeleteOutbox removes an outbox record whose credits are applied.
 func (w *LedgerBatch) DeleteOutbox(id string) {
-	w.key = key(w.key, prefixOutbox, id)
+	w.key = store.Key(w.key, prefixOutbox, id)
 	_ = w.Delete(w.key, nil)
 }
 
 // PutHold indexes an open two-phase transfer.
 func (w *LedgerBatch) PutHold(transferID string) {
-	w.key = key(w.key, prefixHold, transferID)
+	w.key = store.Key(w.key, prefixHold, transferID)
 	_ = w.Set(w.key, nil, nil)
 }
 
 // DeleteHold removes a closed two-phase transfer from the index.
 func (w *LedgerBatch) DeleteHold(transferID string) {
-	w.key = key(w.key, prefixHold, transferID)
+	w.key = store.Key(w.key, prefixHold, transferID)
 	_ = w.Delete(w.key, nil)
 }
 
 // Transfer reads the transfer id.
-func (s *Store) Transfer(id string) (ledger.Transfer, bool, error) {
-	v, ok, err := s.Get(key(nil, prefixTransfer, id))
+func (s Store) Transfer(id string) (ledger.Transfer, bool, error) {
+	v, ok, err := s.Get(store.Key(nil, prefixTransfer, id))
 	if !ok || err != nil {
 		return ledger.Transfer{}, false, err
 	}
@@ -120,8 +109,8 @@ func (s *Store) Transfer(id string) (ledger.Transfer, bool, error) {
 }
 
 // EachAccount calls fn for every account.
-func (s *Store) EachAccount(fn func(ledger.Account) error) error {
-	return s.Scan(prefixAccount, upperBound(prefixAccount), false, func(_, v []byte) (bool, error) {
+func (s Store) EachAccount(fn func(ledger.Account) error) error {
+	return s.Scan(prefixAccount, store.UpperBound(prefixAccount), false, func(_, v []byte) (bool, error) {
 		a, err := decodeAccount(v)
 		if err != nil {
 			return false, err
@@ -132,17 +121,17 @@ func (s *Store) EachAccount(fn func(ledger.Account) error) error {
 
 // TransferIDs iterates over every stored transfer id; a scan error ends the
 // iteration and is left in *err.
-func (s *Store) TransferIDs(err *error) func(yield func(string) bool) {
+func (s Store) TransferIDs(err *error) func(yield func(string) bool) {
 	return func(yield func(string) bool) {
-		*err = s.Scan(prefixTransfer, upperBound(prefixTransfer), false, func(k, _ []byte) (bool, error) {
+		*err = s.Scan(prefixTransfer, store.UpperBound(prefixTransfer), false, func(k, _ []byte) (bool, error) {
 			return yield(string(k[len(prefixTransfer):])), nil
 		})
 	}
 }
 
 // EachHold calls fn for every open two-phase transfer.
-func (s *Store) EachHold(fn func(ledger.Transfer) error) error {
-	return s.Scan(prefixHold, upperBound(prefixHold), false, func(k, _ []byte) (bool, error) {
+func (s Store) EachHold(fn func(ledger.Transfer) error) error {
+	return s.Scan(prefixHold, store.UpperBound(prefixHold), false, func(k, _ []byte) (bool, error) {
 		t, ok, err := s.Transfer(string(k[len(prefixHold):]))
 		if err != nil || !ok {
 			return false, orCorrupt(err)
@@ -153,8 +142,8 @@ func (s *Store) EachHold(fn func(ledger.Transfer) error) error {
 
 // EachOutbox calls fn for every outbox record, whose credits are not yet
 // applied.
-func (s *Store) EachOutbox(fn func(id string, legs []ledger.CreditLeg) error) error {
-	return s.Scan(prefixOutbox, upperBound(prefixOutbox), false, func(k, v []byte) (bool, error) {
+func (s Store) EachOutbox(fn func(id string, legs []ledger.CreditLeg) error) error {
+	return s.Scan(prefixOutbox, store.UpperBound(prefixOutbox), false, func(k, v []byte) (bool, error) {
 		legs, err := decodeOutbox(v)
 		if err != nil {
 			return false, err
@@ -165,34 +154,34 @@ func (s *Store) EachOutbox(fn func(id string, legs []ledger.CreditLeg) error) er
 
 func orCorrupt(err error) error {
 	if err == nil {
-		return errCorrupt
+		return codec.ErrCorrupt
 	}
 	return err
 }
 
 func encodeAccount(dst []byte, a *ledger.Account) []byte {
-	e := encoder{dst}
-	e.byte(recordVersion)
-	e.string(a.ID)
-	e.string(a.Currency)
-	e.varint(a.OverdraftLimit)
-	e.varint(a.CreatedAt.UnixNano())
-	e.uvarint(uint64(len(a.Metadata)))
+	e := codec.Encoder{B: dst}
+	e.Byte(store.RecordVersion)
+	e.String(a.ID)
+	e.String(a.Currency)
+	e.Varint(a.OverdraftLimit)
+	e.Varint(a.CreatedAt.UnixNano())
+	e.Uvarint(uint64(len(a.Metadata)))
 	for k, v := range a.Metadata {
-		e.string(k)
-		e.string(v)
+		e.String(k)
+		e.String(v)
 	}
-	return e.b
+	return e.B
 }
 
 func decodeAccount(b []byte) (ledger.Account, error) {
 	d := newDecoder(b)
-	if d.Byte() != recordVersion {
-		return ledger.Account{}, errCorrupt
+	if d.Byte() != store.RecordVersion {
+		return ledger.Account{}, codec.ErrCorrupt
 	}
 	a := ledger.Account{
 		ID: d.Str(), Currency: d.Str(), OverdraftLimit: d.Varint(),
-		CreatedAt: unixNano(d.Varint()),
+		CreatedAt: store.UnixNano(d.Varint()),
 	}
 	if n := d.Uvarint(); n > 0 && n <= ledger.MaxMetadataKeys {
 		a.Metadata = make(map[string]string, n)
@@ -239,50 +228,50 @@ func encodeTransfer(dst []byte, t *ledger.Transfer) []byte {
 	if t.PostedAmount != t.Amount {
 		flags |= transferPartly
 	}
-	e := encoder{dst}
-	e.byte(transferVersion)
-	e.byte(flags)
-	e.string(t.From)
-	e.string(t.To)
-	e.varint(t.Amount)
-	e.string(t.Currency)
-	e.string(t.Memo)
-	e.varint(t.CreatedAt.UnixNano())
+	e := codec.Encoder{B: dst}
+	e.Byte(transferVersion)
+	e.Byte(flags)
+	e.String(t.From)
+	e.String(t.To)
+	e.Varint(t.Amount)
+	e.String(t.Currency)
+	e.String(t.Memo)
+	e.Varint(t.CreatedAt.UnixNano())
 	if flags&transferTwoPhase != 0 {
-		e.bool(t.TwoPhase)
-		e.varint(int64(t.Timeout))
+		e.Bool(t.TwoPhase)
+		e.Varint(int64(t.Timeout))
 	}
 	if updated {
-		e.varint(t.UpdatedAt.UnixNano())
+		e.Varint(t.UpdatedAt.UnixNano())
 	}
 	if flags&transferPartly != 0 {
-		e.varint(t.PostedAmount)
+		e.Varint(t.PostedAmount)
 	}
-	return e.b
+	return e.B
 }
 
 // decodeTransfer decodes the record of transfer id.
 func decodeTransfer(id string, b []byte) (ledger.Transfer, error) {
 	d := newDecoder(b)
 	switch d.Byte() {
-	case recordVersion:
+	case store.RecordVersion:
 		return decodeTransferV1(id, &d)
 	case transferVersion:
 	default:
-		return ledger.Transfer{}, errCorrupt
+		return ledger.Transfer{}, codec.ErrCorrupt
 	}
 	flags := d.Byte()
 	t := ledger.Transfer{
 		ID: id, State: ledger.TransferState(flags & transferStateMask), CurrencyGiven: flags&transferCurrencyGiven != 0,
 		From: d.Str(), To: d.Str(), Amount: d.Varint(), Currency: d.Str(), Memo: d.Str(),
-		CreatedAt: unixNano(d.Varint()),
+		CreatedAt: store.UnixNano(d.Varint()),
 	}
 	if flags&transferTwoPhase != 0 {
 		t.TwoPhase, t.Timeout = d.Bool(), time.Duration(d.Varint())
 	}
 	t.UpdatedAt = t.CreatedAt
 	if flags&transferUpdated != 0 {
-		t.UpdatedAt = unixNano(d.Varint())
+		t.UpdatedAt = store.UnixNano(d.Varint())
 	}
 	t.PostedAmount = t.Amount
 	if flags&transferPartly != 0 {
@@ -299,7 +288,7 @@ func decodeTransferV1(id string, d *decoder) (ledger.Transfer, error) {
 		ID: id, From: d.Str(), To: d.Str(), Amount: d.Varint(),
 		Currency: d.Str(), CurrencyGiven: d.Bool(), Memo: d.Str(),
 		State: ledger.TransferState(d.Byte()), TwoPhase: d.Bool(), Timeout: time.Duration(d.Varint()),
-		PostedAmount: d.Varint(), CreatedAt: unixNano(d.Varint()), UpdatedAt: unixNano(d.Varint()),
+		PostedAmount: d.Varint(), CreatedAt: store.UnixNano(d.Varint()), UpdatedAt: store.UnixNano(d.Varint()),
 	}
 	if t.State > transferStateMask {
 		d.Fail()
@@ -308,38 +297,36 @@ func decodeTransferV1(id string, d *decoder) (ledger.Transfer, error) {
 }
 
 func encodeOutbox(dst []byte, legs []ledger.CreditLeg) []byte {
-	e := encoder{dst}
-	e.byte(recordVersion)
-	e.uvarint(uint64(len(legs)))
+	e := codec.Encoder{B: dst}
+	e.Byte(store.RecordVersion)
+	e.Uvarint(uint64(len(legs)))
 	for i := range legs {
 		c := &legs[i]
-		e.string(c.TransferID)
-		e.string(c.From)
-		e.string(c.To)
-		e.varint(c.Amount)
-		e.string(c.Memo)
-		e.varint(c.At.UnixNano())
+		e.String(c.TransferID)
+		e.String(c.From)
+		e.String(c.To)
+		e.Varint(c.Amount)
+		e.String(c.Memo)
+		e.Varint(c.At.UnixNano())
 	}
-	return e.b
+	return e.B
 }
 
 func decodeOutbox(b []byte) ([]ledger.CreditLeg, error) {
 	d := newDecoder(b)
-	if d.Byte() != recordVersion {
-		return nil, errCorrupt
+	if d.Byte() != store.RecordVersion {
+		return nil, codec.ErrCorrupt
 	}
 	n := d.Uvarint()
 	if n > uint64(len(b)) { // each leg takes several bytes
-		return nil, errCorrupt
+		return nil, codec.ErrCorrupt
 	}
 	legs := make([]ledger.CreditLeg, 0, n)
 	for range n {
 		legs = append(legs, ledger.CreditLeg{
 			TransferID: d.Str(), From: d.Str(), To: d.Str(), Amount: d.Varint(),
-			Memo: d.Str(), At: unixNano(d.Varint()),
+			Memo: d.Str(), At: store.UnixNano(d.Varint()),
 		})
 	}
 	return legs, d.Done()
 }
-
-func unixNano(n int64) time.Time { return time.Unix(0, n).UTC() }

@@ -1,10 +1,11 @@
-package store
+package walletstore
 
 import (
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
@@ -60,4 +61,13 @@ func TestConversationHeadFromMessages(t *testing.T) {
 	if want := (social.ReadMark{Seq: 1, PeerSent: 1}); c.Read[0] != want || c.Read[1] != (social.ReadMark{}) {
 		t.Errorf("read marks %+v, want bob's %+v and none for alice", c.Read, want)
 	}
+}
+
+func openStore(t *testing.T, dir string) Store {
+	t.Helper()
+	s, err := store.Open(dir, store.Options{CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Store{s}
 }

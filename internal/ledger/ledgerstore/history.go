@@ -1,11 +1,13 @@
-package store
+package ledgerstore
 
 import (
 	"encoding/binary"
 	"math"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/surge-dev/surge/internal/codec"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // History is stored in two forms.
@@ -48,7 +50,7 @@ func journalKey(dst []byte, shard int, n uint64) []byte {
 // history record.
 func (w *LedgerBatch) PutChunk(account string, newest uint64, log ledger.EntryLog) {
 	w.key = historyKey(w.key, account, newest)
-	w.val.b = encodeChunk(w.val.b[:0], log.Len(), log.Bytes())
+	w.val.B = encodeChunk(w.val.B[:0], log.Len(), log.Bytes())
 	w.set()
 }
 
@@ -56,8 +58,8 @@ func (w *LedgerBatch) PutChunk(account string, newest uint64, log ledger.EntryLo
 // them, in the Book's journal items (ledger.ReadJournal).
 func (w *LedgerBatch) PutJournal(shard int, n uint64, entries int, items []byte) {
 	w.key = journalKey(w.key, shard, n)
-	w.val.b = binary.AppendUvarint(append(w.val.b[:0], journalVersion), uint64(entries))
-	w.val.b = append(w.val.b, items...)
+	w.val.B = binary.AppendUvarint(append(w.val.B[:0], journalVersion), uint64(entries))
+	w.val.B = append(w.val.B, items...)
 	w.set()
 }
 
@@ -68,14 +70,14 @@ func (w *LedgerBatch) TrimJournal(shard int, n uint64) {
 
 // ClearJournal deletes every journal record.
 func (w *LedgerBatch) ClearJournal() {
-	_ = w.DeleteRange(prefixJournal, upperBound(prefixJournal), nil)
+	_ = w.DeleteRange(prefixJournal, store.UpperBound(prefixJournal), nil)
 }
 
 // EachJournalEntry calls fn for every journaled entry, each shard's in the
 // order they were written. The entry is valid only during the call.
-func (s *Store) EachJournalEntry(fn func(*ledger.AccountEntry) error) error {
+func (s Store) EachJournalEntry(fn func(*ledger.AccountEntry) error) error {
 	var entries []ledger.AccountEntry
-	return s.Scan(prefixJournal, upperBound(prefixJournal), false, func(_, v []byte) (bool, error) {
+	return s.Scan(prefixJournal, store.UpperBound(prefixJournal), false, func(_, v []byte) (bool, error) {
 		var err error
 		if entries, err = decodeJournal(entries[:0], v); err != nil {
 			return false, err
@@ -91,13 +93,13 @@ func (s *Store) EachJournalEntry(fn func(*ledger.AccountEntry) error) error {
 
 // History returns up to limit entries of account with seq < before, newest
 // first, from its chunks.
-func (s *Store) History(account string, before uint64, limit int) (out []ledger.Entry, err error) {
+func (s Store) History(account string, before uint64, limit int) (out []ledger.Entry, err error) {
 	if before <= 1 || limit <= 0 {
 		return nil, nil
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{
+	it, err := s.NewIter(&pebble.IterOptions{
 		LowerBound: historyKey(nil, account, 0),
-		UpperBound: upperBound(historyKey(nil, account, math.MaxUint64)),
+		UpperBound: store.UpperBound(historyKey(nil, account, math.MaxUint64)),
 	})
 	if err != nil {
 		return nil, err
@@ -148,7 +150,7 @@ func encodeChunk(dst []byte, n int, encoded []byte) []byte {
 func decodeChunk(out []ledger.Entry, b []byte, newest, before uint64, limit int) ([]ledger.Entry, error) {
 	d := newDecoder(b)
 	switch d.Byte() {
-	case recordVersion: // one entry, from before chunks
+	case store.RecordVersion: // one entry, from before chunks
 		if newest >= before {
 			return out, nil
 		}
@@ -166,22 +168,22 @@ func decodeChunk(out []ledger.Entry, b []byte, newest, before uint64, limit int)
 	case chunkVersion:
 		n := d.Uvarint()
 		if d.Err != nil || n == 0 || n > newest || n > uint64(len(d.B)) { // each entry takes several bytes
-			return nil, errCorrupt
+			return nil, codec.ErrCorrupt
 		}
 		out, ok := ledger.AppendNewest(out, d.B, int(n), newest-(n-1), before, limit)
 		if !ok {
-			return nil, errCorrupt
+			return nil, codec.ErrCorrupt
 		}
 		return out, nil
 	}
-	return nil, errCorrupt
+	return nil, codec.ErrCorrupt
 }
 
 // decodeNewestFirst reads the rest of a version 2 chunk for decodeChunk.
 func decodeNewestFirst(out []ledger.Entry, d *decoder, newest, before uint64, limit int) ([]ledger.Entry, error) {
 	n := d.Uvarint()
 	if n == 0 || n > newest || n > uint64(len(d.B)) { // each entry takes several bytes
-		return nil, errCorrupt
+		return nil, codec.ErrCorrupt
 	}
 	if newest-(n-1) >= before {
 		return out, nil // every entry is at or after before
@@ -209,17 +211,17 @@ func decodeNewestFirst(out []ledger.Entry, d *decoder, newest, before uint64, li
 func decodeJournal(dst []ledger.AccountEntry, b []byte) ([]ledger.AccountEntry, error) {
 	d := newDecoder(b)
 	switch d.Byte() {
-	case recordVersion:
+	case store.RecordVersion:
 		return decodeJournalV1(dst, &d)
 	case journalVersion:
 		// The count tells a record cut at an item's end from a whole one.
 		n, start := d.Uvarint(), len(dst)
 		if d.Err != nil || !ledger.ReadJournal(d.B, func(ae *ledger.AccountEntry) { dst = append(dst, *ae) }) || uint64(len(dst)-start) != n {
-			return nil, errCorrupt
+			return nil, codec.ErrCorrupt
 		}
 		return dst, nil
 	}
-	return nil, errCorrupt
+	return nil, codec.ErrCorrupt
 }
 
 // decodeJournalV1 reads the rest of a version 1 record: a count, then an
@@ -227,12 +229,12 @@ func decodeJournal(dst []ledger.AccountEntry, b []byte) ([]ledger.AccountEntry, 
 func decodeJournalV1(dst []ledger.AccountEntry, d *decoder) ([]ledger.AccountEntry, error) {
 	n := d.Uvarint()
 	if n > uint64(len(d.B)) {
-		return nil, errCorrupt
+		return nil, codec.ErrCorrupt
 	}
 	for range n {
 		ae, rest, ok := ledger.ReadJournalItemV1(d.B)
 		if !ok {
-			return nil, errCorrupt
+			return nil, codec.ErrCorrupt
 		}
 		dst, d.B = append(dst, ae), rest
 	}

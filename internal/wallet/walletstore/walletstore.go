@@ -1,4 +1,4 @@
-package store
+package walletstore
 
 import (
 	"encoding/binary"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/surge-dev/surge/internal/codec"
+	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
@@ -49,17 +51,17 @@ func messageKey(p social.Pair, seq uint64) []byte {
 type SocialBatch struct{ *pebble.Batch }
 
 // NewSocialBatch returns an empty batch of s.
-func (s *Store) NewSocialBatch() SocialBatch { return SocialBatch{s.NewBatch()} }
+func (s Store) NewSocialBatch() SocialBatch { return SocialBatch{s.NewBatch()} }
 
 // PutUser writes u.
 func (b SocialBatch) PutUser(u *social.User) {
-	var e encoder
-	e.byte(recordVersion)
-	e.string(u.Username)
-	e.string(u.Name)
-	e.string(string(u.PasswordHash))
-	e.varint(u.CreatedAt.UnixNano())
-	_ = b.Set(userKey(u.ID), e.b, nil)
+	var e codec.Encoder
+	e.Byte(store.RecordVersion)
+	e.String(u.Username)
+	e.String(u.Name)
+	e.String(string(u.PasswordHash))
+	e.Varint(u.CreatedAt.UnixNano())
+	_ = b.Set(userKey(u.ID), e.B, nil)
 }
 
 // PutRelation writes r, or deletes the pair's relation if r is RelationNone.
@@ -69,12 +71,12 @@ func (b SocialBatch) PutRelation(r *social.Relation) {
 		_ = b.Delete(k, nil)
 		return
 	}
-	var e encoder
-	e.byte(recordVersion)
-	e.byte(byte(r.State))
-	e.uvarint(uint64(r.Requester))
-	e.varint(r.Since.UnixNano())
-	_ = b.Set(k, e.b, nil)
+	var e codec.Encoder
+	e.Byte(store.RecordVersion)
+	e.Byte(byte(r.State))
+	e.Uvarint(uint64(r.Requester))
+	e.Varint(r.Since.UnixNano())
+	_ = b.Set(k, e.B, nil)
 }
 
 // PutMessage writes m, and the head of its conversation if m opens it.
@@ -89,13 +91,13 @@ func (b SocialBatch) PutMessage(m *social.Message) {
 // MessageRecords are the records PutMessage writes, for a message that
 // rides in another batch: the wallet's TRANSFER message is written in the
 // ledger's batch of its transfer.
-func MessageRecords(m *social.Message) []Record {
+func MessageRecords(m *social.Message) []store.Record {
 	p := social.PairOf(m.From, m.To)
-	msg := Record{Key: messageKey(p, m.Seq), Value: encodeMessage(m)}
+	msg := store.Record{Key: messageKey(p, m.Seq), Value: encodeMessage(m)}
 	if m.Seq != 1 {
-		return []Record{msg}
+		return []store.Record{msg}
 	}
-	return []Record{msg, headRecord(p, m.Seq, [2]social.ReadMark{})}
+	return []store.Record{msg, headRecord(p, m.Seq, [2]social.ReadMark{})}
 }
 
 // PutHead writes a conversation's head: its read marks, and its newest seq
@@ -105,57 +107,45 @@ func (b SocialBatch) PutHead(p social.Pair, last uint64, read [2]social.ReadMark
 	_ = b.Set(r.Key, r.Value, nil)
 }
 
-func headRecord(p social.Pair, last uint64, read [2]social.ReadMark) Record {
-	var e encoder
-	e.byte(recordVersion)
-	e.uvarint(last)
+func headRecord(p social.Pair, last uint64, read [2]social.ReadMark) store.Record {
+	var e codec.Encoder
+	e.Byte(store.RecordVersion)
+	e.Uvarint(last)
 	for _, r := range read {
-		e.uvarint(r.Seq)
-		e.uvarint(r.PeerSent)
+		e.Uvarint(r.Seq)
+		e.Uvarint(r.PeerSent)
 	}
-	return Record{Key: pairKey(prefixConvHead, p), Value: e.b}
+	return store.Record{Key: pairKey(prefixConvHead, p), Value: e.B}
 }
 
 // TransferIntentKey is the key of transfer id's intent: the record that
 // its chat message is still to be written. The ledger writes it with the
 // transfer (engine.TransferWith) when the message cannot ride in the same
 // batch; DeleteTransferIntent clears it.
-func TransferIntentKey(id string) []byte { return key(nil, prefixIntent, id) }
+func TransferIntentKey(id string) []byte { return store.Key(nil, prefixIntent, id) }
 
 // DeleteTransferIntent clears a transfer intent.
 func (b SocialBatch) DeleteTransferIntent(id string) { _ = b.Delete(TransferIntentKey(id), nil) }
 
-// CommitNoSync applies b without waiting for an fsync, and closes it. The
-// WAL keeps commit order, so b becomes durable with the next synced commit
-// of any writer, and a crash can only lose a suffix of such commits: use it
-// for records that a later synced commit covers, or that recovery rebuilds.
-func (s *Store) CommitNoSync(b *pebble.Batch) error {
-	err := s.db.Apply(b, pebble.NoSync)
-	if cerr := b.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 func encodeMessage(m *social.Message) []byte {
-	var e encoder
-	e.byte(recordVersion)
-	e.uvarint(uint64(m.From))
-	e.uvarint(uint64(m.To))
-	e.byte(byte(m.Kind))
-	e.string(m.Text)
-	e.varint(m.Amount)
-	e.string(m.TransferID)
-	e.varint(m.At.UnixNano())
-	e.uvarint(m.Sent[0])
-	e.uvarint(m.Sent[1])
-	return e.b
+	var e codec.Encoder
+	e.Byte(store.RecordVersion)
+	e.Uvarint(uint64(m.From))
+	e.Uvarint(uint64(m.To))
+	e.Byte(byte(m.Kind))
+	e.String(m.Text)
+	e.Varint(m.Amount)
+	e.String(m.TransferID)
+	e.Varint(m.At.UnixNano())
+	e.Uvarint(m.Sent[0])
+	e.Uvarint(m.Sent[1])
+	return e.B
 }
 
 func decodeMessage(seq uint64, v []byte) (social.Message, error) {
-	d := newDecoder(v)
-	if d.Byte() != recordVersion {
-		return social.Message{}, errCorrupt
+	d := codec.Decoder{B: v}
+	if d.Byte() != store.RecordVersion {
+		return social.Message{}, codec.ErrCorrupt
 	}
 	m := social.Message{Seq: seq}
 	m.From = social.UserID(d.Uvarint())
@@ -171,9 +161,9 @@ func decodeMessage(seq uint64, v []byte) (social.Message, error) {
 }
 
 func decodeUser(k, v []byte) (social.User, error) {
-	d := newDecoder(v)
-	if len(k) != len(prefixUser)+8 || d.Byte() != recordVersion {
-		return social.User{}, errCorrupt
+	d := codec.Decoder{B: v}
+	if len(k) != len(prefixUser)+8 || d.Byte() != store.RecordVersion {
+		return social.User{}, codec.ErrCorrupt
 	}
 	u := social.User{ID: social.UserID(binary.BigEndian.Uint64(k[len(prefixUser):]))}
 	u.Username = d.Str()
@@ -185,7 +175,7 @@ func decodeUser(k, v []byte) (social.User, error) {
 
 func decodePair(prefix, k []byte) (social.Pair, error) {
 	if len(k) < len(prefix)+16 {
-		return social.Pair{}, errCorrupt
+		return social.Pair{}, codec.ErrCorrupt
 	}
 	k = k[len(prefix):]
 	return social.Pair{Lo: social.UserID(binary.BigEndian.Uint64(k)), Hi: social.UserID(binary.BigEndian.Uint64(k[8:]))}, nil
@@ -196,9 +186,9 @@ func decodeRelation(k, v []byte) (social.Relation, error) {
 	if err != nil {
 		return social.Relation{}, err
 	}
-	d := newDecoder(v)
-	if d.Byte() != recordVersion {
-		return social.Relation{}, errCorrupt
+	d := codec.Decoder{B: v}
+	if d.Byte() != store.RecordVersion {
+		return social.Relation{}, codec.ErrCorrupt
 	}
 	r := social.Relation{Pair: p}
 	r.State = social.RelationState(d.Byte())
@@ -208,8 +198,8 @@ func decodeRelation(k, v []byte) (social.Relation, error) {
 }
 
 // LoadSocial reads every user, relation and conversation head into st.
-func (s *Store) LoadSocial(st *social.State) error {
-	err := s.Scan(prefixUser, upperBound(prefixUser), false, func(k, v []byte) (bool, error) {
+func (s Store) LoadSocial(st *social.State) error {
+	err := s.Scan(prefixUser, store.UpperBound(prefixUser), false, func(k, v []byte) (bool, error) {
 		u, err := decodeUser(k, v)
 		if err != nil {
 			return false, fmt.Errorf("user record %x: %w", k, err)
@@ -220,7 +210,7 @@ func (s *Store) LoadSocial(st *social.State) error {
 	if err != nil {
 		return err
 	}
-	err = s.Scan(prefixRelation, upperBound(prefixRelation), false, func(k, v []byte) (bool, error) {
+	err = s.Scan(prefixRelation, store.UpperBound(prefixRelation), false, func(k, v []byte) (bool, error) {
 		r, err := decodeRelation(k, v)
 		if err != nil {
 			return false, fmt.Errorf("relation record %x: %w", k, err)
@@ -234,16 +224,16 @@ func (s *Store) LoadSocial(st *social.State) error {
 	return s.loadConversations(st)
 }
 
-func (s *Store) loadConversations(st *social.State) error {
+func (s Store) loadConversations(st *social.State) error {
 	var heads []social.Conversation
-	err := s.Scan(prefixConvHead, upperBound(prefixConvHead), false, func(k, v []byte) (bool, error) {
+	err := s.Scan(prefixConvHead, store.UpperBound(prefixConvHead), false, func(k, v []byte) (bool, error) {
 		p, err := decodePair(prefixConvHead, k)
 		if err != nil {
 			return false, err
 		}
-		d := newDecoder(v)
-		if d.Byte() != recordVersion {
-			return false, errCorrupt
+		d := codec.Decoder{B: v}
+		if d.Byte() != store.RecordVersion {
+			return false, codec.ErrCorrupt
 		}
 		c := social.Conversation{Pair: p}
 		_ = d.Uvarint() // the newest seq, as older versions wrote it
@@ -259,7 +249,7 @@ func (s *Store) loadConversations(st *social.State) error {
 	for _, c := range heads {
 		m, err := s.Messages(c.Pair, math.MaxUint64, 1)
 		if err != nil || len(m) == 0 {
-			return fmt.Errorf("conversation %d-%d: newest message: %w", c.Pair.Lo, c.Pair.Hi, errors.Join(err, errCorrupt))
+			return fmt.Errorf("conversation %d-%d: newest message: %w", c.Pair.Lo, c.Pair.Hi, errors.Join(err, codec.ErrCorrupt))
 		}
 		c.Last = m[0]
 		st.LoadConversation(c)
@@ -268,7 +258,7 @@ func (s *Store) loadConversations(st *social.State) error {
 }
 
 // Message reads message seq of pair p.
-func (s *Store) Message(p social.Pair, seq uint64) (social.Message, bool, error) {
+func (s Store) Message(p social.Pair, seq uint64) (social.Message, bool, error) {
 	v, ok, err := s.Get(messageKey(p, seq))
 	if !ok || err != nil {
 		return social.Message{}, false, err
@@ -279,7 +269,7 @@ func (s *Store) Message(p social.Pair, seq uint64) (social.Message, bool, error)
 
 // Messages returns up to limit messages of pair p with seq below before,
 // newest first.
-func (s *Store) Messages(p social.Pair, before uint64, limit int) ([]social.Message, error) {
+func (s Store) Messages(p social.Pair, before uint64, limit int) ([]social.Message, error) {
 	out := make([]social.Message, 0, limit)
 	lower, upper := messageKey(p, 1), messageKey(p, before)
 	err := s.Scan(lower, upper, true, func(k, v []byte) (bool, error) {
@@ -296,9 +286,9 @@ func (s *Store) Messages(p social.Pair, before uint64, limit int) ([]social.Mess
 // TransferIntents lists the transfer ids whose intent is still recorded:
 // transfers that were submitted to the ledger while their chat message was
 // not yet written.
-func (s *Store) TransferIntents() ([]string, error) {
+func (s Store) TransferIntents() ([]string, error) {
 	var ids []string
-	err := s.Scan(prefixIntent, upperBound(prefixIntent), false, func(k, _ []byte) (bool, error) {
+	err := s.Scan(prefixIntent, store.UpperBound(prefixIntent), false, func(k, _ []byte) (bool, error) {
 		ids = append(ids, string(k[len(prefixIntent):]))
 		return true, nil
 	})
@@ -307,7 +297,7 @@ func (s *Store) TransferIntents() ([]string, error) {
 
 // TokenSecret returns the secret that signs login tokens, creating it with
 // generate (and making it durable) on first use.
-func (s *Store) TokenSecret(generate func() ([]byte, error)) ([]byte, error) {
+func (s Store) TokenSecret(generate func() ([]byte, error)) ([]byte, error) {
 	v, ok, err := s.Get(keyTokenSecret)
 	if err != nil || ok {
 		return v, err

@@ -1,4 +1,4 @@
-package store
+package ledgerstore
 
 import (
 	"encoding/binary"
@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-dev/surge/internal/codec"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // entry returns account's entry seq as the tests write it.
@@ -39,7 +41,7 @@ func reversed[E any](s []E) []E {
 // encodeLegacyEntry writes one entry as stores did before chunks: its seq
 // in the key, the entry alone in the value.
 func encodeLegacyEntry(dst []byte, en *ledger.Entry) []byte {
-	return ledger.AppendEntry(append(dst, recordVersion), en)
+	return ledger.AppendEntry(append(dst, store.RecordVersion), en)
 }
 
 // encodeNewestFirst writes entries, oldest first, as a chunk of version 2,
@@ -86,7 +88,7 @@ func journalOf(items []ledger.AccountEntry) []byte {
 // journalV1Of encodes items as version 1 journal records held them: a
 // count, then items of one entry without a kind byte.
 func journalV1Of(items []ledger.AccountEntry) []byte {
-	b := binary.AppendUvarint([]byte{recordVersion}, uint64(len(items)))
+	b := binary.AppendUvarint([]byte{store.RecordVersion}, uint64(len(items)))
 	for i := range items {
 		b = append(b, ledger.AppendJournalItem(nil, items[i].Account, &items[i].Entry)[1:]...)
 	}
@@ -155,7 +157,7 @@ func TestChunkRoundTrip(t *testing.T) {
 // Journal records read back as written now and as version 1 wrote them.
 func TestJournalRoundTrip(t *testing.T) {
 	for _, want := range [][]ledger.AccountEntry{sampleJournal(), sampleJournal()[:1], nil} {
-		for version, enc := range map[int][]byte{journalVersion: journalOf(want), recordVersion: journalV1Of(want)} {
+		for version, enc := range map[int][]byte{journalVersion: journalOf(want), store.RecordVersion: journalV1Of(want)} {
 			got, err := decodeJournal(nil, enc)
 			if err != nil {
 				t.Fatalf("version %d, %d entries: %v", version, len(want), err)
@@ -262,7 +264,7 @@ func TestHistory(t *testing.T) {
 	if err := s.Commit(b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.History("a", math.MaxUint64, 5); !errors.Is(err, errCorrupt) {
+	if _, err := s.History("a", math.MaxUint64, 5); !errors.Is(err, codec.ErrCorrupt) {
 		t.Fatalf("corrupt chunk: err %v", err)
 	}
 	if got, err := s.History("a", 26, 5); err != nil || len(got) != 5 {

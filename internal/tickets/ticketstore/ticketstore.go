@@ -1,9 +1,11 @@
-package store
+package ticketstore
 
 import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/surge-dev/surge/internal/codec"
+	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
@@ -20,15 +22,15 @@ var (
 )
 
 // PutEvent writes ev as one synced commit.
-func (s *Store) PutEvent(ev *tickets.EventSpec) error {
+func (s Store) PutEvent(ev *tickets.EventSpec) error {
 	b := s.NewBatch()
-	_ = b.Set(key(nil, prefixEvent, ev.EventName), encodeEvent(nil, ev), nil)
+	_ = b.Set(store.Key(nil, prefixEvent, ev.EventName), encodeEvent(nil, ev), nil)
 	return s.Commit(b)
 }
 
 // EachEvent calls fn for every event.
-func (s *Store) EachEvent(fn func(tickets.EventSpec) error) error {
-	return s.Scan(prefixEvent, upperBound(prefixEvent), false, func(_, v []byte) (bool, error) {
+func (s Store) EachEvent(fn func(tickets.EventSpec) error) error {
+	return s.Scan(prefixEvent, store.UpperBound(prefixEvent), false, func(_, v []byte) (bool, error) {
 		ev, err := decodeEvent(v)
 		if err != nil {
 			return false, err
@@ -38,8 +40,8 @@ func (s *Store) EachEvent(fn func(tickets.EventSpec) error) error {
 }
 
 // EachReservation calls fn for every stored reservation.
-func (s *Store) EachReservation(fn func(*tickets.Reservation) error) error {
-	return s.Scan(prefixReservation, upperBound(prefixReservation), false, func(_, v []byte) (bool, error) {
+func (s Store) EachReservation(fn func(*tickets.Reservation) error) error {
+	return s.Scan(prefixReservation, store.UpperBound(prefixReservation), false, func(_, v []byte) (bool, error) {
 		r, err := decodeReservation(v)
 		if err != nil {
 			return false, err
@@ -63,41 +65,41 @@ func (w *TicketBatch) PutReservation(r *tickets.Reservation) {
 	if r.State == tickets.Failed {
 		return
 	}
-	w.key = key(w.key, prefixReservation, r.ID)
+	w.key = store.Key(w.key, prefixReservation, r.ID)
 	w.val = encodeReservation(w.val[:0], r)
 	_ = w.b.Set(w.key, w.val, nil) // Set copies; errors only on a closed batch
 }
 
 func encodeEvent(dst []byte, ev *tickets.EventSpec) []byte {
-	e := encoder{dst}
-	e.byte(recordVersion)
-	e.string(ev.EventName)
-	e.string(ev.Artist)
-	e.uvarint(uint64(len(ev.Areas)))
+	e := codec.Encoder{B: dst}
+	e.Byte(store.RecordVersion)
+	e.String(ev.EventName)
+	e.String(ev.Artist)
+	e.Uvarint(uint64(len(ev.Areas)))
 	for _, a := range ev.Areas {
-		e.string(a.AreaID)
-		e.varint(a.Price)
-		e.uvarint(uint64(a.RowCount))
-		e.uvarint(uint64(a.ColCount))
+		e.String(a.AreaID)
+		e.Varint(a.Price)
+		e.Uvarint(uint64(a.RowCount))
+		e.Uvarint(uint64(a.ColCount))
 	}
 	for _, t := range []time.Time{ev.ReservationOpeningTime, ev.ReservationClosingTime, ev.EventStartTime, ev.EventEndTime} {
-		e.varint(optionalTime(t))
+		e.Varint(optionalTime(t))
 	}
-	e.varint(int64(ev.HoldTime))
-	e.string(ev.Organizer)
-	e.uvarint(uint64(ev.PerUserSeatLimit))
-	return e.b
+	e.Varint(int64(ev.HoldTime))
+	e.String(ev.Organizer)
+	e.Uvarint(uint64(ev.PerUserSeatLimit))
+	return e.B
 }
 
 func decodeEvent(b []byte) (tickets.EventSpec, error) {
-	d := newDecoder(b)
-	if d.Byte() != recordVersion {
-		return tickets.EventSpec{}, errCorrupt
+	d := codec.Decoder{B: b}
+	if d.Byte() != store.RecordVersion {
+		return tickets.EventSpec{}, codec.ErrCorrupt
 	}
 	ev := tickets.EventSpec{EventName: d.Str(), Artist: d.Str()}
 	n := d.Uvarint()
 	if n > tickets.MaxAreas {
-		return tickets.EventSpec{}, errCorrupt
+		return tickets.EventSpec{}, codec.ErrCorrupt
 	}
 	for range n {
 		ev.Areas = append(ev.Areas, tickets.AreaSpec{AreaID: d.Str(), Price: d.Varint(), RowCount: int(d.Uvarint()), ColCount: int(d.Uvarint())})
@@ -112,44 +114,44 @@ func decodeEvent(b []byte) (tickets.EventSpec, error) {
 }
 
 func encodeReservation(dst []byte, r *tickets.Reservation) []byte {
-	e := encoder{dst}
-	e.byte(recordVersion)
-	e.string(r.ID)
-	e.string(r.UserID)
-	e.string(r.EventID)
-	e.string(r.AreaID)
-	e.uvarint(uint64(r.NumOfSeats))
-	e.string(string(r.Kind))
-	e.uvarint(uint64(len(r.Seats)))
+	e := codec.Encoder{B: dst}
+	e.Byte(store.RecordVersion)
+	e.String(r.ID)
+	e.String(r.UserID)
+	e.String(r.EventID)
+	e.String(r.AreaID)
+	e.Uvarint(uint64(r.NumOfSeats))
+	e.String(string(r.Kind))
+	e.Uvarint(uint64(len(r.Seats)))
 	for _, s := range r.Seats {
-		e.uvarint(uint64(s.Row))
-		e.uvarint(uint64(s.Col))
+		e.Uvarint(uint64(s.Row))
+		e.Uvarint(uint64(s.Col))
 	}
-	e.string(string(r.State))
-	e.varint(r.CreatedAt.UnixNano())
-	e.varint(r.UpdatedAt.UnixNano())
-	e.varint(r.HoldUntil.UnixNano())
-	e.string(r.PaymentID)
-	return e.b
+	e.String(string(r.State))
+	e.Varint(r.CreatedAt.UnixNano())
+	e.Varint(r.UpdatedAt.UnixNano())
+	e.Varint(r.HoldUntil.UnixNano())
+	e.String(r.PaymentID)
+	return e.B
 }
 
 func decodeReservation(b []byte) (*tickets.Reservation, error) {
-	d := newDecoder(b)
-	if d.Byte() != recordVersion {
-		return nil, errCorrupt
+	d := codec.Decoder{B: b}
+	if d.Byte() != store.RecordVersion {
+		return nil, codec.ErrCorrupt
 	}
 	r := &tickets.Reservation{ID: d.Str(), UserID: d.Str(), EventID: d.Str(), AreaID: d.Str(), NumOfSeats: int(d.Uvarint())}
 	r.Kind = tickets.Kind(d.Str())
 	n := d.Uvarint()
 	if n > tickets.MaxSeatsPerReservation {
-		return nil, errCorrupt
+		return nil, codec.ErrCorrupt
 	}
 	r.Seats = make([]tickets.Seat, n)
 	for i := range r.Seats {
 		r.Seats[i] = tickets.Seat{Row: int(d.Uvarint()), Col: int(d.Uvarint())}
 	}
 	r.State = tickets.State(d.Str())
-	r.CreatedAt, r.UpdatedAt, r.HoldUntil = unixNano(d.Varint()), unixNano(d.Varint()), unixNano(d.Varint())
+	r.CreatedAt, r.UpdatedAt, r.HoldUntil = store.UnixNano(d.Varint()), store.UnixNano(d.Varint()), store.UnixNano(d.Varint())
 	r.PaymentID = d.Str()
 	return r, d.Done()
 }
@@ -166,5 +168,5 @@ func fromOptionalTime(n int64) time.Time {
 	if n == 0 {
 		return time.Time{}
 	}
-	return unixNano(n)
+	return store.UnixNano(n)
 }
