@@ -132,7 +132,7 @@ func (s walletService) GetHistory(ctx context.Context, m *walletv1.GetHistoryReq
 	}
 	// A page's items and their times are allocated as two arrays rather
 	// than two objects per item: 10% less server CPU per GetHistory call
-	// of 20 items in alternating pairs (docs/BENCHMARKS.md, session 11).
+	// of 20 items in alternating A/B pairs.
 	n := len(page.Entries)
 	items, backing, times := make([]*walletv1.HistoryItem, n), make([]walletv1.HistoryItem, n), make([]timestamppb.Timestamp, n)
 	s.mu.RLock()

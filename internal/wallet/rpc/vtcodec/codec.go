@@ -5,7 +5,7 @@
 // grpc-go's default codec walks a message by reflection and checks every
 // string for UTF-8 as it encodes and decodes it. Encoding a page of history
 // that way was a sixth of GetHistory's server CPU, and decoding it a
-// quarter of the load generator's (pprof, docs/BENCHMARKS.md session 10);
+// quarter of the load generator's (pprof);
 // the generated code encodes in a fifth of the time and decodes in two
 // thirds (BenchmarkEncodeHistoryPage, BenchmarkDecodeHistoryPage).
 //
