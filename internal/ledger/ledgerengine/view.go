@@ -1,4 +1,4 @@
-package engine
+package ledgerengine
 
 import "github.com/surge-dev/surge/internal/ledger"
 

@@ -1,4 +1,4 @@
-package enginespan
+package ticketapi
 
 import (
 	"context"
@@ -6,17 +6,19 @@ import (
 	"time"
 
 	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/telemetry/otlptest"
 	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/surge-dev/surge/internal/workloads"
 )
 
 func TestSpansAroundTicketCalls(t *testing.T) {
-	rec, tp := recordSpans(t)
-	eng, err := engine.Open(engine.Config{Dir: t.TempDir(), Shards: 1, DefaultCurrency: "USD"})
+	rec, tp := otlptest.RecordSpans(t)
+	eng, err := workloads.Open(context.Background(), workloads.Config{Engine: engine.Config{Dir: t.TempDir(), Shards: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	box := Tickets(eng)
+	box := Traced(eng.Tickets)
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "GET /v1/reservation/{id}")
 	spec := tickets.EventSpec{EventName: "gig", Artist: "band", Areas: []tickets.AreaSpec{{AreaID: "A", RowCount: 1, ColCount: 1}}}
@@ -45,10 +47,10 @@ func TestSpansAroundTicketCalls(t *testing.T) {
 			t.Errorf("span %d: %q under %v, want %q under the request's span", i, s.Name(), s.Parent().SpanID(), name)
 		}
 	}
-	if !hasAttr(spans[1], "surge.reservation.state", string(tickets.Reserved)) {
+	if !otlptest.HasAttr(spans[1], "surge.reservation.state", string(tickets.Reserved)) {
 		t.Errorf("reservation span lacks its state: %v", spans[1].Attributes())
 	}
-	if !hasAttr(spans[2], "surge.code", string(tickets.CodeReservationNotFound)) {
+	if !otlptest.HasAttr(spans[2], "surge.code", string(tickets.CodeReservationNotFound)) {
 		t.Errorf("unknown reservation's span: %v", spans[2].Attributes())
 	}
 }

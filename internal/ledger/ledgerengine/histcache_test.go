@@ -1,4 +1,4 @@
-package engine
+package ledgerengine
 
 import (
 	"reflect"
@@ -14,7 +14,7 @@ import (
 // memory, the older from storage or the cache, and the cache never serves
 // an outdated page.
 func TestHistoryPages(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, opts{Dir: t.TempDir(), Shards: 2})
 	mustOpenAccount(t, e, "a", 0)
 	n := 0
 	transfers := func(k int) {

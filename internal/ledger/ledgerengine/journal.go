@@ -1,4 +1,4 @@
-package engine
+package ledgerengine
 
 import (
 	"github.com/surge-dev/surge/internal/ledger"
@@ -51,7 +51,7 @@ func (s *shard) writeHistory(w *ledgerstore.LedgerBatch) {
 		}
 	}
 	accounts := s.book.Accounts()
-	perRound := max(1, s.eng.cfg.SweepEntries/len(s.eng.shards))
+	perRound := max(1, s.l.cfg.SweepEntries/len(s.l.shards))
 	for h.owed += ch.JournalEntries * len(accounts); h.owed >= perRound; h.owed -= perRound {
 		if h.cursor == len(accounts) {
 			w.TrimJournal(s.id, h.roundStart)
@@ -76,17 +76,17 @@ func storeChunk(w *ledgerstore.LedgerBatch, a *ledger.Account) {
 // replayJournal puts the journaled entries back into their accounts, then
 // stores them all as chunks and empties the journal, so that every shard
 // starts from journal record 0 whatever the number of shards was before.
-func (e *Engine) replayJournal() error {
+func (l *Ledger) replayJournal() error {
 	replayed := 0
-	err := e.ldb.EachJournalEntry(func(en *ledger.AccountEntry) error {
+	err := l.db.EachJournalEntry(func(en *ledger.AccountEntry) error {
 		replayed++
-		return e.shardFor(en.Account).book.Replay(en)
+		return l.shardFor(en.Account).book.Replay(en)
 	})
 	if err != nil || replayed == 0 {
 		return err
 	}
-	w := ledgerstore.NewLedgerBatch(e.db.NewBatch())
-	for _, s := range e.shards {
+	w := ledgerstore.NewLedgerBatch(l.db.NewBatch())
+	for _, s := range l.shards {
 		for _, a := range s.book.Accounts() {
 			if a.Recent.Len() > 0 {
 				storeChunk(w, a)
@@ -94,6 +94,6 @@ func (e *Engine) replayJournal() error {
 		}
 	}
 	w.ClearJournal()
-	e.cfg.Logger.Info("replayed the history journal", "entries", replayed)
-	return e.db.Commit(w.Batch)
+	l.cfg.Logger.Info("replayed the history journal", "entries", replayed)
+	return l.db.Commit(w.Batch)
 }

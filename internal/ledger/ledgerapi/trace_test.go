@@ -1,26 +1,25 @@
-package enginespan
+package ledgerapi
 
 import (
 	"context"
 	"testing"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	otelcodes "go.opentelemetry.io/otel/codes"
 
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/telemetry/otlptest"
+	"github.com/surge-dev/surge/internal/workloads"
 )
 
 func TestSpansAroundEngineCalls(t *testing.T) {
-	rec, tp := recordSpans(t)
-	eng, err := engine.Open(engine.Config{Dir: t.TempDir(), Shards: 1, DefaultCurrency: "USD"})
+	rec, tp := otlptest.RecordSpans(t)
+	eng, err := workloads.Open(context.Background(), workloads.Config{Engine: engine.Config{Dir: t.TempDir(), Shards: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	l := Ledger(eng)
+	l := Traced(eng.Ledger)
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "POST /v1/transfers")
 	if _, _, err := l.CreateAccount(ctx, ledger.AccountSpec{ID: "alice", Currency: "USD"}); err != nil {
@@ -46,28 +45,7 @@ func TestSpansAroundEngineCalls(t *testing.T) {
 		}
 	}
 	// A refusal is the client's outcome, not a fault of the server.
-	if refusedSpan := spans[2]; refusedSpan.Status().Code == codes.Error || !hasAttr(refusedSpan, "surge.code", string(ledger.CodeInsufficientFunds)) {
+	if refusedSpan := spans[2]; refusedSpan.Status().Code == otelcodes.Error || !otlptest.HasAttr(refusedSpan, "surge.code", string(ledger.CodeInsufficientFunds)) {
 		t.Errorf("refused transfer span: status %v, attrs %v", refusedSpan.Status(), refusedSpan.Attributes())
 	}
-}
-
-// recordSpans installs a global tracer provider that records every span,
-// for the test's duration.
-func recordSpans(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
-	t.Helper()
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
-	return rec, tp
-}
-
-func hasAttr(s sdktrace.ReadOnlySpan, key, value string) bool {
-	for _, a := range s.Attributes() {
-		if string(a.Key) == key && a.Value.AsString() == value {
-			return true
-		}
-	}
-	return false
 }

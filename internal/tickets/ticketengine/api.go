@@ -1,4 +1,4 @@
-package engine
+package ticketengine
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
@@ -36,67 +38,43 @@ func paymentReservation(payment string) string {
 	return rest[:36]
 }
 
-// EventStatus is an event with the availability of its areas.
-type EventStatus struct {
-	Spec  tickets.EventSpec
-	Areas []AreaStatus
-	// SoldOutAt is when the last seat of the event was sold; zero while any
-	// is free.
-	SoldOutAt time.Time
-}
-
-// AreaStatus is the availability of one area, as of the last commit.
-type AreaStatus struct {
-	Spec      tickets.AreaSpec
-	Available int
-	SoldOutAt time.Time
-}
-
-// AreaSeats is an area's seat map and the reservations holding its seats.
-type AreaSeats struct {
-	Spec      tickets.AreaSpec
-	Available int
-	SeatMap   []string
-	Holders   []tickets.Reservation
-}
-
 // CreateEvent creates an event. created is false when an identical event
 // existed (a replay); an event of the same name that differs is a conflict.
-func (e *Engine) CreateEvent(_ context.Context, spec tickets.EventSpec) (tickets.EventSpec, bool, error) {
+func (t *Tickets) CreateEvent(ctx context.Context, spec tickets.EventSpec) (tickets.EventSpec, bool, error) {
 	if err := spec.Validate(); err != nil {
 		return tickets.EventSpec{}, false, err
 	}
-	e.tk.creating.Lock()
-	defer e.tk.creating.Unlock()
-	if ev, ok := e.tk.event(spec.EventName); ok {
+	t.creating.Lock()
+	defer t.creating.Unlock()
+	if ev, ok := t.event(spec.EventName); ok {
 		if ev.spec.SameAs(&spec) {
 			return ev.spec, false, nil
 		}
 		return tickets.EventSpec{}, false, ledger.Errorf(tickets.CodeEventExists, "event %s exists with other settings", spec.EventName)
 	}
 	if spec.Organizer != "" {
-		if _, ok := e.account(spec.Organizer); !ok {
-			return tickets.EventSpec{}, false, ledger.Errorf(ledger.CodeAccountNotFound, "organizer account %s not found", spec.Organizer)
+		if _, err := t.ledger.Account(ctx, spec.Organizer); err != nil {
+			return tickets.EventSpec{}, false, err
 		}
 	}
-	if err := e.tdb.PutEvent(&spec); err != nil {
+	if err := t.db.PutEvent(&spec); err != nil {
 		return tickets.EventSpec{}, false, err
 	}
-	e.addEvent(spec)
+	t.addEvent(spec)
 	return spec, true, nil
 }
 
 // Event returns an event and its availability.
-func (e *Engine) Event(name string) (EventStatus, error) {
-	ev, ok := e.tk.event(name)
+func (t *Tickets) Event(name string) (tickets.EventStatus, error) {
+	ev, ok := t.event(name)
 	if !ok {
-		return EventStatus{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s not found", name)
+		return tickets.EventStatus{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s not found", name)
 	}
-	st := EventStatus{Spec: ev.spec, Areas: make([]AreaStatus, len(ev.list))}
+	st := tickets.EventStatus{Spec: ev.spec, Areas: make([]tickets.AreaStatus, len(ev.list))}
 	var last int64
 	for i, a := range ev.list {
 		soldOut := a.soldOutAt.Load()
-		st.Areas[i] = AreaStatus{Spec: a.spec, Available: int(a.available.Load()), SoldOutAt: fromNanos(soldOut)}
+		st.Areas[i] = tickets.AreaStatus{Spec: a.spec, Available: int(a.available.Load()), SoldOutAt: fromNanos(soldOut)}
 		if soldOut == 0 {
 			last = math.MinInt64
 		}
@@ -109,16 +87,16 @@ func (e *Engine) Event(name string) (EventStatus, error) {
 }
 
 // Events lists every event's availability.
-func (e *Engine) Events() []EventStatus {
-	e.tk.mu.RLock()
-	names := make([]string, 0, len(e.tk.events))
-	for name := range e.tk.events {
+func (t *Tickets) Events() []tickets.EventStatus {
+	t.mu.RLock()
+	names := make([]string, 0, len(t.events))
+	for name := range t.events {
 		names = append(names, name)
 	}
-	e.tk.mu.RUnlock()
-	out := make([]EventStatus, 0, len(names))
+	t.mu.RUnlock()
+	out := make([]tickets.EventStatus, 0, len(names))
 	for _, name := range names {
-		if st, err := e.Event(name); err == nil {
+		if st, err := t.Event(name); err == nil {
 			out = append(out, st)
 		}
 	}
@@ -127,21 +105,22 @@ func (e *Engine) Events() []EventStatus {
 
 // InspectArea returns an area's seat map and holders. It goes through the
 // area's shard, so it reflects every reservation committed before it.
-func (e *Engine) InspectArea(ctx context.Context, event, area string) (AreaSeats, error) {
-	a, ok := e.tk.area(event, area)
+func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.AreaSeats, error) {
+	a, ok := t.area(event, area)
 	if !ok {
-		return AreaSeats{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s has no area %s", event, area)
+		return tickets.AreaSeats{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s has no area %s", event, area)
 	}
-	c, err := e.do(ctx, a.shard, CmdInspectArea{EventID: event, AreaID: area})
-	if err != nil {
-		return AreaSeats{}, err
+	c := &cmdInspect{event: event, area: area}
+	if err := t.do(ctx, a.shard, c); err != nil {
+		return tickets.AreaSeats{}, err
 	}
-	return c.area, nil
+	return c.seats, nil
 }
 
-func (s *shard) inspect(cmd CmdInspectArea) AreaSeats {
-	a, _ := s.eng.tk.area(cmd.EventID, cmd.AreaID)
-	out := AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
+// inspect reads an area's seat map and holders.
+func (s *shard) inspect(event, area string) tickets.AreaSeats {
+	a, _ := s.t.area(event, area)
+	out := tickets.AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
 	for _, r := range s.desk.Holders(a.seats) {
 		out.Holders = append(out.Holders, *r)
 	}
@@ -153,60 +132,60 @@ func (s *shard) inspect(cmd CmdInspectArea) AreaSeats {
 // Requests that cannot succeed — unknown area, outside the sale window,
 // sold out, over the user's limit — are decided here without queueing.
 // The error is only for a request that could not be filed (overload).
-func (e *Engine) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
+func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
 	now := time.Now().UTC()
 	id := uuid.New()
 	r := tickets.NewReservation(id.String(), userID, req, now)
-	a, ok := e.tk.area(req.EventID, req.AreaID)
+	a, ok := t.area(req.EventID, req.AreaID)
 	if !ok {
-		return e.failNow(id, r, nil, now, tickets.ReasonInvalidEventArea, fmt.Sprintf("event %s has no area %s", req.EventID, req.AreaID))
+		return t.failNow(id, r, nil, now, tickets.ReasonInvalidEventArea, fmt.Sprintf("event %s has no area %s", req.EventID, req.AreaID))
 	}
 	ev := &a.event.spec
 	// Share the event's strings: the request's copies would live as long
 	// as the reservation, a million times over in a flash sale.
 	r.EventID, r.AreaID = ev.EventName, a.spec.AreaID
 	if reason, detail := ev.OpenAt(now); reason != "" {
-		return e.failNow(id, r, a, now, reason, detail)
+		return t.failNow(id, r, a, now, reason, detail)
 	}
 	if r.NumOfSeats > 0 && r.NumOfSeats <= tickets.MaxSeatsPerReservation && a.available.Load() < int64(r.NumOfSeats) {
-		return e.failNow(id, r, a, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
+		return t.failNow(id, r, a, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
 	}
 	limited := ev.PerUserSeatLimit > 0
-	if limited && !e.tk.users.claim(ev.EventName, userID, r.NumOfSeats, ev.PerUserSeatLimit) {
-		return e.failNow(id, r, a, now, tickets.ReasonSeatLimit, fmt.Sprintf("at most %d seats per user in event %s", ev.PerUserSeatLimit, ev.EventName))
+	if limited && !t.users.claim(ev.EventName, userID, r.NumOfSeats, ev.PerUserSeatLimit) {
+		return t.failNow(id, r, a, now, tickets.ReasonSeatLimit, fmt.Sprintf("at most %d seats per user in event %s", ev.PerUserSeatLimit, ev.EventName))
 	}
-	e.tk.index.open(id)
-	if err := a.shard.log.Append(Envelope{Cmd: CmdReserve{Res: r}}, false); err != nil {
-		e.tk.index.drop(id)
+	t.index.open(id)
+	if err := t.port.Post(a.shard, &cmdReserve{res: r}); err != nil {
+		t.index.drop(id)
 		if limited {
-			e.tk.users.give(ev.EventName, userID, r.NumOfSeats)
+			t.users.give(ev.EventName, userID, r.NumOfSeats)
 		}
-		return "", queueError(err)
+		return "", ledgerengine.QueueError(err)
 	}
 	return id.String(), nil
 }
 
 // failNow decides r as failed without a shard. It is published at once and
 // never stored: it changed nothing.
-func (e *Engine) failNow(id uuid.UUID, r *tickets.Reservation, a *areaState, now time.Time, reason tickets.Reason, detail string) (string, error) {
+func (t *Tickets) failNow(id uuid.UUID, r *tickets.Reservation, a *areaState, now time.Time, reason tickets.Reason, detail string) (string, error) {
 	if err := r.Decide(now, 0, nil, reason, detail); err != nil {
 		panic("engine: failNow: " + err.Error())
 	}
-	e.tk.outcome(r)
-	e.tk.index.store(id, r, a)
+	t.outcome(r)
+	t.index.store(id, r, a)
 	return id.String(), nil
 }
 
 // Reservation returns reservation id once it is decided, waiting up to
 // timeout; an undecided reservation comes back in state PROCESSING.
-func (e *Engine) Reservation(ctx context.Context, id string, timeout time.Duration) (tickets.Reservation, error) {
+func (t *Tickets) Reservation(ctx context.Context, id string, timeout time.Duration) (tickets.Reservation, error) {
 	uid, err := uuid.Parse(id)
 	if err != nil {
 		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
 	}
-	r, ok := e.tk.index.load(uid)
+	r, ok := t.index.load(uid)
 	if ok && r == nil && timeout > 0 {
-		r, ok = e.tk.index.await(ctx, uid, timeout)
+		r, ok = t.index.await(ctx, uid, timeout)
 	}
 	switch {
 	case !ok:
@@ -218,7 +197,7 @@ func (e *Engine) Reservation(ctx context.Context, id string, timeout time.Durati
 }
 
 // ParkedPolls is the number of readers waiting for a reservation.
-func (e *Engine) ParkedPolls() int64 { return e.tk.index.parked.Load() }
+func (t *Tickets) ParkedPolls() int64 { return t.index.parked.Load() }
 
 // PayReservation pays a reserved hold from account to the event's
 // organizer: a pending ledger transfer of price × seats, then the
@@ -228,9 +207,9 @@ func (e *Engine) ParkedPolls() int64 { return e.tk.index.parked.Load() }
 //
 // A crash between the steps leaves a pending payment; Open settles it by
 // the reservation's stored state (posted if paid, voided otherwise).
-func (e *Engine) PayReservation(ctx context.Context, id, account string) (tickets.Reservation, error) {
+func (t *Tickets) PayReservation(ctx context.Context, id, account string) (tickets.Reservation, error) {
 	ctx = context.WithoutCancel(ctx) // once money moves, finish the sequence
-	snap, a, err := e.heldReservation(id)
+	snap, a, err := t.heldReservation(id)
 	if err != nil || snap.State == tickets.Paid {
 		return snap, err
 	}
@@ -244,7 +223,7 @@ func (e *Engine) PayReservation(ctx context.Context, id, account string) (ticket
 	payment := newPaymentID(snap.ID)
 	amount := a.spec.Price * int64(len(snap.Seats))
 	if amount > 0 {
-		_, _, err := e.Transfer(ctx, ledger.TransferRequest{
+		_, _, err := t.ledger.Transfer(ctx, ledger.TransferRequest{
 			ID: payment, From: account, To: ev.Organizer, Amount: amount, Pending: true,
 			Memo: "reservation " + snap.ID,
 		})
@@ -252,50 +231,61 @@ func (e *Engine) PayReservation(ctx context.Context, id, account string) (ticket
 			return snap, err
 		}
 	}
-	c, err := e.do(ctx, a.shard, CmdPayReservation{ID: snap.ID, PaymentID: payment})
+	c := &cmdPay{id: snap.ID, paymentID: payment}
+	if err = t.do(ctx, a.shard, c); err == nil {
+		err = c.err
+	}
 	if amount > 0 {
-		e.settlePayment(ctx, payment, err == nil)
+		t.settlePayment(ctx, payment, err == nil)
 	}
 	if errors.Is(err, tickets.ErrPaid) {
 		return c.reservation, nil // paid meanwhile by another attempt
 	}
 	if err != nil {
-		return e.stateError(id, err)
+		return t.stateError(id, err)
 	}
 	return c.reservation, nil
 }
 
 // CancelReservation gives a reserved hold's seats back; cancelling a
 // cancelled reservation answers it as it is.
-func (e *Engine) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
-	snap, a, err := e.heldReservation(id)
+func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
+	snap, a, err := t.heldReservation(id)
 	if err != nil || snap.State == tickets.Cancelled {
 		return snap, err
 	}
-	c, err := e.do(ctx, a.shard, CmdCancelReservation{ID: snap.ID})
-	if err != nil {
-		return e.stateError(id, err)
+	c := &cmdCancel{id: snap.ID}
+	if err := t.do(ctx, a.shard, c); err != nil {
+		return t.stateError(id, err)
+	}
+	if c.err != nil {
+		return t.stateError(id, c.err)
 	}
 	return c.reservation, nil
 }
 
+// do queues cmd on shard and waits for the round that applies it.
+func (t *Tickets) do(ctx context.Context, shard int, cmd engine.Command) error {
+	return ledgerengine.QueueError(t.port.Do(ctx, shard, cmd))
+}
+
 // heldReservation finds a decided reservation and its area.
-func (e *Engine) heldReservation(id string) (tickets.Reservation, *areaState, error) {
-	snap, err := e.Reservation(context.Background(), id, 0)
+func (t *Tickets) heldReservation(id string) (tickets.Reservation, *areaState, error) {
+	snap, err := t.Reservation(context.Background(), id, 0)
 	if err != nil {
 		return snap, nil, err
 	}
 	if !snap.Final() {
 		return snap, nil, ledger.Errorf(tickets.CodeNotPayable, "reservation %s is not decided yet", id)
 	}
-	a, _ := e.tk.area(snap.EventID, snap.AreaID)
+	a, _ := t.area(snap.EventID, snap.AreaID)
 	return snap, a, nil
 }
 
 // stateError answers a pay or cancel the desk refused, with the
 // reservation's committed state.
-func (e *Engine) stateError(id string, err error) (tickets.Reservation, error) {
-	snap, _ := e.Reservation(context.Background(), id, 0)
+func (t *Tickets) stateError(id string, err error) (tickets.Reservation, error) {
+	snap, _ := t.Reservation(context.Background(), id, 0)
 	var te *tickets.TransitionError
 	if errors.As(err, &te) {
 		return snap, ledger.Errorf(tickets.CodeNotPayable, "%v", te)
@@ -308,34 +298,34 @@ func (e *Engine) stateError(id string, err error) (tickets.Reservation, error) {
 
 // settlePayment posts or voids a pending payment. Failure leaves it
 // pending for the next start to settle, which is logged.
-func (e *Engine) settlePayment(ctx context.Context, payment string, post bool) {
+func (t *Tickets) settlePayment(ctx context.Context, payment string, post bool) {
 	var err error
 	if post {
-		_, err = e.PostPending(ctx, payment, 0)
+		_, err = t.ledger.PostPending(ctx, payment, 0)
 	} else {
-		_, err = e.VoidPending(ctx, payment)
+		_, err = t.ledger.VoidPending(ctx, payment)
 	}
 	if err != nil && ledger.CodeOf(err) != ledger.CodeTransferNotPending {
-		e.cfg.Logger.Error("settling reservation payment", "payment", payment, "post", post, "err", err)
+		t.log.Error("settling reservation payment", "payment", payment, "post", post, "err", err)
 	}
 }
 
 // publishReservations makes a batch's decisions visible, from the shard
 // that made them (or a coordinator holding every shard parked).
-func (e *Engine) publishReservations(changed []*tickets.Reservation) {
+func (t *Tickets) publishReservations(changed []*tickets.Reservation) {
 	if len(changed) == 0 {
 		return
 	}
 	now := time.Now()
 	for _, r := range changed {
-		a, _ := e.tk.area(r.EventID, r.AreaID)
+		a, _ := t.area(r.EventID, r.AreaID)
 		publishArea(a, now)
 		ev := &a.event.spec
 		if ev.PerUserSeatLimit > 0 && !r.HoldsSeats() {
-			e.tk.users.give(ev.EventName, r.UserID, r.NumOfSeats)
+			t.users.give(ev.EventName, r.UserID, r.NumOfSeats)
 		}
-		e.tk.outcome(r)
-		e.tk.index.store(uuid.MustParse(r.ID), snapshot(r), a)
+		t.outcome(r)
+		t.index.store(uuid.MustParse(r.ID), snapshot(r), a)
 	}
 }
 
@@ -351,48 +341,39 @@ func snapshot(r *tickets.Reservation) *tickets.Reservation {
 
 // loadTickets puts every stored event and reservation back, before the
 // shards start.
-func (e *Engine) loadTickets() error {
-	err := e.tdb.EachEvent(func(spec tickets.EventSpec) error {
-		e.addEvent(spec)
+func (t *Tickets) loadTickets() error {
+	err := t.db.EachEvent(func(spec tickets.EventSpec) error {
+		t.addEvent(spec)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("load events: %w", err)
 	}
 	soldAt := make(map[*areaState]time.Time)
-	err = e.tdb.EachReservation(func(r *tickets.Reservation) error {
-		a, ok := e.tk.area(r.EventID, r.AreaID)
+	err = t.db.EachReservation(func(r *tickets.Reservation) error {
+		a, ok := t.area(r.EventID, r.AreaID)
 		if !ok {
 			return fmt.Errorf("reservation %s: no area %s/%s", r.ID, r.EventID, r.AreaID)
 		}
-		a.shard.desk.Load(r, a.seats)
+		t.shards[a.shard].desk.Load(r, a.seats)
 		if r.HoldsSeats() {
 			soldAt[a] = maxTime(soldAt[a], r.UpdatedAt)
 			if a.event.spec.PerUserSeatLimit > 0 {
-				e.tk.users.add(a.event.spec.EventName, r.UserID, len(r.Seats))
+				t.users.add(a.event.spec.EventName, r.UserID, len(r.Seats))
 			}
 		}
-		e.tk.index.store(uuid.MustParse(r.ID), snapshot(r), a)
+		t.index.store(uuid.MustParse(r.ID), snapshot(r), a)
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("load reservations: %w", err)
 	}
-	for _, ev := range e.tk.events {
+	for _, ev := range t.events {
 		for _, a := range ev.list {
 			publishArea(a, soldAt[a])
 		}
 	}
 	return nil
-}
-
-// settlePayments finishes payments a crash interrupted: a pending payment
-// is posted if its reservation is paid, voided otherwise.
-func (e *Engine) settlePayments(pending []string) {
-	for _, payment := range pending {
-		r, err := e.Reservation(context.Background(), paymentReservation(payment), 0)
-		e.settlePayment(context.Background(), payment, err == nil && r.State == tickets.Paid && r.PaymentID == payment)
-	}
 }
 
 // copyOf is *r, or the zero reservation for nil.

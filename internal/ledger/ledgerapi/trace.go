@@ -1,4 +1,4 @@
-package enginespan
+package ledgerapi
 
 import (
 	"context"
@@ -7,16 +7,18 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/surge-dev/surge/internal/ledger"
-	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
 )
 
-// Ledger returns next with every call traced. Wrap it only when tracing is
-// on: with tracing off the spans would cost without being seen.
-func Ledger(next ledgerapi.Ledger) ledgerapi.Ledger { return traced{next} }
+// Traced returns next with every call traced: one span per call, a child
+// of the request's server span, so that a trace shows how much of a
+// request the engine took (queueing, the shard's round and its fsync).
+// Wrap it only when tracing is on: with tracing off the spans would cost
+// without being seen.
+func Traced(next Ledger) Ledger { return traced{next} }
 
-type traced struct{ next ledgerapi.Ledger }
+type traced struct{ next Ledger }
 
 // start starts the span of one ledger call.
 func start(ctx context.Context, op string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
@@ -26,14 +28,14 @@ func start(ctx context.Context, op string, attrs ...attribute.KeyValue) (context
 func (l traced) CreateAccount(ctx context.Context, spec ledger.AccountSpec) (ledger.Account, bool, error) {
 	ctx, span := start(ctx, "CreateAccount", attribute.String("surge.account", spec.ID))
 	a, created, err := l.next.CreateAccount(ctx, spec)
-	end(span, err)
+	telemetry.EndSpan(span, err, string(ledger.CodeOf(err)))
 	return a, created, err
 }
 
 func (l traced) Account(ctx context.Context, id string) (ledger.Account, error) {
 	ctx, span := start(ctx, "Account", attribute.String("surge.account", id))
 	a, err := l.next.Account(ctx, id)
-	end(span, err)
+	telemetry.EndSpan(span, err, string(ledger.CodeOf(err)))
 	return a, err
 }
 
@@ -45,48 +47,48 @@ func (l traced) TransferWith(ctx context.Context, req ledger.TransferRequest, at
 	ctx, span := start(ctx, "Transfer", attribute.String("surge.transfer", req.ID))
 	t, replayed, err := l.next.TransferWith(ctx, req, attached)
 	span.SetAttributes(attribute.Bool("surge.replayed", replayed))
-	end(span, err)
+	telemetry.EndSpan(span, err, string(ledger.CodeOf(err)))
 	return t, replayed, err
 }
 
 func (l traced) TransferBatch(ctx context.Context, reqs []ledger.TransferRequest, atomic bool) ([]ledger.BatchResult, error) {
 	ctx, span := start(ctx, "TransferBatch", attribute.Int("surge.batch.transfers", len(reqs)), attribute.Bool("surge.batch.atomic", atomic))
 	res, err := l.next.TransferBatch(ctx, reqs, atomic)
-	end(span, err)
+	telemetry.EndSpan(span, err, string(ledger.CodeOf(err)))
 	return res, err
 }
 
 func (l traced) PostPending(ctx context.Context, id string, amount int64) (ledger.Transfer, error) {
 	ctx, span := start(ctx, "PostPending", attribute.String("surge.transfer", id))
 	t, err := l.next.PostPending(ctx, id, amount)
-	end(span, err)
+	telemetry.EndSpan(span, err, string(ledger.CodeOf(err)))
 	return t, err
 }
 
 func (l traced) VoidPending(ctx context.Context, id string) (ledger.Transfer, error) {
 	ctx, span := start(ctx, "VoidPending", attribute.String("surge.transfer", id))
 	t, err := l.next.VoidPending(ctx, id)
-	end(span, err)
+	telemetry.EndSpan(span, err, string(ledger.CodeOf(err)))
 	return t, err
 }
 
 func (l traced) GetTransfer(ctx context.Context, id string) (ledger.Transfer, error) {
 	ctx, span := start(ctx, "GetTransfer", attribute.String("surge.transfer", id))
 	t, err := l.next.GetTransfer(ctx, id)
-	end(span, err)
+	telemetry.EndSpan(span, err, string(ledger.CodeOf(err)))
 	return t, err
 }
 
 func (l traced) History(ctx context.Context, accountID string, q ledger.HistoryQuery) (ledger.HistoryPage, error) {
 	ctx, span := start(ctx, "History", attribute.String("surge.account", accountID))
 	p, err := l.next.History(ctx, accountID, q)
-	end(span, err)
+	telemetry.EndSpan(span, err, string(ledger.CodeOf(err)))
 	return p, err
 }
 
 func (l traced) Stats(ctx context.Context) (ledger.Stats, error) {
 	ctx, span := start(ctx, "Stats")
 	s, err := l.next.Stats(ctx)
-	end(span, err)
+	telemetry.EndSpan(span, err, string(ledger.CodeOf(err)))
 	return s, err
 }

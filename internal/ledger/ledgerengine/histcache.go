@@ -1,4 +1,4 @@
-package engine
+package ledgerengine
 
 import (
 	lru "github.com/hashicorp/golang-lru/v2"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package engine
+package ledgerengine
 
 import (
 	"fmt"
@@ -22,12 +22,12 @@ import (
 // than the rate (heavy steal still inflates it: the guest charges time
 // stolen from a running thread to that thread).
 
-func benchEngine(b *testing.B, shards int) *Engine {
+func benchEngine(b *testing.B, shards int) *Ledger {
 	b.Helper()
-	return openEngine(b, Config{Dir: b.TempDir(), Shards: shards})
+	return openEngine(b, opts{Dir: b.TempDir(), Shards: shards})
 }
 
-func benchAccounts(b *testing.B, e *Engine, ids []string) {
+func benchAccounts(b *testing.B, e *Ledger, ids []string) {
 	b.Helper()
 	for _, id := range ids {
 		mustOpenAccount(b, e, id, ledger.MaxAmount)
@@ -57,7 +57,7 @@ func reportRate(b *testing.B, transfers int, cpuBefore time.Duration) {
 
 // benchPair moves money back and forth between two accounts, one transfer
 // at a time: the latency of one durable transfer.
-func benchPair(b *testing.B, x, y string, e *Engine) {
+func benchPair(b *testing.B, x, y string, e *Ledger) {
 	n, cpu := 0, processCPU(b)
 	for b.Loop() {
 		req := ledger.TransferRequest{ID: "t" + strconv.Itoa(n), From: x, To: y, Amount: 1}
@@ -170,7 +170,7 @@ func benchBatches(b *testing.B, accounts, size int) {
 
 // benchAccountsParallel opens the accounts from many goroutines, so that
 // group commit shares the fsyncs and 50,000 accounts open in seconds.
-func benchAccountsParallel(b *testing.B, e *Engine, ids []string) {
+func benchAccountsParallel(b *testing.B, e *Ledger, ids []string) {
 	b.Helper()
 	const openers = 256
 	var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-package engine
+package ledgerengine
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
 	"github.com/surge-dev/surge/internal/store"
@@ -21,46 +22,65 @@ import (
 
 var ctx = context.Background()
 
-func openEngine(t testing.TB, cfg Config) *Engine {
+// opts sets up an engine and its ledger for a test.
+type opts struct {
+	Dir             string
+	Shards          int
+	QueueCapacity   int
+	MaxBatch        int
+	DefaultCurrency string
+	SweepEntries    int
+	// parallel is the engine's ParallelSize.
+	parallel int
+}
+
+func openEngine(t testing.TB, o opts) *Ledger {
 	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	log := slog.New(slog.DiscardHandler)
+	eng, err := engine.Open(engine.Config{Dir: o.Dir, Shards: o.Shards, QueueCapacity: o.QueueCapacity,
+		MaxBatch: o.MaxBatch, ParallelSize: o.parallel, Logger: log})
+	if err != nil {
+		t.Fatalf("engine.Open: %v", err)
 	}
-	e, err := Open(cfg)
+	t.Cleanup(func() { eng.Close() })
+	l, err := Open(eng, Config{DefaultCurrency: o.DefaultCurrency, SweepEntries: o.SweepEntries, Logger: log})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	eng.Start()
+	if err := l.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return l
 }
 
-func closeEngine(t testing.TB, e *Engine) {
+func closeEngine(t testing.TB, e *Ledger) {
 	t.Helper()
-	if err := e.Close(); err != nil {
+	if err := e.eng.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 }
 
 // namesOn returns n account ids that live on shard i.
-func namesOn(e *Engine, i, n int, prefix string) []string {
+func namesOn(e *Ledger, i, n int, prefix string) []string {
 	var out []string
 	for k := 0; len(out) < n; k++ {
 		id := fmt.Sprintf("%s%d", prefix, k)
-		if e.shardFor(id).id == i {
+		if e.eng.ShardOf(id) == i {
 			out = append(out, id)
 		}
 	}
 	return out
 }
 
-func mustOpenAccount(t testing.TB, e *Engine, id string, overdraft int64) {
+func mustOpenAccount(t testing.TB, e *Ledger, id string, overdraft int64) {
 	t.Helper()
 	if _, created, err := e.CreateAccount(ctx, ledger.AccountSpec{ID: id, Currency: "USD", OverdraftLimit: overdraft}); err != nil || !created {
 		t.Fatalf("CreateAccount(%s): created %v, %v", id, created, err)
 	}
 }
 
-func mustTransfer(t testing.TB, e *Engine, req ledger.TransferRequest) ledger.Transfer {
+func mustTransfer(t testing.TB, e *Ledger, req ledger.TransferRequest) ledger.Transfer {
 	t.Helper()
 	tr, replayed, err := e.Transfer(ctx, req)
 	if err != nil || replayed {
@@ -69,7 +89,7 @@ func mustTransfer(t testing.TB, e *Engine, req ledger.TransferRequest) ledger.Tr
 	return tr
 }
 
-func balance(t testing.TB, e *Engine, id string) ledger.Account {
+func balance(t testing.TB, e *Ledger, id string) ledger.Account {
 	t.Helper()
 	a, err := e.Account(ctx, id)
 	if err != nil {
@@ -78,7 +98,7 @@ func balance(t testing.TB, e *Engine, id string) ledger.Account {
 	return a
 }
 
-func wantBalance(t testing.TB, e *Engine, id string, bal, pending int64) {
+func wantBalance(t testing.TB, e *Ledger, id string, bal, pending int64) {
 	t.Helper()
 	if a := balance(t, e, id); a.Balance != bal || a.Pending != pending {
 		t.Fatalf("%s: balance %d pending %d, want %d and %d", id, a.Balance, a.Pending, bal, pending)
@@ -92,7 +112,7 @@ func wantCode(t testing.TB, err error, code ledger.Code) {
 	}
 }
 
-func wantBalanced(t testing.TB, e *Engine) ledger.Stats {
+func wantBalanced(t testing.TB, e *Ledger) ledger.Stats {
 	t.Helper()
 	st, err := e.Stats(ctx)
 	if err != nil {
@@ -108,7 +128,7 @@ func wantBalanced(t testing.TB, e *Engine) ledger.Stats {
 
 // fullHistory reads an account's whole history, newest first, page by page
 // with the cursor, and checks the paging and the entries' arithmetic.
-func fullHistory(t testing.TB, e *Engine, id string, pageSize int) []ledger.Entry {
+func fullHistory(t testing.TB, e *Ledger, id string, pageSize int) []ledger.Entry {
 	t.Helper()
 	a := balance(t, e, id)
 	var all []ledger.Entry
@@ -156,14 +176,14 @@ func fullHistory(t testing.TB, e *Engine, id string, pageSize int) []ledger.Entr
 // parkEngine stops the engine in the middle of a round, until the returned
 // func is called (also at cleanup): commands queued meanwhile wait in their
 // shards' logs.
-func parkEngine(t testing.TB, e *Engine) func() {
+func parkEngine(t testing.TB, e *Ledger) func() {
 	t.Helper()
 	parked := make(chan struct{})
 	release := make(chan struct{})
-	if _, err := e.enqueue(ctx, e.exclusive, cmdExclusive{run: func(*call, time.Time) {
+	if _, err := e.port.Exclusive(ctx, func(time.Time) {
 		close(parked)
 		<-release
-	}}); err != nil {
+	}); err != nil {
 		t.Fatal(err)
 	}
 	<-parked
@@ -187,9 +207,9 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 func TestOpenCreatesWorldAndAccounts(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 3, DefaultCurrency: "EUR"})
-	if e.Shards() != 3 {
-		t.Fatalf("shards %d", e.Shards())
+	e := openEngine(t, opts{Dir: dir, Shards: 3, DefaultCurrency: "EUR"})
+	if e.eng.Shards() != 3 {
+		t.Fatalf("shards %d", e.eng.Shards())
 	}
 	w := balance(t, e, ledger.WorldID)
 	if w.Currency != "EUR" || !w.System() || w.Balance != 0 {
@@ -226,7 +246,7 @@ func TestOpenCreatesWorldAndAccounts(t *testing.T) {
 
 	// @world keeps its currency across restarts whatever the flag says.
 	closeEngine(t, e)
-	e = openEngine(t, Config{Dir: dir, Shards: 3, DefaultCurrency: "USD"})
+	e = openEngine(t, opts{Dir: dir, Shards: 3, DefaultCurrency: "USD"})
 	if w := balance(t, e, ledger.WorldID); w.Currency != "EUR" {
 		t.Fatalf("@world currency %s after reopen", w.Currency)
 	}
@@ -261,7 +281,7 @@ func testConcurrentTransfersAndReopen(t *testing.T, sweep, parallelEntries int) 
 	}
 	t.Logf("seed %d (rerun with ENGINE_SEED=%d)", seed, seed)
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 4, MaxBatch: 64, SweepEntries: sweep, parallelEntries: parallelEntries})
+	e := openEngine(t, opts{Dir: dir, Shards: 4, MaxBatch: 64, SweepEntries: sweep, parallel: parallelEntries})
 
 	const nAccounts, funding = 100, 1000
 	ids := make([]string, nAccounts)
@@ -452,7 +472,7 @@ func testConcurrentTransfersAndReopen(t *testing.T, sweep, parallelEntries int) 
 	t.Logf("%d acknowledged transfers, %d moved money", len(done), moving)
 	if sweep > 0 {
 		journaled := 0
-		if err := e.ldb.EachJournalEntry(func(*ledger.AccountEntry) error { journaled++; return nil }); err != nil {
+		if err := e.db.EachJournalEntry(func(*ledger.AccountEntry) error { journaled++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if journaled > 4*sweep || journaled >= total {
@@ -466,7 +486,7 @@ func testConcurrentTransfersAndReopen(t *testing.T, sweep, parallelEntries int) 
 		accounts[id] = balance(t, e, id)
 	}
 	closeEngine(t, e)
-	e = openEngine(t, Config{Dir: dir, Shards: 4, SweepEntries: sweep})
+	e = openEngine(t, opts{Dir: dir, Shards: 4, SweepEntries: sweep})
 	for id, before := range accounts {
 		after := balance(t, e, id)
 		if after.Balance != before.Balance || after.Pending != before.Pending || after.Entries != before.Entries ||
@@ -490,7 +510,7 @@ func testConcurrentTransfersAndReopen(t *testing.T, sweep, parallelEntries int) 
 
 func TestPendingSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 4})
+	e := openEngine(t, opts{Dir: dir, Shards: 4})
 	for _, id := range []string{"payer", "payee"} {
 		mustOpenAccount(t, e, id, 0)
 	}
@@ -500,7 +520,7 @@ func TestPendingSurvivesReopen(t *testing.T) {
 	wantBalance(t, e, "payer", 100, 70)
 	closeEngine(t, e)
 
-	e = openEngine(t, Config{Dir: dir, Shards: 4})
+	e = openEngine(t, opts{Dir: dir, Shards: 4})
 	wantBalance(t, e, "payer", 100, 70)
 	for _, id := range []string{"p-post", "p-void"} {
 		if tr, err := e.GetTransfer(ctx, id); err != nil || tr.State != ledger.StatePending {
@@ -523,13 +543,13 @@ func TestPendingSurvivesReopen(t *testing.T) {
 	wantCode(t, err, ledger.CodeTransferNotPending)
 	wantBalanced(t, e)
 	closeEngine(t, e)
-	e = openEngine(t, Config{Dir: dir, Shards: 4})
+	e = openEngine(t, opts{Dir: dir, Shards: 4})
 	wantBalance(t, e, "payer", 75, 0)
 	wantBalance(t, e, "payee", 25, 0)
 }
 
 func TestHoldExpires(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, opts{Dir: t.TempDir(), Shards: 2})
 	mustOpenAccount(t, e, "a", 0)
 	mustOpenAccount(t, e, "b", 0)
 	mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: "a", Amount: 100})
@@ -553,7 +573,7 @@ func TestHoldExpires(t *testing.T) {
 
 func TestHoldExpiresWhileClosed(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 2})
+	e := openEngine(t, opts{Dir: dir, Shards: 2})
 	mustOpenAccount(t, e, "a", 0)
 	mustOpenAccount(t, e, "b", 0)
 	mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: "a", Amount: 100})
@@ -574,7 +594,7 @@ func TestHoldExpiresWhileClosed(t *testing.T) {
 	}
 	time.Sleep(time.Until(tr.ExpiresAt()) + 10*time.Millisecond) // the subject here is the clock
 
-	e = openEngine(t, Config{Dir: dir, Shards: 2})
+	e = openEngine(t, opts{Dir: dir, Shards: 2})
 	waitFor(t, "expiry on reopen", func() bool {
 		got, err := e.GetTransfer(ctx, "h")
 		return err == nil && got.State == ledger.StateExpired
@@ -584,7 +604,7 @@ func TestHoldExpiresWhileClosed(t *testing.T) {
 		t.Fatalf("hold without timeout: %+v %v", got, err)
 	}
 	closeEngine(t, e)
-	e = openEngine(t, Config{Dir: dir, Shards: 2})
+	e = openEngine(t, opts{Dir: dir, Shards: 2})
 	wantBalance(t, e, "a", 100, 10)
 }
 
@@ -592,7 +612,7 @@ func TestAtomicBatchAcrossShards(t *testing.T) {
 	dir := t.TempDir()
 	// Every round's later steps on the shards' goroutines, around the
 	// exclusive command (the default runs rounds this small on one).
-	e := openEngine(t, Config{Dir: dir, Shards: 3, parallelEntries: 1})
+	e := openEngine(t, opts{Dir: dir, Shards: 3, parallel: 1})
 	a, b, c := namesOn(e, 0, 1, "a")[0], namesOn(e, 1, 1, "b")[0], namesOn(e, 2, 1, "c")[0]
 	for _, id := range []string{a, b, c} {
 		mustOpenAccount(t, e, id, 0)
@@ -679,7 +699,7 @@ func TestAtomicBatchAcrossShards(t *testing.T) {
 
 	// Durable as one: after a restart both legs of every item are there.
 	closeEngine(t, e)
-	e = openEngine(t, Config{Dir: dir, Shards: 3})
+	e = openEngine(t, opts{Dir: dir, Shards: 3})
 	wantBalance(t, e, a, 44, 0)
 	wantBalance(t, e, b, 10, 0)
 	wantBalance(t, e, c, 46, 0)
@@ -698,7 +718,7 @@ func TestAtomicBatchAcrossShards(t *testing.T) {
 }
 
 func TestAtomicBatchOneShard(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, opts{Dir: t.TempDir(), Shards: 2})
 	names := namesOn(e, 0, 3, "s")
 	other := namesOn(e, 1, 1, "o")[0]
 	for _, id := range append(names, other) {
@@ -751,7 +771,7 @@ func TestAtomicBatchOneShard(t *testing.T) {
 // after (the groups of a batch can fall in different rounds), so no
 // expected outcome depends on one.
 func TestBatchResultsInOrder(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 3})
+	e := openEngine(t, opts{Dir: t.TempDir(), Shards: 3})
 	var ids []string
 	for i := range 3 {
 		ids = append(ids, namesOn(e, i, 2, fmt.Sprintf("n%d-", i))...)
@@ -815,9 +835,9 @@ func TestBatchResultsInOrder(t *testing.T) {
 
 // crossShardPair opens an engine of two shards on dir with an account on
 // each, the first holding 100 from @world.
-func crossShardPair(t *testing.T, dir string) (e *Engine, a, b string) {
+func crossShardPair(t *testing.T, dir string) (e *Ledger, a, b string) {
 	t.Helper()
-	e = openEngine(t, Config{Dir: dir, Shards: 2})
+	e = openEngine(t, opts{Dir: dir, Shards: 2})
 	a, b = namesOn(e, 0, 1, "payer")[0], namesOn(e, 1, 1, "payee")[0]
 	mustOpenAccount(t, e, a, 0)
 	mustOpenAccount(t, e, b, 0)
@@ -825,79 +845,23 @@ func crossShardPair(t *testing.T, dir string) (e *Engine, a, b string) {
 	return e, a, b
 }
 
-// A credit whose debit is durable but which never reached its shard (a
-// crash between the two legs) is applied once when the engine opens.
-func TestOutboxResumedOnOpen(t *testing.T) {
-	dir := t.TempDir()
-	e, payer, payee := crossShardPair(t, dir)
-	mustTransfer(t, e, ledger.TransferRequest{ID: "before", From: payer, To: payee, Amount: 1})
-	last := balance(t, e, payer)
-	if last.Balance != 99 {
-		t.Fatalf("payer's balance %d, want 99", last.Balance)
-	}
-	closeEngine(t, e)
-
-	// What the payer's shard writes for a cross-shard transfer, without the
-	// payee's shard ever running its half: the debit's history entry goes
-	// into the journal, after the records the engine wrote.
-	s, err := store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := time.Now().UTC().Truncate(time.Microsecond)
-	leg := ledger.CreditLeg{TransferID: "crashed", From: payer, To: payee, Amount: 30, Memo: "mid-crash", At: at}
-	w := ledgerstore.NewLedgerBatch(s.NewBatch())
-	w.PutTransfer(&ledger.Transfer{ID: "crashed", From: payer, To: payee, Amount: 30, Currency: "USD", Memo: "mid-crash",
-		State: ledger.StatePosted, PostedAmount: 30, CreatedAt: at, UpdatedAt: at})
-	debit := ledger.Entry{Seq: last.Entries + 1, TransferID: "crashed",
-		Direction: ledger.Debit, Amount: 30, BalanceAfter: 69, Counterpart: payee, Memo: "mid-crash", At: at}
-	w.PutJournal(0, 1<<40, 1, ledger.AppendJournalItem(nil, payer, &debit))
-	w.PutOutbox("crashed-batch", []ledger.CreditLeg{leg})
-	if err := s.Commit(w.Batch); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	for round := range 2 {
-		e = openEngine(t, Config{Dir: dir, Shards: 2})
-		wantBalance(t, e, payer, 69, 0)
-		wantBalance(t, e, payee, 31, 0)
-		h := fullHistory(t, e, payee, 10)
-		want := ledger.Entry{Seq: 2, TransferID: "crashed", Direction: ledger.Credit, Amount: 30, BalanceAfter: 31,
-			Counterpart: payer, Memo: "mid-crash", At: at}
-		if len(h) != 2 || !reflect.DeepEqual(h[0], want) {
-			t.Fatalf("round %d: payee history %+v", round, h)
-		}
-		n := 0
-		if err := e.ldb.EachOutbox(func(string, []ledger.CreditLeg) error { n++; return nil }); err != nil || n != 0 {
-			t.Fatalf("round %d: %d outbox records left, %v", round, n, err)
-		}
-		wantBalanced(t, e)
-		if tr, err := e.GetTransfer(ctx, "crashed"); err != nil || tr.PostedAmount != 30 {
-			t.Fatalf("round %d: transfer %+v %v", round, tr, err)
-		}
-		closeEngine(t, e)
-	}
-}
-
 // With its queue full, a shard turns requests away at once.
 func TestOverloaded(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 1, QueueCapacity: 2})
+	e := openEngine(t, opts{Dir: t.TempDir(), Shards: 1, QueueCapacity: 2})
 	mustOpenAccount(t, e, "a", 0)
 	mustOpenAccount(t, e, "b", 0)
 	mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: "a", Amount: 100})
-	s := e.shards[0]
 	release := parkEngine(t, e)
 
-	var queued []*call
+	var queued []*engine.Call
+	var cmds []*cmdTransfer
 	for i := range 2 {
-		c, err := e.submit(ctx, s, CmdTransfer{Req: ledger.TransferRequest{ID: fmt.Sprint("q", i), From: "a", To: "b", Amount: 1}})
+		cmd := &cmdTransfer{req: ledger.TransferRequest{ID: fmt.Sprint("q", i), From: "a", To: "b", Amount: 1}}
+		c, err := e.port.Submit(ctx, 0, cmd)
 		if err != nil {
 			t.Fatalf("queueing %d of 2: %v", i, err)
 		}
-		queued = append(queued, c)
+		queued, cmds = append(queued, c), append(cmds, cmd)
 	}
 	// A deadline only turns a hang into a failure; the answers must not
 	// depend on it.
@@ -920,14 +884,14 @@ func TestOverloaded(t *testing.T) {
 	if err != nil || ledger.CodeOf(res[0].Err) != ledger.CodeOverloaded {
 		t.Fatalf("atomic batch on a full shard: %+v %v", res, err)
 	}
-	if n := s.log.Len(); n != 2 {
+	if n := e.eng.QueueLen(0); n != 2 {
 		t.Fatalf("queue holds %d commands, want the 2 accepted", n)
 	}
 
 	release()
 	for i, c := range queued {
-		if err := wait(cctx, c); err != nil || c.err != nil {
-			t.Fatalf("queued transfer %d: %v %v", i, err, c.err)
+		if err := c.Wait(cctx); err != nil || cmds[i].err != nil {
+			t.Fatalf("queued transfer %d: %v %v", i, err, cmds[i].err)
 		}
 	}
 	// Load gone: requests are served again, and the rejected ones never ran.
@@ -944,7 +908,7 @@ func TestOverloaded(t *testing.T) {
 // the items already handed to an earlier shard still run; their results
 // must say what happened to them, not report an empty success.
 func TestBatchOverloadMidwayReportsAppliedItems(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2, QueueCapacity: 1})
+	e := openEngine(t, opts{Dir: t.TempDir(), Shards: 2, QueueCapacity: 1})
 	x := namesOn(e, 0, 2, "x")
 	y := namesOn(e, 1, 1, "y")[0]
 	for _, id := range append(x, y) {
@@ -952,7 +916,7 @@ func TestBatchOverloadMidwayReportsAppliedItems(t *testing.T) {
 		mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: id, Amount: 100})
 	}
 	release := parkEngine(t, e)
-	filler, err := e.submit(ctx, e.shards[1], CmdTransfer{Req: ledger.TransferRequest{From: y, To: x[0], Amount: 1}})
+	filler, err := e.port.Submit(ctx, 1, &cmdTransfer{req: ledger.TransferRequest{From: y, To: x[0], Amount: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -969,7 +933,7 @@ func TestBatchOverloadMidwayReportsAppliedItems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := wait(ctx, filler); err != nil {
+	if err := filler.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wantCode(t, res[1].Err, ledger.CodeOverloaded)
@@ -987,7 +951,7 @@ func TestBatchOverloadMidwayReportsAppliedItems(t *testing.T) {
 // A hold with a timeout created by an atomic batch spanning shards must
 // expire like any other.
 func TestHoldFromCrossShardAtomicBatchExpires(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, opts{Dir: t.TempDir(), Shards: 2})
 	a0, a1 := namesOn(e, 0, 1, "a")[0], namesOn(e, 1, 1, "b")[0]
 	for _, id := range []string{a0, a1} {
 		mustOpenAccount(t, e, id, 0)
@@ -1010,7 +974,7 @@ func TestHoldFromCrossShardAtomicBatchExpires(t *testing.T) {
 
 func TestReopenWithOtherShardCount(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 4})
+	e := openEngine(t, opts{Dir: dir, Shards: 4})
 	var ids []string
 	for i := range 20 {
 		id := fmt.Sprint("r", i)
@@ -1028,7 +992,7 @@ func TestReopenWithOtherShardCount(t *testing.T) {
 	}
 	closeEngine(t, e)
 	for _, n := range []int{3, 1} {
-		e = openEngine(t, Config{Dir: dir, Shards: n})
+		e = openEngine(t, opts{Dir: dir, Shards: n})
 		for _, id := range ids {
 			if got := balance(t, e, id); got.Balance != before[id].Balance || got.Pending != before[id].Pending || got.Entries != before[id].Entries {
 				t.Fatalf("%d shards: %s = %+v, was %+v", n, id, got, before[id])
@@ -1039,7 +1003,7 @@ func TestReopenWithOtherShardCount(t *testing.T) {
 		wantCode(t, err, ledger.CodeIdempotencyConflict)
 		closeEngine(t, e)
 	}
-	e = openEngine(t, Config{Dir: dir, Shards: 2})
+	e = openEngine(t, opts{Dir: dir, Shards: 2})
 	if tr, err := e.PostPending(ctx, "hold", 0); err != nil || tr.State != ledger.StatePosted {
 		t.Fatalf("post after resharding: %+v %v", tr, err)
 	}
@@ -1047,7 +1011,7 @@ func TestReopenWithOtherShardCount(t *testing.T) {
 }
 
 func TestHistoryPaging(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, opts{Dir: t.TempDir(), Shards: 2})
 	mustOpenAccount(t, e, "h", 0)
 	for i := range 25 {
 		mustTransfer(t, e, ledger.TransferRequest{ID: fmt.Sprint("h", i), From: ledger.WorldID, To: "h", Amount: int64(i + 1)})
@@ -1113,7 +1077,7 @@ func TestHistoryPaging(t *testing.T) {
 // publish takes after updating the committed view, so the round stops
 // right after that; Stats then runs in that gap.
 func TestStatsConsistentDuringCrossShardAtomicBatch(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, opts{Dir: t.TempDir(), Shards: 2})
 	a, b := namesOn(e, 0, 1, "a")[0], namesOn(e, 1, 1, "b")[0]
 	mustOpenAccount(t, e, a, 0)
 	mustOpenAccount(t, e, b, 0)
@@ -1198,13 +1162,13 @@ func TestTransferAttachedOnlyWithNewTransfers(t *testing.T) {
 	}
 	closeEngine(t, e)
 
-	e = openEngine(t, Config{Dir: dir, Shards: 2})
+	e = openEngine(t, opts{Dir: dir, Shards: 2})
 	for id, want := range map[string]bool{"new": true, "replay": false, "conflict": false, "refused": false} {
-		v, found, err := e.Store().Get([]byte("mark/" + id))
+		v, found, err := e.db.Get([]byte("mark/" + id))
 		if err != nil || found != want || found && string(v) != "value of "+id {
 			t.Errorf("record of the %s call: found %v %q (%v), want %v", id, found, v, err, want)
 		}
-		if _, found, err := e.Store().Get([]byte("mark2/" + id)); err != nil || found != want {
+		if _, found, err := e.db.Get([]byte("mark2/" + id)); err != nil || found != want {
 			t.Errorf("second record of the %s call: found %v (%v), want %v", id, found, err, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package ticketengine
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func testEvent(name string, areas, rows, cols int) tickets.EventSpec {
 	return spec
 }
 
-func mustCreateEvent(t testing.TB, e *Engine, spec tickets.EventSpec) {
+func mustCreateEvent(t testing.TB, e *fixture, spec tickets.EventSpec) {
 	t.Helper()
 	if _, created, err := e.CreateEvent(ctx, spec); err != nil || !created {
 		t.Fatalf("CreateEvent(%s): created %v, %v", spec.EventName, created, err)
@@ -29,7 +29,7 @@ func mustCreateEvent(t testing.TB, e *Engine, spec tickets.EventSpec) {
 }
 
 // reserveWait files a request and waits for its decision.
-func reserveWait(t testing.TB, e *Engine, user string, req tickets.ReserveRequest) tickets.Reservation {
+func reserveWait(t testing.TB, e *fixture, user string, req tickets.ReserveRequest) tickets.Reservation {
 	t.Helper()
 	id, err := e.Reserve(user, req)
 	if err != nil {
@@ -48,7 +48,7 @@ func random(event, area string, n int) tickets.ReserveRequest {
 
 // checkArea asserts that an area's seat map, holders and published count
 // agree, and returns the holders by seat.
-func checkArea(t testing.TB, e *Engine, event, area string) map[tickets.Seat]string {
+func checkArea(t testing.TB, e *fixture, event, area string) map[tickets.Seat]string {
 	t.Helper()
 	seats, err := e.InspectArea(ctx, event, area)
 	if err != nil {
@@ -95,7 +95,7 @@ func checkArea(t testing.TB, e *Engine, event, area string) map[tickets.Seat]str
 }
 
 func TestReserveBestBlockAndRead(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, testConfig{Dir: t.TempDir(), Shards: 2})
 	mustCreateEvent(t, e, testEvent("ev", 1, 3, 5))
 
 	r := reserveWait(t, e, "u1", random("ev", "A0", 3))
@@ -121,7 +121,7 @@ func TestReserveBestBlockAndRead(t *testing.T) {
 }
 
 func TestCreateEventReplayAndConflict(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, testConfig{Dir: t.TempDir(), Shards: 2})
 	spec := testEvent("ev", 2, 2, 2)
 	mustCreateEvent(t, e, spec)
 	if _, created, err := e.CreateEvent(ctx, spec); err != nil || created {
@@ -139,7 +139,7 @@ func TestCreateEventReplayAndConflict(t *testing.T) {
 // Many clients race for few seats: exactly the capacity is sold, no seat
 // twice, and every reservation is decided.
 func TestConcurrentReservationsSellExactlyTheCapacity(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, testConfig{Dir: t.TempDir(), Shards: 2})
 	const areas, rows, cols = 4, 3, 4
 	mustCreateEvent(t, e, testEvent("ev", areas, rows, cols))
 
@@ -216,7 +216,7 @@ func TestConcurrentReservationsSellExactlyTheCapacity(t *testing.T) {
 
 func TestReservationsSurviveReopen(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 2})
+	e := openEngine(t, testConfig{Dir: dir, Shards: 2})
 	mustCreateEvent(t, e, testEvent("ev", 3, 4, 4))
 	var kept []tickets.Reservation
 	for i := range 9 {
@@ -229,7 +229,7 @@ func TestReservationsSurviveReopen(t *testing.T) {
 	kept[0] = cancelled
 	closeEngine(t, e)
 
-	e = openEngine(t, Config{Dir: dir, Shards: 3}) // areas move between shards
+	e = openEngine(t, testConfig{Dir: dir, Shards: 3}) // areas move between shards
 	for _, want := range kept {
 		got, err := e.Reservation(ctx, want.ID, 0)
 		if err != nil || got.State != want.State || !slices.Equal(got.Seats, want.Seats) {
@@ -252,7 +252,7 @@ func TestReservationsSurviveReopen(t *testing.T) {
 }
 
 func TestHoldExpiresAndSeatsGoBackOnSale(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, testConfig{Dir: t.TempDir(), Shards: 2})
 	spec := testEvent("ev", 1, 1, 2)
 	spec.HoldTime = 100 * time.Millisecond
 	mustCreateEvent(t, e, spec)
@@ -278,10 +278,10 @@ func TestHoldExpiresAndSeatsGoBackOnSale(t *testing.T) {
 
 // sellingEvent creates event "ev" (one area of 2×5 seats at 250) paying
 // account "org", and a "buyer" holding 1000.
-func sellingEvent(t testing.TB, e *Engine) {
+func sellingEvent(t testing.TB, e *fixture) {
 	t.Helper()
-	mustOpenAccount(t, e, "org", 0)
-	mustOpenAccount(t, e, "buyer", 0)
+	mustOpenAccount(t, e, "org")
+	mustOpenAccount(t, e, "buyer")
 	mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: "buyer", Amount: 1000})
 	spec := testEvent("ev", 1, 2, 5)
 	spec.Organizer = "org"
@@ -289,9 +289,9 @@ func sellingEvent(t testing.TB, e *Engine) {
 }
 
 func TestPayMovesMoneyOnce(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, testConfig{Dir: t.TempDir(), Shards: 2})
 	sellingEvent(t, e)
-	mustOpenAccount(t, e, "poor", 0)
+	mustOpenAccount(t, e, "poor")
 
 	r := reserveWait(t, e, "u", random("ev", "A0", 3))
 	if _, err := e.PayReservation(ctx, r.ID, "poor"); ledger.CodeOf(err) != ledger.CodeInsufficientFunds {
@@ -319,7 +319,7 @@ func TestPayMovesMoneyOnce(t *testing.T) {
 // next start posts it if the reservation is paid by it, else voids it.
 func TestPaymentsSettledOnReopen(t *testing.T) {
 	dir := t.TempDir()
-	e := openEngine(t, Config{Dir: dir, Shards: 2})
+	e := openEngine(t, testConfig{Dir: dir, Shards: 2})
 	sellingEvent(t, e)
 	paid := reserveWait(t, e, "u", random("ev", "A0", 1))
 	unpaid := reserveWait(t, e, "u", random("ev", "A0", 1))
@@ -331,17 +331,17 @@ func TestPaymentsSettledOnReopen(t *testing.T) {
 		return id
 	}
 	paidBy := pending(paid)
-	a, _ := e.tk.area("ev", "A0")
-	if _, err := e.do(ctx, a.shard, CmdPayReservation{ID: paid.ID, PaymentID: paidBy}); err != nil {
+	a, _ := e.area("ev", "A0")
+	if err := e.Tickets.do(ctx, a.shard, &cmdPay{id: paid.ID, paymentID: paidBy}); err != nil {
 		t.Fatal(err)
 	}
 	abandoned := pending(unpaid)
 	wantBalance(t, e, "buyer", 1000, 500)
 	closeEngine(t, e)
 
-	e = openEngine(t, Config{Dir: dir, Shards: 2})
+	e = openEngine(t, testConfig{Dir: dir, Shards: 2})
 	for id, want := range map[string]ledger.TransferState{paidBy: ledger.StatePosted, abandoned: ledger.StateVoided} {
-		if got, err := e.GetTransfer(ctx, id); err != nil || got.State != want {
+		if got, err := e.led.GetTransfer(ctx, id); err != nil || got.State != want {
 			t.Fatalf("payment %s: %+v %v, want %v", id, got, err, want)
 		}
 	}
@@ -350,7 +350,7 @@ func TestPaymentsSettledOnReopen(t *testing.T) {
 }
 
 func TestPerUserSeatLimit(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	e := openEngine(t, testConfig{Dir: t.TempDir(), Shards: 2})
 	spec := testEvent("ev", 2, 5, 5)
 	spec.PerUserSeatLimit = 4
 	mustCreateEvent(t, e, spec)
@@ -375,7 +375,7 @@ func TestPerUserSeatLimit(t *testing.T) {
 }
 
 func TestReserveOverloadedFilesNothing(t *testing.T) {
-	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 1, QueueCapacity: 1})
+	e := openEngine(t, testConfig{Dir: t.TempDir(), Shards: 1, QueueCapacity: 1})
 	mustCreateEvent(t, e, testEvent("ev", 1, 2, 2))
 	release := parkEngine(t, e)
 	first, err := e.Reserve("u", random("ev", "A0", 1))

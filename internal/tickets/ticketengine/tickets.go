@@ -1,19 +1,29 @@
-package engine
+package ticketengine
 
 import (
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/surge-dev/surge/internal/tickets/ticketstore"
 )
 
-// ticketing is what the engine keeps of the ticketing workload outside the
-// shards: the events, the reservation index readers use, and the seats each
-// user holds per event. Seat maps and open reservations live in the shards
-// that own their areas.
-type ticketing struct {
+// Tickets is the ticketing workload on the engine's shards, and its API
+// (SPEC §3.2). Seat maps and open reservations live in the shards that own
+// their areas (shard); the events, the reservation index readers use, and
+// the seats each user holds per event are shared.
+type Tickets struct {
+	eng    *engine.Engine
+	port   *engine.Port
+	ledger Ledger
+	db     ticketstore.Store
+	log    *slog.Logger
+	shards []*shard
+
 	mu     sync.RWMutex
 	events map[string]*eventState
 	// creating serialises event creation, which writes storage itself.
@@ -25,19 +35,7 @@ type ticketing struct {
 	outcomes *prometheus.CounterVec
 }
 
-func newTicketing() *ticketing {
-	t := &ticketing{
-		events: make(map[string]*eventState), users: userSeats{m: make(map[userKey]int)},
-		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "surge_reservations_total",
-			Help: "Reservation decisions and later moves, by resulting state and failure reason.",
-		}, []string{"state", "reason"}),
-	}
-	t.index = newResvIndex(&t.areas)
-	return t
-}
-
-func (t *ticketing) outcome(r *tickets.Reservation) {
+func (t *Tickets) outcome(r *tickets.Reservation) {
 	t.outcomes.WithLabelValues(string(r.State), string(r.FailedReason)).Inc()
 }
 
@@ -54,21 +52,21 @@ type eventState struct {
 type areaState struct {
 	event     *eventState
 	spec      tickets.AreaSpec
-	shard     *shard
+	shard     int
 	seats     *tickets.Area
 	index     uint32 // in ticketing.areas
 	available atomic.Int64
 	soldOutAt atomic.Int64 // unix nanoseconds of the commit that sold the last seat
 }
 
-func (t *ticketing) event(name string) (*eventState, bool) {
+func (t *Tickets) event(name string) (*eventState, bool) {
 	t.mu.RLock()
 	ev, ok := t.events[name]
 	t.mu.RUnlock()
 	return ev, ok
 }
 
-func (t *ticketing) area(event, area string) (*areaState, bool) {
+func (t *Tickets) area(event, area string) (*areaState, bool) {
 	ev, ok := t.event(event)
 	if !ok {
 		return nil, false
@@ -79,18 +77,18 @@ func (t *ticketing) area(event, area string) (*areaState, bool) {
 
 // addEvent builds the state of spec; its areas go to the shards that own
 // them.
-func (e *Engine) addEvent(spec tickets.EventSpec) *eventState {
+func (t *Tickets) addEvent(spec tickets.EventSpec) *eventState {
 	ev := &eventState{spec: spec, areas: make(map[string]*areaState, len(spec.Areas))}
 	for _, as := range spec.Areas {
-		a := &areaState{event: ev, spec: as, shard: e.shardFor(areaKey(spec.EventName, as.AreaID)), seats: tickets.NewArea(as.RowCount, as.ColCount)}
+		a := &areaState{event: ev, spec: as, shard: t.eng.ShardOf(areaKey(spec.EventName, as.AreaID)), seats: tickets.NewArea(as.RowCount, as.ColCount)}
 		a.available.Store(int64(as.RowCount * as.ColCount))
-		e.tk.areas.add(a)
+		t.areas.add(a)
 		ev.areas[as.AreaID] = a
 		ev.list = append(ev.list, a)
 	}
-	e.tk.mu.Lock()
-	e.tk.events[spec.EventName] = ev
-	e.tk.mu.Unlock()
+	t.mu.Lock()
+	t.events[spec.EventName] = ev
+	t.mu.Unlock()
 	return ev
 }
 
