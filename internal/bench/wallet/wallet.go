@@ -20,7 +20,7 @@ import (
 	"github.com/surge-dev/surge/internal/bench/report"
 	"github.com/surge-dev/surge/internal/bench/units"
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
-	"github.com/surge-dev/surge/internal/rpc/vtcodec"
+	"github.com/surge-dev/surge/internal/wallet/rpc/vtcodec"
 )
 
 // Targets from SPEC §8 for the wallet scenario, at c=20.
