@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -86,4 +87,25 @@ func (d *Decimal) Inc() {
 		(*d)[i] = '0'
 	}
 	*d = append(Decimal{'1'}, *d...)
+}
+
+// CreateAccounts opens n ledger accounts over workers connections: body
+// appends account i's creation body to b and returns it with the account's
+// id. An account that already exists with the same attributes (200) is
+// fine, so setup can be repeated.
+func CreateAccounts(ctx context.Context, c *httpc.HTTPClient, workers, n int, body func(b []byte, i int) ([]byte, string)) error {
+	return ForEach(ctx, workers, n, func(ctx context.Context) (func(int) error, func()) {
+		ep := c.Endpoint(ctx, http.MethodPost, "/v1/accounts")
+		return func(i int) error {
+			b, id := body(ep.Body(), i)
+			status, reply, err := SendRetrying(ctx, ep, b)
+			if err != nil {
+				return fmt.Errorf("bench: creating account %s: %w", id, err)
+			}
+			if status != http.StatusCreated && status != http.StatusOK {
+				return fmt.Errorf("bench: creating account %s: %s: %s", id, httpc.StatusKey(status, reply), httpc.ProblemDetail(reply))
+			}
+			return nil
+		}, ep.Close
+	})
 }

@@ -36,6 +36,7 @@ line wins over the environment.`,
 	cmd.AddCommand(newBenchSpikeCommand())
 	cmd.AddCommand(newBenchKVCommand())
 	cmd.AddCommand(newBenchWalletCommand())
+	cmd.AddCommand(newBenchTPCBCommand())
 	cmd.AddCommand(newBenchCompareCommand())
 	return cmd
 }

@@ -32,6 +32,9 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 	if r.Spike != nil {
 		writeSpikeMarkdown(&b, r)
 	}
+	if r.TPCB != nil {
+		writeTPCBMarkdown(&b, r)
+	}
 	if keys := failureKeys(r); len(keys) > 0 {
 		rows := make([][]string, 0, len(keys))
 		for _, k := range keys {
@@ -123,4 +126,13 @@ func mdTable(b *strings.Builder, title string, head []string, rows [][]string) {
 // mdEscape keeps a free-text cell from breaking the table.
 func mdEscape(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// mdMetricTable writes a two-column table of metric names and values.
+func mdMetricTable(b *strings.Builder, title string, rows [][2]string) {
+	cells := make([][]string, len(rows))
+	for i, row := range rows {
+		cells[i] = []string{row[0], mdEscape(row[1])}
+	}
+	mdTable(b, title, []string{"metric", "value"}, cells)
 }

@@ -61,6 +61,8 @@ type Result struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// KV holds what only the kv scenario reports.
 	KV *KVReport `json:"kv,omitempty"`
+	// TPCB holds what only the tpcb scenario reports.
+	TPCB *TPCBReport `json:"tpcb,omitempty"`
 }
 
 // Params are a run's settings: the ones every scenario has, plus the

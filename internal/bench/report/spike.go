@@ -204,12 +204,7 @@ func writeSpikeSummary(b *strings.Builder, r *Result) {
 
 // writeSpikeMarkdown adds the spike's table to a Markdown report.
 func writeSpikeMarkdown(b *strings.Builder, r *Result) {
-	rows := spikeRows(r)
-	cells := make([][]string, len(rows))
-	for i, row := range rows {
-		cells[i] = []string{row[0], mdEscape(row[1])}
-	}
-	mdTable(b, "Spike", []string{"metric", "value"}, cells)
+	mdMetricTable(b, "Spike", spikeRows(r))
 }
 
 // DoubleBooking is one seat sold twice.

@@ -32,6 +32,9 @@ func WriteSummary(w io.Writer, r *Result) error {
 	if r.Spike != nil {
 		writeSpikeSummary(&b, r)
 	}
+	if r.TPCB != nil {
+		writeTPCBSummary(&b, r)
+	}
 	writeFailures(&b, r)
 	writeCPUUse(&b, r)
 	fmt.Fprintf(&b, "\nrunning (%s), %03d/%03d VUs, %d complete", runningClock(r.Totals.Elapsed.Duration()), 0, r.Totals.VUs, r.Totals.Iterations)

@@ -50,19 +50,8 @@ func setupTransferAccounts(ctx context.Context, c *httpc.HTTPClient, cfg Transfe
 // createAccounts opens every account; one that already exists with the
 // same attributes (200) is fine, so setup can be repeated.
 func createAccounts(ctx context.Context, c *httpc.HTTPClient, cfg TransferConfig) error {
-	return bench.ForEach(ctx, setupWorkers, cfg.Accounts, func(ctx context.Context) (func(int) error, func()) {
-		ep := c.Endpoint(ctx, http.MethodPost, "/v1/accounts")
-		return func(i int) error {
-			body := fmt.Appendf(ep.Body(), `{"id":%q,"currency":%q}`, cfg.accountID(i), cfg.Currency)
-			status, reply, err := bench.SendRetrying(ctx, ep, body)
-			if err != nil {
-				return fmt.Errorf("bench: creating account %s: %w", cfg.accountID(i), err)
-			}
-			if status != http.StatusCreated && status != http.StatusOK {
-				return fmt.Errorf("bench: creating account %s: %s: %s", cfg.accountID(i), httpc.StatusKey(status, reply), httpc.ProblemDetail(reply))
-			}
-			return nil
-		}, ep.Close
+	return bench.CreateAccounts(ctx, c, setupWorkers, cfg.Accounts, func(b []byte, i int) ([]byte, string) {
+		return fmt.Appendf(b, `{"id":%q,"currency":%q}`, cfg.accountID(i), cfg.Currency), cfg.accountID(i)
 	})
 }
 
