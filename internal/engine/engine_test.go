@@ -38,8 +38,8 @@ type counter struct {
 	// received counts, per round, the changes of the other slices seen
 	// by Receive.
 	received atomic.Int32
-	calls     []string
-	mu        sync.Mutex
+	calls    []string
+	mu       sync.Mutex
 }
 
 func (c *counter) log(call string) {
