@@ -31,10 +31,10 @@ const (
 // Validate reports a kind this package does not know.
 func (k ClientKind) Validate() error {
 	switch k {
-	case "", FastClient, StdClient:
+	case "", FastClient, StdClient, H2CClient:
 		return nil
 	}
-	return fmt.Errorf("bench: --http-client must be %s or %s, not %q", FastClient, StdClient, string(k))
+	return fmt.Errorf("bench: --http-client must be %s, %s or %s, not %q", FastClient, StdClient, H2CClient, string(k))
 }
 
 // OrDefault returns k, or FastClient if k is empty.
@@ -70,6 +70,7 @@ type HTTPClient struct {
 	base   *url.URL
 	rt     *http.Transport // StdClient
 	fast   *fastTransport  // FastClient
+	h2     *h2Pool         // H2CClient
 	header http.Header     // shared by every request; never modified after construction
 	wire   wireCounters
 }
@@ -106,6 +107,13 @@ func NewHTTPClient(o HTTPOptions) (*HTTPClient, error) {
 		if c.fast, err = newFastTransport(base, o.APIKey, conns, o.Pipeline, timeout, &c.wire); err != nil {
 			return nil, err
 		}
+		return c, nil
+	}
+	if o.Client == H2CClient {
+		if base.Scheme != "http" {
+			return nil, errors.New("bench: h2c (HTTP/2 with prior knowledge) needs an http:// target")
+		}
+		c.h2 = newH2Pool(conns, &c.wire)
 		return c, nil
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
@@ -148,11 +156,24 @@ func (c *HTTPClient) BytesReceived() int64 {
 // Close closes the connections: with StdClient the idle ones, with
 // FastClient all of them (an Endpoint still sending fails).
 func (c *HTTPClient) Close() {
-	if c.fast != nil {
+	switch {
+	case c.fast != nil:
 		c.fast.close()
-		return
+	case c.h2 != nil:
+		c.h2.close()
+	default:
+		c.rt.CloseIdleConnections()
 	}
-	c.rt.CloseIdleConnections()
+}
+
+// H2Events is what the server did to the connections so far, or nil
+// unless the client is H2CClient.
+func (c *HTTPClient) H2Events() *H2Events {
+	if c.h2 == nil {
+		return nil
+	}
+	e := c.h2.snapshot()
+	return &e
 }
 
 // Endpoint returns a handle that sends method requests to path. An
@@ -176,7 +197,11 @@ func (c *HTTPClient) Endpoint(ctx context.Context, method, path string) *Endpoin
 		Header:     c.header,
 		Host:       u.Host,
 	}).WithContext(ctx)
-	return &Endpoint{rt: c.rt, tmpl: req, path: path}
+	var rt http.RoundTripper = c.rt
+	if c.h2 != nil {
+		rt = c.h2.transport()
+	}
+	return &Endpoint{rt: rt, tmpl: req, path: path}
 }
 
 // Do sends one request with body (nil for none) and returns the status and
