@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/surge-dev/surge/internal/wallet/auth"
+	"github.com/surge-dev/surge/internal/workloads"
 
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
@@ -31,7 +32,6 @@ import (
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
-	"github.com/surge-dev/surge/internal/telemetry/enginespan"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 	"github.com/surge-dev/surge/internal/wallet/rpc"
 )
@@ -149,22 +149,23 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
 
-	eng, err := engine.Open(engine.Config{
+	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
-		DefaultCurrency: c.currency, NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
-	})
+		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
+	}})
 	if err != nil {
 		return err
 	}
+	eng := wl.Engine
 	defer eng.Close()
-	feed := dashboard.NewLedgerFeed(eng)
+	feed := dashboard.NewLedgerFeed(wl.Ledger)
 	var ledger ledgerapi.Ledger = feed
-	var box ticketapi.Box = eng
+	var box ticketapi.Box = wl.Tickets
 	if tracing.Provider() != nil {
-		ledger, box = enginespan.Ledger(ledger), enginespan.Tickets(box)
+		ledger, box = ledgerapi.Traced(ledger), ticketapi.Traced(box)
 	}
 	api := ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	kvdb, err := openKV(dir, c, eng.Store(), logger)
+	kvdb, err := openKV(dir, c)
 	if err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	meter := telemetry.NewMeter(telemetry.Workloads...)
 	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
 	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
-	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: eng}))
+	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: wl.Tickets}))
 	dash.Start()
 	defer dash.Close()
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
@@ -309,20 +310,7 @@ func checkExposure(addr, apiKey string) error {
 }
 
 // openKV opens the key-value entries' own store, in the kv directory under
-// the data directory, and moves into it any entries that an older surge
-// kept in the ledger's store.
-func openKV(dir string, c serveConfig, ledger *store.Store, logger *slog.Logger) (*store.Store, error) {
-	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
-	if err != nil {
-		return nil, err
-	}
-	moved, err := store.MoveKV(ledger, db)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("move key-value entries out of the ledger's store: %w", err)
-	}
-	if moved > 0 {
-		logger.Info("moved key-value entries from the ledger's store to their own", "entries", moved, "dir", filepath.Join(dir, "kv"))
-	}
-	return db, nil
+// the data directory.
+func openKV(dir string, c serveConfig) (*store.Store, error) {
+	return store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
 }
