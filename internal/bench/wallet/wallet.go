@@ -57,6 +57,10 @@ type WalletConfig struct {
 	Password string
 	// Currency of the funding transfers (the server's, --currency).
 	Currency string
+	// UsersCache is where a run keeps its users and their tokens for the
+	// next run with the same settings against the same server, which then
+	// skips the setup: a file, UsersCacheAuto or UsersCacheOff.
+	UsersCache string
 }
 
 // DefaultWalletConfig returns report 001's settings: 1,000 users, 500
@@ -67,7 +71,7 @@ func DefaultWalletConfig() WalletConfig {
 	c.Timeout = 20 * time.Second
 	return WalletConfig{
 		Common: c, Call: "Transfer", Connections: 1, Users: 1000, Friends: 8,
-		Fund: 1_000_000_000, AmountMax: 1000, UserPrefix: "wb", Password: "bench-password-1",
+		Fund: 1_000_000_000, AmountMax: 1000, UserPrefix: "wb", Password: "bench-password-1", UsersCache: UsersCacheAuto,
 	}
 }
 
@@ -202,6 +206,7 @@ func walletMethod(call string) string {
 // benchUser is a set-up user: their id, and a context carrying their token.
 type benchUser struct {
 	id      uint64
+	token   string
 	ctx     context.Context
 	friends []int // indexes into the users slice
 }
