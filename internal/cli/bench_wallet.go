@@ -64,7 +64,7 @@ if setup failed or more than 1% of calls failed.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&cfg.Target, "target", cfg.Target, "base URL of the surge under test (http://; gRPC runs over HTTP/2 without TLS)")
+	addTargetFlag(fs, &cfg.Target, " (http://; gRPC runs over HTTP/2 without TLS)")
 	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "API key for the ledger route that funds the wallets (needed when surge runs with --api-key)")
 	fs.StringVar(&cfg.Call, "call", cfg.Call, "RPC to call: "+strings.Join(wallet.WalletCalls, ", "))
 	fs.Int64VarP(&cfg.Iterations, "total", "n", cfg.Iterations, "number of calls to make in all (ghz's -n)")
