@@ -86,8 +86,8 @@ type Server struct {
 	opts  Options
 	guard *guard
 	fast  *fasthttp.Server
-	slow *http.Server
-	log  *slog.Logger
+	slow  *http.Server
+	log   *slog.Logger
 
 	mu       sync.Mutex // guards closing and listener
 	closing  bool
@@ -122,9 +122,9 @@ func New(opts Options) *Server {
 		ReadBufferSize:               8 << 10, // headers up to 8 KiB, as a bearer token needs
 		// The router admits a body before it is read (admit.go).
 		StreamRequestBody: true,
-		CloseOnShutdown:              true,
-		Logger:                       printfLogger{log},
-		ErrorHandler:                 requestError,
+		CloseOnShutdown:   true,
+		Logger:            printfLogger{log},
+		ErrorHandler:      requestError,
 	}
 	s.slow = &http.Server{
 		Handler:           bodyDeadline(measure(router.Net(opts.Net)), opts.Limits.BodyTimeout),
