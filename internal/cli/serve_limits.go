@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/surge-dev/surge/internal/front"
-	"github.com/surge-dev/surge/internal/httpapi"
+	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 )
 
 // addLimitFlags adds the front door's limits (docs/OPERATIONS.md, "Limits").
@@ -22,7 +22,7 @@ func addLimitFlags(f *pflag.FlagSet, c *serveConfig) {
 
 // checkLimits validates the limits' flags and sets the body budget.
 func checkLimits(c *serveConfig) error {
-	largest := max(httpapi.MaxBatchBody, c.kvValue) + 1
+	largest := max(ledgerapi.MaxBatchBody, c.kvValue) + 1
 	if c.bodyMB <= 0 || int64(c.bodyMB)<<20 < int64(largest) {
 		return fmt.Errorf("--body-budget-mb %d: want at least the largest body a route takes (%d bytes)", c.bodyMB, largest)
 	}
