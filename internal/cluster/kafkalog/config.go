@@ -25,6 +25,7 @@ package kafkalog
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -44,6 +45,11 @@ type Config struct {
 	// ReplicationFactor of the topics when they are created; the brokers'
 	// default.replication.factor if zero.
 	ReplicationFactor int16
+	// SessionTimeout is how long a node that stopped heartbeating (dead,
+	// frozen, cut off) keeps its partitions before the group gives them to
+	// the others; Kafka's default, 45 s, if zero. The brokers refuse values
+	// below their group.min.session.timeout.ms (6 s by default).
+	SessionTimeout time.Duration
 }
 
 func (c Config) name() string {

@@ -24,6 +24,10 @@ func TestMain(m *testing.M) { kafkatest.Main(m) }
 // testTimeout bounds each test; a broker that does not answer fails it.
 const testTimeout = 2 * time.Minute
 
+// sessionTimeout is the least the broker allows: a frozen member loses its
+// partitions after it.
+const sessionTimeout = 6 * time.Second
+
 // newCluster names a fresh surge cluster on the shared broker and creates
 // its topics.
 func newCluster(t *testing.T, partitions int32) (context.Context, Config) {
@@ -32,22 +36,21 @@ func newCluster(t *testing.T, partitions int32) (context.Context, Config) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	t.Cleanup(cancel)
 	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + uuid.NewString()[:8]
-	c := Config{Brokers: k.Brokers, Cluster: name, Partitions: partitions}
-	adm := newAdmin(t, c)
-	if err := EnsureTopics(ctx, adm, c); err != nil {
+	c := Config{Brokers: k.Brokers, Cluster: name, Partitions: partitions, SessionTimeout: sessionTimeout}
+	if err := EnsureTopics(ctx, newClient(t, c), c); err != nil {
 		t.Fatal(err)
 	}
 	return ctx, c
 }
 
-func newAdmin(t *testing.T, c Config) *kadm.Client {
+func newClient(t *testing.T, c Config) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return cl
 }
 
 // appendCommands appends n commands "cmd-i", i in [from, from+n), to
@@ -126,8 +129,9 @@ func exactlyOnce(t *testing.T, what string, rs []*kgo.Record, n int) {
 
 func TestEnsureTopicsCreatesThenChecks(t *testing.T) {
 	ctx, c := newCluster(t, 4)
-	adm := newAdmin(t, c)
-	if err := EnsureTopics(ctx, adm, c); err != nil {
+	cl := newClient(t, c)
+	adm := kadm.NewClient(cl)
+	if err := EnsureTopics(ctx, cl, c); err != nil {
 		t.Fatalf("second EnsureTopics on matching topics: %v", err)
 	}
 	details, err := adm.ListTopics(ctx, c.CommandsTopic(), c.ChangelogTopic(), c.RepliesTopic())
@@ -154,7 +158,7 @@ func TestEnsureTopicsCreatesThenChecks(t *testing.T) {
 	}
 	other := c
 	other.Partitions = 5
-	if err := EnsureTopics(ctx, adm, other); !errors.Is(err, ErrTopicMismatch) {
+	if err := EnsureTopics(ctx, cl, other); !errors.Is(err, ErrTopicMismatch) {
 		t.Fatalf("EnsureTopics with 5 partitions over 4: %v, want ErrTopicMismatch", err)
 	}
 }

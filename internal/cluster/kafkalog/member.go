@@ -111,6 +111,9 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		kgo.OnPartitionsRevoked(m.revoked(h.Revoked)),
 		kgo.OnPartitionsLost(m.revoked(h.Revoked)),
 	}
+	if c.SessionTimeout > 0 {
+		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
+	}
 	s, err := kgo.NewGroupTransactSession(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkalog: joining %s: %w", c.Group(), err)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ErrTopicMismatch reports a cluster topic that exists with another number
@@ -39,11 +41,13 @@ func (c Config) topicSpecs() []topicSpec {
 
 // EnsureTopics creates the cluster's topics with c.Partitions partitions
 // each, or, for those that exist, checks that they have that many
-// partitions and the cleanup policy the cluster needs.
-func EnsureTopics(ctx context.Context, adm *kadm.Client, c Config) error {
+// partitions and the cleanup policy the cluster needs. It returns once
+// the brokers serve every partition.
+func EnsureTopics(ctx context.Context, cl *kgo.Client, c Config) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
+	adm := kadm.NewClient(cl)
 	rf := c.ReplicationFactor
 	if rf == 0 {
 		rf = -1 // the brokers' default.replication.factor
@@ -61,17 +65,23 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, c Config) error {
 			return fmt.Errorf("kafkalog: creating %s: %w", t.name, resp.Err)
 		}
 	}
-	return waitTopics(ctx, adm, c)
+	return waitTopics(ctx, cl, c)
 }
 
 // waitTopics returns once the brokers' metadata shows every partition of
 // the cluster's topics with a leader: a topic just created reaches the
-// brokers' metadata caches a little after CreateTopics returns.
-func waitTopics(ctx context.Context, adm *kadm.Client, c Config) error {
-	names := []string{c.CommandsTopic(), c.ChangelogTopic(), c.RepliesTopic()}
+// brokers' metadata caches a little after CreateTopics returns. It asks the
+// brokers each time, past the client's metadata cache.
+func waitTopics(ctx context.Context, cl *kgo.Client, c Config) error {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range []string{c.CommandsTopic(), c.ChangelogTopic(), c.RepliesTopic()} {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, t)
+	}
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		details, err := adm.ListTopics(ctx, names...)
-		if err == nil && topicsReady(details, names, c.Partitions) {
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil && topicsReady(resp, c.Partitions) {
 			return nil
 		}
 		select {
@@ -82,19 +92,18 @@ func waitTopics(ctx context.Context, adm *kadm.Client, c Config) error {
 	}
 }
 
-func topicsReady(details kadm.TopicDetails, names []string, partitions int32) bool {
-	for _, name := range names {
-		d, ok := details[name]
-		if !ok || d.Err != nil || int32(len(d.Partitions)) != partitions {
+func topicsReady(resp *kmsg.MetadataResponse, partitions int32) bool {
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 || int32(len(t.Partitions)) != partitions {
 			return false
 		}
-		for _, p := range d.Partitions {
-			if p.Err != nil || p.Leader < 0 {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 {
 				return false
 			}
 		}
 	}
-	return true
+	return len(resp.Topics) == 3
 }
 
 // checkTopic compares an existing topic with its spec.
