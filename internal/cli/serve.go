@@ -51,6 +51,9 @@ type serveConfig struct {
 	logFmt   telemetry.LogFormat
 	tracing  telemetry.TracingConfig
 	wallet   walletConfig
+	limits   front.Limits
+	bodyMB   int
+	headerTO time.Duration
 }
 
 // walletConfig holds the flags of the wallet, friends and chat RPCs.
@@ -103,6 +106,7 @@ trace and read surge.`,
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
 	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
+	addLimitFlags(f, &c)
 	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug (adds a line per request), info, warn or error")
 	f.Var(&c.logFmt, "log-format", "log format: text (key=value) or json")
 	f.StringVar(&c.tracing.Endpoint, "otlp-endpoint", "", "OpenTelemetry collector to send traces to over OTLP/HTTP, e.g. http://localhost:4318; empty: no tracing")
@@ -123,6 +127,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	if err := kv.CheckMaxValue(c.kvValue); err != nil {
 		return fmt.Errorf("--kv-max-value: %w", err)
+	}
+	if err := checkLimits(&c); err != nil {
+		return err
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(c.gcPct)
@@ -198,8 +205,11 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		// The ledger's batch body is the largest a handler takes, unless
 		// --kv-max-value is larger; handlers check their own limits.
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
-		HeaderTimeout:       10 * time.Second,
+		HeaderTimeout:       c.headerTO,
 		IdleTimeout:         2 * time.Minute,
+		Limits:              c.limits,
+		Authorize:           api.AuthorizedHeader,
+		Registerer:          reg,
 		Logger:              logger,
 	})
 
