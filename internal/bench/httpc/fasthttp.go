@@ -25,20 +25,42 @@ type leanEndpoint interface {
 
 func (e *fastEndpoint) defaultMethod() string { return e.method }
 
+// fhDoer is what an fhEndpoint sends with: fasthttp's HostClient, or its
+// PipelineClient when Endpoints pipeline.
+type fhDoer interface {
+	DoTimeout(req *fasthttp.Request, resp *fasthttp.Response, timeout time.Duration) error
+}
+
 // newFastHTTPClient is fasthttp's HostClient for base with conns
-// connections, counted on the wire as the other clients' are.
-func newFastHTTPClient(base *url.URL, conns int, timeout time.Duration, wire *wireCounters) *fasthttp.HostClient {
+// connections, or with pipeline above 1 its PipelineClient with that many
+// requests in flight on each of conns/pipeline connections; counted on the
+// wire as the other clients are.
+func newFastHTTPClient(base *url.URL, conns, pipeline int, timeout time.Duration, wire *wireCounters) fhDoer {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+	dial := func(addr string) (net.Conn, error) {
+		conn, err := dialer.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return wire.wrap(conn), nil
+	}
+	if pipeline > 1 {
+		return &fasthttp.PipelineClient{
+			Addr:                          base.Host,
+			MaxConns:                      (conns + pipeline - 1) / pipeline,
+			MaxPendingRequests:            pipeline,
+			Dial:                          dial,
+			ReadBufferSize:                fastBufferSize,
+			WriteBufferSize:               fastBufferSize,
+			NoDefaultUserAgentHeader:      true,
+			DisableHeaderNamesNormalizing: true,
+			DisablePathNormalizing:        true,
+		}
+	}
 	return &fasthttp.HostClient{
-		Addr:     base.Host,
-		MaxConns: conns,
-		Dial: func(addr string) (net.Conn, error) {
-			conn, err := dialer.Dial("tcp", addr)
-			if err != nil {
-				return nil, err
-			}
-			return wire.wrap(conn), nil
-		},
+		Addr:                          base.Host,
+		MaxConns:                      conns,
+		Dial:                          dial,
 		ReadTimeout:                   timeout,
 		WriteTimeout:                  timeout,
 		ReadBufferSize:                fastBufferSize,
@@ -51,7 +73,7 @@ func newFastHTTPClient(base *url.URL, conns int, timeout time.Duration, wire *wi
 
 // fhEndpoint sends through fasthttp, reusing its request and response.
 type fhEndpoint struct {
-	hc      *fasthttp.HostClient
+	hc      fhDoer
 	ctx     context.Context
 	timeout time.Duration
 	method  string

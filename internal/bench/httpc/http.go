@@ -73,10 +73,10 @@ type HTTPOptions struct {
 // them.
 type targetClient struct {
 	base    *url.URL
-	rt      *http.Transport      // StdClient
-	fast    *fastTransport       // FastClient
-	h2      *h2Pool              // H2CClient
-	fh      *fasthttp.HostClient // FastHTTPClient
+	rt      *http.Transport // StdClient
+	fast    *fastTransport  // FastClient
+	h2      *h2Pool         // H2CClient
+	fh      fhDoer          // FastHTTPClient
 	timeout time.Duration
 	header  http.Header // shared by every request; never modified after construction
 	wire    wireCounters
@@ -91,8 +91,8 @@ func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
 	if err := o.Client.Validate(); err != nil {
 		return nil, err
 	}
-	if o.Pipeline > 1 && o.Client.OrDefault() != FastClient {
-		return nil, errors.New("bench: --pipeline needs --http-client fast")
+	if o.Pipeline > 1 && o.Client.OrDefault() != FastClient && o.Client != FastHTTPClient {
+		return nil, errors.New("bench: --pipeline needs --http-client fast or fasthttp")
 	}
 	if !isFieldValue([]byte(o.APIKey)) {
 		return nil, errors.New("bench: the API key holds characters a header cannot")
@@ -118,7 +118,7 @@ func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
 	}
 	c.timeout = timeout
 	if o.Client == FastHTTPClient {
-		c.fh = newFastHTTPClient(base, conns, timeout, &c.wire)
+		c.fh = newFastHTTPClient(base, conns, o.Pipeline, timeout, &c.wire)
 		return c, nil
 	}
 	if o.Client == H2CClient {
@@ -171,7 +171,11 @@ func (c *targetClient) Close() {
 	case c.fast != nil:
 		c.fast.close()
 	case c.fh != nil:
-		c.fh.CloseIdleConnections()
+		// fasthttp's PipelineClient has no way to close its connections:
+		// they end with the process.
+		if hc, ok := c.fh.(*fasthttp.HostClient); ok {
+			hc.CloseIdleConnections()
+		}
 	case c.h2 != nil:
 		c.h2.close()
 	default:
