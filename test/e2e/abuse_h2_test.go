@@ -150,7 +150,6 @@ func TestAbuseRapidReset(t *testing.T) {
 	}
 }
 
-
 // TestAbuseStreamLimit: the gRPC server and net/http's HTTP/2 both
 // advertise a bound on a connection's concurrent streams (--max-streams).
 func TestAbuseStreamLimit(t *testing.T) {
