@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -182,11 +180,6 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	})
 	var ready atomic.Bool
 	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
-	mux := http.NewServeMux()
-	for _, route := range ticketapi.Routes {
-		mux.Handle(route, tickets)
-	}
-	mux.Handle("/", api.Handler())
 	wallet, err := newWallet(ctx, eng, ledger, c, reg, logger)
 	if err != nil {
 		return err
@@ -200,9 +193,10 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
+	native, netRoutes := routes(transports{ledger: api, tickets: tickets, kv: kvs, wallet: wallet, dashboard: dash, apiKey: c.apiKey})
 	srv := front.New(front.Options{
-		Routes:       slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tickets.FastRoutes()),
-		Net:          withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
+		Routes:       native,
+		Net:          netRoutes,
 		GRPC:         wallet.GRPCServer(append(mw.GRPC(), front.GRPCOptions(c.limits, idleTimeout)...)...),
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,
@@ -253,19 +247,6 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 // stream, the wallet's RPCs over every protocol, gRPC health and
 // reflection, profiles, and key-value ranges, which stream.
 var slowPrefixes = []string{"/", "/ui/", "/surge.wallet.v1.", "/grpc.", "/debug/", "/v0/entities"}
-
-// withDashboard serves the dashboard at exactly "/" and under /ui/, to
-// operators only, and everything else with next.
-func withDashboard(d *dashboard.Dashboard, next http.Handler, apiKey string) http.Handler {
-	page := telemetry.OperatorOnly(d.Handler(), apiKey)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p == "/" || strings.HasPrefix(p, "/ui/") {
-			page.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
 
 // shutdownTracing sends the spans still buffered, waiting a few seconds
 // at most for a collector that is gone.
