@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,6 +12,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/surge-dev/surge/internal/bench"
+	"github.com/surge-dev/surge/internal/bench/httpc"
+	"github.com/surge-dev/surge/internal/bench/report"
+	"github.com/surge-dev/surge/internal/bench/transfer"
 )
 
 // newBenchCommand is `surge bench`, the load lab (SPEC §6). Each scenario
@@ -21,8 +25,9 @@ func newBenchCommand() *cobra.Command {
 		Short: "Run a load test against a running surge",
 		Long: `Run one of surge's load-lab scenarios against a running surge (--target) and
 print a summary in the shape of the load-test report the scenario reproduces,
-so that figures compare line by line. --out writes the result as JSON or
-Markdown.
+so that figures compare line by line. --out writes the result as JSON (for
+surge bench compare), Markdown tables, or a self-contained HTML report with
+charts of throughput and latency over time and a latency histogram.
 
 Every flag can also be set from the environment as SURGE_<FLAG>, upper case
 with dashes as underscores (--api-key: SURGE_API_KEY); a flag on the command
@@ -34,6 +39,8 @@ line wins over the environment.`,
 	cmd.AddCommand(newBenchSpikeCommand())
 	cmd.AddCommand(newBenchKVCommand())
 	cmd.AddCommand(newBenchWalletCommand())
+	cmd.AddCommand(newBenchTPCBCommand())
+	cmd.AddCommand(newBenchH2CTargetCommand())
 	cmd.AddCommand(newBenchCompareCommand())
 	return cmd
 }
@@ -58,7 +65,7 @@ type benchOptions struct {
 }
 
 func newBenchTransferCommand() *cobra.Command {
-	cfg := bench.DefaultTransferConfig()
+	cfg := transfer.DefaultTransferConfig()
 	var opts benchOptions
 	cmd := &cobra.Command{
 		Use:   "transfer",
@@ -92,9 +99,9 @@ or transfers failed.` + stallsHelp,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*report.Result, error) {
 				cfg.Log = cmd.ErrOrStderr()
-				return bench.RunTransfer(cmd.Context(), cfg)
+				return transfer.RunTransfer(cmd.Context(), cfg)
 			})
 		},
 	}
@@ -102,7 +109,7 @@ or transfers failed.` + stallsHelp,
 	addBenchCommonFlags(fs, &cfg.Common, &opts)
 	fs.IntVar(&cfg.Accounts, "accounts", cfg.Accounts, "number of accounts transfers run between")
 	fs.IntVar(&cfg.Batch, "batch", cfg.Batch,
-		fmt.Sprintf("transfers per request on POST /v1/transfers/batch (1-%d); 0 posts single transfers to /v1/transfers", bench.MaxBatch))
+		fmt.Sprintf("transfers per request on POST /v1/transfers/batch (1-%d); 0 posts single transfers to /v1/transfers", transfer.MaxBatch))
 	fs.Int64Var(&cfg.AmountMax, "amount-max", cfg.AmountMax, "largest transfer amount in minor units; amounts are uniform in 1..amount-max")
 	fs.Int64Var(&cfg.Fund, "fund", cfg.Fund, "initial balance of each account in minor units, moved from @world during setup")
 	fs.StringVar(&cfg.Currency, "currency", cfg.Currency, "currency of the accounts")
@@ -113,7 +120,7 @@ or transfers failed.` + stallsHelp,
 
 // addBenchCommonFlags defines the flags every scenario has.
 func addBenchCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions) {
-	fs.StringVar(&c.Target, "target", c.Target, "base URL of the surge under test")
+	addTargetFlag(fs, &c.Target, "")
 	fs.StringVar(&c.APIKey, "api-key", c.APIKey, "API key, sent as 'Authorization: Bearer <key>' (needed when surge runs with --api-key)")
 	fs.IntVar(&c.VUs, "vus", c.VUs, "number of virtual users, each with one request in flight (and its own connection)")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "length of the measured run; 0 means until --iterations are done")
@@ -128,6 +135,36 @@ func addBenchCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions)
 	addRunFlags(fs, c, opts)
 }
 
+// targetList is --target's value: repeated or comma-separated base URLs,
+// kept comma-separated; the first one given replaces the default.
+type targetList struct {
+	list *string
+	set  bool
+}
+
+func (t *targetList) String() string { return *t.list }
+func (t *targetList) Type() string   { return "urls" }
+
+func (t *targetList) Set(v string) error {
+	if len(httpc.SplitTargets(v)) == 0 {
+		return errors.New("no URL")
+	}
+	if !t.set {
+		*t.list, t.set = "", true
+	}
+	if *t.list != "" {
+		*t.list += ","
+	}
+	*t.list += v
+	return nil
+}
+
+// addTargetFlag defines --target; note adds to its usage.
+func addTargetFlag(fs *pflag.FlagSet, list *string, note string) {
+	fs.Var(&targetList{list: list}, "target",
+		"base URL of the surge under test; repeat it or separate URLs with commas to spread the load over several (a cluster's nodes)"+note)
+}
+
 // addRunFlags defines the flags every scenario shares for its output and
 // for what it measures besides the server.
 func addRunFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions) {
@@ -140,7 +177,7 @@ func addRunFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions) {
 // flags from the environment (into the scenario's configuration and opts,
 // which run reads only after), output checks, interrupt handling,
 // profiling, the summary, the --out file and the exit status.
-func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Command) (*bench.Result, error)) error {
+func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Command) (*report.Result, error)) error {
 	if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
 		return err
 	}
@@ -152,7 +189,7 @@ func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Co
 		debug.SetGCPercent(benchGCPercent)
 	}
 	if opts.out != "" {
-		if err := bench.CheckOutPath(opts.out); err != nil {
+		if err := report.CheckOutPath(opts.out); err != nil {
 			return err
 		}
 	}
@@ -173,11 +210,11 @@ func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Co
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteSummary(cmd.OutOrStdout(), res); err != nil {
+	if err := report.WriteSummary(cmd.OutOrStdout(), res); err != nil {
 		return err
 	}
 	if opts.out != "" {
-		if err := bench.WriteFile(opts.out, res); err != nil {
+		if err := report.WriteFile(opts.out, res); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", opts.out)

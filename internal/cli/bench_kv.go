@@ -4,10 +4,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/surge-dev/surge/internal/bench"
+	"github.com/surge-dev/surge/internal/bench/kv"
+	"github.com/surge-dev/surge/internal/bench/report"
 )
 
 func newBenchKVCommand() *cobra.Command {
-	cfg := bench.DefaultKVConfig()
+	cfg := kv.DefaultKVConfig()
 	var opts benchOptions
 	cmd := &cobra.Command{
 		Use:   "kv",
@@ -46,14 +48,14 @@ probe, and the same explanation when they break the SLO.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*report.Result, error) {
 				cfg.Log = cmd.ErrOrStderr()
-				return bench.RunKV(cmd.Context(), cfg)
+				return kv.RunKV(cmd.Context(), cfg)
 			})
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&cfg.Target, "target", cfg.Target, "base URL of the surge under test")
+	addTargetFlag(fs, &cfg.Target, "")
 	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "API key, sent as 'Authorization: Bearer <key>' (needed when surge runs with --api-key)")
 	fs.IntVar(&cfg.VUs, "connections", cfg.VUs, "connections, each with at most one request in flight (wrk2's -c) unless --pipeline")
 	fs.IntVar(&cfg.Pipeline, "pipeline", cfg.Pipeline,

@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/surge-dev/surge/internal/wallet/auth"
+	"github.com/surge-dev/surge/internal/workloads"
 
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
@@ -31,7 +30,6 @@ import (
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
-	"github.com/surge-dev/surge/internal/telemetry/enginespan"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 	"github.com/surge-dev/surge/internal/wallet/rpc"
 )
@@ -53,6 +51,9 @@ type serveConfig struct {
 	logFmt   telemetry.LogFormat
 	tracing  telemetry.TracingConfig
 	wallet   walletConfig
+	limits   front.Limits
+	bodyMB   int
+	headerTO time.Duration
 }
 
 // walletConfig holds the flags of the wallet, friends and chat RPCs.
@@ -105,6 +106,7 @@ trace and read surge.`,
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
 	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
+	addLimitFlags(f, &c)
 	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug (adds a line per request), info, warn or error")
 	f.Var(&c.logFmt, "log-format", "log format: text (key=value) or json")
 	f.StringVar(&c.tracing.Endpoint, "otlp-endpoint", "", "OpenTelemetry collector to send traces to over OTLP/HTTP, e.g. http://localhost:4318; empty: no tracing")
@@ -125,6 +127,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	if err := kv.CheckMaxValue(c.kvValue); err != nil {
 		return fmt.Errorf("--kv-max-value: %w", err)
+	}
+	if err := checkLimits(&c); err != nil {
+		return err
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(c.gcPct)
@@ -149,22 +154,23 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
 
-	eng, err := engine.Open(engine.Config{
+	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
-		DefaultCurrency: c.currency, NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
-	})
+		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
+	}})
 	if err != nil {
 		return err
 	}
+	eng := wl.Engine
 	defer eng.Close()
-	feed := dashboard.NewLedgerFeed(eng)
+	feed := dashboard.NewLedgerFeed(wl.Ledger)
 	var ledger ledgerapi.Ledger = feed
-	var box ticketapi.Box = eng
+	var box ticketapi.Box = wl.Tickets
 	if tracing.Provider() != nil {
-		ledger, box = enginespan.Ledger(ledger), enginespan.Tickets(box)
+		ledger, box = ledgerapi.Traced(ledger), ticketapi.Traced(box)
 	}
 	api := ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	kvdb, err := openKV(dir, c, eng.Store(), logger)
+	kvdb, err := openKV(dir, c)
 	if err != nil {
 		return err
 	}
@@ -174,11 +180,6 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	})
 	var ready atomic.Bool
 	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
-	mux := http.NewServeMux()
-	for _, route := range ticketapi.Routes {
-		mux.Handle(route, tickets)
-	}
-	mux.Handle("/", api.Handler())
 	wallet, err := newWallet(ctx, eng, ledger, c, reg, logger)
 	if err != nil {
 		return err
@@ -186,15 +187,16 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	meter := telemetry.NewMeter(telemetry.Workloads...)
 	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
 	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
-	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: eng}))
+	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: wl.Tickets}))
 	dash.Start()
 	defer dash.Close()
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
+	native, netRoutes := routes(transports{ledger: api, tickets: tickets, kv: kvs, wallet: wallet, dashboard: dash, apiKey: c.apiKey})
 	srv := front.New(front.Options{
-		Routes:       slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tickets.FastRoutes()),
-		Net:          withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
+		Routes:       native,
+		Net:          netRoutes,
 		GRPC:         wallet.GRPCServer(mw.GRPC()...),
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,
@@ -203,8 +205,11 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		// The ledger's batch body is the largest a handler takes, unless
 		// --kv-max-value is larger; handlers check their own limits.
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
-		HeaderTimeout:       10 * time.Second,
+		HeaderTimeout:       c.headerTO,
 		IdleTimeout:         2 * time.Minute,
+		Limits:              c.limits,
+		Authorize:           api.AuthorizedHeader,
+		Registerer:          reg,
 		Logger:              logger,
 	})
 
@@ -242,19 +247,6 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 // stream, the wallet's RPCs over every protocol, gRPC health and
 // reflection, profiles, and key-value ranges, which stream.
 var slowPrefixes = []string{"/", "/ui/", "/surge.wallet.v1.", "/grpc.", "/debug/", "/v0/entities"}
-
-// withDashboard serves the dashboard at exactly "/" and under /ui/, to
-// operators only, and everything else with next.
-func withDashboard(d *dashboard.Dashboard, next http.Handler, apiKey string) http.Handler {
-	page := telemetry.OperatorOnly(d.Handler(), apiKey)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p == "/" || strings.HasPrefix(p, "/ui/") {
-			page.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
 
 // shutdownTracing sends the spans still buffered, waiting a few seconds
 // at most for a collector that is gone.
@@ -309,20 +301,7 @@ func checkExposure(addr, apiKey string) error {
 }
 
 // openKV opens the key-value entries' own store, in the kv directory under
-// the data directory, and moves into it any entries that an older surge
-// kept in the ledger's store.
-func openKV(dir string, c serveConfig, ledger *store.Store, logger *slog.Logger) (*store.Store, error) {
-	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
-	if err != nil {
-		return nil, err
-	}
-	moved, err := store.MoveKV(ledger, db)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("move key-value entries out of the ledger's store: %w", err)
-	}
-	if moved > 0 {
-		logger.Info("moved key-value entries from the ledger's store to their own", "entries", moved, "dir", filepath.Join(dir, "kv"))
-	}
-	return db, nil
+// the data directory.
+func openKV(dir string, c serveConfig) (*store.Store, error) {
+	return store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
 }

@@ -3,7 +3,6 @@ package ticketapi
 import (
 	"time"
 
-	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
@@ -109,7 +108,7 @@ func eventOf(s *tickets.EventSpec) eventJSON {
 	return j
 }
 
-func statusOf(st *engine.EventStatus) eventJSON {
+func statusOf(st *tickets.EventStatus) eventJSON {
 	j := eventOf(&st.Spec)
 	j.SoldOutAt = orNil(st.SoldOutAt)
 	for i, a := range st.Areas {
@@ -137,7 +136,7 @@ func reservationOf(r *tickets.Reservation) reservationJSON {
 	return j
 }
 
-func areaSeatsOf(a *engine.AreaSeats) areaSeatsJSON {
+func areaSeatsOf(a *tickets.AreaSeats) areaSeatsJSON {
 	j := areaSeatsJSON{
 		AreaID: a.Spec.AreaID, RowCount: a.Spec.RowCount, ColCount: a.Spec.ColCount,
 		Available: a.Available, SeatMap: a.SeatMap, Taken: []takenJSON{},
