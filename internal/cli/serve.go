@@ -53,6 +53,14 @@ type serveConfig struct {
 	logFmt   telemetry.LogFormat
 	tracing  telemetry.TracingConfig
 	wallet   walletConfig
+	failures failureConfig
+}
+
+// failureConfig holds the flags that bound the failed reservations kept
+// for readers.
+type failureConfig struct {
+	retention time.Duration
+	memoryMB  int
 }
 
 // walletConfig holds the flags of the wallet, friends and chat RPCs.
@@ -113,6 +121,8 @@ trace and read surge.`,
 	f.DurationVar(&c.wallet.tokenTTL, "token-ttl", 24*time.Hour, "how long a wallet login token stays valid")
 	f.IntVar(&c.wallet.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of wallet password hashes (4-31; each step doubles the time of a login)")
 	f.Int64Var(&c.wallet.minAmount, "wallet-min-amount", 1, "smallest amount a wallet Transfer accepts, in minor units")
+	f.DurationVar(&c.failures.retention, "failure-retention", engine.DefaultFailureRetention, "how long a failed reservation stays readable (GET /v1/reservation/{id}) after its decision; then it is forgotten (404)")
+	f.IntVar(&c.failures.memoryMB, "failure-memory-mb", engine.DefaultFailureMemoryBytes>>20, "memory (MiB) the failed reservations kept for readers may take; beyond it the oldest are forgotten before --failure-retention")
 	return cmd
 }
 
@@ -152,6 +162,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	eng, err := engine.Open(engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		DefaultCurrency: c.currency, NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
+		FailureRetention: c.failures.retention, FailureMemoryBytes: int64(c.failures.memoryMB) << 20,
 	})
 	if err != nil {
 		return err

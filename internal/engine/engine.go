@@ -43,6 +43,12 @@ type Config struct {
 	// (0: defaultSweepEntries). It bounds the history held in memory and in
 	// the journal (journal.go).
 	SweepEntries int
+	// FailureRetention is how long failed reservations are kept at least
+	// for readers, and FailureMemoryBytes the memory they may take
+	// (estimated); more failures within FailureRetention than that holds
+	// are forgotten sooner (outcomes.go). 0: the defaults.
+	FailureRetention   time.Duration
+	FailureMemoryBytes int64
 	// Registerer receives the engine's metrics; nil means none.
 	Registerer prometheus.Registerer
 	// Logger receives operational messages; nil means slog.Default().
@@ -68,6 +74,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.SweepEntries <= 0 {
 		c.SweepEntries = defaultSweepEntries
+	}
+	if c.FailureRetention <= 0 {
+		c.FailureRetention = DefaultFailureRetention
+	}
+	if c.FailureMemoryBytes <= 0 {
+		c.FailureMemoryBytes = DefaultFailureMemoryBytes
 	}
 	if c.DefaultCurrency == "" {
 		c.DefaultCurrency = "USD"
@@ -120,6 +132,8 @@ type Engine struct {
 	draining atomic.Bool
 	// tk is the ticketing workload's state outside the shards.
 	tk *ticketing
+	// stop ends the background sweeps at Close.
+	stop chan struct{}
 	// payments are the reservation payments found pending at Open, which
 	// it settles once the shards run.
 	payments []string
@@ -131,7 +145,7 @@ func Open(cfg Config) (*Engine, error) {
 	cfg.setDefaults()
 	e := &Engine{
 		cfg: cfg, metrics: newMetrics(cfg.Registerer), accounts: newView(),
-		inflight: newStripedMap[int](), tk: newTicketing(),
+		inflight: newStripedMap[int](), tk: newTicketing(&cfg),
 		ready: make(chan struct{}, 1), stepDone: make(chan struct{}, cfg.Shards),
 	}
 	e.exclusive = newMemLog(cfg.QueueCapacity, e.ready)
@@ -164,6 +178,12 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e.wg.Add(1)
 	go e.run()
+	e.stop = make(chan struct{})
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.tk.index.sweepFailed(e.stop)
+	}()
 	if err := e.ensureWorld(); err != nil {
 		e.Close()
 		return nil, err
@@ -288,6 +308,7 @@ func (e *Engine) Close() error {
 		s.log.Close()
 	}
 	e.exclusive.Close()
+	close(e.stop)
 	e.draining.Store(true)
 	select {
 	case e.ready <- struct{}{}:

@@ -58,7 +58,7 @@ func (m *metrics) watchTickets(e *Engine) {
 	m.reg.MustRegister(e.tk.outcomes, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "surge_reservation_polls_parked",
 		Help: "Long-polls waiting for a reservation to be decided.",
-	}, func() float64 { return float64(e.ParkedPolls()) }), seatsCollector{e})
+	}, func() float64 { return float64(e.ParkedPolls()) }), seatsCollector{e}, outcomesCollector{e.tk.index})
 }
 
 var (

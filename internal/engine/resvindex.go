@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,22 +19,23 @@ import (
 // the shard that commits the decision closes it. A million parked readers
 // cost a million small channels; nobody is woken for another's reservation.
 type resvIndex struct {
-	stripes [256]resvStripe
+	stripes [indexStripes]resvStripe
 	parked  atomic.Int64 // readers waiting right now
 	areas   *areaTable
+	// retention and genBytes bound each generation of failures;
+	// forgotten counts the failures dropped.
+	retention time.Duration
+	genBytes  int64
+	forgotten atomic.Int64
 }
 
 type resvStripe struct {
 	mu sync.Mutex
-	m  map[uuid.UUID]resvSlot
-	// soldOut holds the commonest failure, a RANDOM request that found no
-	// block of its size, in a map whose keys and values hold no pointers,
-	// with the user ids in users: the GC never scans either, however many
-	// hundreds of thousands of failures a flash sale leaves (840,000 of
-	// 1,000,000 requests in seed 002's test). Kept as whole reservations
-	// they cost ~480 bytes each and a third of the server's CPU in GC.
-	soldOut map[uuid.UUID]soldOut
-	users   []byte
+	// m holds the undecided reservations and those that held seats.
+	m map[uuid.UUID]resvSlot
+	// failed holds the failed ones while they are kept (outcomes.go):
+	// failed[0] is the current generation, failed[1] the previous one.
+	failed [2]failedGen
 }
 
 // resvSlot is one reservation: res is the committed snapshot of a decided
@@ -44,38 +44,6 @@ type resvStripe struct {
 type resvSlot struct {
 	res  *tickets.Reservation
 	wait chan struct{}
-}
-
-// soldOut is a RANDOM reservation of n seats in area that failed
-// NOT_AVAILABLE, pointer-free: the user id is users[user:user+userLen],
-// and the failure's detail is rebuilt from the rest.
-type soldOut struct {
-	created int64
-	user    uint32
-	area    uint32
-	n       uint8
-	userLen uint8
-}
-
-// compactable reports whether r can be kept as a soldOut record.
-func compactable(r *tickets.Reservation, a *areaState) bool {
-	return a != nil && r.State == tickets.Failed && r.Kind == tickets.Random && r.Seats == nil &&
-		r.FailedReason == tickets.ReasonNotAvailable && r.NumOfSeats > 0 && r.NumOfSeats <= math.MaxUint8 &&
-		len(r.UserID) <= math.MaxUint8 && r.EventID == a.event.spec.EventName && r.AreaID == a.spec.AreaID &&
-		r.Detail == tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID)
-}
-
-// expand rebuilds the reservation; the stripe's lock must be held.
-func (s *resvStripe) expand(id uuid.UUID, f soldOut, areas *areaTable) *tickets.Reservation {
-	a := areas.at(f.area)
-	r := &tickets.Reservation{
-		ID: id.String(), UserID: string(s.users[f.user : f.user+uint32(f.userLen)]),
-		EventID: a.event.spec.EventName, AreaID: a.spec.AreaID, NumOfSeats: int(f.n), Kind: tickets.Random,
-		State: tickets.Failed, FailedReason: tickets.ReasonNotAvailable, CreatedAt: time.Unix(0, f.created).UTC(),
-	}
-	r.UpdatedAt = r.CreatedAt
-	r.Detail = tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID)
-	return r
 }
 
 // areaTable numbers every area, so records can name one without a
@@ -99,11 +67,15 @@ func (t *areaTable) add(a *areaState) {
 
 func (t *areaTable) at(i uint32) *areaState { return (*t.list.Load())[i] }
 
-func newResvIndex(areas *areaTable) *resvIndex {
-	x := &resvIndex{areas: areas}
+// indexStripes is the number of the index's stripes.
+const indexStripes = 256
+
+// newResvIndex returns an index keeping failures at least retention, in
+// at most memBytes (estimated).
+func newResvIndex(areas *areaTable, retention time.Duration, memBytes int64) *resvIndex {
+	x := &resvIndex{areas: areas, retention: retention, genBytes: memBytes / (2 * indexStripes)}
 	for i := range x.stripes {
 		x.stripes[i].m = make(map[uuid.UUID]resvSlot)
-		x.stripes[i].soldOut = make(map[uuid.UUID]soldOut)
 	}
 	return x
 }
@@ -138,14 +110,12 @@ func (x *resvIndex) store(id uuid.UUID, r *tickets.Reservation, a *areaState) {
 	if w := s.m[id].wait; w != nil {
 		close(w)
 	}
-	if !compactable(r, a) {
+	if r.State != tickets.Failed {
 		s.m[id] = resvSlot{res: r}
 		return
 	}
 	delete(s.m, id)
-	s.soldOut[id] = soldOut{created: r.CreatedAt.UnixNano(), user: uint32(len(s.users)), area: a.index,
-		n: uint8(r.NumOfSeats), userLen: uint8(len(r.UserID))}
-	s.users = append(s.users, r.UserID...)
+	s.addFailed(id, r, a, time.Now(), x)
 }
 
 // load returns the committed state of id: nil and true while undecided,
@@ -154,11 +124,10 @@ func (x *resvIndex) load(id uuid.UUID) (*tickets.Reservation, bool) {
 	s := x.stripe(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f, ok := s.soldOut[id]; ok {
-		return s.expand(id, f, x.areas), true
+	if slot, ok := s.m[id]; ok {
+		return slot.res, true
 	}
-	slot, ok := s.m[id]
-	return slot.res, ok
+	return s.findFailed(id, x.areas)
 }
 
 // await returns id's state once it is decided, or undecided (nil, true)

@@ -25,7 +25,7 @@ type ticketing struct {
 	outcomes *prometheus.CounterVec
 }
 
-func newTicketing() *ticketing {
+func newTicketing(cfg *Config) *ticketing {
 	t := &ticketing{
 		events: make(map[string]*eventState), users: userSeats{m: make(map[userKey]int)},
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -33,7 +33,7 @@ func newTicketing() *ticketing {
 			Help: "Reservation decisions and later moves, by resulting state and failure reason.",
 		}, []string{"state", "reason"}),
 	}
-	t.index = newResvIndex(&t.areas)
+	t.index = newResvIndex(&t.areas, cfg.FailureRetention, cfg.FailureMemoryBytes)
 	return t
 }
 
