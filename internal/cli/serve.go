@@ -184,7 +184,11 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		MaxValueBytes: c.kvValue, Authorize: api.AuthorizedHeader, Registry: reg, Logger: logger,
 	})
 	var ready atomic.Bool
-	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
+	holdSecret, err := eng.Store().HoldSecret(auth.NewSecret)
+	if err != nil {
+		return fmt.Errorf("reservation hold secret: %w", err)
+	}
+	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, HoldSecret: holdSecret, Ready: ready.Load, Registry: reg, Logger: logger})
 	mux := http.NewServeMux()
 	for _, route := range ticketapi.Routes {
 		mux.Handle(route, tickets)

@@ -288,7 +288,10 @@ func (e *Engine) heldReservation(id string) (tickets.Reservation, *areaState, er
 	if !snap.Final() {
 		return snap, nil, ledger.Errorf(tickets.CodeNotPayable, "reservation %s is not decided yet", id)
 	}
-	a, _ := e.tk.area(snap.EventID, snap.AreaID)
+	a, ok := e.tk.area(snap.EventID, snap.AreaID)
+	if !ok { // failed for an unknown event or area
+		return snap, nil, ledger.Errorf(tickets.CodeNotPayable, "reservation %s is %s and holds no seats", id, snap.State)
+	}
 	return snap, a, nil
 }
 

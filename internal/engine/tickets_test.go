@@ -400,3 +400,22 @@ func TestReserveOverloadedFilesNothing(t *testing.T) {
 		t.Fatalf("cancel: %+v %v", r, err)
 	}
 }
+
+// Paying or cancelling a reservation that failed for an unknown event or
+// area answers reservation_not_held; it must not crash the caller.
+func TestPayOrCancelOfUnknownEventFailureIsRefused(t *testing.T) {
+	e := openEngine(t, Config{Dir: t.TempDir(), Shards: 2})
+	mustCreateEvent(t, e, testEvent("ev", 1, 1, 1))
+	for _, req := range []tickets.ReserveRequest{random("no-such-event", "A0", 1), random("ev", "no-such-area", 1)} {
+		r := reserveWait(t, e, "u1", req)
+		if r.State != tickets.Failed {
+			t.Fatalf("%+v: %+v", req, r)
+		}
+		if _, err := e.PayReservation(ctx, r.ID, "u1"); ledger.CodeOf(err) != tickets.CodeNotPayable {
+			t.Errorf("pay of %s: %v", r.FailedReason, err)
+		}
+		if _, err := e.CancelReservation(ctx, r.ID); ledger.CodeOf(err) != tickets.CodeNotPayable {
+			t.Errorf("cancel of %s: %v", r.FailedReason, err)
+		}
+	}
+}

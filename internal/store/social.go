@@ -308,7 +308,13 @@ func (s *Store) TransferIntents() ([]string, error) {
 // TokenSecret returns the secret that signs login tokens, creating it with
 // generate (and making it durable) on first use.
 func (s *Store) TokenSecret(generate func() ([]byte, error)) ([]byte, error) {
-	v, ok, err := s.Get(keyTokenSecret)
+	return s.secret(keyTokenSecret, generate)
+}
+
+// secret returns the secret stored under key, creating it with generate
+// (and making it durable) on first use.
+func (s *Store) secret(key []byte, generate func() ([]byte, error)) ([]byte, error) {
+	v, ok, err := s.Get(key)
 	if err != nil || ok {
 		return v, err
 	}
@@ -317,7 +323,7 @@ func (s *Store) TokenSecret(generate func() ([]byte, error)) ([]byte, error) {
 		return nil, err
 	}
 	b := s.NewBatch()
-	_ = b.Set(keyTokenSecret, secret, nil)
+	_ = b.Set(key, secret, nil)
 	if err := s.Commit(b); err != nil {
 		return nil, err
 	}

@@ -11,13 +11,21 @@ import (
 //
 //	te/<event name>      event as created
 //	tr/<reservation id>  a reservation that held seats, in its latest state
+//	tk/hold              the secret that derives reservations' hold tokens
 //
 // Failed reservations are not stored: they change nothing, and a flash
 // sale fails most requests.
 var (
 	prefixEvent       = []byte("te/")
 	prefixReservation = []byte("tr/")
+	keyHoldSecret     = []byte("tk/hold")
 )
+
+// HoldSecret returns the secret that derives the tokens proving a
+// reservation's ownership, creating it with generate on first use.
+func (s *Store) HoldSecret(generate func() ([]byte, error)) ([]byte, error) {
+	return s.secret(keyHoldSecret, generate)
+}
 
 // PutEvent writes ev as one synced commit.
 func (s *Store) PutEvent(ev *tickets.EventSpec) error {

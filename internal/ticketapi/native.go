@@ -59,6 +59,7 @@ func (a *API) reserve(ctx *fasthttp.RequestCtx) int {
 	if err != nil {
 		return a.failFast(ctx, err)
 	}
+	ctx.Response.Header.Set(TokenHeader, a.holdToken(id))
 	if wait == 0 && !bytes.Contains(ctx.Request.Header.Peek(fasthttp.HeaderAccept), []byte("application/json")) {
 		ctx.SetContentType("text/plain; charset=utf-8")
 		ctx.SetBodyString(id)

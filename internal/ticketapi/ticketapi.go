@@ -10,15 +10,14 @@ package ticketapi
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,10 +51,14 @@ type Box interface {
 
 // Options configure the API.
 type Options struct {
-	// APIKey, when set, is required as a bearer token to create events and
-	// to pay (both are operator or ledger actions). Reservations stay open,
-	// like ticket-master's: a reservation id is an unguessable capability.
+	// APIKey, when set, is required as a bearer token to create events, to
+	// pay (both are operator or ledger actions) and to see who holds which
+	// seat. Filing and reading reservations stay open, like
+	// ticket-master's; cancelling one takes its hold token or the key.
 	APIKey string
+	// HoldSecret derives reservations' hold tokens (owner.go); it must
+	// stay the same across restarts for tokens to.
+	HoldSecret []byte
 	// Ready reports whether /v1/health_check answers 200.
 	Ready func() bool
 	// Registry receives the API's metrics; nil means none.
@@ -77,6 +80,10 @@ func New(box Box, opts Options) *API {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.HoldSecret == nil {
+		opts.HoldSecret = make([]byte, sha256.Size)
+		_, _ = rand.Read(opts.HoldSecret) // never fails (crypto/rand)
+	}
 	a := &API{box: box, opts: opts, mux: http.NewServeMux(), keyHash: sha256.Sum256([]byte(opts.APIKey))}
 	a.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "surge_tickets_request_seconds",
@@ -89,7 +96,7 @@ func New(box Box, opts Options) *API {
 	a.handle("POST /v1/event", a.keyed(a.createEvent))
 	a.handle("GET /v1/event/{id}", a.getEvent)
 	a.handle("GET /v1/event/{id}/area/{area}", a.getArea)
-	a.handle("DELETE /v1/reservation/{id}", a.cancel)
+	a.handle("DELETE /v1/reservation/{id}", a.owned(a.cancel))
 	a.handle("POST /v1/reservation/{id}/pay", a.keyed(a.pay))
 	a.handle("GET /v1/health_check", a.health)
 	return a
@@ -115,12 +122,7 @@ func (a *API) handle(pattern string, h handler) {
 
 func (a *API) keyed(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) int {
-		if a.opts.APIKey == "" {
-			return h(w, r)
-		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(token))
-		if !ok || subtle.ConstantTimeCompare(sum[:], a.keyHash[:]) != 1 {
+		if !a.operator(r) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			return writeProblem(w, http.StatusUnauthorized, "unauthorized", "a valid API key is required")
 		}
@@ -153,7 +155,7 @@ func (a *API) getArea(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return a.fail(w, err)
 	}
-	return writeJSON(w, http.StatusOK, areaSeatsOf(&seats))
+	return writeJSON(w, http.StatusOK, areaSeatsOf(&seats, a.operator(r)))
 }
 
 // request checks what the domain does not: the strategy, the user and the
@@ -186,7 +188,15 @@ func (a *API) pay(w http.ResponseWriter, r *http.Request) int {
 	if body.Account == "" {
 		return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), "account: required")
 	}
-	res, err := a.box.PayReservation(r.Context(), r.PathValue("id"), body.Account)
+	held, err := a.box.Reservation(r.Context(), r.PathValue("id"), 0)
+	if err != nil {
+		return a.fail(w, err)
+	}
+	if body.Account != held.UserID {
+		return writeProblem(w, http.StatusForbidden, "forbidden",
+			fmt.Sprintf("account %s is not the reservation's user's: pay from account %s", body.Account, held.UserID))
+	}
+	res, err := a.box.PayReservation(r.Context(), held.ID, body.Account)
 	if err != nil {
 		return a.fail(w, err)
 	}
