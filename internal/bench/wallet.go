@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
-	"github.com/surge-dev/surge/internal/rpc/vtcodec"
+	"github.com/surge-dev/surge/internal/wallet/rpc/vtcodec"
 )
 
 // Targets from SPEC §8 for the wallet scenario, at c=20.

@@ -20,20 +20,20 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/surge-dev/surge/internal/auth"
+	"github.com/surge-dev/surge/internal/wallet/auth"
 
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/front"
-	"github.com/surge-dev/surge/internal/httpapi"
 	"github.com/surge-dev/surge/internal/kv"
-	"github.com/surge-dev/surge/internal/kvapi"
-	"github.com/surge-dev/surge/internal/kvstore"
-	"github.com/surge-dev/surge/internal/rpc"
+	"github.com/surge-dev/surge/internal/kv/kvapi"
+	"github.com/surge-dev/surge/internal/kv/kvstore"
+	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/telemetry/enginespan"
-	"github.com/surge-dev/surge/internal/ticketapi"
+	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/wallet/rpc"
 )
 
 type serveConfig struct {
@@ -130,7 +130,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err := checkExposure(c.addr, c.apiKey); err != nil {
 		return err
 	}
-	if !httpapi.ValidCurrency(c.currency) {
+	if !ledgerapi.ValidCurrency(c.currency) {
 		return fmt.Errorf("--currency %q: want 1-12 characters of A-Z and 0-9", c.currency)
 	}
 	if err := kv.CheckMaxValue(c.kvValue); err != nil {
@@ -169,12 +169,12 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	defer eng.Close()
 	feed := dashboard.NewLedgerFeed(eng)
-	var ledger httpapi.Ledger = feed
+	var ledger ledgerapi.Ledger = feed
 	var box ticketapi.Box = eng
 	if tracing.Provider() != nil {
 		ledger, box = enginespan.Ledger(ledger), enginespan.Tickets(box)
 	}
-	api := httpapi.New(ledger, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	api := ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
 	kvdb, err := openKV(dir, c, eng.Store(), logger)
 	if err != nil {
 		return err
@@ -217,7 +217,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		SlowPrefixes: slowPrefixes,
 		// The ledger's batch body is the largest a handler takes, unless
 		// --kv-max-value is larger; handlers check their own limits.
-		MaxRequestBodyBytes: max(httpapi.MaxBatchBody, c.kvValue) + 1,
+		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
 		HeaderTimeout:       10 * time.Second,
 		IdleTimeout:         2 * time.Minute,
 		Logger:              logger,

@@ -61,11 +61,11 @@ func (f *idFilter) add(ids func(yield func(string) bool)) {
 // blockFilter is a split-block Bloom filter, the layout Apache Parquet
 // specifies: a key sets 8 bits, one in each 32-bit word of a single
 // 32-byte block, so a lookup reads one cache line. A classic Bloom filter
-// (bits-and-blooms/bloom, used here before) probes 7 bits scattered over
-// the whole filter; with millions of ids that is 7 cache and TLB misses,
-// and the filter was 8% of the server's CPU on the batch route (pprof,
-// session 13). No blocked filter was available from the module proxy this
-// project uses, so this is written here; it is small.
+// such as bits-and-blooms/bloom probes 7 bits scattered over the whole
+// filter; with millions of ids that is 7 cache and TLB misses, 8% of the
+// server's CPU on the batch route (pprof). No blocked filter was available
+// from the module proxy this project uses, so this is written here; it is
+// small.
 type blockFilter []block
 
 type block [8]uint32
@@ -74,7 +74,7 @@ type block [8]uint32
 // a 0.13% false-positive rate (TestIDFilter measures it). Every generation
 // adds its rate, and each false positive costs a storage lookup of about
 // 5 µs: at 12 bits (0.55% each), four generations sent 2% of new ids to
-// storage, 2% of the batch route's CPU (pprof, session 15).
+// storage, 2% of the batch route's CPU (pprof).
 const bitsPerID = 16
 
 // salts spread a hash's low 32 bits over a block's eight words; they are

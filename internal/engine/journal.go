@@ -18,7 +18,7 @@ const (
 	// twice this. Over 50,000 accounts, chunks hold about 20 entries; a
 	// sweep of 2^18 made chunks of 5, and the random chunk keys cost 13%
 	// more CPU per transfer in BenchmarkBatch8190Accounts50k. Live heap
-	// after a 30 s single-transfer run: 66 MB (BENCHMARKS.md, session 15).
+	// after a 30 s single-transfer run: 66 MB.
 	defaultSweepEntries = 1 << 20
 )
 

@@ -27,10 +27,9 @@ import (
 // Both legs of a transfer between shards are in the same storage batch, so
 // no credit is ever in flight, durably or to readers, and a transfer
 // between shards costs what one within a shard does: one round, one fsync.
-// When each shard committed on its own, the credit waited for the
-// receiver's next batch and fsync, behind an outbox record; and two shards
-// committing out of step shared fewer fsyncs, each waiting for the other's
-// to end (docs/BENCHMARKS.md, sessions 16 and 17).
+// Were each shard to commit on its own, a credit would wait for the
+// receiver's next batch and fsync, and two shards committing out of step
+// would share fewer fsyncs, each waiting for the other's to end.
 
 // cmdExclusive runs in a round with every shard's Book and Desk at hand,
 // after the shards have applied their commands: an atomic batch whose
@@ -135,7 +134,7 @@ const (
 // back costs two goroutine wake-ups, a few microseconds; a transfer's
 // credit, record and publishing cost about a microsecond. On the batch
 // route, rounds of tens of thousands of transfers ran those steps on one
-// CPU while the other idled (pprof, docs/BENCHMARKS.md, session 17).
+// CPU while the other idled (pprof).
 const defaultParallelEntries = 1024
 
 // large reports whether the round's later steps are worth running in

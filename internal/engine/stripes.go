@@ -9,11 +9,11 @@ import (
 // stripedMap is a map from string keys, split into stripes that each have
 // a lock of their own, for the maps every transfer touches from shard
 // goroutines and readers at once: the committed view and the in-flight
-// ids. sync.Map did that job first; since Go 1.24 it is a hash-trie that
-// allocates a node for every key stored and walks several nodes per
-// lookup, and on the batch route its three calls per transfer were 7% of
-// the server's CPU (pprof, session 13), where a stripe costs a hash, an
-// uncontended lock and one Go map operation.
+// ids. Not sync.Map: since Go 1.24 it is a hash-trie that allocates a
+// node for every key stored and walks several nodes per lookup, and on
+// the batch route its three calls per transfer were 7% of the server's
+// CPU (pprof), where a stripe costs a hash, an uncontended lock and one
+// Go map operation.
 type stripedMap[V any] struct {
 	stripes [64]stripe[V]
 }

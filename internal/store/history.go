@@ -13,9 +13,8 @@ import (
 // A batch's entries are first written together as one journal record, a
 // single key per shard batch, because each key in a batch costs a random
 // insert into the memtable and later a rewrite in every compaction: with a
-// key per entry, history was two thirds of what a transfer wrote
-// (BENCHMARKS.md, session 13). The entries stay in memory too, as their
-// accounts' Recent entries.
+// key per entry, history would be two thirds of what a transfer writes.
+// The entries stay in memory too, as their accounts' Recent entries.
 //
 // The engine later moves an account's Recent entries into one chunk record,
 // keyed by the account and its newest seq, once enough have gathered or a

@@ -23,8 +23,8 @@ const (
 // Every overlapping L0 file costs each GET a lookup: on a 1.3 M-key store
 // whose L0 held 6 sublevels (the ledger's threshold of 16 allows up to 15),
 // a GET cost the server 24 µs of CPU, against 16 µs once L0 was compacted
-// away (docs/BENCHMARKS.md, session 11). Pebble's default, 4, keeps it so
-// at the price of compacting more often under writes.
+// away (copies of one store, the same binary). Pebble's default, 4, keeps
+// it so at the price of compacting more often under writes.
 const kvL0CompactionThreshold = 4
 
 // OpenKV opens (creating if needed) a store for key-value entries in dir:

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/surge-dev/surge/internal/social"
+	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
 // Social key layout (the wallet chat of SPEC §3.4). Every key starts with

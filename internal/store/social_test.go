@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/surge-dev/surge/internal/social"
+	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
 // TestConversationHeadFromMessages: only a conversation's first message

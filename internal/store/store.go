@@ -31,9 +31,9 @@ type Options struct {
 	// UncompressedL0 stores level 0, what flushes write, uncompressed.
 	// Under a steady write load it is compacted away within seconds, so
 	// compressing it costs CPU and saves disk only briefly: 7% of the
-	// ledger's batch route CPU (BENCHMARKS.md, session 15). The levels
-	// below stay compressed (Snappy), where data settles and takes 40%
-	// less disk for it.
+	// ledger's batch route CPU (A/B pairs). The levels below stay
+	// compressed (Snappy), where data settles and takes 40% less disk for
+	// it.
 	UncompressedL0 bool
 }
 

@@ -6,17 +6,17 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/surge-dev/surge/internal/httpapi"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
 )
 
 // Ledger returns next with every call traced. Wrap it only when tracing is
 // on: with tracing off the spans would cost without being seen.
-func Ledger(next httpapi.Ledger) httpapi.Ledger { return traced{next} }
+func Ledger(next ledgerapi.Ledger) ledgerapi.Ledger { return traced{next} }
 
-type traced struct{ next httpapi.Ledger }
+type traced struct{ next ledgerapi.Ledger }
 
 // start starts the span of one ledger call.
 func start(ctx context.Context, op string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {

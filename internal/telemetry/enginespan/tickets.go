@@ -8,8 +8,8 @@ import (
 
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/telemetry"
-	"github.com/surge-dev/surge/internal/ticketapi"
 	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 )
 
 // Tickets returns next with its calls that take a context traced: event
