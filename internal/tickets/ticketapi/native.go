@@ -69,6 +69,9 @@ func (a *API) reserve(ctx *fasthttp.RequestCtx) int {
 	if err != nil {
 		return a.failFast(ctx, err)
 	}
+	if !res.Final() { // the request as filed, still PROCESSING
+		res = *tickets.NewReservation(id, body.UserID, req, time.Now().UTC())
+	}
 	return reservationFast(ctx, &res)
 }
 
