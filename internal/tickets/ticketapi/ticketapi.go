@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -320,9 +321,27 @@ func writeProblem(w http.ResponseWriter, status int, code, detail string) int {
 	return status
 }
 
+// problemBody is a problem document in the ledger API's shape: its type
+// is https://surge.dev/problems/<code>, its title the code in words.
 func problemBody(status int, code, detail string) []byte {
-	b, _ := json.Marshal(problemJSON{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+	b, _ := json.Marshal(problemJSON{Type: problemTypes + code, Title: titleOf(code), Status: status, Code: code, Detail: detail})
 	return b
+}
+
+// problemTypes prefixes every problem's type URI, as on the ledger API.
+const problemTypes = "https://surge.dev/problems/"
+
+// titleOf spells a code as the ledger API titles it: "reservation_not_held"
+// is "Reservation not held"; "internal" is "Internal error".
+func titleOf(code string) string {
+	if code == "internal" {
+		return "Internal error"
+	}
+	title := strings.ReplaceAll(code, "_", " ")
+	if title == "" {
+		return title
+	}
+	return strings.ToUpper(title[:1]) + title[1:]
 }
 
 func statusText(code int) string { return strconv.Itoa(code) }
