@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +57,25 @@ func TestUndecidedReservationReplyIsWhole(t *testing.T) {
 		if got.ReservationID != want.ReservationID || got.UserID != want.UserID || got.EventID != want.EventID ||
 			got.AreaID != want.AreaID || got.NumOfSeats != want.NumOfSeats || got.Type != want.Type || got.State != want.State {
 			t.Errorf("query %q: got %+v\nwant %+v", query, got, want)
+		}
+	}
+}
+
+// A malformed time in an event says how to write one, not Go's layout.
+func TestBadTimeSaysHowToWriteOne(t *testing.T) {
+	for _, v := range []string{`"yesterday"`, `"2026-13-01T00:00:00Z"`, `5`, `"2026-12-01 10:00"`} {
+		w := httptest.NewRecorder()
+		body := `{"eventName":"ev","artist":"a","areas":[{"areaId":"A","rowCount":1,"colCount":1}],"reservationOpeningTime":` + v + `}`
+		var j eventJSON
+		if status := decode(w, httptest.NewRequest(http.MethodPost, "/v1/event", strings.NewReader(body)), maxEventBody, &j); status != http.StatusBadRequest {
+			t.Fatalf("%s: status %d", v, status)
+		}
+		var p problemJSON
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(p.Detail, "2006") || !strings.Contains(p.Detail, "time") {
+			t.Errorf("%s: detail %q", v, p.Detail)
 		}
 	}
 }

@@ -292,7 +292,26 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) int {
 	if errors.As(err, &tooBig) {
 		return writeProblem(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", limit))
 	}
-	return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), "malformed JSON body: "+err.Error())
+	return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), "malformed JSON body: "+timeless(err))
+}
+
+// timeText says how a time is written.
+const timeText = `want an RFC 3339 time string, like "2026-12-01T20:00:00Z"`
+
+// timeless words a decoding error for people: time's own errors show Go's
+// layout string ("2006-01-02T15:04:05Z07:00"), which means nothing to a
+// client.
+func timeless(err error) string {
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &pe) && pe.Message != "":
+		return fmt.Sprintf("time %q:%s", pe.Value, pe.Message)
+	case errors.As(err, &pe):
+		return fmt.Sprintf("time %q: %s", pe.Value, timeText)
+	case strings.HasPrefix(err.Error(), "Time.UnmarshalJSON"):
+		return "a time: " + timeText
+	}
+	return err.Error()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) int {
