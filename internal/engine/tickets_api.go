@@ -21,7 +21,7 @@ import (
 // reservation: "pay-<reservation id>-<attempt>". Each attempt holds money
 // under an id of its own, so a voided attempt never stands in for a later
 // one; the reservation records the attempt that paid it.
-const paymentPrefix = "pay-"
+const paymentPrefix = ledger.PaymentPrefix
 
 func newPaymentID(reservation string) string {
 	return paymentPrefix + reservation + "-" + uuid.NewString()[:8]
