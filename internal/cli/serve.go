@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/surge-dev/surge/internal/wallet/auth"
+	"github.com/surge-dev/surge/internal/workloads"
 
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
@@ -31,8 +32,9 @@ import (
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
-	"github.com/surge-dev/surge/internal/telemetry/enginespan"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/tickets/ticketengine"
+	"github.com/surge-dev/surge/internal/tickets/ticketstore"
 	"github.com/surge-dev/surge/internal/wallet/rpc"
 )
 
@@ -121,8 +123,8 @@ trace and read surge.`,
 	f.DurationVar(&c.wallet.tokenTTL, "token-ttl", 24*time.Hour, "how long a wallet login token stays valid")
 	f.IntVar(&c.wallet.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of wallet password hashes (4-31; each step doubles the time of a login)")
 	f.Int64Var(&c.wallet.minAmount, "wallet-min-amount", 1, "smallest amount a wallet Transfer accepts, in minor units")
-	f.DurationVar(&c.failures.retention, "failure-retention", engine.DefaultFailureRetention, "how long a failed reservation stays readable (GET /v1/reservation/{id}) after its decision; then it is forgotten (404)")
-	f.IntVar(&c.failures.memoryMB, "failure-memory-mb", engine.DefaultFailureMemoryBytes>>20, "memory (MiB) the failed reservations kept for readers may take; beyond it the oldest are forgotten before --failure-retention")
+	f.DurationVar(&c.failures.retention, "failure-retention", ticketengine.DefaultFailureRetention, "how long a failed reservation stays readable (GET /v1/reservation/{id}) after its decision; then it is forgotten (404)")
+	f.IntVar(&c.failures.memoryMB, "failure-memory-mb", ticketengine.DefaultFailureMemoryBytes>>20, "memory (MiB) the failed reservations kept for readers may take; beyond it the oldest are forgotten before --failure-retention")
 	return cmd
 }
 
@@ -159,23 +161,25 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
 
-	eng, err := engine.Open(engine.Config{
+	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
-		DefaultCurrency: c.currency, NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
+		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
+	}, Tickets: ticketengine.Config{
 		FailureRetention: c.failures.retention, FailureMemoryBytes: int64(c.failures.memoryMB) << 20,
-	})
+	}})
 	if err != nil {
 		return err
 	}
+	eng := wl.Engine
 	defer eng.Close()
-	feed := dashboard.NewLedgerFeed(eng)
+	feed := dashboard.NewLedgerFeed(wl.Ledger)
 	var ledger ledgerapi.Ledger = feed
-	var box ticketapi.Box = eng
+	var box ticketapi.Box = wl.Tickets
 	if tracing.Provider() != nil {
-		ledger, box = enginespan.Ledger(ledger), enginespan.Tickets(box)
+		ledger, box = ledgerapi.Traced(ledger), ticketapi.Traced(box)
 	}
 	api := ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	kvdb, err := openKV(dir, c, eng.Store(), logger)
+	kvdb, err := openKV(dir, c)
 	if err != nil {
 		return err
 	}
@@ -184,7 +188,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		MaxValueBytes: c.kvValue, Authorize: api.AuthorizedHeader, Registry: reg, Logger: logger,
 	})
 	var ready atomic.Bool
-	holdSecret, err := eng.Store().HoldSecret(auth.NewSecret)
+	holdSecret, err := ticketstore.Store{Store: wl.Engine.Store()}.HoldSecret(auth.NewSecret)
 	if err != nil {
 		return fmt.Errorf("reservation hold secret: %w", err)
 	}
@@ -201,7 +205,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	meter := telemetry.NewMeter(telemetry.Workloads...)
 	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
 	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
-	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: eng}))
+	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: wl.Tickets}))
 	dash.Start()
 	defer dash.Close()
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
@@ -324,20 +328,7 @@ func checkExposure(addr, apiKey string) error {
 }
 
 // openKV opens the key-value entries' own store, in the kv directory under
-// the data directory, and moves into it any entries that an older surge
-// kept in the ledger's store.
-func openKV(dir string, c serveConfig, ledger *store.Store, logger *slog.Logger) (*store.Store, error) {
-	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
-	if err != nil {
-		return nil, err
-	}
-	moved, err := store.MoveKV(ledger, db)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("move key-value entries out of the ledger's store: %w", err)
-	}
-	if moved > 0 {
-		logger.Info("moved key-value entries from the ledger's store to their own", "entries", moved, "dir", filepath.Join(dir, "kv"))
-	}
-	return db, nil
+// the data directory.
+func openKV(dir string, c serveConfig) (*store.Store, error) {
+	return store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
 }

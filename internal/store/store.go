@@ -1,6 +1,8 @@
-// Package store is surge's embedded storage: Pebble databases under --data
-// (the engine's, and the key-value entries' own: see OpenKV), the key
-// layout of every workload, and compact binary codecs for records.
+// Package store is surge's embedded storage, shared by every workload:
+// Pebble databases under --data (the engine's, and the key-value entries'
+// own: see OpenKV), batches, durable commits, reads and scans. Each
+// workload lays out and encodes its own records, in its own store package
+// (ledger/ledgerstore, tickets/ticketstore, wallet/walletstore).
 package store
 
 import (
@@ -116,9 +118,43 @@ func (s *Store) Commit(b *pebble.Batch) error {
 	return err
 }
 
+// CommitNoSync applies b without waiting for an fsync, and closes it. The
+// WAL keeps commit order, so b becomes durable with the next synced commit
+// of any writer, and a crash can only lose a suffix of such commits: use it
+// for records that a later synced commit covers, or that recovery rebuilds.
+func (s *Store) CommitNoSync(b *pebble.Batch) error {
+	err := s.db.Apply(b, pebble.NoSync)
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// NewIter returns an iterator over the keys o bounds. The caller closes it.
+func (s *Store) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) { return s.db.NewIter(o) }
+
 // Record is a key and its value, written by one component in another's
 // batch.
 type Record struct{ Key, Value []byte }
+
+// Secret returns the secret stored at key, creating it with generate (and
+// making it durable) on first use.
+func (s *Store) Secret(key []byte, generate func() ([]byte, error)) ([]byte, error) {
+	v, ok, err := s.Get(key)
+	if err != nil || ok {
+		return v, err
+	}
+	secret, err := generate()
+	if err != nil {
+		return nil, err
+	}
+	b := s.NewBatch()
+	_ = b.Set(key, secret, nil)
+	if err := s.Commit(b); err != nil {
+		return nil, err
+	}
+	return secret, nil
+}
 
 // Get returns a copy of the value at key, or ok false if absent.
 func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {

@@ -12,6 +12,8 @@ import (
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/store"
+	"github.com/surge-dev/surge/internal/wallet/walletstore"
+	"github.com/surge-dev/surge/internal/workloads"
 )
 
 // TestWalletCrash kills the server with SIGKILL in the middle of
@@ -106,12 +108,12 @@ func TestWalletResolvesLeftIntents(t *testing.T) {
 	// transfer between the two wallets has no chat message: like one whose
 	// message a crash cut off.
 	id := "wallet:" + strconv.FormatUint(a.id, 10) + ":left"
-	eng, err := engine.Open(engine.Config{Dir: dir})
+	set, err := workloads.Open(context.Background(), workloads.Config{Engine: engine.Config{Dir: dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = eng.Transfer(context.Background(), ledger.TransferRequest{ID: id, From: walletAccount(a), To: walletAccount(b), Amount: 30, Memo: "left"})
-	if cerr := eng.Close(); err != nil || cerr != nil {
+	_, _, err = set.Ledger.Transfer(context.Background(), ledger.TransferRequest{ID: id, From: walletAccount(a), To: walletAccount(b), Amount: 30, Memo: "left"})
+	if cerr := set.Close(); err != nil || cerr != nil {
 		t.Fatalf("transfer %s: %v; close: %v", id, err, cerr)
 	}
 	writeIntents(t, dir, id, "wallet:"+strconv.FormatUint(a.id, 10)+":never-made")
@@ -135,7 +137,7 @@ func TestWalletResolvesLeftIntents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if left, err := db.TransferIntents(); err != nil || len(left) != 0 {
+	if left, err := (walletstore.Store{Store: db}).TransferIntents(); err != nil || len(left) != 0 {
 		t.Fatalf("intents left after recovery: %v (%v)", left, err)
 	}
 }
@@ -150,7 +152,7 @@ func writeIntents(t *testing.T, dir string, ids ...string) {
 	}
 	b := db.NewBatch()
 	for _, id := range ids {
-		if err := b.Set(store.TransferIntentKey(id), nil, nil); err != nil {
+		if err := b.Set(walletstore.TransferIntentKey(id), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

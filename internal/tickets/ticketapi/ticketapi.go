@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets"
@@ -39,11 +38,11 @@ const (
 	maxWait  = time.Minute
 )
 
-// Box is the ticketing engine the API serves; *engine.Engine is one.
+// Box is the ticketing engine the API serves; *ticketengine.Tickets is one.
 type Box interface {
 	CreateEvent(ctx context.Context, spec tickets.EventSpec) (tickets.EventSpec, bool, error)
-	Event(name string) (engine.EventStatus, error)
-	InspectArea(ctx context.Context, event, area string) (engine.AreaSeats, error)
+	Event(name string) (tickets.EventStatus, error)
+	InspectArea(ctx context.Context, event, area string) (tickets.AreaSeats, error)
 	Reserve(userID string, req tickets.ReserveRequest) (string, error)
 	Reservation(ctx context.Context, id string, timeout time.Duration) (tickets.Reservation, error)
 	PayReservation(ctx context.Context, id, account string) (tickets.Reservation, error)

@@ -3,7 +3,6 @@ package ticketapi
 import (
 	"time"
 
-	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
@@ -109,7 +108,7 @@ func eventOf(s *tickets.EventSpec) eventJSON {
 	return j
 }
 
-func statusOf(st *engine.EventStatus) eventJSON {
+func statusOf(st *tickets.EventStatus) eventJSON {
 	j := eventOf(&st.Spec)
 	j.SoldOutAt = orNil(st.SoldOutAt)
 	for i, a := range st.Areas {
@@ -139,7 +138,7 @@ func reservationOf(r *tickets.Reservation) reservationJSON {
 
 // areaSeatsOf is a's seat map; the holders' reservation ids only when
 // withIDs (for the operator).
-func areaSeatsOf(a *engine.AreaSeats, withIDs bool) areaSeatsJSON {
+func areaSeatsOf(a *tickets.AreaSeats, withIDs bool) areaSeatsJSON {
 	j := areaSeatsJSON{
 		AreaID: a.Spec.AreaID, RowCount: a.Spec.RowCount, ColCount: a.Spec.ColCount,
 		Available: a.Available, SeatMap: a.SeatMap, Taken: []takenJSON{},

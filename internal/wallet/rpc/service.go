@@ -26,6 +26,7 @@ import (
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/wallet/auth"
 	"github.com/surge-dev/surge/internal/wallet/social"
+	"github.com/surge-dev/surge/internal/wallet/walletstore"
 )
 
 // Ledger is what the wallet needs of the ledger engine (engine.Engine).
@@ -64,7 +65,7 @@ type Config struct {
 // Service implements the four services. It is safe for concurrent use.
 type Service struct {
 	ledger   Ledger
-	store    *store.Store
+	store    walletstore.Store
 	currency string
 	minAmt   int64
 	tokens   *auth.Tokens
@@ -101,7 +102,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	secret := cfg.TokenSecret
 	if secret == nil {
-		if secret, err = cfg.Store.TokenSecret(auth.NewSecret); err != nil {
+		if secret, err = (walletstore.Store{Store: cfg.Store}).TokenSecret(auth.NewSecret); err != nil {
 			return nil, fmt.Errorf("rpc: token secret: %w", err)
 		}
 	}
@@ -110,7 +111,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{
-		ledger: cfg.Ledger, store: cfg.Store, currency: cfg.Currency, minAmt: cfg.MinAmount,
+		ledger: cfg.Ledger, store: walletstore.Store{Store: cfg.Store}, currency: cfg.Currency, minAmt: cfg.MinAmount,
 		tokens: tokens, hasher: hasher, limiter: auth.NewLoginLimiter(cfg.LoginLimit),
 		log: cfg.Logger, metrics: newMetrics(cfg.Registerer),
 		state: social.NewState(), hub: newHub(),
@@ -120,7 +121,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	if err := cfg.Store.LoadSocial(s.state); err != nil {
+	if err := (walletstore.Store{Store: cfg.Store}).LoadSocial(s.state); err != nil {
 		return nil, fmt.Errorf("rpc: load social state: %w", err)
 	}
 	if err := s.recoverTransfers(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/wallet/social"
+	"github.com/surge-dev/surge/internal/wallet/walletstore"
 )
 
 // A transfer and its TRANSFER chat message are written together when
@@ -54,7 +55,7 @@ func (s *Service) transfer(ctx context.Context, req ledger.TransferRequest) (led
 		defer unlockPair()
 		return s.transferWithMessage(ctx, req, from, to)
 	}
-	t, replayed, err := s.ledger.TransferWith(ctx, req, []store.Record{{Key: store.TransferIntentKey(req.ID)}})
+	t, replayed, err := s.ledger.TransferWith(ctx, req, []store.Record{{Key: walletstore.TransferIntentKey(req.ID)}})
 	if err != nil || replayed {
 		return t, replayed, err
 	}
@@ -67,7 +68,7 @@ func (s *Service) transferWithMessage(ctx context.Context, req ledger.TransferRe
 	s.mu.RLock()
 	m := s.state.NewTransfer(from, to, req.Amount, req.ID, req.Memo, time.Now().UTC())
 	s.mu.RUnlock()
-	t, replayed, err := s.ledger.TransferWith(ctx, req, store.MessageRecords(&m))
+	t, replayed, err := s.ledger.TransferWith(ctx, req, walletstore.MessageRecords(&m))
 	if err != nil || replayed {
 		return t, replayed, err
 	}

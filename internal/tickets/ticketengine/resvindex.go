@@ -1,0 +1,168 @@
+package ticketengine
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/surge-dev/surge/internal/tickets"
+)
+
+// resvIndex finds every reservation by id for readers: the committed
+// snapshot of each decided one, and a slot for each still undecided so that
+// readers can wait for it.
+//
+// Waiting costs no polling and almost no memory: a reader that finds its
+// reservation undecided parks on a channel made for that slot on demand, and
+// the shard that commits the decision closes it. A million parked readers
+// cost a million small channels; nobody is woken for another's reservation.
+type resvIndex struct {
+	stripes [indexStripes]resvStripe
+	parked  atomic.Int64 // readers waiting right now
+	areas   *areaTable
+	// retention and genBytes bound each generation of failures; kept and
+	// forgotten count the failures kept and dropped; expired is when
+	// expireFailed last ran (unix nanoseconds).
+	retention time.Duration
+	genBytes  int64
+	kept      atomic.Int64
+	forgotten atomic.Int64
+	expired   atomic.Int64
+	// wake, when set, is called when a failure is kept where none were,
+	// so that expireFailed gets scheduled.
+	wake func()
+}
+
+type resvStripe struct {
+	mu sync.Mutex
+	// m holds the undecided reservations and those that held seats.
+	m map[uuid.UUID]resvSlot
+	// failed holds the failed ones while they are kept (outcomes.go):
+	// failed[0] is the current generation, failed[1] the previous one.
+	failed [2]failedGen
+}
+
+// resvSlot is one reservation: res is the committed snapshot of a decided
+// one (nil while undecided; a stored snapshot is never changed, only
+// replaced), and wait is closed and cleared when a decision is stored.
+type resvSlot struct {
+	res  *tickets.Reservation
+	wait chan struct{}
+}
+
+// areaTable numbers every area, so records can name one without a
+// pointer. It only grows; readers load it without locks.
+type areaTable struct {
+	mu   sync.Mutex
+	list atomic.Pointer[[]*areaState]
+}
+
+func (t *areaTable) add(a *areaState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var next []*areaState
+	if cur := t.list.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	a.index = uint32(len(next))
+	next = append(next, a)
+	t.list.Store(&next)
+}
+
+func (t *areaTable) at(i uint32) *areaState { return (*t.list.Load())[i] }
+
+// indexStripes is the number of the index's stripes.
+const indexStripes = 256
+
+// newResvIndex returns an index keeping failures at least retention, in
+// at most memBytes (estimated).
+func newResvIndex(areas *areaTable, retention time.Duration, memBytes int64) *resvIndex {
+	x := &resvIndex{areas: areas, retention: retention, genBytes: memBytes / (2 * indexStripes)}
+	for i := range x.stripes {
+		x.stripes[i].m = make(map[uuid.UUID]resvSlot)
+	}
+	return x
+}
+
+func (x *resvIndex) stripe(id uuid.UUID) *resvStripe {
+	// Reservation ids are random (v4), so any byte spreads them evenly.
+	return &x.stripes[id[15]]
+}
+
+// open adds an undecided reservation.
+func (x *resvIndex) open(id uuid.UUID) {
+	s := x.stripe(id)
+	s.mu.Lock()
+	s.m[id] = resvSlot{}
+	s.mu.Unlock()
+}
+
+// drop forgets an undecided reservation that was never queued.
+func (x *resvIndex) drop(id uuid.UUID) {
+	s := x.stripe(id)
+	s.mu.Lock()
+	delete(s.m, id)
+	s.mu.Unlock()
+}
+
+// store publishes r, a reservation of area a (nil if unknown), as
+// committed, and wakes its waiters. r must not be changed afterwards.
+func (x *resvIndex) store(id uuid.UUID, r *tickets.Reservation, a *areaState) {
+	s := x.stripe(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w := s.m[id].wait; w != nil {
+		close(w)
+	}
+	if r.State != tickets.Failed {
+		s.m[id] = resvSlot{res: r}
+		return
+	}
+	delete(s.m, id)
+	if s.addFailed(id, r, a, time.Now(), x) && x.wake != nil {
+		x.wake()
+	}
+}
+
+// load returns the committed state of id: nil and true while undecided,
+// false when there is no such reservation. The caller must not change it.
+func (x *resvIndex) load(id uuid.UUID) (*tickets.Reservation, bool) {
+	s := x.stripe(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slot, ok := s.m[id]; ok {
+		return slot.res, true
+	}
+	return s.findFailed(id, x.areas)
+}
+
+// await returns id's state once it is decided, or undecided (nil, true)
+// after timeout or when ctx ends.
+func (x *resvIndex) await(ctx context.Context, id uuid.UUID, timeout time.Duration) (*tickets.Reservation, bool) {
+	s := x.stripe(id)
+	s.mu.Lock()
+	slot, ok := s.m[id]
+	if !ok || slot.res != nil {
+		s.mu.Unlock()
+		return x.load(id)
+	}
+	if slot.wait == nil {
+		slot.wait = make(chan struct{})
+		s.m[id] = slot
+	}
+	wait := slot.wait
+	s.mu.Unlock()
+
+	x.parked.Add(1)
+	defer x.parked.Add(-1)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-wait:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return x.load(id)
+}
