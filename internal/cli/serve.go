@@ -55,12 +55,12 @@ type serveConfig struct {
 	logFmt   telemetry.LogFormat
 	tracing  telemetry.TracingConfig
 	wallet   walletConfig
-	failures failureConfig
+	outcomes outcomeConfig
 }
 
-// failureConfig holds the flags that bound the failed reservations kept
+// outcomeConfig holds the flags that bound the settled reservations kept
 // for readers.
-type failureConfig struct {
+type outcomeConfig struct {
 	retention time.Duration
 	memoryMB  int
 }
@@ -123,8 +123,8 @@ trace and read surge.`,
 	f.DurationVar(&c.wallet.tokenTTL, "token-ttl", 24*time.Hour, "how long a wallet login token stays valid")
 	f.IntVar(&c.wallet.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of wallet password hashes (4-31; each step doubles the time of a login)")
 	f.Int64Var(&c.wallet.minAmount, "wallet-min-amount", 1, "smallest amount a wallet Transfer accepts, in minor units")
-	f.DurationVar(&c.failures.retention, "failure-retention", ticketengine.DefaultFailureRetention, "how long a failed reservation stays readable (GET /v1/reservation/{id}) after its decision; then it is forgotten (404)")
-	f.IntVar(&c.failures.memoryMB, "failure-memory-mb", ticketengine.DefaultFailureMemoryBytes>>20, "memory (MiB) the failed reservations kept for readers may take; beyond it the oldest are forgotten before --failure-retention")
+	f.DurationVar(&c.outcomes.retention, "outcome-retention", ticketengine.DefaultOutcomeRetention, "how long a settled reservation (failed, cancelled, expired) stays in memory for readers; then a failed one is forgotten (404), the others read from disk")
+	f.IntVar(&c.outcomes.memoryMB, "outcome-memory-mb", ticketengine.DefaultOutcomeMemoryBytes>>20, "memory (MiB) the settled reservations kept for readers may take; beyond it the oldest leave before --outcome-retention")
 	return cmd
 }
 
@@ -165,7 +165,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
 	}, Tickets: ticketengine.Config{
-		FailureRetention: c.failures.retention, FailureMemoryBytes: int64(c.failures.memoryMB) << 20,
+		OutcomeRetention: c.outcomes.retention, OutcomeMemoryBytes: int64(c.outcomes.memoryMB) << 20,
 	}})
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 )
 
 // failureBudgetMB is the memory the flooded server may spend on failed
-// reservations (SURGE_FAILURE_MEMORY_MB, which a server without the
+// reservations (SURGE_OUTCOME_MEMORY_MB, which a server without the
 // setting ignores).
 const failureBudgetMB = 4
 
@@ -25,7 +25,7 @@ func TestTicketFailureFloodKeepsHeapFlat(t *testing.T) {
 		t.Skip("floods the server")
 	}
 	srv := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--shards", "2"},
-		[]string{fmt.Sprintf("SURGE_FAILURE_MEMORY_MB=%d", failureBudgetMB)})
+		[]string{fmt.Sprintf("SURGE_OUTCOME_MEMORY_MB=%d", failureBudgetMB)})
 	srv.awaitReady("")
 	c := srv.c
 	mustCreateEvent(t, c, Event{EventName: "flood", Artist: "band", Areas: []EventArea{{AreaID: "A", Price: 1, RowCount: 1, ColCount: 1}}})
@@ -41,9 +41,9 @@ func TestTicketFailureFloodKeepsHeapFlat(t *testing.T) {
 	if grown := after - before; grown > 4*failureBudgetMB<<20 {
 		t.Errorf("160,000 failures grew the heap by %.1f MiB; budget %d MiB", mib(grown), failureBudgetMB)
 	}
-	kept := scrapeMetrics(t, srv)["surge_reservation_failures_retained_bytes"].GetMetric()
+	kept := scrapeMetrics(t, srv)["surge_reservation_outcomes_retained_bytes"].GetMetric()
 	if len(kept) != 1 || kept[0].GetGauge().GetValue() > failureBudgetMB<<20 {
-		t.Errorf("surge_reservation_failures_retained_bytes: %v, budget %d MiB", kept, failureBudgetMB)
+		t.Errorf("surge_reservation_outcomes_retained_bytes: %v, budget %d MiB", kept, failureBudgetMB)
 	}
 	res, err := awaitReservation(c, last)
 	if err != nil || res.State != "FAILED" || res.UserID == "" {

@@ -365,7 +365,9 @@ func (t *Tickets) loadTickets() error {
 				t.users.add(a.event.spec.EventName, r.UserID, len(r.Seats))
 			}
 		}
-		t.index.store(uuid.MustParse(r.ID), snapshot(r), a)
+		if !settled(r) { // the settled ones are read from storage
+			t.index.store(uuid.MustParse(r.ID), snapshot(r), a)
+		}
 		return nil
 	})
 	if err != nil {

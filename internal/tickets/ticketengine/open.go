@@ -33,12 +33,12 @@ type Ledger interface {
 
 // Config sets up ticketing.
 type Config struct {
-	// FailureRetention is how long failed reservations are kept at least
-	// for readers, and FailureMemoryBytes the memory they may take
-	// (estimated); more failures within FailureRetention than that holds
+	// OutcomeRetention is how long failed reservations are kept at least
+	// for readers, and OutcomeMemoryBytes the memory they may take
+	// (estimated); more failures within OutcomeRetention than that holds
 	// are forgotten sooner (outcomes.go). 0: the defaults.
-	FailureRetention   time.Duration
-	FailureMemoryBytes int64
+	OutcomeRetention   time.Duration
+	OutcomeMemoryBytes int64
 	// Registerer receives ticketing's metrics; nil means none.
 	Registerer prometheus.Registerer
 	// Logger receives operational messages; nil means slog.Default().
@@ -52,11 +52,11 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.FailureRetention <= 0 {
-		cfg.FailureRetention = DefaultFailureRetention
+	if cfg.OutcomeRetention <= 0 {
+		cfg.OutcomeRetention = DefaultOutcomeRetention
 	}
-	if cfg.FailureMemoryBytes <= 0 {
-		cfg.FailureMemoryBytes = DefaultFailureMemoryBytes
+	if cfg.OutcomeMemoryBytes <= 0 {
+		cfg.OutcomeMemoryBytes = DefaultOutcomeMemoryBytes
 	}
 	t := &Tickets{
 		eng: eng, ledger: ledger, db: ticketstore.Store{Store: eng.Store()}, log: cfg.Logger,
@@ -66,7 +66,7 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 			Help: "Reservation decisions and later moves, by resulting state and failure reason.",
 		}, []string{"state", "reason"}),
 	}
-	t.index = newResvIndex(&t.areas, cfg.FailureRetention, cfg.FailureMemoryBytes)
+	t.index = newResvIndex(&t.areas, cfg.OutcomeRetention, cfg.OutcomeMemoryBytes)
 	slices := make([]engine.Slice, eng.Shards())
 	for i := range slices {
 		s := &shard{t: t, desk: tickets.NewDesk()}
@@ -80,6 +80,7 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 	// A Tick on the first shard ages the failures; its rounds ask for the
 	// next one while any are kept.
 	t.index.wake = func() { _ = t.port.Post(0, engine.Tick{}) }
+	t.index.disk = t.storedReservation
 	t.register(cfg.Registerer)
 	return t, nil
 }
@@ -125,7 +126,7 @@ func (s *shard) Apply(cmds []engine.Command, now time.Time) {
 		case engine.Tick:
 			s.desk.Expire(now)
 			if s == s.t.shards[0] {
-				s.t.index.expireFailed(now)
+				s.t.index.expire(now)
 			}
 		default:
 			panic(fmt.Sprintf("ticketengine: unknown command %T", c))

@@ -10,26 +10,28 @@ import (
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
-// Failed reservations change nothing and are never stored: they are kept
-// in memory only while their client may still ask for them, and then
-// forgotten (a read answers reservation_not_found). Each index stripe keeps
-// them in two generations: new failures go to the current one; the current
-// one becomes the previous one, and the previous one is dropped whole, once
-// the current one is FailureRetention old or holds its share of
-// FailureMemoryBytes. So a failure is kept at least FailureRetention unless
-// failures arrive faster than the budget holds, and the memory they take
-// stays under the budget however many fail.
+// A settled reservation — failed, cancelled or expired — never changes
+// again. It is kept in memory only while its client may still ask for it;
+// then a cancelled or expired one is read from storage, and a failed one,
+// which changed nothing and is never stored, is forgotten (a read answers
+// reservation_not_found). Each index stripe keeps them in two generations:
+// new ones go to the current one; the current one becomes the previous
+// one, and the previous one is dropped whole, once the current one is
+// OutcomeRetention old or holds its share of OutcomeMemoryBytes. So an
+// outcome is kept at least OutcomeRetention unless outcomes arrive faster
+// than the budget holds, and the memory they take stays under the budget
+// however many fail.
 
-// Defaults of the retention of failed reservations.
+// Defaults of the retention of settled reservations.
 const (
-	// DefaultFailureRetention is the long-poll's longest wait (a minute)
+	// DefaultOutcomeRetention is the long-poll's longest wait (a minute)
 	// plus as much again for a client's retries.
-	DefaultFailureRetention = 2 * time.Minute
-	// DefaultFailureMemoryBytes holds about 1.8 million sold-out failures.
-	DefaultFailureMemoryBytes = 128 << 20
+	DefaultOutcomeRetention = 2 * time.Minute
+	// DefaultOutcomeMemoryBytes holds about 1.8 million sold-out failures.
+	DefaultOutcomeMemoryBytes = 128 << 20
 )
 
-// Estimated bytes a failure costs, map slot included: a sold-out record
+// Estimated bytes a settled reservation costs, map slot included: a sold-out record
 // is 16 bytes of key and 24 of value in a map of 7/8 load; any other keeps
 // the whole reservation.
 const (
@@ -37,9 +39,9 @@ const (
 	reservationCost = int64(unsafe.Sizeof(tickets.Reservation{})) + 48
 )
 
-// failedGen is one generation of a stripe's failed reservations. Its maps
+// settledGen is one generation of a stripe's settled reservations. Its maps
 // are made on first use, so idle stripes cost nothing.
-type failedGen struct {
+type settledGen struct {
 	// soldOut holds the commonest failure, a RANDOM request that found no
 	// block of its size, in a map whose keys and values hold no pointers,
 	// with the user ids in users: the GC never scans either, however many
@@ -48,7 +50,7 @@ type failedGen struct {
 	// they cost ~480 bytes each and a third of the server's CPU in GC.
 	soldOut map[uuid.UUID]soldOut
 	users   []byte
-	// other holds every other failure whole.
+	// other holds every other settled reservation whole.
 	other map[uuid.UUID]*tickets.Reservation
 	// bytes estimates the memory the generation holds.
 	bytes int64
@@ -56,7 +58,7 @@ type failedGen struct {
 	started time.Time
 }
 
-func (g *failedGen) len() int { return len(g.soldOut) + len(g.other) }
+func (g *settledGen) len() int { return len(g.soldOut) + len(g.other) }
 
 // soldOut is a RANDOM reservation of n seats in area that failed
 // NOT_AVAILABLE, pointer-free: the user id is users[user:user+userLen],
@@ -77,10 +79,16 @@ func compactable(r *tickets.Reservation, a *areaState) bool {
 		r.Detail == tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID)
 }
 
-// addFailed keeps r, a failed reservation of area a (nil if unknown), in
+// settled reports whether r never changes again and may leave memory.
+// Paid ones do not change either, but hold seats: the Desk keeps them.
+func settled(r *tickets.Reservation) bool {
+	return r.State == tickets.Failed || r.State == tickets.Cancelled || r.State == tickets.Expired
+}
+
+// addSettled keeps r, a settled reservation of area a (nil if unknown), in
 // the current generation, and reports whether it is the only one kept;
 // the stripe's lock must be held.
-func (s *resvStripe) addFailed(id uuid.UUID, r *tickets.Reservation, a *areaState, now time.Time, x *resvIndex) bool {
+func (s *resvStripe) addSettled(id uuid.UUID, r *tickets.Reservation, a *areaState, now time.Time, x *resvIndex) bool {
 	compact := compactable(r, a)
 	cost := soldOutCost + int64(len(r.UserID))
 	if !compact {
@@ -89,7 +97,7 @@ func (s *resvStripe) addFailed(id uuid.UUID, r *tickets.Reservation, a *areaStat
 	}
 	s.age(now, cost, x)
 	first := x.kept.Add(1) == 1
-	g := &s.failed[0]
+	g := &s.settled[0]
 	g.bytes += cost
 	if !compact {
 		if g.other == nil {
@@ -107,11 +115,11 @@ func (s *resvStripe) addFailed(id uuid.UUID, r *tickets.Reservation, a *areaStat
 	return first
 }
 
-// findFailed returns the failed reservation id, if still kept; the
+// findSettled returns the settled reservation id, if still kept; the
 // stripe's lock must be held.
-func (s *resvStripe) findFailed(id uuid.UUID, areas *areaTable) (*tickets.Reservation, bool) {
-	for i := range s.failed {
-		g := &s.failed[i]
+func (s *resvStripe) findSettled(id uuid.UUID, areas *areaTable) (*tickets.Reservation, bool) {
+	for i := range s.settled {
+		g := &s.settled[i]
 		if f, ok := g.soldOut[id]; ok {
 			return g.expand(id, f, areas), true
 		}
@@ -123,7 +131,7 @@ func (s *resvStripe) findFailed(id uuid.UUID, areas *areaTable) (*tickets.Reserv
 }
 
 // expand rebuilds a sold-out reservation.
-func (g *failedGen) expand(id uuid.UUID, f soldOut, areas *areaTable) *tickets.Reservation {
+func (g *settledGen) expand(id uuid.UUID, f soldOut, areas *areaTable) *tickets.Reservation {
 	a := areas.at(f.area)
 	r := &tickets.Reservation{
 		ID: id.String(), UserID: string(g.users[f.user : f.user+uint32(f.userLen)]),
@@ -139,23 +147,23 @@ func (g *failedGen) expand(id uuid.UUID, f soldOut, areas *areaTable) *tickets.R
 // current one is old or has no room for adding more bytes; the stripe's
 // lock must be held.
 func (s *resvStripe) age(now time.Time, adding int64, x *resvIndex) {
-	cur := &s.failed[0]
+	cur := &s.settled[0]
 	if cur.started.IsZero() {
 		cur.started = now
 	}
 	if now.Sub(cur.started) < x.retention && (cur.bytes+adding <= x.genBytes || cur.bytes == 0) {
 		return
 	}
-	dropped := int64(s.failed[1].len())
+	dropped := int64(s.settled[1].len())
 	x.forgotten.Add(dropped)
 	x.kept.Add(-dropped)
-	s.failed[1] = *cur
-	s.failed[0] = failedGen{started: now}
+	s.settled[1] = *cur
+	s.settled[0] = settledGen{started: now}
 }
 
-// expireFailed ages every stripe, so that failures are forgotten on time
-// when no new ones arrive.
-func (x *resvIndex) expireFailed(now time.Time) {
+// expire ages every stripe, so that settled reservations leave memory on
+// time when no new ones arrive.
+func (x *resvIndex) expire(now time.Time) {
 	for i := range x.stripes {
 		s := &x.stripes[i]
 		s.mu.Lock()
@@ -165,8 +173,8 @@ func (x *resvIndex) expireFailed(now time.Time) {
 	x.expired.Store(now.UnixNano())
 }
 
-// nextExpiry is when expireFailed should next run, every quarter
-// retention while failures are kept; zero when none are.
+// nextExpiry is when expire should next run, every quarter retention
+// while settled reservations are kept; zero when none are.
 func (x *resvIndex) nextExpiry() time.Time {
 	if x.kept.Load() == 0 {
 		return time.Time{}
@@ -174,15 +182,15 @@ func (x *resvIndex) nextExpiry() time.Time {
 	return time.Unix(0, x.expired.Load()).Add(x.retention / 4)
 }
 
-// retained counts the failed reservations kept and the bytes they are
+// retained counts the settled reservations kept and the bytes they are
 // estimated to take.
 func (x *resvIndex) retained() (n int, bytes int64) {
 	for i := range x.stripes {
 		s := &x.stripes[i]
 		s.mu.Lock()
-		for j := range s.failed {
-			n += s.failed[j].len()
-			bytes += s.failed[j].bytes
+		for j := range s.settled {
+			n += s.settled[j].len()
+			bytes += s.settled[j].bytes
 		}
 		s.mu.Unlock()
 	}
@@ -190,15 +198,15 @@ func (x *resvIndex) retained() (n int, bytes int64) {
 }
 
 var (
-	retainedDesc = prometheus.NewDesc("surge_reservation_failures_retained",
-		"Failed reservations kept in memory for readers.", nil, nil)
-	retainedBytesDesc = prometheus.NewDesc("surge_reservation_failures_retained_bytes",
-		"Estimated memory the failed reservations kept take; bounded by --failure-memory-mb.", nil, nil)
-	forgottenDesc = prometheus.NewDesc("surge_reservation_failures_forgotten_total",
-		"Failed reservations dropped from memory; reading one answers reservation_not_found.", nil, nil)
+	retainedDesc = prometheus.NewDesc("surge_reservation_outcomes_retained",
+		"Settled reservations (failed, cancelled, expired) kept in memory for readers.", nil, nil)
+	retainedBytesDesc = prometheus.NewDesc("surge_reservation_outcomes_retained_bytes",
+		"Estimated memory the settled reservations kept take; bounded by --outcome-memory-mb.", nil, nil)
+	forgottenDesc = prometheus.NewDesc("surge_reservation_outcomes_forgotten_total",
+		"Settled reservations dropped from memory: a failed one is then unknown (404), a cancelled or expired one read from storage.", nil, nil)
 )
 
-// outcomesCollector reads the retained failures at scrape time.
+// outcomesCollector reads the retained outcomes at scrape time.
 type outcomesCollector struct{ x *resvIndex }
 
 func (c outcomesCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -212,4 +220,14 @@ func (c outcomesCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(retainedDesc, prometheus.GaugeValue, float64(n))
 	ch <- prometheus.MustNewConstMetric(retainedBytesDesc, prometheus.GaugeValue, float64(bytes))
 	ch <- prometheus.MustNewConstMetric(forgottenDesc, prometheus.CounterValue, float64(c.x.forgotten.Load()))
+}
+
+// storedReservation reads a settled reservation that left memory from
+// storage; a read that fails is logged and answered as not found.
+func (t *Tickets) storedReservation(id uuid.UUID) (*tickets.Reservation, bool) {
+	r, ok, err := t.db.Reservation(id.String())
+	if err != nil {
+		t.log.Error("reading a stored reservation", "id", id, "err", err)
+	}
+	return r, ok
 }

@@ -22,26 +22,30 @@ type resvIndex struct {
 	stripes [indexStripes]resvStripe
 	parked  atomic.Int64 // readers waiting right now
 	areas   *areaTable
-	// retention and genBytes bound each generation of failures; kept and
-	// forgotten count the failures kept and dropped; expired is when
-	// expireFailed last ran (unix nanoseconds).
+	// retention and genBytes bound each generation of settled
+	// reservations; kept and forgotten count those kept and dropped;
+	// expired is when expire last ran (unix nanoseconds).
 	retention time.Duration
 	genBytes  int64
 	kept      atomic.Int64
 	forgotten atomic.Int64
 	expired   atomic.Int64
-	// wake, when set, is called when a failure is kept where none were,
-	// so that expireFailed gets scheduled.
+	// wake, when set, is called when a settled reservation is kept where
+	// none were, so that expire gets scheduled.
 	wake func()
+	// disk, when set, reads a settled reservation that is no longer in
+	// memory from storage.
+	disk func(uuid.UUID) (*tickets.Reservation, bool)
 }
 
 type resvStripe struct {
 	mu sync.Mutex
-	// m holds the undecided reservations and those that held seats.
+	// m holds the undecided reservations and those holding seats.
 	m map[uuid.UUID]resvSlot
-	// failed holds the failed ones while they are kept (outcomes.go):
-	// failed[0] is the current generation, failed[1] the previous one.
-	failed [2]failedGen
+	// settled holds the settled ones (failed, cancelled, expired) while
+	// they are kept (outcomes.go): settled[0] is the current generation,
+	// settled[1] the previous one.
+	settled [2]settledGen
 }
 
 // resvSlot is one reservation: res is the committed snapshot of a decided
@@ -76,8 +80,8 @@ func (t *areaTable) at(i uint32) *areaState { return (*t.list.Load())[i] }
 // indexStripes is the number of the index's stripes.
 const indexStripes = 256
 
-// newResvIndex returns an index keeping failures at least retention, in
-// at most memBytes (estimated).
+// newResvIndex returns an index keeping settled reservations at least
+// retention, in at most memBytes (estimated).
 func newResvIndex(areas *areaTable, retention time.Duration, memBytes int64) *resvIndex {
 	x := &resvIndex{areas: areas, retention: retention, genBytes: memBytes / (2 * indexStripes)}
 	for i := range x.stripes {
@@ -116,12 +120,12 @@ func (x *resvIndex) store(id uuid.UUID, r *tickets.Reservation, a *areaState) {
 	if w := s.m[id].wait; w != nil {
 		close(w)
 	}
-	if r.State != tickets.Failed {
+	if !settled(r) {
 		s.m[id] = resvSlot{res: r}
 		return
 	}
 	delete(s.m, id)
-	if s.addFailed(id, r, a, time.Now(), x) && x.wake != nil {
+	if s.addSettled(id, r, a, time.Now(), x) && x.wake != nil {
 		x.wake()
 	}
 }
@@ -131,11 +135,15 @@ func (x *resvIndex) store(id uuid.UUID, r *tickets.Reservation, a *areaState) {
 func (x *resvIndex) load(id uuid.UUID) (*tickets.Reservation, bool) {
 	s := x.stripe(id)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if slot, ok := s.m[id]; ok {
-		return slot.res, true
+	r, ok := s.m[id].res, false
+	if _, ok = s.m[id]; !ok {
+		r, ok = s.findSettled(id, x.areas)
 	}
-	return s.findFailed(id, x.areas)
+	s.mu.Unlock()
+	if ok || x.disk == nil {
+		return r, ok
+	}
+	return x.disk(id) // settled and forgotten, or never stored
 }
 
 // await returns id's state once it is decided, or undecided (nil, true)

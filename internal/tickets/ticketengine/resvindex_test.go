@@ -39,7 +39,7 @@ func TestIndexKeepsFailuresWhole(t *testing.T) {
 		}
 		x.open(id)
 		x.store(id, r, tc.area)
-		if _, compacted := x.stripe(id).failed[0].soldOut[id]; compacted != tc.compact {
+		if _, compacted := x.stripe(id).settled[0].soldOut[id]; compacted != tc.compact {
 			t.Errorf("%+v: compacted %v", r, compacted)
 		}
 		got, ok := x.await(context.Background(), id, time.Second)
@@ -111,14 +111,14 @@ func TestIndexForgetsFailuresAfterRetention(t *testing.T) {
 	x := newResvIndex(areas, time.Minute, 1<<30)
 	ids := failAll(x, area, 10)
 	start := time.Now()
-	x.expireFailed(start.Add(59 * time.Second))
+	x.expire(start.Add(59 * time.Second))
 	for _, id := range ids {
 		if _, ok := x.load(id); !ok {
 			t.Fatal("a failure is forgotten within its retention")
 		}
 	}
-	x.expireFailed(start.Add(61 * time.Second))
-	x.expireFailed(start.Add(122 * time.Second))
+	x.expire(start.Add(61 * time.Second))
+	x.expire(start.Add(122 * time.Second))
 	if n, _ := x.retained(); n != 0 || x.forgotten.Load() != int64(len(ids)) {
 		t.Fatalf("%d failures kept, %d forgotten after two retentions", n, x.forgotten.Load())
 	}

@@ -2,6 +2,7 @@ package ticketengine
 
 import (
 	"fmt"
+	"github.com/google/uuid"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -424,7 +425,7 @@ func TestPayOrCancelOfUnknownEventFailureIsRefused(t *testing.T) {
 // forgotten once their retention has passed: the first one kept asks the
 // engine for a Tick.
 func TestFailuresForgottenAfterRetention(t *testing.T) {
-	e := openEngineWith(t, testConfig{Dir: t.TempDir(), Shards: 2}, Config{FailureRetention: 20 * time.Millisecond})
+	e := openEngineWith(t, testConfig{Dir: t.TempDir(), Shards: 2}, Config{OutcomeRetention: 20 * time.Millisecond})
 	r := reserveWait(t, e, "u1", random("no-such-event", "A0", 1))
 	if r.State != tickets.Failed {
 		t.Fatalf("%+v", r)
@@ -442,5 +443,36 @@ func TestFailuresForgottenAfterRetention(t *testing.T) {
 	}
 	if n, _ := e.index.retained(); n != 0 {
 		t.Fatalf("%d failures kept", n)
+	}
+}
+
+// A cancelled reservation leaves memory after its retention and is then
+// read from storage, as it is after a restart.
+func TestSettledReservationsReadFromStorage(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineWith(t, testConfig{Dir: dir, Shards: 2}, Config{OutcomeRetention: 20 * time.Millisecond})
+	mustCreateEvent(t, e, testEvent("ev", 1, 1, 2))
+	r := reserveWait(t, e, "u1", random("ev", "A0", 1))
+	if _, err := e.CancelReservation(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for n, _ := e.index.retained(); n != 0; n, _ = e.index.retained() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d settled reservations kept a minute after a 20 ms retention", n)
+		}
+		time.Sleep(time.Millisecond) // polls a condition; the deadline only bounds the wait
+	}
+	if got, err := e.Reservation(ctx, r.ID, 0); err != nil || got.State != tickets.Cancelled || got.UserID != "u1" {
+		t.Fatalf("after leaving memory: %+v %v", got, err)
+	}
+	closeEngine(t, e)
+	e = openEngine(t, testConfig{Dir: dir, Shards: 2})
+	id := uuid.MustParse(r.ID)
+	if n, _ := e.index.retained(); n != 0 || e.index.stripe(id).m[id].res != nil {
+		t.Errorf("the cancelled reservation loaded into memory at start (%d kept)", n)
+	}
+	if got, err := e.Reservation(ctx, r.ID, 0); err != nil || got.State != tickets.Cancelled {
+		t.Fatalf("after a restart: %+v %v", got, err)
 	}
 }

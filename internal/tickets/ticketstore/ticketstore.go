@@ -47,6 +47,17 @@ func (s Store) EachEvent(fn func(tickets.EventSpec) error) error {
 	})
 }
 
+// Reservation returns the stored reservation id, or ok false if there is
+// none.
+func (s Store) Reservation(id string) (r *tickets.Reservation, ok bool, err error) {
+	v, ok, err := s.Get(store.Key(nil, prefixReservation, id))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	r, err = decodeReservation(v)
+	return r, err == nil, err
+}
+
 // EachReservation calls fn for every stored reservation.
 func (s Store) EachReservation(fn func(*tickets.Reservation) error) error {
 	return s.Scan(prefixReservation, store.UpperBound(prefixReservation), false, func(_, v []byte) (bool, error) {
