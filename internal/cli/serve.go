@@ -197,7 +197,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	srv := front.New(front.Options{
 		Routes:       native,
 		Net:          netRoutes,
-		GRPC:         wallet.GRPCServer(mw.GRPC()...),
+		GRPC:         wallet.GRPCServer(append(mw.GRPC(), front.GRPCOptions(c.limits, idleTimeout)...)...),
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,
 		OnNetRequest: telemetry.HandOver,
@@ -206,7 +206,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		// --kv-max-value is larger; handlers check their own limits.
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
 		HeaderTimeout:       c.headerTO,
-		IdleTimeout:         2 * time.Minute,
+		IdleTimeout:         idleTimeout,
 		Limits:              c.limits,
 		Authorize:           api.AuthorizedHeader,
 		Registerer:          reg,
