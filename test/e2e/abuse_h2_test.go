@@ -104,7 +104,7 @@ func TestAbuseRapidReset(t *testing.T) {
 	s := start(t, t.TempDir())
 	for _, tc := range []struct{ name, path, contentType string }{
 		{"grpc", "/surge.wallet.v1.WalletService/Balance", "application/grpc"},
-		{"net_http", "/v1/stats", "application/json"},
+		{"net_http", "/healthz", "application/json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const pairs = 20000
@@ -156,7 +156,7 @@ func TestAbuseStreamLimit(t *testing.T) {
 	s := start(t, t.TempDir(), "--max-streams", "100")
 	for _, tc := range []struct{ name, path, contentType string }{
 		{"grpc", "/surge.wallet.v1.WalletService/Balance", "application/grpc"},
-		{"net_http", "/v1/stats", "application/json"},
+		{"net_http", "/healthz", "application/json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := dialH2(t, s)
