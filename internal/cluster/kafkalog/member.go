@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -107,6 +108,12 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
+		// A round that starts right after the previous one committed meets
+		// CONCURRENT_TRANSACTIONS until the coordinator has written the
+		// commit markers. franz-go retries after 20 ms by default; 2 ms took
+		// back-to-back rounds of one command from 88 to 36 ms on average
+		// (one broker on loopback, BenchmarkRound, 300 rounds each).
+		kgo.ConcurrentTransactionsBackoff(2 * time.Millisecond),
 		kgo.OnPartitionsAssigned(m.assigned(h.Assigned)),
 		kgo.OnPartitionsRevoked(m.revoked(h.Revoked)),
 		kgo.OnPartitionsLost(m.revoked(h.Revoked)),
