@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"net"
-	"net/url"
 	"sync"
 	"testing"
 
@@ -31,14 +30,7 @@ func (h *h2Client) write(w func(fr *http2.Framer) error) error {
 
 func dialH2(t *testing.T, s *server) *h2Client {
 	t.Helper()
-	u, err := url.Parse(s.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := dialRaw(t, s.url)
 	t.Cleanup(func() { _ = c.Close() })
 	h := &h2Client{t: t, c: c, fr: http2.NewFramer(c, c)}
 	h.enc = hpack.NewEncoder(&h.block)

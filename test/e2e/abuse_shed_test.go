@@ -3,9 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -69,14 +67,7 @@ func wantOverloaded(t *testing.T, resp *http.Response, body []byte) {
 // h2cConn is one HTTP/2 connection (prior knowledge, no TLS) to s.
 func h2cConn(t *testing.T, s *server) *http2.ClientConn {
 	t.Helper()
-	u, err := url.Parse(s.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := dialRaw(t, s.url)
 	t.Cleanup(func() { _ = c.Close() })
 	cc, err := (&http2.Transport{AllowHTTP: true}).NewClientConn(c)
 	if err != nil {
