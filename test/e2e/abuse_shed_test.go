@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
-
-	"golang.org/x/net/http2"
 )
 
 // TestAbuseShedsAtOnce: with the work in progress at --max-inflight,
@@ -65,18 +64,23 @@ func wantOverloaded(t *testing.T, resp *http.Response, body []byte) {
 }
 
 // h2cConn is one HTTP/2 connection (prior knowledge, no TLS) to s.
-func h2cConn(t *testing.T, s *server) *http2.ClientConn {
+func h2cConn(t *testing.T, s *server) *http.ClientConn {
 	t.Helper()
-	c, _ := dialRaw(t, s.url)
-	t.Cleanup(func() { _ = c.Close() })
-	cc, err := (&http2.Transport{AllowHTTP: true}).NewClientConn(c)
+	u, err := url.Parse(s.url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	cc, err := tr.NewClientConn(context.Background(), "http", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
 	return cc
 }
 
-func h2Get(t *testing.T, cc *http2.ClientConn, u string) (*http.Response, []byte) {
+func h2Get(t *testing.T, cc *http.ClientConn, u string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
 	if err != nil {
