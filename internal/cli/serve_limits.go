@@ -32,3 +32,7 @@ func checkLimits(c *serveConfig) error {
 	}
 	return nil
 }
+
+// idleTimeout closes a keep-alive connection, or a gRPC connection without
+// calls, after this long without a request.
+const idleTimeout = 2 * time.Minute

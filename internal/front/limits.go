@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 )
 
 // Limits bound what clients can make the server hold before a handler
@@ -63,6 +65,7 @@ const (
 	reasonUnauthorized = "unauthorized"
 	reasonFraming      = "framing"
 	reasonBodyRead     = "body_read"
+	reasonRapidReset   = "rapid_reset"
 )
 
 // budget is a count held against a limit; taking never waits.
@@ -102,9 +105,9 @@ func newGuard(l Limits, reg prometheus.Registerer) *guard {
 	g.bodies.limit = l.BodyBytes
 	g.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "surge_front_rejected_total",
-		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, body_too_large, unauthorized, framing, body_read).",
+		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, body_too_large, unauthorized, framing, body_read, rapid_reset).",
 	}, []string{"reason"})
-	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead} {
+	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonRapidReset} {
 		g.rejected.WithLabelValues(r)
 	}
 	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -157,4 +160,18 @@ type countedConn struct {
 func (c *countedConn) Close() error {
 	c.once.Do(func() { c.g.conns.give(1) })
 	return c.Conn.Close()
+}
+
+// GRPCOptions are the gRPC server's options under l: at most MaxStreams
+// streams per connection; a connection without calls for idle closed
+// with a GOAWAY; a silent one pinged every minute and closed if the ping
+// goes unanswered for 20 s; a client that pings more often than every 10 s
+// told GOAWAY (too_many_pings).
+func GRPCOptions(l Limits, idle time.Duration) []grpc.ServerOption {
+	l = l.withDefaults()
+	return []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(l.MaxStreams),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle, Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
+	}
 }

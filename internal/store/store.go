@@ -137,6 +137,25 @@ func (s *Store) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) { retur
 // batch.
 type Record struct{ Key, Value []byte }
 
+// Secret returns the secret stored at key, creating it with generate (and
+// making it durable) on first use.
+func (s *Store) Secret(key []byte, generate func() ([]byte, error)) ([]byte, error) {
+	v, ok, err := s.Get(key)
+	if err != nil || ok {
+		return v, err
+	}
+	secret, err := generate()
+	if err != nil {
+		return nil, err
+	}
+	b := s.NewBatch()
+	_ = b.Set(key, secret, nil)
+	if err := s.Commit(b); err != nil {
+		return nil, err
+	}
+	return secret, nil
+}
+
 // Get returns a copy of the value at key, or ok false if absent.
 func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 	v, closer, err := s.db.Get(key)
