@@ -103,8 +103,9 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		// A partition without committed offsets is read from its first command.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.TransactionalID(c.TransactionalID(node)),
+		// franz-go always fetches a group's offsets with RequireStable: a new
+		// owner waits while the former owner's transaction is open.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
