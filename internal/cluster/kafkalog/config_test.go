@@ -1,6 +1,13 @@
 package kafkalog
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 func TestConfigNamesAndInboxes(t *testing.T) {
 	c := Config{Brokers: []string{"127.0.0.1:9092"}, Partitions: 7}
@@ -39,6 +46,24 @@ func TestConfigRefusesNoBrokersOrPartitions(t *testing.T) {
 		}
 		if _, err := NewProducer(c); err == nil {
 			t.Errorf("%+v: NewProducer passed", c)
+		}
+	}
+}
+
+// A poll that reports a failed group join (the coordinator moved, as when a
+// broker dies) or a retriable broker error is not a failed round: the
+// client retries by itself. Anything else ends the member's rounds.
+func TestTransientPollErrors(t *testing.T) {
+	for err, want := range map[error]bool{
+		&kgo.ErrGroupSession{Err: kerr.NotCoordinator}:                                     true,
+		fmt.Errorf("wrapped: %w", &kgo.ErrGroupSession{Err: kerr.CoordinatorNotAvailable}): true,
+		kerr.NotLeaderForPartition:                                                         true,
+		kerr.TopicAuthorizationFailed:                                                      false,
+		&kgo.ErrDataLoss{Topic: "t", Partition: 1, ConsumedTo: 9, ResetTo: 3}:              false,
+		errors.New("kaput"):                                                                false,
+	} {
+		if got := transient(err); got != want {
+			t.Errorf("transient(%v) = %v, want %v", err, got, want)
 		}
 	}
 }

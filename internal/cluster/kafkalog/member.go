@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -195,14 +196,25 @@ func (m *Member) poll(ctx context.Context, max int) ([]Command, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := fetches.Err(); err != nil {
-		return nil, fmt.Errorf("kafkalog: reading commands: %w", err)
+	for _, fe := range fetches.Errors() {
+		if !transient(fe.Err) {
+			return nil, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
 	}
 	batch := make([]Command, 0, fetches.NumRecords())
 	fetches.EachRecord(func(r *kgo.Record) {
 		batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value})
 	})
 	return batch, nil
+}
+
+// transient reports a poll error that the client gets over by itself: a
+// failed attempt to join the group, which it retries (the coordinator may
+// be moving, as when a broker dies), or a retriable broker error. The poll
+// reports them for information; a round just has no commands then.
+func transient(err error) bool {
+	var session *kgo.ErrGroupSession
+	return errors.As(err, &session) || kerr.IsRetriable(err)
 }
 
 // produce writes a round's outputs into the open transaction and waits
