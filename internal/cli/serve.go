@@ -321,5 +321,5 @@ func checkExposure(addr, apiKey string) error {
 // openKV opens the key-value entries' own store, in the kv directory under
 // the data directory.
 func openKV(dir string, c serveConfig) (*store.Store, error) {
-	return store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
+	return kvstore.Open(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
 }

@@ -1,6 +1,6 @@
 // Package store is surge's embedded storage, shared by every workload:
 // Pebble databases under --data (the engine's, and the key-value entries'
-// own: see OpenKV), batches, durable commits, reads and scans. Each
+// own: see kvstore.Open), batches, durable commits, reads and scans. Each
 // workload lays out and encodes its own records, in its own store package
 // (ledger/ledgerstore, tickets/ticketstore, wallet/walletstore).
 package store

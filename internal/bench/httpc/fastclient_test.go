@@ -316,6 +316,9 @@ func TestFastTimeout(t *testing.T) {
 	if key := ErrorKey(err); key != "error timeout" {
 		t.Fatalf("err %v: key %q, want error timeout", err, key)
 	}
+	// The next request gets all the time it needs: what is checked is
+	// that the Endpoint recovers, not how fast a busy machine answers.
+	c.targets[0].fast.timeout = time.Minute
 	if status, reply := sendString(t, ep, "{}"); status != 200 || reply != "ok" {
 		t.Errorf("next request: %d %q", status, reply)
 	}
