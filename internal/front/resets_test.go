@@ -1,0 +1,71 @@
+package front
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/http2"
+)
+
+// frames is a byte stream of three frames: HEADERS on stream 1,
+// RST_STREAM on stream 1 and a DATA frame of 100 bytes on stream 3.
+func frames(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	fr := http2.NewFramer(&b, nil)
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x82}, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteRSTStream(1, http2.ErrCodeCancel); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteData(3, false, make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestFrameSplitterPieces: however the stream is cut, the splitter finds
+// the same frames and reports where the last complete one ends.
+func TestFrameSplitterPieces(t *testing.T) {
+	all := frames(t)
+	bounds := map[int]bool{0: true, 10: true, 23: true, len(all): true} // frame ends
+	for cut := 0; cut <= len(all); cut++ {
+		var s frameSplitter
+		var got []string
+		note := func(typ byte, id uint32) { got = append(got, string(rune('0'+typ))+string(rune('0'+id))) }
+		end1 := s.split(all[:cut], note)
+		end2 := s.split(all[cut:], note)
+		if want := "11 31 03"; strings.Join(got, " ") != want {
+			t.Fatalf("cut at %d: frames %q, want %q", cut, strings.Join(got, " "), want)
+		}
+		last := -1
+		for b := range bounds {
+			if b <= cut && b > last {
+				last = b
+			}
+		}
+		if end1 != last {
+			t.Fatalf("cut at %d: first piece ends its last frame at %d, want %d", cut, end1, last)
+		}
+		if end2 != len(all)-cut {
+			t.Fatalf("cut at %d: second piece ends at %d, want %d", cut, end2, len(all)-cut)
+		}
+		if !s.atBoundary() {
+			t.Fatalf("cut at %d: not on a boundary after the whole stream", cut)
+		}
+	}
+}
+
+// TestGoAwayFrame: the GOAWAY the watch sends parses as one.
+func TestGoAwayFrame(t *testing.T) {
+	f, err := http2.NewFramer(nil, bytes.NewReader(goAway(7, errEnhanceYourCal, "too_many_resets"))).ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, ok := f.(*http2.GoAwayFrame)
+	if !ok || g.LastStreamID != 7 || g.ErrCode != http2.ErrCodeEnhanceYourCalm || string(g.DebugData()) != "too_many_resets" {
+		t.Fatalf("got %v", f)
+	}
+}
