@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/surge-dev/surge/internal/auth"
+	"github.com/surge-dev/surge/internal/browser"
 
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
@@ -53,6 +54,7 @@ type serveConfig struct {
 	logFmt   telemetry.LogFormat
 	tracing  telemetry.TracingConfig
 	wallet   walletConfig
+	cors     []string
 }
 
 // walletConfig holds the flags of the wallet, friends and chat RPCs.
@@ -112,6 +114,7 @@ trace and read surge.`,
 	f.StringVar(&c.wallet.tokenSecret, "token-secret", "", "secret (32+ bytes) that signs wallet login tokens; empty: one generated on first start and kept in --data")
 	f.DurationVar(&c.wallet.tokenTTL, "token-ttl", 24*time.Hour, "how long a wallet login token stays valid")
 	f.IntVar(&c.wallet.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of wallet password hashes (4-31; each step doubles the time of a login)")
+	f.StringSliceVar(&c.cors, "cors-origins", nil, "origins (scheme://host[:port], comma-separated, or \"*\") whose web pages may call surge's JSON, Connect and gRPC-Web routes; none by default")
 	f.Int64Var(&c.wallet.minAmount, "wallet-min-amount", 1, "smallest amount a wallet Transfer accepts, in minor units")
 	return cmd
 }
@@ -125,6 +128,10 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	if err := kv.CheckMaxValue(c.kvValue); err != nil {
 		return fmt.Errorf("--kv-max-value: %w", err)
+	}
+	cors, err := browser.NewCORS(c.cors)
+	if err != nil {
+		return fmt.Errorf("--cors-origins: %w", err)
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(c.gcPct)
@@ -194,7 +201,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	})
 	srv := front.New(front.Options{
 		Routes:       slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tickets.FastRoutes()),
-		Net:          withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
+		Net:          withDashboard(dash, rpc.Route(browser.GRPCWebText(wallet.Handler()), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
 		GRPC:         wallet.GRPCServer(mw.GRPC()...),
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,
@@ -206,6 +213,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		HeaderTimeout:       10 * time.Second,
 		IdleTimeout:         2 * time.Minute,
 		Logger:              logger,
+		CORS:                cors,
 	})
 
 	ln, err := net.Listen("tcp", c.addr)

@@ -37,6 +37,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/surge-dev/surge/internal/browser"
 )
 
 // Options configure a Server.
@@ -70,6 +72,9 @@ type Options struct {
 	IdleTimeout   time.Duration
 	// Logger receives the servers' own errors; nil means slog.Default().
 	Logger *slog.Logger
+	// CORS, when not nil, answers the allowed origins' preflights and
+	// marks their responses readable, on every route of both servers.
+	CORS *browser.CORS
 }
 
 // Server serves one listener with fasthttp and net/http.
@@ -79,9 +84,10 @@ type Server struct {
 	slow *http.Server
 	log  *slog.Logger
 
-	mu       sync.Mutex // guards closing and listener
+	mu       sync.Mutex // guards closing, listener and slowQ
 	closing  bool
 	listener net.Listener
+	slowQ    *queue // net/http's connections, while Serve runs (handover.go)
 }
 
 // New returns a Server for opts.
@@ -100,7 +106,7 @@ func New(opts Options) *Server {
 		MaxBody: int64(opts.MaxRequestBodyBytes), OnNetRequest: opts.OnNetRequest, Logger: log,
 	})
 	s.fast = &fasthttp.Server{
-		Handler:                      router.Handle,
+		Handler:                      opts.CORS.Fast(s.handOver(router.Handle)),
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
@@ -113,7 +119,7 @@ func New(opts Options) *Server {
 		ErrorHandler:                 requestError,
 	}
 	s.slow = &http.Server{
-		Handler:           measure(router.Net(opts.Net)),
+		Handler:           measure(opts.CORS.Net(router.Net(opts.Net))),
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -131,14 +137,14 @@ func (s *Server) RegisterOnShutdown(f func()) { s.slow.RegisterOnShutdown(f) }
 // Serve accepts connections on ln and routes each to its server. It
 // returns http.ErrServerClosed after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	qs := queues{fast: newQueue(ln.Addr()), slow: newQueue(ln.Addr())}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		return http.ErrServerClosed
 	}
-	s.listener = ln
+	s.listener, s.slowQ = ln, qs.slow
 	s.mu.Unlock()
-	qs := queues{fast: newQueue(ln.Addr()), slow: newQueue(ln.Addr())}
 	defer qs.fast.Close()
 	defer qs.slow.Close()
 	go func() { _ = s.fast.Serve(qs.fast) }()
