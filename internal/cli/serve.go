@@ -35,6 +35,7 @@ import (
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/telemetry/enginespan"
 	"github.com/surge-dev/surge/internal/ticketapi"
+	"github.com/surge-dev/surge/internal/vmr"
 )
 
 type serveConfig struct {
@@ -190,6 +191,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	face := vmr.New(wallet.Local(), vmr.Options{Origins: c.cors, Logger: logger})
 	meter := telemetry.NewMeter(telemetry.Workloads...)
 	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
 	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
@@ -199,14 +201,16 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
+	grpcSrv := wallet.GRPCServer(mw.GRPC()...)
+	face.RegisterGRPC(grpcSrv)
 	srv := front.New(front.Options{
 		Routes:       slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tickets.FastRoutes()),
-		Net:          withDashboard(dash, rpc.Route(browser.GRPCWebText(wallet.Handler()), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
-		GRPC:         wallet.GRPCServer(mw.GRPC()...),
+		Net:          withDashboard(dash, rpc.Route(browser.GRPCWebText(wallet.Handler()), face.Route(kvs.WithFallback(withPprof(mux, c.apiKey)))), c.apiKey),
+		GRPC:         grpcSrv,
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,
 		OnNetRequest: telemetry.HandOver,
-		SlowPrefixes: slowPrefixes,
+		SlowPrefixes: slices.Concat(slowPrefixes, vmr.SlowPrefixes),
 		// The ledger's batch body is the largest a handler takes, unless
 		// --kv-max-value is larger; handlers check their own limits.
 		MaxRequestBodyBytes: max(httpapi.MaxBatchBody, c.kvValue) + 1,
