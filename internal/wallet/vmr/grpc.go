@@ -15,6 +15,7 @@ import (
 
 	"github.com/surge-dev/surge/internal/browser"
 	"github.com/surge-dev/surge/internal/gen/vmr/vmrpbconnect"
+	"github.com/surge-dev/surge/internal/wallet/rpc"
 )
 
 // tokenHeader carries the caller's token in VMR's gRPC calls.
@@ -75,19 +76,7 @@ func unary[Req, Res any](f *Face, procedure string, fn func(context.Context, cal
 		connect: func(opts ...connect.HandlerOption) http.Handler {
 			return connect.NewUnaryHandler(procedure, onConnect, opts...)
 		},
-		desc: grpc.MethodDesc{
-			MethodName: procedure[strings.LastIndexByte(procedure, '/')+1:],
-			Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
-				req := new(Req)
-				if err := dec(req); err != nil {
-					return nil, err
-				}
-				if icpt == nil {
-					return onGRPC(ctx, req)
-				}
-				return icpt(ctx, req, &grpc.UnaryServerInfo{FullMethod: procedure}, onGRPC)
-			},
-		},
+		desc: rpc.UnaryDesc[Req](procedure, onGRPC),
 	}
 }
 
