@@ -133,7 +133,7 @@ start() {
   id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
   for (( i = 1; i <= n; i++ )); do
     write_config "$dir" "$i" "$n" "$voters" "${ports[2*i-2]}" "${ports[2*i-1]}"
-    ( java_node "$dir" "$i" kafka.tools.StorageTool format -t "$id" \
+    ( java_node "$dir" "$i" kafka.tools.StorageTool format --cluster-id="$id" \
       -c "$dir/node-$i/server.properties" >"$dir/node-$i/format.log" 2>&1 ) ||
       { cat "$dir/node-$i/format.log" >&2; die "formatting node $i failed"; }
     ( java_node "$dir" "$i" kafka.Kafka "$dir/node-$i/server.properties" \

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/surge-dev/surge/internal/bench"
 	"github.com/surge-dev/surge/internal/bench/report"
@@ -31,6 +32,15 @@ every friendship one transfer and one chat message, so that histories and
 chat lists have something to show. It is repeatable: a second run logs in
 and replays the funding and setup transfers.
 
+Registration costs the server a bcrypt hash per user (about 80 ms of CPU
+each), so a run keeps its users and their tokens (--users-cache, by default
+in the user's cache directory, named after the target and the setup's
+settings). The next run with the same settings against the same server
+checks a sample of them (GetBalance with their tokens) and, if the server
+still knows them, skips the setup. A measured run shorter than 2 s is
+flagged in the summary: at -n 500 and c=20 the rates measure the start
+(connections, caches), not the steady state; prefer --duration 10s or more.
+
 Transfer pays a random amount (1..--amount-max) to a random friend of the
 caller, with a new request_id each time; GetMessages reads the caller's
 conversation with a random friend; the other calls read the caller's own
@@ -56,7 +66,7 @@ if setup failed or more than 1% of calls failed.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&cfg.Target, "target", cfg.Target, "base URL of the surge under test (http://; gRPC runs over HTTP/2 without TLS)")
+	addTargetFlag(fs, &cfg.Target, " (http://; gRPC runs over HTTP/2 without TLS)")
 	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "API key for the ledger route that funds the wallets (needed when surge runs with --api-key)")
 	fs.StringVar(&cfg.API, "api", cfg.API, "API to call on the same users: surge (surge.wallet.v1) or vmr (VMR chat's vmr.* services, report 001's own; no GetMessages, Transfer checks the password and pays at least 1000)")
 	fs.StringVar(&cfg.Call, "call", cfg.Call, "RPC to call: "+strings.Join(wallet.WalletCalls, ", "))
@@ -66,13 +76,20 @@ if setup failed or more than 1% of calls failed.`,
 	fs.IntVar(&cfg.Connections, "connections", cfg.Connections, "HTTP/2 connections the callers share (ghz's --connections)")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "call this long before measuring (not counted)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest wait for a reply before the call counts as failed (DeadlineExceeded)")
+	addWalletSetupFlags(fs, &cfg)
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the random users and amounts; 0 picks one (reported)")
+	addRunFlags(fs, &cfg.Common, &opts)
+	bench.DocumentEnv(fs, bench.EnvPrefix)
+	return cmd
+}
+
+// addWalletSetupFlags defines the flags of the users' setup.
+func addWalletSetupFlags(fs *pflag.FlagSet, cfg *wallet.WalletConfig) {
 	fs.IntVar(&cfg.Users, "users", cfg.Users, "number of users")
 	fs.IntVar(&cfg.Friends, "friends", cfg.Friends, "friends per user (even)")
 	fs.Int64Var(&cfg.Fund, "fund", cfg.Fund, "balance of each wallet from @world at setup, in minor units")
 	fs.Int64Var(&cfg.AmountMax, "amount-max", cfg.AmountMax, "largest Transfer amount; amounts are uniform in 1..amount-max")
 	fs.StringVar(&cfg.UserPrefix, "user-prefix", cfg.UserPrefix, "usernames are this prefix and a number")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the random users and amounts; 0 picks one (reported)")
-	addRunFlags(fs, &cfg.Common, &opts)
-	bench.DocumentEnv(fs, bench.EnvPrefix)
-	return cmd
+	fs.StringVar(&cfg.UsersCache, "users-cache", cfg.UsersCache,
+		"file keeping the users and their tokens for the next run with the same settings against the same server, which then skips the setup; 'auto': in the user's cache directory; 'off': none")
 }

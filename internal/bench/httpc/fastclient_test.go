@@ -375,7 +375,7 @@ func TestFastAllocs(t *testing.T) {
 		t.Skip("starts a server process")
 	}
 	url := startServerProcess(t)
-	for _, kind := range []ClientKind{FastClient, StdClient} {
+	for _, kind := range []ClientKind{FastClient, StdClient, FastHTTPClient} {
 		c := newTestClient(t, HTTPOptions{Target: url, Conns: 1, Client: kind})
 		for _, path := range []string{"/ok", "/chunked", "/problem"} {
 			ep := c.Endpoint(context.Background(), http.MethodPost, path)
@@ -388,8 +388,8 @@ func TestFastAllocs(t *testing.T) {
 			send() // dial, size the buffers
 			allocs := testing.AllocsPerRun(200, send)
 			switch {
-			case kind == StdClient:
-				t.Logf("net/http client, %s: %.0f allocations a request", path, allocs)
+			case kind != FastClient:
+				t.Logf("%s client, %s: %.0f allocations a request", kind, path, allocs)
 			case allocs != 0:
 				t.Errorf("fast client, %s: %.1f allocations a request, want 0", path, allocs)
 			}

@@ -54,20 +54,23 @@ func New(local rpc.Local, opts Options) *Face {
 	return f
 }
 
-// Route serves the VMR paths and hands every other request to next.
-func (f *Face) Route(next http.Handler) http.Handler {
+// Owns reports whether path is VMR's: its RPCs, its WebSocket, its REST
+// routes.
+func Owns(path string) bool {
+	return strings.HasPrefix(path, "/vmr.") || path == WebSocketPath || strings.HasPrefix(path, "/api/")
+}
+
+// Handler serves VMR's paths (see Owns).
+func (f *Face) Handler() http.Handler {
 	grpcRoutes := f.rpcHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
-		switch {
+		switch p := r.URL.Path; {
 		case strings.HasPrefix(p, "/vmr."):
 			grpcRoutes.ServeHTTP(w, r)
 		case p == WebSocketPath:
 			f.serveWebSocket(w, r)
-		case strings.HasPrefix(p, "/api/"):
-			f.serveREST(w, r)
 		default:
-			next.ServeHTTP(w, r)
+			f.serveREST(w, r)
 		}
 	})
 }
