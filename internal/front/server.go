@@ -133,7 +133,7 @@ func New(opts Options) *Server {
 		ErrorHandler:      requestError,
 	}
 	s.slow = &http.Server{
-		Handler:           bodyDeadline(measure(opts.CORS.Net(router.Net(opts.Net))), opts.Limits.BodyTimeout),
+		Handler:           s.guard.shed(bodyDeadline(measure(opts.CORS.Net(router.Net(opts.Net))), opts.Limits.BodyTimeout)),
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"net"
-	"net/url"
 	"sync"
 	"testing"
 
@@ -31,14 +30,7 @@ func (h *h2Client) write(w func(fr *http2.Framer) error) error {
 
 func dialH2(t *testing.T, s *server) *h2Client {
 	t.Helper()
-	u, err := url.Parse(s.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := dialRaw(t, s.url)
 	t.Cleanup(func() { _ = c.Close() })
 	h := &h2Client{t: t, c: c, fr: http2.NewFramer(c, c)}
 	h.enc = hpack.NewEncoder(&h.block)
@@ -104,7 +96,7 @@ func TestAbuseRapidReset(t *testing.T) {
 	s := start(t, t.TempDir())
 	for _, tc := range []struct{ name, path, contentType string }{
 		{"grpc", "/surge.wallet.v1.WalletService/Balance", "application/grpc"},
-		{"net_http", "/v1/stats", "application/json"},
+		{"net_http", "/healthz", "application/json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const pairs = 20000
@@ -156,7 +148,7 @@ func TestAbuseStreamLimit(t *testing.T) {
 	s := start(t, t.TempDir(), "--max-streams", "100")
 	for _, tc := range []struct{ name, path, contentType string }{
 		{"grpc", "/surge.wallet.v1.WalletService/Balance", "application/grpc"},
-		{"net_http", "/v1/stats", "application/json"},
+		{"net_http", "/healthz", "application/json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := dialH2(t, s)

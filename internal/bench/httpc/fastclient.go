@@ -42,8 +42,7 @@ import (
 // 23.9 / 25.4 / 23.1 µs, 9-28% more in every pair, at the same rate
 // (docs/bench/client-ab-*.json, a machine busy with other work: 19-32%
 // of each run stalled). Both allocate nothing per request (TestFastAllocs
-// logs fasthttp's count). Pipelining (pipeclient.go) has not been
-// measured against fasthttp's PipelineClient.
+// logs fasthttp's count). Pipelining is compared in pipeclient.go.
 
 const (
 	fastBufferSize = 16 << 10 // as the net/http client's buffers

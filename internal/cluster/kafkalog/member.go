@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -102,14 +103,15 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		// A partition without committed offsets is read from its first command.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.TransactionalID(c.TransactionalID(node)),
+		// franz-go always fetches a group's offsets with RequireStable: a new
+		// owner waits while the former owner's transaction is open.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
-		kgo.OnPartitionsAssigned(m.assigned(h.Assigned)),
-		kgo.OnPartitionsRevoked(m.revoked(h.Revoked)),
-		kgo.OnPartitionsLost(m.revoked(h.Revoked)),
+		kgo.OnPartitionsAssigned(m.track(true, h.Assigned)),
+		kgo.OnPartitionsRevoked(m.track(false, h.Revoked)),
+		kgo.OnPartitionsLost(m.track(false, h.Revoked)),
 	}
 	if c.SessionTimeout > 0 {
 		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
@@ -126,26 +128,18 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 	return m, nil
 }
 
-func (m *Member) assigned(fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
+// track returns a group callback that records the commands partitions it
+// is given as owned (gained) or not (lost), then tells fn.
+func (m *Member) track(gained bool, fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
 	return func(ctx context.Context, _ *kgo.Client, parts map[string][]int32) {
 		ps := slices.Sorted(slices.Values(parts[m.cfg.CommandsTopic()]))
 		m.mu.Lock()
 		for _, p := range ps {
-			m.owned[p] = true
-		}
-		m.mu.Unlock()
-		if fn != nil && len(ps) > 0 {
-			fn(ctx, ps)
-		}
-	}
-}
-
-func (m *Member) revoked(fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
-	return func(ctx context.Context, _ *kgo.Client, parts map[string][]int32) {
-		ps := slices.Sorted(slices.Values(parts[m.cfg.CommandsTopic()]))
-		m.mu.Lock()
-		for _, p := range ps {
-			delete(m.owned, p)
+			if gained {
+				m.owned[p] = true
+			} else {
+				delete(m.owned, p)
+			}
 		}
 		m.mu.Unlock()
 		if fn != nil && len(ps) > 0 {
@@ -158,13 +152,7 @@ func (m *Member) revoked(fn func(context.Context, []int32)) func(context.Context
 func (m *Member) Owned() []int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Sorted(func(yield func(int32) bool) {
-		for p := range m.owned {
-			if !yield(p) {
-				return
-			}
-		}
-	})
+	return slices.Sorted(maps.Keys(m.owned))
 }
 
 // Round runs one consume-transform-produce round: it waits for commands

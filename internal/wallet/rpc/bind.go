@@ -117,6 +117,9 @@ func UnaryDesc[Req any](procedure string, h grpc.UnaryHandler) grpc.MethodDesc {
 			if err := dec(req); err != nil {
 				return nil, err
 			}
+			if err := takeDecodeError(req); err != nil {
+				return nil, err
+			}
 			if icpt == nil {
 				return h(ctx, req)
 			}
@@ -149,6 +152,9 @@ func serverStream[Req, Res any](s *Service, procedure string, public bool, fn fu
 	onGRPC := func(_ any, stream grpc.ServerStream) error {
 		req := new(Req)
 		if err := stream.RecvMsg(req); err != nil {
+			return err
+		}
+		if err := takeDecodeError(req); err != nil {
 			return err
 		}
 		ctx := stream.Context()
