@@ -94,10 +94,9 @@ type Server struct {
 	slow  *http.Server
 	log   *slog.Logger
 
-	mu       sync.Mutex // guards closing, listener and slowQ
+	mu       sync.Mutex // guards closing and listener
 	closing  bool
 	listener net.Listener
-	slowQ    *queue // net/http's connections, while Serve runs (handover.go)
 }
 
 // New returns a Server for opts.
@@ -118,7 +117,7 @@ func New(opts Options) *Server {
 		Authorize: opts.Authorize, Guard: s.guard, Logger: log,
 	})
 	s.fast = &fasthttp.Server{
-		Handler:                      opts.CORS.Fast(s.handOver(router.Handle)),
+		Handler:                      opts.CORS.Fast(router.Handle),
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
@@ -158,7 +157,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		return http.ErrServerClosed
 	}
-	s.listener, s.slowQ = ln, qs.slow
+	s.listener = ln
 	s.mu.Unlock()
 	defer qs.fast.Close()
 	defer qs.slow.Close()
