@@ -50,6 +50,7 @@ The summary ends with an informational verdict against SPEC §8 (Transfer
 ≥ 10,000 rps, reads ≥ 20,000 rps each, at c=20). The exit status is 1 only
 if setup failed or more than 1% of calls failed.`,
 		Example: `  surge bench wallet --call Transfer -n 500 -c 20
+  surge bench wallet --api vmr --call GetBalance -n 500 -c 20
   surge bench wallet --call GetBalance -c 20 --duration 30s
   surge bench wallet --call GetChatFriendList -c 20 --duration 30s --out chat.json`,
 		Args:         cobra.NoArgs,
@@ -67,6 +68,7 @@ if setup failed or more than 1% of calls failed.`,
 	fs := cmd.Flags()
 	addTargetFlag(fs, &cfg.Target, " (http://; gRPC runs over HTTP/2 without TLS)")
 	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "API key for the ledger route that funds the wallets (needed when surge runs with --api-key)")
+	fs.StringVar(&cfg.API, "api", cfg.API, "API to call on the same users: surge (surge.wallet.v1) or vmr (VMR chat's vmr.* services, report 001's own; no GetMessages, Transfer checks the password and pays at least 1000)")
 	fs.StringVar(&cfg.Call, "call", cfg.Call, "RPC to call: "+strings.Join(wallet.WalletCalls, ", "))
 	fs.Int64VarP(&cfg.Iterations, "total", "n", cfg.Iterations, "number of calls to make in all (ghz's -n)")
 	fs.IntVarP(&cfg.VUs, "concurrency", "c", cfg.VUs, "number of callers, each with one call in flight (ghz's -c)")

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/surge-dev/surge/internal/browser"
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/kv/kvapi"
@@ -13,6 +14,7 @@ import (
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 	"github.com/surge-dev/surge/internal/wallet/rpc"
+	"github.com/surge-dev/surge/internal/wallet/vmr"
 )
 
 // transports are the handlers of every workload and of the operators'
@@ -22,6 +24,7 @@ type transports struct {
 	tickets   *ticketapi.API
 	kv        *kvapi.Handler
 	wallet    *rpc.Service
+	vmr       *vmr.Face
 	dashboard *dashboard.Dashboard
 	apiKey    string
 }
@@ -55,8 +58,9 @@ func routes(t transports) ([]front.Route, http.Handler) {
 		{exactly("/"), dash},
 		{under("/ui/"), dash},
 		{under("/debug/pprof/"), telemetry.OperatorOnly(profiles(), t.apiKey)},
-		{rpc.Owns, t.wallet.Handler()}, // gRPC-Web, Connect, gRPC on net/http
-		{kvapi.Owns, t.kv},             // /v0 but /v0/entity on fasthttp
+		{rpc.Owns, browser.GRPCWebText(t.wallet.Handler())}, // gRPC-Web (binary and text), Connect, gRPC on net/http
+		{vmr.Owns, t.vmr.Handler()},                         // VMR chat: /api/..., /ws, /vmr.*
+		{kvapi.Owns, t.kv},                                  // /v0 but /v0/entity on fasthttp
 		{anyPath, v1},
 	}
 }

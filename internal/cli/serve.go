@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/surge-dev/surge/internal/browser"
 	"github.com/surge-dev/surge/internal/wallet/auth"
 	"github.com/surge-dev/surge/internal/workloads"
 
@@ -34,6 +36,7 @@ import (
 	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 	"github.com/surge-dev/surge/internal/tickets/ticketstore"
 	"github.com/surge-dev/surge/internal/wallet/rpc"
+	"github.com/surge-dev/surge/internal/wallet/vmr"
 )
 
 type serveConfig struct {
@@ -57,6 +60,7 @@ type serveConfig struct {
 	bodyMB   int
 	headerTO time.Duration
 	outcomes outcomeConfig
+	cors     []string
 }
 
 // outcomeConfig holds the flags that bound the settled reservations kept
@@ -124,6 +128,7 @@ trace and read surge.`,
 	f.StringVar(&c.wallet.tokenSecret, "token-secret", "", "secret (32+ bytes) that signs wallet login tokens; empty: one generated on first start and kept in --data")
 	f.DurationVar(&c.wallet.tokenTTL, "token-ttl", 24*time.Hour, "how long a wallet login token stays valid")
 	f.IntVar(&c.wallet.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of wallet password hashes (4-31; each step doubles the time of a login)")
+	f.StringSliceVar(&c.cors, "cors-origins", nil, "origins (scheme://host[:port], comma-separated, or \"*\") whose web pages may call surge's JSON, Connect and gRPC-Web routes; none by default")
 	f.Int64Var(&c.wallet.minAmount, "wallet-min-amount", 1, "smallest amount a wallet Transfer accepts, in minor units")
 	f.DurationVar(&c.outcomes.retention, "outcome-retention", ticketengine.DefaultOutcomeRetention, "how long a settled reservation (failed, cancelled, expired) stays in memory for readers; then a failed one is forgotten (404), the others read from disk")
 	f.IntVar(&c.outcomes.memoryMB, "outcome-memory-mb", ticketengine.DefaultOutcomeMemoryBytes>>20, "memory (MiB) the settled reservations kept for readers may take; beyond it the oldest leave before --outcome-retention")
@@ -142,6 +147,10 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	if err := checkLimits(&c); err != nil {
 		return err
+	}
+	cors, err := browser.NewCORS(c.cors)
+	if err != nil {
+		return fmt.Errorf("--cors-origins: %w", err)
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(c.gcPct)
@@ -202,6 +211,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	face := vmr.New(wallet.Local(), vmr.Options{Origins: c.cors, Logger: logger})
 	meter := telemetry.NewMeter(telemetry.Workloads...)
 	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
 	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
@@ -211,15 +221,17 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
-	native, netRoutes := routes(transports{ledger: api, tickets: tickets, kv: kvs, wallet: wallet, dashboard: dash, apiKey: c.apiKey})
+	native, netRoutes := routes(transports{ledger: api, tickets: tickets, kv: kvs, wallet: wallet, vmr: face, dashboard: dash, apiKey: c.apiKey})
+	grpcSrv := wallet.GRPCServer(append(mw.GRPC(), front.GRPCOptions(c.limits, idleTimeout)...)...)
+	face.RegisterGRPC(grpcSrv)
 	srv := front.New(front.Options{
 		Routes:       native,
 		Net:          netRoutes,
-		GRPC:         wallet.GRPCServer(append(mw.GRPC(), front.GRPCOptions(c.limits, idleTimeout)...)...),
+		GRPC:         grpcSrv,
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,
 		OnNetRequest: telemetry.HandOver,
-		SlowPrefixes: slowPrefixes,
+		SlowPrefixes: slices.Concat(slowPrefixes, vmr.SlowPrefixes),
 		// The ledger's batch body is the largest a handler takes, unless
 		// --kv-max-value is larger; handlers check their own limits.
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
@@ -229,6 +241,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		Authorize:           api.AuthorizedHeader,
 		Registerer:          reg,
 		Logger:              logger,
+		CORS:                cors,
 	})
 
 	ln, err := net.Listen("tcp", c.addr)

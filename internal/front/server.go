@@ -38,6 +38,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/surge-dev/surge/internal/browser"
 )
 
 // Options configure a Server.
@@ -79,6 +81,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger receives the servers' own errors; nil means slog.Default().
 	Logger *slog.Logger
+	// CORS, when not nil, answers the allowed origins' preflights and
+	// marks their responses readable, on every route of both servers.
+	CORS *browser.CORS
 }
 
 // Server serves one listener with fasthttp and net/http.
@@ -112,7 +117,7 @@ func New(opts Options) *Server {
 		Authorize: opts.Authorize, Guard: s.guard, Logger: log,
 	})
 	s.fast = &fasthttp.Server{
-		Handler:                      router.Handle,
+		Handler:                      opts.CORS.Fast(router.Handle),
 		NoDefaultServerHeader:        true,
 		NoDefaultContentType:         true,
 		DisablePreParseMultipartForm: true,
@@ -127,7 +132,7 @@ func New(opts Options) *Server {
 		ErrorHandler:      requestError,
 	}
 	s.slow = &http.Server{
-		Handler:           s.guard.shed(bodyDeadline(measure(router.Net(opts.Net)), opts.Limits.BodyTimeout)),
+		Handler:           s.guard.shed(bodyDeadline(measure(opts.CORS.Net(router.Net(opts.Net))), opts.Limits.BodyTimeout)),
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -146,6 +151,7 @@ func (s *Server) RegisterOnShutdown(f func()) { s.slow.RegisterOnShutdown(f) }
 // Serve accepts connections on ln and routes each to its server. It
 // returns http.ErrServerClosed after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	qs := queues{fast: newQueue(ln.Addr()), slow: newQueue(ln.Addr())}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -153,7 +159,6 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.listener = ln
 	s.mu.Unlock()
-	qs := queues{fast: newQueue(ln.Addr()), slow: newQueue(ln.Addr())}
 	defer qs.fast.Close()
 	defer qs.slow.Close()
 	go func() { _ = s.fast.Serve(qs.fast) }()

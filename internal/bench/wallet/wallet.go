@@ -62,6 +62,9 @@ type WalletConfig struct {
 	// next run with the same settings against the same server, which then
 	// skips the setup: a file, UsersCacheAuto or UsersCacheOff.
 	UsersCache string
+	// API is the face called: APISurge (surge.wallet.v1) or APIVMR
+	// (VMR chat's vmr.*, on the same users).
+	API string
 }
 
 // DefaultWalletConfig returns report 001's settings: 1,000 users, 500
@@ -73,6 +76,7 @@ func DefaultWalletConfig() WalletConfig {
 	return WalletConfig{
 		Common: c, Call: "Transfer", Connections: 1, Users: 1000, Friends: 8,
 		Fund: 1_000_000_000, AmountMax: 1000, UserPrefix: "wb", Password: "bench-password-1", UsersCache: UsersCacheAuto,
+		API: APISurge,
 	}
 }
 
@@ -83,6 +87,8 @@ func (c WalletConfig) validate() error {
 	switch {
 	case !validWalletCall(c.Call):
 		return fmt.Errorf("bench: --call must be one of %v", WalletCalls)
+	case checkAPI(c.API, c.Call) != nil:
+		return checkAPI(c.API, c.Call)
 	case c.Connections < 1:
 		return errors.New("bench: --connections must be at least 1")
 	case c.Users < 2:
@@ -143,6 +149,7 @@ func walletParams(c WalletConfig, runID string) map[string]string {
 		"users":       strconv.Itoa(c.Users),
 		"friends":     strconv.Itoa(c.Friends),
 		"amount_max":  strconv.FormatInt(c.AmountMax, 10),
+		"api":         c.API,
 		"run_id":      runID,
 	}
 }
@@ -236,6 +243,7 @@ type walletVU struct {
 	seq     bench.Decimal
 	req     proto.Message
 	reply   proto.Message
+	vmr     bool // calling VMR's face (--api vmr)
 }
 
 func newWalletVU(ctx context.Context, conn *grpc.ClientConn, cfg WalletConfig, users []benchUser, runID string, vu int) *walletVU {
@@ -244,6 +252,14 @@ func newWalletVU(ctx context.Context, conn *grpc.ClientConn, cfg WalletConfig, u
 		timeout: cfg.Timeout, amount: cfg.AmountMax, idPre: runID + "-" + strconv.Itoa(vu) + "-", seq: bench.Decimal("0"),
 	}
 	v.req, v.reply = walletMessages(cfg.Call)
+	if v.vmr = cfg.API == APIVMR; v.vmr {
+		v.method = vmrCalls[cfg.Call]
+		v.req, v.reply = vmrMessages(cfg.Call, cfg.Password)
+		for i := range v.users {
+			md, _ := metadata.FromOutgoingContext(v.users[i].ctx)
+			v.users[i].ctx = metadata.NewOutgoingContext(v.users[i].ctx, withVMRToken(md))
+		}
+	}
 	return v
 }
 
@@ -287,6 +303,8 @@ func (v *walletVU) iterate(ctx context.Context, vu *load.VU) {
 		v.seq.Inc()
 	case *walletv1.GetMessagesRequest:
 		r.PeerId = v.users[u.friends[vu.Rand.IntN(len(u.friends))]].id
+	default:
+		v.prepareVMR(u, vu)
 	}
 	cctx, cancel := u.ctx, context.CancelFunc(func() {})
 	if v.timeout > 0 {
@@ -302,6 +320,8 @@ func (v *walletVU) iterate(ctx context.Context, vu *load.VU) {
 	if err != nil {
 		st := status.Convert(err)
 		o = measure.Outcome{Failure: st.Code().String(), Detail: st.Message()}
+	} else if v.vmr {
+		o = vmrOutcome(v.reply)
 	}
 	vu.Record(start, o)
 }

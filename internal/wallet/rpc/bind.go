@@ -103,21 +103,27 @@ func unary[Req, Res any](s *Service, procedure string, public bool, fn func(cont
 		connect: func(opts ...connect.HandlerOption) http.Handler {
 			return connect.NewUnaryHandler(procedure, onConnect, opts...)
 		},
-		unary: &grpc.MethodDesc{
-			MethodName: methodName(procedure),
-			Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
-				req := new(Req)
-				if err := dec(req); err != nil {
-					return nil, err
-				}
-				if err := takeDecodeError(req); err != nil {
-					return nil, err
-				}
-				if icpt == nil {
-					return onGRPC(ctx, req)
-				}
-				return icpt(ctx, req, &grpc.UnaryServerInfo{FullMethod: procedure}, onGRPC)
-			},
+		unary: new(UnaryDesc[Req](procedure, onGRPC)),
+	}
+}
+
+// UnaryDesc describes procedure to grpc-go: it decodes a Req and runs h
+// through the server's interceptors.
+func UnaryDesc[Req any](procedure string, h grpc.UnaryHandler) grpc.MethodDesc {
+	return grpc.MethodDesc{
+		MethodName: methodName(procedure),
+		Handler: func(_ any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
+			req := new(Req)
+			if err := dec(req); err != nil {
+				return nil, err
+			}
+			if err := takeDecodeError(req); err != nil {
+				return nil, err
+			}
+			if icpt == nil {
+				return h(ctx, req)
+			}
+			return icpt(ctx, req, &grpc.UnaryServerInfo{FullMethod: procedure}, h)
 		},
 	}
 }

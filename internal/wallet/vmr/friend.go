@@ -1,0 +1,136 @@
+package vmr
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
+	vmrpb "github.com/surge-dev/surge/internal/gen/vmr"
+)
+
+// searchLimit is how many users QueryUser returns, VMR's.
+const searchLimit = 10
+
+// friendService implements vmr.FriendService.
+type friendService struct{ *Face }
+
+// statusOf is a surge relation status in VMR's terms.
+func statusOf(s walletv1.Friend_Status) vmrpb.FriendStatus {
+	switch s {
+	case walletv1.Friend_FRIEND:
+		return vmrpb.FriendStatus_FRIEND
+	case walletv1.Friend_WAITING:
+		return vmrpb.FriendStatus_WAITING
+	case walletv1.Friend_NOT_ANSWER:
+		return vmrpb.FriendStatus_NOT_ANSWER
+	}
+	return vmrpb.FriendStatus_NOTHING
+}
+
+// GetFriendList lists friends and open requests.
+func (s friendService) GetFriendList(ctx context.Context, c caller, _ *vmrpb.Empty) (*vmrpb.FriendListResponse, error) {
+	res, err := s.local.GetFriendList(ctx, c.user)
+	if err != nil {
+		return &vmrpb.FriendListResponse{Error: failure(err)}, nil
+	}
+	out := &vmrpb.FriendListResponse{FriendInfo: make([]*vmrpb.FriendInfo, len(res.Friends))}
+	for i, f := range res.Friends {
+		out.FriendInfo[i] = &vmrpb.FriendInfo{
+			Id: int64(f.User.Id), Username: f.User.Username, Name: f.User.Name,
+			Online: f.User.Online, FriendStatus: statusOf(f.Status),
+		}
+	}
+	return out, nil
+}
+
+// GetChatFriendList lists friends by their newest message, with unread
+// counts and presence.
+func (s friendService) GetChatFriendList(ctx context.Context, c caller, _ *vmrpb.Empty) (*vmrpb.FriendListResponse, error) {
+	res, err := s.local.GetChatFriendList(ctx, c.user)
+	if err != nil {
+		return &vmrpb.FriendListResponse{Error: failure(err)}, nil
+	}
+	out := &vmrpb.FriendListResponse{FriendInfo: make([]*vmrpb.FriendInfo, len(res.Friends))}
+	for i, f := range res.Friends {
+		info := &vmrpb.FriendInfo{
+			Id: int64(f.User.Id), Username: f.User.Username, Name: f.User.Name, Online: f.User.Online,
+			NumUnreadMessage: int64(f.UnreadCount), FriendStatus: vmrpb.FriendStatus_FRIEND,
+		}
+		if m := f.LastMessage; m != nil {
+			msg := chatMessageOf(m)
+			info.LastMessage, info.LastMessageType = msg.Message, msg.Type
+			info.LastMessageSender, info.LastMessageTimestamp = msg.SenderID, msg.Timestamp
+		}
+		out.FriendInfo[i] = info
+	}
+	return out, nil
+}
+
+// QueryUser finds users whose username or name contains the query.
+func (s friendService) QueryUser(_ context.Context, c caller, m *vmrpb.UserListRequest) (*vmrpb.UserListResponse, error) {
+	out := &vmrpb.UserListResponse{}
+	if m.QueryString == "" {
+		return out, nil
+	}
+	for _, u := range s.local.SearchUsers(m.QueryString, searchLimit) {
+		out.User = append(out.User, &vmrpb.UserResponse{
+			Id: int64(u.Id), Username: u.Username, Name: u.Name, FriendStatus: statusOf(s.local.Relation(c.user, u.Id)),
+		})
+	}
+	return out, nil
+}
+
+// ClearUnreadMessage marks the conversation with a friend read.
+func (s friendService) ClearUnreadMessage(ctx context.Context, c caller, m *vmrpb.ClearUnreadMessageRequest) (*vmrpb.ClearUnreadMessageResponse, error) {
+	_, err := s.local.MarkRead(ctx, c.user, &walletv1.MarkReadRequest{PeerId: uint64(m.FriendId)})
+	if err != nil && !(codeOf(err) == connect.CodeNotFound && s.known(m.FriendId)) {
+		return &vmrpb.ClearUnreadMessageResponse{Error: failure(err)}, nil
+	}
+	return &vmrpb.ClearUnreadMessageResponse{}, nil // no conversation yet: nothing unread
+}
+
+func (s friendService) known(id int64) bool {
+	_, ok := s.local.User(uint64(id))
+	return id > 0 && ok
+}
+
+// SetFriendStatus sends, accepts or rejects a friend request; the
+// requester of an accepted one is told over the WebSocket (ACCEPT).
+// Removing a friend is refused: surge keeps friendships for good.
+func (s friendService) SetFriendStatus(ctx context.Context, c caller, m *vmrpb.SetFriendStatusRequest) (*vmrpb.SetFriendStatusResponse, error) {
+	if m.FriendId <= 0 {
+		return &vmrpb.SetFriendStatusResponse{Error: replyError(vmrpb.ErrorCode_FAILUE, "no such user")}, nil
+	}
+	peer := uint64(m.FriendId)
+	var err error
+	switch m.Type {
+	case vmrpb.SetFriendStatusRequest_ADD_FRIEND:
+		_, err = s.local.AddFriend(ctx, c.user, peer)
+	case vmrpb.SetFriendStatusRequest_ACCEPT_FRIEND:
+		if _, err = s.local.AcceptFriend(ctx, c.user, peer); err == nil {
+			s.sockets.sendTo(peer, wsMessage{Type: typeAccept, Data: map[string]uint64{"userId": c.user}})
+		}
+	case vmrpb.SetFriendStatusRequest_REJECT_FRIEND:
+		_, err = s.local.RejectFriend(ctx, c.user, peer)
+	default:
+		return &vmrpb.SetFriendStatusResponse{Error: replyError(vmrpb.ErrorCode_FAILUE,
+			fmt.Sprintf("%v is not supported: surge keeps friendships", m.Type))}, nil
+	}
+	if err != nil {
+		return &vmrpb.SetFriendStatusResponse{Error: failure(err)}, nil
+	}
+	return &vmrpb.SetFriendStatusResponse{}, nil
+}
+
+// GetUserInfo is a user's names and their relation to the caller.
+func (s friendService) GetUserInfo(_ context.Context, c caller, m *vmrpb.GetUserInfoRequest) (*vmrpb.GetUserInfoResponse, error) {
+	u, ok := s.local.User(uint64(m.UserId))
+	if m.UserId <= 0 || !ok {
+		return &vmrpb.GetUserInfoResponse{Error: replyError(vmrpb.ErrorCode_INTERNAL_SERVER_ERROR, "no such user")}, nil
+	}
+	return &vmrpb.GetUserInfoResponse{User: &vmrpb.UserResponse{
+		Id: int64(u.Id), Username: u.Username, Name: u.Name, FriendStatus: statusOf(s.local.Relation(c.user, u.Id)),
+	}}, nil
+}

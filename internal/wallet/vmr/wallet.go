@@ -1,0 +1,140 @@
+package vmr
+
+import (
+	"context"
+	"hash/fnv"
+	"strconv"
+
+	"connectrpc.com/connect"
+
+	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
+	vmrpb "github.com/surge-dev/surge/internal/gen/vmr"
+)
+
+// minTransfer is the smallest amount VMR accepts (its backend refused
+// less than 1,000 with AMOUNT_NOT_VALID).
+const minTransfer = 1000
+
+// historyPage is the page size of GetHistoryWithOffset, VMR's.
+const historyPage = 20
+
+// walletService implements vmr.WalletService.
+type walletService struct{ *Face }
+
+// GetBalance is the caller's balance, names, and the time of the
+// wallet's latest movement.
+func (s walletService) GetBalance(ctx context.Context, c caller, _ *vmrpb.Empty) (*vmrpb.BalanceResponse, error) {
+	bal, err := s.local.GetBalance(ctx, c.user)
+	if err != nil {
+		return &vmrpb.BalanceResponse{Error: failure(err)}, nil
+	}
+	hist, err := s.local.GetHistory(ctx, c.user, &walletv1.GetHistoryRequest{PageSize: 1})
+	if err != nil {
+		return &vmrpb.BalanceResponse{Error: failure(err)}, nil
+	}
+	data := &vmrpb.BalanceResponse_Data{Balance: bal.Balance}
+	if len(hist.Items) > 0 {
+		data.LastUpdated = hist.Items[0].Time.GetSeconds()
+	}
+	if u, ok := s.local.User(c.user); ok {
+		data.UserName, data.Name = u.Username, u.Name
+	}
+	return &vmrpb.BalanceResponse{Data: data}, nil
+}
+
+// Transfer moves money once per (sender, request_id): a repeated
+// request_id moves nothing and answers REQUEST_EXISTED, as VMR did. The
+// password is required and checked.
+func (s walletService) Transfer(ctx context.Context, c caller, m *vmrpb.TransferRequest) (*vmrpb.TransferResponse, error) {
+	fail := func(code vmrpb.ErrorCode, msg string) (*vmrpb.TransferResponse, error) {
+		return &vmrpb.TransferResponse{Error: replyError(code, msg)}, nil
+	}
+	switch {
+	case m.Amount < minTransfer:
+		return fail(vmrpb.ErrorCode_AMOUNT_NOT_VALID, "amount must be at least 1000")
+	case m.Receiver <= 0 || uint64(m.Receiver) == c.user:
+		return fail(vmrpb.ErrorCode_RECEIVER_NOT_EXIST, "no such receiver")
+	case m.Password == "":
+		return fail(vmrpb.ErrorCode_PASSWORD_INVALID, "password is required")
+	case m.Amount > 1<<62:
+		return fail(vmrpb.ErrorCode_AMOUNT_NOT_VALID, "amount too large")
+	}
+	res, err := s.local.Transfer(ctx, c.user, c.peer, &walletv1.TransferRequest{
+		RequestId: "vmr-" + strconv.FormatInt(m.RequestId, 10), ToUserId: uint64(m.Receiver),
+		Amount: int64(m.Amount), Message: m.Message, Password: m.Password,
+	})
+	switch {
+	case err != nil:
+		return &vmrpb.TransferResponse{Error: transferFailure(err)}, nil
+	case res.Replayed:
+		return fail(vmrpb.ErrorCode_REQUEST_EXISTED, "request_id was used before")
+	}
+	return &vmrpb.TransferResponse{}, nil
+}
+
+// transferFailure maps a surge Transfer error to VMR's codes.
+func transferFailure(err error) *vmrpb.Error {
+	msg := messageOf(err)
+	switch reasonOf(err) {
+	case "INSUFFICIENT_FUNDS":
+		return replyError(vmrpb.ErrorCode_BALANCE_NOT_ENOUGH, msg)
+	case "RECEIVER_NOT_FOUND", "SAME_ACCOUNT":
+		return replyError(vmrpb.ErrorCode_RECEIVER_NOT_EXIST, msg)
+	case "IDEMPOTENCY_CONFLICT":
+		return replyError(vmrpb.ErrorCode_REQUEST_EXISTED, msg)
+	case "BELOW_MINIMUM":
+		return replyError(vmrpb.ErrorCode_AMOUNT_NOT_VALID, msg)
+	}
+	if codeOf(err) == connect.CodeUnauthenticated {
+		return replyError(vmrpb.ErrorCode_PASSWORD_INVALID, msg)
+	}
+	return failure(err)
+}
+
+// GetHistoryWithOffset pages through the caller's history, newest first.
+func (s walletService) GetHistoryWithOffset(ctx context.Context, c caller, m *vmrpb.GetHistoryWithOffsetRequest) (*vmrpb.HistoryResponse, error) {
+	if m.Offset < 0 {
+		return &vmrpb.HistoryResponse{Error: replyError(vmrpb.ErrorCode_FAILUE, "offset must not be negative")}, nil
+	}
+	page, err := s.local.GetHistory(ctx, c.user, &walletv1.GetHistoryRequest{PageSize: historyPage, Offset: uint64(m.Offset)})
+	if err != nil {
+		return &vmrpb.HistoryResponse{Error: failure(err)}, nil
+	}
+	data := &vmrpb.HistoryResponse_Data{Item: make([]*vmrpb.HistoryResponse_Item, len(page.Items))}
+	for i, it := range page.Items {
+		item := &vmrpb.HistoryResponse_Item{
+			Id: historyID(it.TransferId), Amount: it.Amount, Timestamp: it.Time.GetSeconds(),
+			Message: it.Message, Balance: it.BalanceAfter,
+			Sender: int64(c.user), Receiver: int64(it.CounterpartUserId), Type: vmrpb.HistoryResponse_TRANSFER,
+		}
+		if it.Type == walletv1.HistoryItem_RECEIVE {
+			item.Sender, item.Receiver, item.Type = item.Receiver, item.Sender, vmrpb.HistoryResponse_RECEIVE
+		}
+		data.Item[i] = item
+	}
+	return &vmrpb.HistoryResponse{Data: data}, nil
+}
+
+// historyID is a positive int64 standing for a transfer id, stable
+// across calls (surge's transfer ids are strings).
+func historyID(transferID string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(transferID))
+	return int64(h.Sum64() >> 1)
+}
+
+var errNoReminders = connect.NewError(connect.CodeUnimplemented, errUnimplemented("transfer reminders are not implemented (VMR's backend never implemented them either)"))
+
+type errUnimplemented string
+
+func (e errUnimplemented) Error() string { return string(e) }
+
+// RemindTransfer is UNIMPLEMENTED, as it was in VMR's backend.
+func (s walletService) RemindTransfer(context.Context, caller, *vmrpb.TransferReminderRequest) (*vmrpb.TransferReminderResponse, error) {
+	return nil, errNoReminders
+}
+
+// GetTransferReminder is UNIMPLEMENTED, as it was in VMR's backend.
+func (s walletService) GetTransferReminder(context.Context, caller, *vmrpb.Empty) (*vmrpb.TransferReminderListResponse, error) {
+	return nil, errNoReminders
+}

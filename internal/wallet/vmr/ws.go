@@ -1,0 +1,237 @@
+package vmr
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
+)
+
+// WebSocketPath is where VMR's WebSocket is served (VMR had a port of its
+// own): ws://host:port/ws?token=<jwt>.
+const WebSocketPath = "/ws"
+
+// The types of WebSocket messages, VMR's.
+const (
+	typeChat     = "CHAT"      // to the receiver of a message; from a client: send one
+	typeSendBack = "SEND_BACK" // to the sender of a message, once it is stored
+	typeOnline   = "ONLINE"    // to everyone: a user connected
+	typeOffline  = "OFFLINE"   // to everyone: a user's last connection closed
+	typeAccept   = "ACCEPT"    // to a requester: their friend request was accepted
+	typeTransfer = "TRANSFER"  // a chat message's type for a transfer
+)
+
+// outboxSize is how many messages a connection may fall behind before it
+// is closed: nothing waits for a slow client.
+const outboxSize = 256
+
+// wsMessage is one WebSocket message, either way.
+type wsMessage struct {
+	Type string `json:"type"`
+	Data any    `json:"data"`
+}
+
+// chatMessage is a message as VMR's clients read it.
+type chatMessage struct {
+	ID         uint64 `json:"id"`
+	SenderID   int64  `json:"senderId"`
+	ReceiverID int64  `json:"receiverId"`
+	Message    string `json:"message"`
+	Timestamp  int64  `json:"timestamp"` // Unix seconds
+	Type       string `json:"type"`
+	TransferID int64  `json:"transferId"`
+}
+
+// chatMessageOf converts a surge message: a transfer's text is
+// "<amount>;<message>", as VMR wrote it.
+func chatMessageOf(m *walletv1.Message) chatMessage {
+	c := chatMessage{
+		ID: m.Id, SenderID: int64(m.FromUserId), ReceiverID: int64(m.ToUserId),
+		Message: m.Text, Timestamp: m.SentAt.GetSeconds(), Type: typeChat,
+	}
+	if m.Type == walletv1.Message_TRANSFER {
+		c.Type, c.Message = typeTransfer, strconv.FormatInt(m.Amount, 10)+";"+m.Text
+		c.TransferID = historyID(m.TransferId)
+	}
+	return c
+}
+
+// socket is one open WebSocket.
+type socket struct {
+	user   uint64
+	outbox chan []byte
+	full   chan struct{} // closed when the outbox overflowed
+	once   sync.Once
+}
+
+// queue sends b unless the socket is too far behind, which closes it.
+func (s *socket) queue(b []byte) bool {
+	select {
+	case s.outbox <- b:
+		return true
+	default:
+		s.once.Do(func() { close(s.full) })
+		return false
+	}
+}
+
+// sockets are the open WebSockets by user.
+type sockets struct {
+	mu     sync.Mutex
+	byUser map[uint64]map[*socket]struct{}
+}
+
+func newSockets() sockets { return sockets{byUser: map[uint64]map[*socket]struct{}{}} }
+
+// add registers s and tells everyone its user is online.
+func (ss *sockets) add(s *socket) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.byUser[s.user] == nil {
+		ss.byUser[s.user] = map[*socket]struct{}{}
+	}
+	ss.byUser[s.user][s] = struct{}{}
+	ss.broadcastLocked(wsMessage{Type: typeOnline, Data: s.user})
+}
+
+// remove unregisters s and, if it was its user's last, tells everyone the
+// user is offline.
+func (ss *sockets) remove(s *socket) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if _, ok := ss.byUser[s.user][s]; !ok {
+		return
+	}
+	delete(ss.byUser[s.user], s)
+	if len(ss.byUser[s.user]) == 0 {
+		delete(ss.byUser, s.user)
+		ss.broadcastLocked(wsMessage{Type: typeOffline, Data: s.user})
+	}
+}
+
+func (ss *sockets) broadcastLocked(m wsMessage) {
+	b, _ := json.Marshal(m)
+	for _, conns := range ss.byUser {
+		for s := range conns {
+			s.queue(b)
+		}
+	}
+}
+
+// sendTo sends m to every socket of user.
+func (ss *sockets) sendTo(user uint64, m wsMessage) {
+	b, _ := json.Marshal(m)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for s := range ss.byUser[user] {
+		s.queue(b)
+	}
+}
+
+// serveWebSocket authenticates ?token=, then relays the user's messages
+// both ways until either side closes.
+func (f *Face) serveWebSocket(w http.ResponseWriter, r *http.Request) {
+	user, ok := f.authenticate(r.URL.Query().Get("token"))
+	if !ok {
+		http.Error(w, "missing or invalid token", http.StatusUnauthorized)
+		return
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: f.origins, InsecureSkipVerify: f.anyOrig})
+	if err != nil {
+		return // Accept has answered
+	}
+	defer conn.CloseNow()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	s := &socket{user: user, outbox: make(chan []byte, outboxSize), full: make(chan struct{})}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cancel()
+		f.relayEvents(ctx, s)
+	}()
+	go func() {
+		defer cancel()
+		f.readMessages(ctx, conn, user)
+	}()
+	writeAll(ctx, conn, s)
+	cancel()
+	<-done
+	conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// relayEvents subscribes to the user's messages (which marks them online)
+// and queues each on s as SEND_BACK (sent by them) or CHAT.
+func (f *Face) relayEvents(ctx context.Context, s *socket) {
+	opened := func() error { f.sockets.add(s); return nil }
+	defer f.sockets.remove(s)
+	err := f.local.Subscribe(ctx, s.user, opened, func(ev *walletv1.Event) error {
+		m := ev.GetMessage()
+		if m == nil {
+			return nil
+		}
+		typ := typeChat
+		if m.FromUserId == s.user {
+			typ = typeSendBack
+		}
+		b, _ := json.Marshal(wsMessage{Type: typ, Data: chatMessageOf(m)})
+		if !s.queue(b) {
+			return context.Canceled
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		f.log.Debug("vmr: websocket events ended", "user", s.user, "err", err)
+	}
+}
+
+// writeAll writes s's queued messages until ctx ends or s overflows.
+func writeAll(ctx context.Context, conn *websocket.Conn, s *socket) {
+	for {
+		select {
+		case b := <-s.outbox:
+			if conn.Write(ctx, websocket.MessageText, b) != nil {
+				return
+			}
+		case <-s.full:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// clientMessage is what a client sends: {"type":"CHAT","data":{...}}.
+type clientMessage struct {
+	Type string `json:"type"`
+	Data struct {
+		ReceiverID int64  `json:"receiverId"`
+		Message    string `json:"message"`
+	} `json:"data"`
+}
+
+// readMessages sends the client's CHAT messages as the user. A message
+// that cannot be sent (not a friend, empty) is dropped, as VMR did; the
+// sender sees no SEND_BACK.
+func (f *Face) readMessages(ctx context.Context, conn *websocket.Conn, user uint64) {
+	conn.SetReadLimit(maxMessageBytes)
+	for {
+		typ, b, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		var m clientMessage
+		if typ != websocket.MessageText || json.Unmarshal(b, &m) != nil || m.Type != typeChat || m.Data.ReceiverID <= 0 {
+			continue
+		}
+		_, err = f.local.SendMessage(ctx, user, &walletv1.SendMessageRequest{ToUserId: uint64(m.Data.ReceiverID), Text: m.Data.Message})
+		if err != nil {
+			f.log.Debug("vmr: websocket message not sent", "user", user, "to", m.Data.ReceiverID, "err", err)
+		}
+	}
+}
