@@ -3,8 +3,10 @@ package front
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -178,6 +180,25 @@ func (rt *router) refuseFast(ctx *fasthttp.RequestCtx, r *refusal, unread bool) 
 	ctx.SetStatusCode(r.status)
 	ctx.SetContentType("application/problem+json")
 	ctx.SetBody(r.problem())
+	if unread && r != refuseFraming {
+		lingerAfter(ctx)
+	}
+}
+
+// lingerAfter sends ctx's response itself, then lingers (lingerClose):
+// a client still sending the body it was refused would otherwise get a
+// reset instead of the answer. fasthttp closes a Connection: close
+// response's connection at once, so the answer goes out from the hijacked
+// connection instead.
+func lingerAfter(ctx *fasthttp.RequestCtx) {
+	answer := ctx.Response.String()
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		_ = c.SetWriteDeadline(time.Now().Add(lingerTime))
+		if _, err := io.WriteString(c, answer); err == nil {
+			lingerClose(c)
+		}
+	})
 }
 
 // admitNet admits the body of a native route's request that net/http
@@ -232,4 +253,18 @@ func (g *guard) shed(next http.Handler) http.Handler {
 		defer g.work.give(units)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// lingerClose runs once a last answer (a refusal whose request body is
+// unread, a GOAWAY) is sent: it stops writing and discards what the
+// client still sends, within lingerTime and lingerBytes, before the
+// connection closes, because closing with unread input makes the kernel
+// send a reset, and a reset destroys the answer the client has not read
+// yet.
+func lingerClose(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, lingerBytes))
 }

@@ -3,7 +3,6 @@ package front
 import (
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -120,15 +119,14 @@ func (w *resetWatch) Close() error {
 	// destroy the GOAWAY before the client reads it: read on, discarding,
 	// for a while first, off the server's goroutine.
 	go func() {
-		_ = w.Conn.SetReadDeadline(time.Now().Add(lingerTime))
-		_, _ = io.CopyN(io.Discard, w.Conn, lingerBytes)
+		lingerClose(w.Conn)
 		_ = w.Conn.Close()
 	}()
 	return nil
 }
 
-// How long, and for how many bytes, a connection told GOAWAY is read
-// before it is closed.
+// How long, and for how many bytes, a connection given its last answer is
+// read before it is closed (lingerClose).
 const (
 	lingerTime  = 5 * time.Second
 	lingerBytes = 4 << 20
