@@ -148,10 +148,12 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
+	faults := newStorageFaults(reg, logger)
 
 	eng, err := engine.Open(engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		DefaultCurrency: c.currency, NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
+		OnStorageFault: faults.hook("ledger"),
 	})
 	if err != nil {
 		return err
@@ -164,7 +166,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		ledger, box = enginespan.Ledger(ledger), enginespan.Tickets(box)
 	}
 	api := httpapi.New(ledger, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	kvdb, err := openKV(dir, c, eng.Store(), logger)
+	kvdb, err := openKV(dir, c, eng.Store(), logger, faults.hook("kv"))
 	if err != nil {
 		return err
 	}
@@ -208,7 +210,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		Logger:              logger,
 	})
 
-	ln, err := net.Listen("tcp", c.addr)
+	ln, err := listen(c.addr)
 	if err != nil {
 		return err
 	}
@@ -220,9 +222,18 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	go func() { served <- srv.Serve(ln) }()
 	api.SetReady(true)
 	ready.Store(true)
+	faults.reportTo(func(reason string) {
+		api.SetUnready(reason)
+		ready.Store(false)
+	})
+	restart := make(chan error, 1)
+	go func() { restart <- faults.resumeWhenWritable(ctx, dir, ln, func() { stopServing(srv, logger) }) }()
 
 	select {
 	case err := <-served:
+		if errors.Is(err, http.ErrServerClosed) { // stopped for a restart in place
+			err = <-restart
+		}
 		return err
 	case <-ctx.Done():
 	}
@@ -311,8 +322,8 @@ func checkExposure(addr, apiKey string) error {
 // openKV opens the key-value entries' own store, in the kv directory under
 // the data directory, and moves into it any entries that an older surge
 // kept in the ledger's store.
-func openKV(dir string, c serveConfig, ledger *store.Store, logger *slog.Logger) (*store.Store, error) {
-	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
+func openKV(dir string, c serveConfig, ledger *store.Store, logger *slog.Logger, onFault func(*store.Fault)) (*store.Store, error) {
+	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, OnFault: onFault})
 	if err != nil {
 		return nil, err
 	}

@@ -111,6 +111,9 @@ func (q queuedBatch) results(ctx context.Context, reqs []ledger.TransferRequest)
 		if err := wait(ctx, c); err != nil {
 			return nil, err
 		}
+		if c.err != nil {
+			return nil, c.err
+		}
 		for j, r := range c.batch {
 			out[q.groups[i].index[j]] = r
 		}
@@ -136,7 +139,7 @@ func (e *Engine) atomicAcrossShards(ctx context.Context, groups []shardGroup, re
 	if err := wait(ctx, c); err != nil {
 		return nil, err
 	}
-	return c.batch, nil
+	return c.batch, c.err
 }
 
 type shardGroup struct {

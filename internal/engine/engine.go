@@ -47,6 +47,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives operational messages; nil means slog.Default().
 	Logger *slog.Logger
+	// OnStorageFault, if set, is told once when the store stops taking
+	// writes (store.Options.OnFault).
+	OnStorageFault func(*store.Fault)
 
 	// parallelEntries overrides defaultParallelEntries, for tests that
 	// need both ways of running a round's later steps.
@@ -123,6 +126,9 @@ type Engine struct {
 	// payments are the reservation payments found pending at Open, which
 	// it settles once the shards run.
 	payments []string
+	// broken holds the error of the first round that failed to commit:
+	// from then on writes are refused (round.go, abandonRound).
+	broken atomic.Pointer[error]
 }
 
 // Open opens the store, rebuilds every shard's state from it, finishes
@@ -139,6 +145,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{
 		NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync, UncompressedL0: true,
+		OnFault: cfg.OnStorageFault,
 	})
 	if err != nil {
 		return nil, err
@@ -263,6 +270,10 @@ func (e *Engine) resumeCredits() error {
 }
 
 func (e *Engine) ensureWorld() error {
+	if e.db.Fault() != nil {
+		e.broken.CompareAndSwap(nil, new(error(e.db.Fault())))
+		return nil // a store that refuses writes cannot create it; reads go on
+	}
 	if a, ok := e.account(ledger.WorldID); ok {
 		if a.Currency != e.cfg.DefaultCurrency {
 			e.cfg.Logger.Warn("@world keeps its original currency", "currency", a.Currency, "flag", e.cfg.DefaultCurrency)
@@ -399,6 +410,9 @@ func (e *Engine) submit(ctx context.Context, s *shard, cmd Command) (*call, erro
 }
 
 func (e *Engine) enqueue(ctx context.Context, l Log, cmd Command) (*call, error) {
+	if err := e.refusal(); err != nil {
+		return nil, err
+	}
 	c := newCall()
 	env := Envelope{Cmd: cmd, call: c}
 	if telemetry.TracingEnabled() {

@@ -95,5 +95,10 @@ func (e *Engine) replayJournal() error {
 	}
 	w.ClearJournal()
 	e.cfg.Logger.Info("replayed the history journal", "entries", replayed)
+	if e.db.Fault() != nil {
+		// A store that refuses writes keeps its journal, to be replayed
+		// again at the next start; the Books hold the same state meanwhile.
+		return w.Close()
+	}
 	return e.db.Commit(w.Batch)
 }

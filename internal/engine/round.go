@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/surge-dev/surge/internal/ledger"
@@ -93,10 +93,8 @@ func (e *Engine) round(busy []*shard) {
 		s.trace.endCommit()
 	}
 	if err != nil {
-		// The Books are ahead of the disk and cannot be rolled back in
-		// general; carrying on would acknowledge lost writes. Recovery on
-		// restart rebuilds the state from what did reach the disk.
-		panic(fmt.Sprintf("engine: round commit failed: %v", err))
+		e.abandonRound(exclusive, err)
+		return
 	}
 	e.publish(now, par)
 	for i := range exclusive {
@@ -199,11 +197,52 @@ func (e *Engine) commitRound() error {
 	for _, s := range e.shards {
 		s.wb = nil
 	}
+	if err == nil {
+		err = e.refusal()
+	}
 	if err != nil {
 		_ = w.Close()
 		return err
 	}
 	return e.db.Commit(w.Batch)
+}
+
+// abandonRound answers every call of a round that did not reach the disk
+// with the error, and publishes nothing of it. The shards' Books are now
+// ahead of the disk and cannot be rolled back in general, so the engine
+// commits nothing more (refusal): later rounds would build on changes that
+// no reader or restart sees. Reads go on from the committed view and the
+// store's committed state; writes resume from the disk's state when the
+// process restarts (the store's fault says when, see cli's resume watcher).
+func (e *Engine) abandonRound(exclusive []Envelope, err error) {
+	if e.broken.CompareAndSwap(nil, &err) {
+		e.cfg.Logger.Error("storage refused a round's commit: writes are refused, reads are served from committed state", "err", err)
+	}
+	refused := e.refusal()
+	for i := range exclusive {
+		exclusive[i].call.err = refused
+		exclusive[i].call.complete()
+	}
+	for _, s := range e.shards {
+		for i := range s.envs {
+			if c := s.envs[i].call; c != nil {
+				c.err = refused
+			}
+		}
+		s.finish()
+	}
+}
+
+// refusal is the error writes get once a round failed to commit, else nil.
+func (e *Engine) refusal() error {
+	p := e.broken.Load()
+	if p == nil {
+		return nil
+	}
+	if errors.Is(*p, store.ErrFull) {
+		return ledger.Errorf(ledger.CodeStorageFull, "storage full: writes are refused until space is freed and surge restarts (it does so by itself); reads are served")
+	}
+	return ledger.Errorf(ledger.CodeStorageUnavailable, "storage unavailable: writes are refused; reads are served (%v)", *p)
 }
 
 // applyCredits applies the credits that the round's debits owe the

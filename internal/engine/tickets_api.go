@@ -154,6 +154,9 @@ func (s *shard) inspect(cmd CmdInspectArea) AreaSeats {
 // sold out, over the user's limit — are decided here without queueing.
 // The error is only for a request that could not be filed (overload).
 func (e *Engine) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
+	if err := e.refusal(); err != nil {
+		return "", err
+	}
 	now := time.Now().UTC()
 	id := uuid.New()
 	r := tickets.NewReservation(id.String(), userID, req, now)

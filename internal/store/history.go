@@ -95,7 +95,7 @@ func (s *Store) History(account string, before uint64, limit int) (out []ledger.
 	if before <= 1 || limit <= 0 {
 		return nil, nil
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{
+	it, err := s.reader().NewIter(&pebble.IterOptions{
 		LowerBound: historyKey(nil, account, 0),
 		UpperBound: upperBound(historyKey(nil, account, math.MaxUint64)),
 	})

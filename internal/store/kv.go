@@ -45,7 +45,7 @@ const moveChunk = 4 << 20
 // from from in one batch; if it is interrupted, running it again completes
 // the move. Nothing may write entries to either store meanwhile.
 func MoveKV(from, to *Store) (int, error) {
-	it, err := from.db.NewIter(&pebble.IterOptions{LowerBound: []byte(kvPrefix), UpperBound: []byte(kvEnd)})
+	it, err := from.reader().NewIter(&pebble.IterOptions{LowerBound: []byte(kvPrefix), UpperBound: []byte(kvEnd)})
 	if err != nil {
 		return 0, err
 	}
@@ -61,7 +61,7 @@ func MoveKV(from, to *Store) (int, error) {
 		_ = b.Set(it.Key(), v, nil)
 		n++
 		if b.Len() >= moveChunk {
-			if err := to.db.Apply(b, pebble.NoSync); err != nil {
+			if err := to.applyBatch(b, pebble.NoSync, false); err != nil {
 				b.Close()
 				return 0, err
 			}
@@ -72,15 +72,16 @@ func MoveKV(from, to *Store) (int, error) {
 		b.Close()
 		return 0, err
 	}
-	if err := to.db.Apply(b, pebble.Sync); err != nil { // durable: the copies before it too
+	if n == 0 {
+		b.Close()
+		return 0, nil
+	}
+	if err := to.applyBatch(b, pebble.Sync, false); err != nil { // durable: the copies before it too
 		b.Close()
 		return 0, err
 	}
 	b.Close()
-	if n == 0 {
-		return 0, nil
-	}
-	return n, from.db.DeleteRange([]byte(kvPrefix), []byte(kvEnd), pebble.Sync)
+	return n, from.deleteRange([]byte(kvPrefix), []byte(kvEnd))
 }
 
 // kvKeys recycles the buffers that storage keys are built in, so that a
@@ -129,7 +130,7 @@ func (w KVWrite) Wait() error {
 	if w.b == nil {
 		return nil
 	}
-	err := w.b.SyncWait()
+	err := w.s.writeErr(w.b.SyncWait())
 	if w.s.onSync != nil && err == nil {
 		w.s.onSync(time.Since(w.start))
 	}
@@ -167,7 +168,7 @@ func (s *Store) commitNoWait(b *pebble.Batch) (KVWrite, error) {
 		return KVWrite{}, s.Commit(b)
 	}
 	start := time.Now()
-	if err := s.db.ApplyNoSyncWait(b, s.writeO); err != nil {
+	if err := s.applyBatch(b, s.writeO, true); err != nil {
 		_ = b.Close() // refused before it reached the WAL: no fsync to wait for
 		return KVWrite{}, err
 	}
@@ -180,7 +181,16 @@ func (s *Store) commitNoWait(b *pebble.Batch) (KVWrite, error) {
 func (s *Store) GetKV(key string, fn func(value []byte) error) (found bool, err error) {
 	k := kvKey(key)
 	defer releaseKey(k)
-	v, closer, err := s.db.Get(*k)
+	db := s.reader()
+	v, closer, err := db.Get(*k)
+	if db != s.reader() {
+		// The store faulted during the read, which may have seen a write
+		// that failed: read again from the committed state.
+		if err == nil {
+			_ = closer.Close()
+		}
+		return s.GetKV(key, fn)
+	}
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -209,9 +219,14 @@ func (s *Store) ScanKV(start, end string) (*KVIter, error) {
 	if end != "" {
 		upper = []byte(kvPrefix + end)
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte(kvPrefix + start), UpperBound: upper})
+	db := s.reader()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte(kvPrefix + start), UpperBound: upper})
 	if err != nil {
 		return nil, err
+	}
+	if db != s.reader() { // faulted meanwhile: see GetKV
+		_ = it.Close()
+		return s.ScanKV(start, end)
 	}
 	return &KVIter{it: it}, nil
 }
@@ -257,7 +272,9 @@ func (s *Store) Syncs() bool { return s.writeO == pebble.Sync }
 // record before it, so this makes durable every batch that was visible to
 // readers when it was called. It joins the fsync of concurrent commits
 // like any commit does.
-func (s *Store) SyncWAL() error { return s.db.LogData(nil, pebble.Sync) }
+func (s *Store) SyncWAL() error {
+	return s.syncWAL()
+}
 
 // WALSyncs returns how many WAL fsyncs the store has done since it was
 // opened, as Pebble's log writer counts them: with many commits waiting

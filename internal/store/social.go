@@ -130,7 +130,7 @@ func (b SocialBatch) DeleteTransferIntent(id string) { _ = b.Delete(TransferInte
 // of any writer, and a crash can only lose a suffix of such commits: use it
 // for records that a later synced commit covers, or that recovery rebuilds.
 func (s *Store) CommitNoSync(b *pebble.Batch) error {
-	err := s.db.Apply(b, pebble.NoSync)
+	err := s.applyBatch(b, pebble.NoSync, false)
 	if cerr := b.Close(); err == nil {
 		err = cerr
 	}
