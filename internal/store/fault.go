@@ -323,7 +323,7 @@ func (s *Store) open() error {
 	select {
 	case r := <-done:
 		if r.err != nil && g.fenced() == nil {
-			return r.err
+			return lockError(s.dir, r.err)
 		}
 		if r.err != nil { // failed and let go of the directory's lock
 			return s.openReadOnly(s.fs)
