@@ -45,6 +45,7 @@ type serveConfig struct {
 	queue    int
 	maxBatch int
 	noSync   bool
+	walLoss  bool
 	memtable int
 	gcPct    int
 	kvValue  int
@@ -101,6 +102,7 @@ trace and read surge.`,
 	f.IntVar(&c.queue, "queue", 65536, "commands a shard may queue before requests are refused with 503")
 	f.IntVar(&c.maxBatch, "max-batch", 4096, "most commands a shard applies per storage commit")
 	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes (ledger and key-value) before fsync: faster, but a crash loses the latest acknowledged writes")
+	f.BoolVar(&c.walLoss, "accept-wal-loss", false, "start even though a WAL is damaged with valid records after the damage, dropping everything in it from the damage on (without it, surge refuses to start and names the file and offset)")
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
@@ -153,7 +155,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	eng, err := engine.Open(engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		DefaultCurrency: c.currency, NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
-		OnStorageFault: faults.hook("ledger"),
+		OnStorageFault: faults.hook("ledger"), AcceptWALLoss: c.walLoss,
 	})
 	if err != nil {
 		return err
@@ -323,7 +325,9 @@ func checkExposure(addr, apiKey string) error {
 // the data directory, and moves into it any entries that an older surge
 // kept in the ledger's store.
 func openKV(dir string, c serveConfig, ledger *store.Store, logger *slog.Logger, onFault func(*store.Fault)) (*store.Store, error) {
-	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, OnFault: onFault})
+	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{
+		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, OnFault: onFault, AcceptWALLoss: c.walLoss,
+	})
 	if err != nil {
 		return nil, err
 	}

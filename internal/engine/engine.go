@@ -47,6 +47,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives operational messages; nil means slog.Default().
 	Logger *slog.Logger
+	// AcceptWALLoss opens a store whose newest WAL is damaged, dropping
+	// the records after the damage (store.Options.AcceptWALLoss).
+	AcceptWALLoss bool
 	// OnStorageFault, if set, is told once when the store stops taking
 	// writes (store.Options.OnFault).
 	OnStorageFault func(*store.Fault)
@@ -145,7 +148,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{
 		NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync, UncompressedL0: true,
-		OnFault: cfg.OnStorageFault,
+		OnFault: cfg.OnStorageFault, AcceptWALLoss: cfg.AcceptWALLoss,
 	})
 	if err != nil {
 		return nil, err

@@ -308,6 +308,9 @@ func (noLock) Close() error { return nil }
 // served, writes refused. The fenced open never returns (its writes park),
 // so it runs on a goroutine of its own.
 func (s *Store) open() error {
+	if err := s.checkWAL(); err != nil {
+		return err
+	}
 	g := newGuardFS(s.fs, s.fail, s.writeO == pebble.Sync)
 	opts := s.popts.Clone()
 	opts.FS = g

@@ -41,6 +41,10 @@ type Options struct {
 	// OnFault, if set, is told once when the store stops taking writes
 	// because its disk failed one (see Fault).
 	OnFault func(*Fault)
+	// AcceptWALLoss opens a store whose newest WAL is damaged with valid
+	// records after the damage, dropping them (see WALDamage); without it
+	// Open refuses.
+	AcceptWALLoss bool
 	// FS is the file system under the store (nil: the operating system's);
 	// tests inject faults with Pebble's errorfs through it.
 	FS vfs.FS
@@ -59,8 +63,10 @@ type Store struct {
 	faulted chan struct{} // closed with the first fault
 	mu      sync.Mutex    // orders the first fault with opening
 	onFault func(*Fault)
-	writeO  *pebble.WriteOptions
-	onSync  func(time.Duration)
+	// acceptWALLoss is Options.AcceptWALLoss.
+	acceptWALLoss bool
+	writeO        *pebble.WriteOptions
+	onSync        func(time.Duration)
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -105,7 +111,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
-	s := &Store{dir: dir, fs: o.FS, popts: popts, faulted: make(chan struct{}), onFault: o.OnFault, writeO: pebble.Sync, onSync: o.OnSync}
+	s := &Store{dir: dir, fs: o.FS, popts: popts, faulted: make(chan struct{}), acceptWALLoss: o.AcceptWALLoss, onFault: o.OnFault, writeO: pebble.Sync, onSync: o.OnSync}
 	if o.NoSync {
 		s.writeO = pebble.NoSync
 	}
