@@ -67,6 +67,8 @@ type Store struct {
 	acceptWALLoss bool
 	writeO        *pebble.WriteOptions
 	onSync        func(time.Duration)
+	// corruptFiles are the files a read found corrupt, said once each.
+	corruptFiles sync.Map
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -116,6 +118,7 @@ func Open(dir string, o Options) (*Store, error) {
 		s.writeO = pebble.NoSync
 	}
 	popts.Logger = pebbleLogger{s}
+	popts.EventListener = &pebble.EventListener{DataCorruption: s.corrupt}
 	if err := s.open(); err != nil {
 		return nil, fmt.Errorf("open storage in %s: %w", dir, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Pebble replays the newest WAL up to its first invalid chunk and drops
@@ -202,4 +204,17 @@ func (s *Store) checkWAL() error {
 	}
 	fmt.Fprintf(os.Stderr, "surge: accepting the loss of WAL %s from offset %d (damaged; valid records followed from offset %d)\n", d.File, d.Offset, d.Valid)
 	return os.Truncate(d.File, d.Offset)
+}
+
+// corrupt says, once per file, that a read met a corrupt block (a
+// checksum mismatch). Pebble's default is to give up (Fatalf), which ended
+// the process from whichever goroutine read it; the read's error is
+// returned instead, so the request fails (a range breaks off) and the rest
+// of the data is served.
+func (s *Store) corrupt(info pebble.DataCorruptionInfo) {
+	if _, seen := s.corruptFiles.LoadOrStore(info.Path, true); seen {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "surge: storage corruption in %s (keys %s): %v; reads of it fail, restore the data directory from a copy\n",
+		info.Path, info.Bounds.String(), info.Details)
 }
