@@ -49,7 +49,7 @@ test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skip
 bench: ## Go benchmarks only (no tests): go test -bench=. -benchmem ./...
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
-bench-all: ## Every workload's figures of docs/BENCHMARKS.md in one session (~30 min, idle machine)
+bench-all: ## Every workload's figures of docs/BENCHMARKS.md in one run (~30 min, idle machine)
 	scripts/bench-all.sh
 
 bench-spike: ## Ticketing figures of docs/BENCHMARKS.md: surge bench spike, 1M requests (~15 min, idle machine)

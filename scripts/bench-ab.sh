@@ -1,7 +1,7 @@
 #!/bin/bash
 # Back-to-back A/B of two surge binaries on the same workloads, for a machine whose CPU steal moves
 # throughput between runs: each run reports throughput and the server's own CPU per operation
-# (from /proc/PID/stat), the figure that steal disturbs least. Used for docs/BENCHMARKS.md session 4.
+# (from /proc/PID/stat), the figure that steal disturbs least.
 #   scripts/bench-ab.sh OLD_BINARY NEW_BINARY     (~15 min; needs wrk)
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

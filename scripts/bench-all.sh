@@ -1,8 +1,10 @@
 #!/bin/bash
-# One quiet session of every workload's figures in docs/BENCHMARKS.md (2026-11-22): ledger, spike,
-# ticket-master's go-client (TM_CLIENT: built by hand outside this repository), key-value with wrk and
-# the empty-handler ceiling, wallet with surge bench and ghz (GHZ). Output: bench-out/all.log. ~30 min, idle machine.
-# SERVE_FLAGS are added to every `surge serve`, e.g. SERVE_FLAGS="--shards 1" for session 7's figures.
+# Every workload's figures of docs/BENCHMARKS.md in one run: ledger (with wrk against it and against an
+# empty fasthttp handler), spike, ticket-master's go-client (TM_CLIENT: built by hand outside this
+# repository), key-value with wrk and the empty-handler ceiling, wallet with surge bench and ghz (GHZ).
+# Summaries go to stdout (scripts/bench-all.sh > bench-out/all.log), results to bench-out/*.json
+# (docs/bench/README.md). ~30 min, idle machine.
+# SERVE_FLAGS are added to every `surge serve`, e.g. SERVE_FLAGS="--shards 1" as for the wallet's figures.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 O=$PWD/bench-out; mkdir -p $O; go build -o $O/surge ./cmd/surge; B=$O/surge; A=127.0.0.1:18400
@@ -16,7 +18,12 @@ serve
 $B bench transfer --target http://$A --iterations 1 --vus 1 --duration 0 >/dev/null 2>&1
 for i in 1 2 3; do hdr transfer-$i; t0=$(cpu $SP); $B bench transfer --target http://$A --no-setup --vus 100 --duration 60s --out $O/transfer-$i.json 2>/dev/null | grep -E 'http_req_duration|http_reqs|http_req_failed|load_generator'; echo "server cpu ticks: $(( $(cpu $SP)-t0 ))"; done
 for i in 1 2 3; do hdr batch-$i; $B bench transfer --target http://$A --no-setup --vus 4 --batch 8190 --duration 30s --out $O/batch-$i.json 2>/dev/null | grep -E 'http_req_duration|http_reqs|transfers|load_generator'; done
+# SPEC §8's ratio: single transfers with wrk, then an empty fasthttp handler with the same wrk
+hdr wrk-transfer-c64; ACCOUNTS=50000 wrk -t2 -c64 -d30s -s scripts/wrk/transfer.lua --latency http://$A | grep -E 'Latency|Requests/sec|requests in|Non-2xx'
 stop
+hdr wrk-transfer-c64-empty-fasthttp; go build -o $O/emptyhttp ./scripts/emptyhttp; $O/emptyhttp -fasthttp -addr $A & EP=$!; sleep 1
+ACCOUNTS=50000 wrk -t2 -c64 -d30s -s scripts/wrk/transfer.lua --latency http://$A | grep -E 'Latency|Requests/sec|requests in'
+kill $EP; wait $EP 2>/dev/null
 
 hdr SPIKE
 for mode in poll pipelined wait; do for i in 1 2; do
@@ -34,8 +41,8 @@ $B bench kv --target http://$A --op put --prefill 1300000 --find-max --slo p99=1
 $B bench kv --target http://$A --op get --find-max --slo p99=1ms --rate 4000 --duration 10s --warmup 2s --out $O/kv-get-1c.json 2>/dev/null | grep -vE '^\s*$' | tail -40
 $B bench kv --target http://$A --op put --connections 64 --rate 60000 --duration 30s --out $O/kv-put-64c-60k.json 2>/dev/null | grep -E 'Requests/sec|50.000%|99.000%|99.900%|Latency|requests in|verdict|errors'
 $B bench kv --target http://$A --op get --connections 64 --rate 60000 --duration 30s --out $O/kv-get-64c-60k.json 2>/dev/null | grep -E 'Requests/sec|50.000%|99.000%|99.900%|Latency|requests in|verdict|errors'
-# the same with requests leaving when due: up to 16 in flight per connection (session 10); 64
-# connections are offered 75,000/s, above the 60,000 target, since session 11 serves more
+# the same with requests leaving when due: up to 16 in flight per connection; 64 connections are
+# offered 75,000/s, above the 60,000 target, so that the run shows whether the server keeps up
 $B bench kv --target http://$A --op get --find-max --slo p99=1ms --rate 12000 --duration 10s --warmup 3s --pipeline 16 --out $O/kv-get-1c-p16.json 2>/dev/null | grep -vE '^\s*$' | tail -40
 $B bench kv --target http://$A --op put --find-max --slo p99=1ms --rate 6000 --duration 10s --warmup 3s --pipeline 16 --max-probes 8 --out $O/kv-put-1c-p16.json 2>/dev/null | grep -vE '^\s*$' | tail -40
 for op in put get; do $B bench kv --target http://$A --op $op --connections 64 --rate 75000 --duration 30s --pipeline 16 --out $O/kv-$op-64c-75k-p16.json 2>/dev/null | grep -E 'Requests/sec|50.000%|99.000%|99.900%|Latency|requests in|verdict|errors'; done
@@ -46,7 +53,7 @@ hdr kv-nosync; serve --no-sync
 $B bench kv --target http://$A --op put --prefill 1300000 --find-max --slo p99=1ms --rate 4000 --duration 10s --warmup 2s --out $O/kv-put-1c-nosync.json 2>/dev/null | grep -vE '^\s*$' | tail -30
 $B bench kv --target http://$A --op put --find-max --slo p99=1ms --rate 12000 --duration 10s --warmup 3s --pipeline 16 --max-probes 8 --out $O/kv-put-1c-nosync-p16.json 2>/dev/null | grep -vE '^\s*$' | tail -30
 stop
-hdr empty-handler; go build -o $O/emptyhttp ./scripts/emptyhttp; $O/emptyhttp -addr $A & EP=$!; sleep 1
+hdr empty-handler; $O/emptyhttp -addr $A & EP=$!; sleep 1
 $B bench kv --target http://$A --op get --find-max --slo p99=1ms --rate 4000 --duration 10s --warmup 2s --out $O/empty-1c.json 2>/dev/null | grep -vE '^\s*$' | tail -25
 wrk -t1 -c1 -d30s -s scripts/wrk/get.lua --latency http://$A | grep -E 'Latency|Requests/sec'
 wrk -t2 -c64 -d30s -s scripts/wrk/get.lua --latency http://$A | grep -E 'Latency|Requests/sec'

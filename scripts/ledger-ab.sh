@@ -5,10 +5,11 @@
 # request (setup included) and the machine's steal, idle and iowait over the run. Give the binaries
 # in ABBA order: this VM's speed drifts within minutes, so only back-to-back pairs compare.
 #
-# Usage: scripts/ledger-ab.sh SECS LABEL:BINARY:SERVE_FLAGS ...
+# Usage: [OUT=DIR] scripts/ledger-ab.sh SECS LABEL:BINARY:SERVE_FLAGS ...
 #   e.g. scripts/ledger-ab.sh 30 "old:/tmp/surge-old:--shards 1" "new:/tmp/surge-new:--shards 1" \
 #        "new:/tmp/surge-new:--shards 1" "old:/tmp/surge-old:--shards 1"
 #   BENCHFLAGS="--vus 4 --batch 8190" for the batch route (the rate is then requests/s).
+#   OUT=DIR also writes each run's result to DIR/LABEL.json (surge bench compare, bench-tables.sh).
 set -euo pipefail
 secs=$1; shift
 addr=127.0.0.1:18410
@@ -23,7 +24,7 @@ for spec in "$@"; do
   until curl -sf "http://$addr/readyz" > /dev/null; do sleep 0.1; done
   st0=$(head -1 /proc/stat)
   # shellcheck disable=SC2086
-  res=$("$bin" bench transfer --target "http://$addr" ${BENCHFLAGS:---vus 100} --duration "${secs}s" 2>&1 || true)
+  res=$("$bin" bench transfer --target "http://$addr" ${BENCHFLAGS:---vus 100} --duration "${secs}s" ${OUT:+--out "$OUT/$label.json"} 2>&1 || true)
   st1=$(head -1 /proc/stat)
   ticks=$(cpu_ticks "$pid")
   kill "$pid"; wait "$pid" 2>/dev/null || true

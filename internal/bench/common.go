@@ -11,6 +11,12 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/surge-dev/surge/internal/bench/httpc"
+	"github.com/surge-dev/surge/internal/bench/load"
+	"github.com/surge-dev/surge/internal/bench/measure"
+	"github.com/surge-dev/surge/internal/bench/report"
+	"github.com/surge-dev/surge/internal/bench/units"
 )
 
 // Common holds the settings every scenario shares.
@@ -31,7 +37,7 @@ type Common struct {
 	// Timeout bounds the wait for each reply.
 	Timeout time.Duration
 	// Client selects the HTTP client the VUs send with (empty: FastClient).
-	Client ClientKind
+	Client httpc.ClientKind
 	// Pipeline, above 1, is how many VUs share a connection, pipelining
 	// their requests on it (see HTTPOptions.Pipeline); 0 or 1: a
 	// connection per VU.
@@ -55,11 +61,12 @@ func DefaultCommon() Common {
 		VUs:      100,
 		Duration: time.Minute,
 		Timeout:  30 * time.Second,
-		Client:   FastClient,
+		Client:   httpc.FastClient,
 	}
 }
 
-func (c Common) validate() error {
+// Validate reports settings no run can have.
+func (c Common) Validate() error {
 	switch {
 	case c.VUs <= 0:
 		return errors.New("bench: --vus must be at least 1")
@@ -70,11 +77,11 @@ func (c Common) validate() error {
 	case c.Pipeline < 0:
 		return errors.New("bench: --pipeline must not be negative")
 	}
-	return c.Client.validate()
+	return c.Client.Validate()
 }
 
-// withDefaults fills the unset fields a run needs: a seed and a log.
-func (c Common) withDefaults() Common {
+// WithDefaults fills the unset fields a run needs: a seed and a log.
+func (c Common) WithDefaults() Common {
 	for c.Seed == 0 {
 		c.Seed = randomUint64()
 	}
@@ -84,7 +91,9 @@ func (c Common) withDefaults() Common {
 	return c
 }
 
-func (c Common) params(extra map[string]string) Params {
+// Params are the run's settings for its Result, with the scenario's own
+// in extra.
+func (c Common) Params(extra map[string]string) report.Params {
 	if c.Pipeline > 1 {
 		// The load's shape differs, so a result says so.
 		if extra == nil {
@@ -92,28 +101,31 @@ func (c Common) params(extra map[string]string) Params {
 		}
 		extra["pipeline"] = strconv.Itoa(c.Pipeline)
 	}
-	return Params{
+	return report.Params{
 		Target:     c.Target,
 		VUs:        c.VUs,
-		Duration:   ToSeconds(c.Duration),
+		Duration:   measure.ToSeconds(c.Duration),
 		Iterations: c.Iterations,
-		Warmup:     ToSeconds(c.Warmup),
+		Warmup:     measure.ToSeconds(c.Warmup),
 		Seed:       c.Seed,
 		Extra:      extra,
 	}
 }
 
-func (c Common) closed(onTick func(Tick)) Closed {
-	return Closed{VUs: c.VUs, Duration: c.Duration, Iterations: c.Iterations, Warmup: c.Warmup, Seed: c.Seed, NoStallMeter: c.NoStallMeter, OnTick: onTick}
+// Closed is the closed-loop load these settings describe; onTick gets
+// each closed second.
+func (c Common) Closed(onTick func(measure.Tick)) load.Closed {
+	return load.Closed{VUs: c.VUs, Duration: c.Duration, Iterations: c.Iterations, Warmup: c.Warmup, Seed: c.Seed, NoStallMeter: c.NoStallMeter, OnTick: onTick}
 }
 
-func (c Common) httpClient(conns int) (*HTTPClient, error) {
-	return NewHTTPClient(HTTPOptions{Target: c.Target, APIKey: c.APIKey, Client: c.Client, Conns: conns, Timeout: c.Timeout, Pipeline: c.Pipeline})
+// HTTPClient opens a client to the target with conns connections.
+func (c Common) HTTPClient(conns int) (*httpc.HTTPClient, error) {
+	return httpc.NewHTTPClient(httpc.HTTPOptions{Target: c.Target, APIKey: c.APIKey, Client: c.Client, Conns: conns, Timeout: c.Timeout, Pipeline: c.Pipeline})
 }
 
-// checkReady fails fast, with a clear message, when the target is down or
+// CheckReady fails fast, with a clear message, when the target is down or
 // not ready, instead of a run made only of connection errors.
-func checkReady(ctx context.Context, c *HTTPClient) error {
+func CheckReady(ctx context.Context, c *httpc.HTTPClient) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	status, _, err := c.Do(ctx, http.MethodGet, "/readyz", nil)
@@ -126,10 +138,10 @@ func checkReady(ctx context.Context, c *HTTPClient) error {
 	return nil
 }
 
-// newRunID returns a short random id that makes this run's request ids
+// NewRunID returns a short random id that makes this run's request ids
 // unique even when the seed, and so every other choice, repeats an
 // earlier run's: a repeated id would be an idempotent replay, not work.
-func newRunID() string {
+func NewRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return hex.EncodeToString(b[:])
@@ -139,4 +151,16 @@ func randomUint64() uint64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return binary.LittleEndian.Uint64(b[:])
+}
+
+// DescribeLimit says what ends the run: "1m0s", "5000 iterations after 10s of warm-up".
+func (c Common) DescribeLimit() string {
+	s := units.K6Duration(c.Duration)
+	if c.Iterations > 0 {
+		s = fmt.Sprintf("%d iterations", c.Iterations)
+	}
+	if c.Warmup > 0 {
+		s += " after " + units.K6Duration(c.Warmup) + " of warm-up"
+	}
+	return s
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/surge-dev/surge/internal/bench"
+	"github.com/surge-dev/surge/internal/bench/report"
+	"github.com/surge-dev/surge/internal/bench/transfer"
 )
 
 // newBenchCommand is `surge bench`, the load lab (SPEC §6). Each scenario
@@ -34,6 +36,7 @@ line wins over the environment.`,
 	cmd.AddCommand(newBenchSpikeCommand())
 	cmd.AddCommand(newBenchKVCommand())
 	cmd.AddCommand(newBenchWalletCommand())
+	cmd.AddCommand(newBenchTPCBCommand())
 	cmd.AddCommand(newBenchCompareCommand())
 	return cmd
 }
@@ -58,7 +61,7 @@ type benchOptions struct {
 }
 
 func newBenchTransferCommand() *cobra.Command {
-	cfg := bench.DefaultTransferConfig()
+	cfg := transfer.DefaultTransferConfig()
 	var opts benchOptions
 	cmd := &cobra.Command{
 		Use:   "transfer",
@@ -92,9 +95,9 @@ or transfers failed.` + stallsHelp,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*report.Result, error) {
 				cfg.Log = cmd.ErrOrStderr()
-				return bench.RunTransfer(cmd.Context(), cfg)
+				return transfer.RunTransfer(cmd.Context(), cfg)
 			})
 		},
 	}
@@ -102,7 +105,7 @@ or transfers failed.` + stallsHelp,
 	addBenchCommonFlags(fs, &cfg.Common, &opts)
 	fs.IntVar(&cfg.Accounts, "accounts", cfg.Accounts, "number of accounts transfers run between")
 	fs.IntVar(&cfg.Batch, "batch", cfg.Batch,
-		fmt.Sprintf("transfers per request on POST /v1/transfers/batch (1-%d); 0 posts single transfers to /v1/transfers", bench.MaxBatch))
+		fmt.Sprintf("transfers per request on POST /v1/transfers/batch (1-%d); 0 posts single transfers to /v1/transfers", transfer.MaxBatch))
 	fs.Int64Var(&cfg.AmountMax, "amount-max", cfg.AmountMax, "largest transfer amount in minor units; amounts are uniform in 1..amount-max")
 	fs.Int64Var(&cfg.Fund, "fund", cfg.Fund, "initial balance of each account in minor units, moved from @world during setup")
 	fs.StringVar(&cfg.Currency, "currency", cfg.Currency, "currency of the accounts")
@@ -140,19 +143,19 @@ func addRunFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions) {
 // flags from the environment (into the scenario's configuration and opts,
 // which run reads only after), output checks, interrupt handling,
 // profiling, the summary, the --out file and the exit status.
-func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Command) (*bench.Result, error)) error {
+func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Command) (*report.Result, error)) error {
 	if err := bench.BindEnv(cmd.LocalFlags(), bench.EnvPrefix, os.LookupEnv); err != nil {
 		return err
 	}
 	// The load generator keeps little (histograms, a run's users) and throws
 	// away every reply it decodes: collecting at Go's default GOGC of 100
-	// cost it 5-19% more CPU per GetHistory call (docs/BENCHMARKS.md,
-	// session 10), CPU the server under test shares.
+	// cost it 5-19% more CPU per GetHistory call (A/B pairs), CPU the
+	// server under test shares.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(benchGCPercent)
 	}
 	if opts.out != "" {
-		if err := bench.CheckOutPath(opts.out); err != nil {
+		if err := report.CheckOutPath(opts.out); err != nil {
 			return err
 		}
 	}
@@ -173,11 +176,11 @@ func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Co
 	if err != nil {
 		return err
 	}
-	if err := bench.WriteSummary(cmd.OutOrStdout(), res); err != nil {
+	if err := report.WriteSummary(cmd.OutOrStdout(), res); err != nil {
 		return err
 	}
 	if opts.out != "" {
-		if err := bench.WriteFile(opts.out, res); err != nil {
+		if err := report.WriteFile(opts.out, res); err != nil {
 			return err
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", opts.out)

@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/surge-dev/surge/internal/bench"
+	"github.com/surge-dev/surge/internal/bench/report"
 )
 
 // newBenchCompareCommand is `surge bench compare a.json b.json`.
@@ -20,15 +20,15 @@ not be surge's doing.`,
 		Args:         cobra.ExactArgs(2),
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := bench.ReadResultFile(args[0])
+			a, err := report.ReadResultFile(args[0])
 			if err != nil {
 				return err
 			}
-			b, err := bench.ReadResultFile(args[1])
+			b, err := report.ReadResultFile(args[1])
 			if err != nil {
 				return err
 			}
-			return bench.Compare(cmd.OutOrStdout(), args[0], a, args[1], b)
+			return report.Compare(cmd.OutOrStdout(), args[0], a, args[1], b)
 		},
 	}
 }

@@ -4,10 +4,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/surge-dev/surge/internal/bench"
+	"github.com/surge-dev/surge/internal/bench/kv"
+	"github.com/surge-dev/surge/internal/bench/report"
 )
 
 func newBenchKVCommand() *cobra.Command {
-	cfg := bench.DefaultKVConfig()
+	cfg := kv.DefaultKVConfig()
 	var opts benchOptions
 	cmd := &cobra.Command{
 		Use:   "kv",
@@ -46,9 +48,9 @@ probe, and the same explanation when they break the SLO.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*report.Result, error) {
 				cfg.Log = cmd.ErrOrStderr()
-				return bench.RunKV(cmd.Context(), cfg)
+				return kv.RunKV(cmd.Context(), cfg)
 			})
 		},
 	}

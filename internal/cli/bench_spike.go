@@ -5,10 +5,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/surge-dev/surge/internal/bench"
+	"github.com/surge-dev/surge/internal/bench/report"
+	"github.com/surge-dev/surge/internal/bench/spike"
 )
 
 func newBenchSpikeCommand() *cobra.Command {
-	cfg := bench.DefaultSpikeConfig()
+	cfg := spike.DefaultSpikeConfig()
 	var opts benchOptions
 	cmd := &cobra.Command{
 		Use:   "spike",
@@ -44,9 +46,9 @@ a replay, so its seats may already be sold).` + stallsHelp,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*report.Result, error) {
 				cfg.Log = cmd.ErrOrStderr()
-				return bench.RunSpike(cmd.Context(), cfg)
+				return spike.RunSpike(cmd.Context(), cfg)
 			})
 		},
 	}

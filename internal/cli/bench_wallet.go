@@ -6,10 +6,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/surge-dev/surge/internal/bench"
+	"github.com/surge-dev/surge/internal/bench/report"
+	"github.com/surge-dev/surge/internal/bench/wallet"
 )
 
 func newBenchWalletCommand() *cobra.Command {
-	cfg := bench.DefaultWalletConfig()
+	cfg := wallet.DefaultWalletConfig()
 	var opts benchOptions
 	cmd := &cobra.Command{
 		Use:   "wallet",
@@ -43,19 +45,19 @@ if setup failed or more than 1% of calls failed.`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*bench.Result, error) {
+			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*report.Result, error) {
 				if cfg.Duration > 0 {
 					cfg.Iterations = 0 // as with ghz, a duration wins over -n
 				}
 				cfg.Log = cmd.ErrOrStderr()
-				return bench.RunWallet(cmd.Context(), cfg)
+				return wallet.RunWallet(cmd.Context(), cfg)
 			})
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&cfg.Target, "target", cfg.Target, "base URL of the surge under test (http://; gRPC runs over HTTP/2 without TLS)")
 	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "API key for the ledger route that funds the wallets (needed when surge runs with --api-key)")
-	fs.StringVar(&cfg.Call, "call", cfg.Call, "RPC to call: "+strings.Join(bench.WalletCalls, ", "))
+	fs.StringVar(&cfg.Call, "call", cfg.Call, "RPC to call: "+strings.Join(wallet.WalletCalls, ", "))
 	fs.Int64VarP(&cfg.Iterations, "total", "n", cfg.Iterations, "number of calls to make in all (ghz's -n)")
 	fs.IntVarP(&cfg.VUs, "concurrency", "c", cfg.VUs, "number of callers, each with one call in flight (ghz's -c)")
 	fs.DurationVarP(&cfg.Duration, "duration", "z", cfg.Duration, "call for this long instead of -n calls (ghz's -z)")

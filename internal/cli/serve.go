@@ -20,20 +20,20 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/surge-dev/surge/internal/auth"
+	"github.com/surge-dev/surge/internal/wallet/auth"
+	"github.com/surge-dev/surge/internal/workloads"
 
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/front"
-	"github.com/surge-dev/surge/internal/httpapi"
 	"github.com/surge-dev/surge/internal/kv"
-	"github.com/surge-dev/surge/internal/kvapi"
-	"github.com/surge-dev/surge/internal/kvstore"
-	"github.com/surge-dev/surge/internal/rpc"
+	"github.com/surge-dev/surge/internal/kv/kvapi"
+	"github.com/surge-dev/surge/internal/kv/kvstore"
+	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
-	"github.com/surge-dev/surge/internal/telemetry/enginespan"
-	"github.com/surge-dev/surge/internal/ticketapi"
+	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/wallet/rpc"
 )
 
 type serveConfig struct {
@@ -122,7 +122,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err := checkExposure(c.addr, c.apiKey); err != nil {
 		return err
 	}
-	if !httpapi.ValidCurrency(c.currency) {
+	if !ledgerapi.ValidCurrency(c.currency) {
 		return fmt.Errorf("--currency %q: want 1-12 characters of A-Z and 0-9", c.currency)
 	}
 	if err := kv.CheckMaxValue(c.kvValue); err != nil {
@@ -152,23 +152,24 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	telemetry.RegisterRuntime(reg)
 	faults := newStorageFaults(reg, logger)
 
-	eng, err := engine.Open(engine.Config{
+	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
-		DefaultCurrency: c.currency, NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
+		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
 		OnStorageFault: faults.hook("ledger"), AcceptWALLoss: c.walLoss,
-	})
+	}})
 	if err != nil {
 		return err
 	}
+	eng := wl.Engine
 	defer eng.Close()
-	feed := dashboard.NewLedgerFeed(eng)
-	var ledger httpapi.Ledger = feed
-	var box ticketapi.Box = eng
+	feed := dashboard.NewLedgerFeed(wl.Ledger)
+	var ledger ledgerapi.Ledger = feed
+	var box ticketapi.Box = wl.Tickets
 	if tracing.Provider() != nil {
-		ledger, box = enginespan.Ledger(ledger), enginespan.Tickets(box)
+		ledger, box = ledgerapi.Traced(ledger), ticketapi.Traced(box)
 	}
-	api := httpapi.New(ledger, httpapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	kvdb, err := openKV(dir, c, eng.Store(), logger, faults.hook("kv"))
+	api := ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	kvdb, err := openKV(dir, c, faults.hook("kv"))
 	if err != nil {
 		return err
 	}
@@ -190,7 +191,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	meter := telemetry.NewMeter(telemetry.Workloads...)
 	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
 	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
-	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: eng}))
+	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: wl.Tickets}))
 	dash.Start()
 	defer dash.Close()
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
@@ -206,7 +207,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		SlowPrefixes: slowPrefixes,
 		// The ledger's batch body is the largest a handler takes, unless
 		// --kv-max-value is larger; handlers check their own limits.
-		MaxRequestBodyBytes: max(httpapi.MaxBatchBody, c.kvValue) + 1,
+		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
 		HeaderTimeout:       10 * time.Second,
 		IdleTimeout:         2 * time.Minute,
 		Logger:              logger,
@@ -322,22 +323,9 @@ func checkExposure(addr, apiKey string) error {
 }
 
 // openKV opens the key-value entries' own store, in the kv directory under
-// the data directory, and moves into it any entries that an older surge
-// kept in the ledger's store.
-func openKV(dir string, c serveConfig, ledger *store.Store, logger *slog.Logger, onFault func(*store.Fault)) (*store.Store, error) {
-	db, err := store.OpenKV(filepath.Join(dir, "kv"), store.Options{
+// the data directory.
+func openKV(dir string, c serveConfig, onFault func(*store.Fault)) (*store.Store, error) {
+	return store.OpenKV(filepath.Join(dir, "kv"), store.Options{
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, OnFault: onFault, AcceptWALLoss: c.walLoss,
 	})
-	if err != nil {
-		return nil, err
-	}
-	moved, err := store.MoveKV(ledger, db)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("move key-value entries out of the ledger's store: %w", err)
-	}
-	if moved > 0 {
-		logger.Info("moved key-value entries from the ledger's store to their own", "entries", moved, "dir", filepath.Join(dir, "kv"))
-	}
-	return db, nil
 }

@@ -98,3 +98,21 @@ func (d *Decoder) Done() error {
 	}
 	return d.Err
 }
+
+// Encoder appends fields to B, in the encoding Decoder reads.
+type Encoder struct{ B []byte }
+
+// Uvarint appends v as an unsigned varint.
+func (e *Encoder) Uvarint(v uint64) { e.B = binary.AppendUvarint(e.B, v) }
+
+// Varint appends v as a signed varint.
+func (e *Encoder) Varint(v int64) { e.B = binary.AppendVarint(e.B, v) }
+
+// Byte appends v.
+func (e *Encoder) Byte(v byte) { e.B = append(e.B, v) }
+
+// String appends s, length-prefixed (AppendString).
+func (e *Encoder) String(s string) { e.B = AppendString(e.B, s) }
+
+// Bool appends v as one byte (AppendBool).
+func (e *Encoder) Bool(v bool) { e.B = AppendBool(e.B, v) }

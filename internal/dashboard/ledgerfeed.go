@@ -4,8 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/surge-dev/surge/internal/httpapi"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/store"
 )
 
@@ -16,7 +16,7 @@ const feedCapacity = 64
 // transport calls and keeps the newest transfers it acknowledged (created,
 // posted or voided), at the cost of a short lock per write.
 type LedgerFeed struct {
-	httpapi.Ledger
+	ledgerapi.Ledger
 	mu   sync.Mutex
 	ring [feedCapacity]TransferSummary
 	next int // slot of the next write
@@ -25,7 +25,7 @@ type LedgerFeed struct {
 
 // NewLedgerFeed returns a feed of the transfers acknowledged through the
 // returned value, which serves as next does.
-func NewLedgerFeed(next httpapi.Ledger) *LedgerFeed { return &LedgerFeed{Ledger: next} }
+func NewLedgerFeed(next ledgerapi.Ledger) *LedgerFeed { return &LedgerFeed{Ledger: next} }
 
 // Transfer records an acknowledged new transfer.
 func (f *LedgerFeed) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {

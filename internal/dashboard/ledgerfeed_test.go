@@ -7,16 +7,17 @@ import (
 
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/workloads"
 )
 
 func openFeed(t *testing.T) *LedgerFeed {
 	t.Helper()
-	eng, err := engine.Open(engine.Config{Dir: t.TempDir(), Shards: 2, DefaultCurrency: "USD"})
+	eng, err := workloads.Open(context.Background(), workloads.Config{Engine: engine.Config{Dir: t.TempDir(), Shards: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	f := NewLedgerFeed(eng)
+	f := NewLedgerFeed(eng.Ledger)
 	for _, id := range []string{"alice", "bob"} {
 		if _, _, err := f.CreateAccount(context.Background(), ledger.AccountSpec{ID: id, Currency: "USD"}); err != nil {
 			t.Fatal(err)

@@ -5,13 +5,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/tickets"
 )
 
 // TicketEvents is the ticketing workload's EventSource: it reads the
 // engine's published availability, which costs no shard any work.
 type TicketEvents struct {
-	Source interface{ Events() []engine.EventStatus }
+	Source interface{ Events() []tickets.EventStatus }
 }
 
 // Events returns every event, by name, with its areas in their order.

@@ -1,16 +1,7 @@
 package engine
 
 import (
-	"errors"
 	"sync"
-)
-
-// Errors from a Log.
-var (
-	// ErrOverloaded rejects a command because the shard's queue is full.
-	ErrOverloaded = errors.New("engine: shard queue full")
-	// ErrClosed rejects a command because the engine is shutting down.
-	ErrClosed = errors.New("engine: closed")
 )
 
 // Log is a shard's input: an ordered stream of commands with one reader,
@@ -23,7 +14,7 @@ type Log interface {
 	// Append adds e to the end of the log. Unless force is set it fails
 	// fast with ErrOverloaded when the log is full: clients are told to come
 	// back rather than queued without bound. Commands the engine itself must
-	// not lose, such as the expiry of holds, are forced.
+	// not lose, such as a Tick, are forced.
 	Append(e Envelope, force bool) error
 	// Read returns up to max commands in order, none if the log is empty.
 	// The slice is the caller's until its next Read.

@@ -4,48 +4,34 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/surge-dev/surge/internal/ledger"
-	"github.com/surge-dev/surge/internal/store"
-	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/cockroachdb/pebble/v2"
 )
 
-// shard owns a slice of the accounts and of the ticketing areas. In each
-// round its goroutine applies the commands waiting in its log to its Book
-// and Desk; the rest of the round runs with the shard parked (round.go).
+// shard is one log and every workload's slice of the keys that hash to it.
+// In each round its goroutine applies the commands waiting in its log to
+// its slices; the rest of the round runs with the shard parked (round.go).
 type shard struct {
-	id   int
-	eng  *Engine
-	log  Log
-	book *ledger.Book
-	desk *tickets.Desk
+	id     int
+	eng    *Engine
+	log    Log
+	slices []Slice
 	// work hands the shard a step of a round to do, with the round's time;
 	// the shard reports on eng.stepDone when it is done (round.go).
 	work chan stepWork
-	// envs are the commands the shard applied in this round.
+	// envs are the commands the shard applied in this round; cmds gathers
+	// a run of them for one workload.
 	envs []Envelope
-	// outgoing indexes the round's credits (Changes().Credits) by the
-	// shard that owns the receiving account.
-	outgoing [][]int32
+	cmds []Command
 	// wb is the storage batch the shard writes the round's changes to.
-	wb *store.LedgerBatch
-	// attached are the round's records attached to new transfers.
-	attached []store.Record
-	trace    batchTrace
-	// expiry fires a CmdExpire at expiryAt, the earliest hold deadline.
-	expiry   *time.Timer
-	expiryAt time.Time
-	history  historyWriter
+	wb    *pebble.Batch
+	trace batchTrace
+	// tick fires a Tick at tickAt, the earliest deadline of the slices.
+	tick   *time.Timer
+	tickAt time.Time
 }
 
 func newShard(id int, e *Engine) *shard {
-	s := &shard{
-		id: id, eng: e, log: newMemLog(e.cfg.QueueCapacity, e.ready),
-		work: make(chan stepWork, 1), outgoing: make([][]int32, e.cfg.Shards),
-	}
-	s.book = ledger.NewBook(s)
-	s.desk = tickets.NewDesk()
-	return s
+	return &shard{id: id, eng: e, log: newMemLog(e.cfg.QueueCapacity, e.ready), work: make(chan stepWork, 1)}
 }
 
 // stepWork is a step of a round for a shard to do.
@@ -66,32 +52,70 @@ func (s *shard) do(st step, now time.Time) {
 	switch st {
 	case stepApply:
 		s.applyLog(now)
-	case stepCredit:
-		s.applyCredits()
+	case stepReceive:
+		s.receive()
 	case stepWrite:
 		s.write()
-	case stepCreditWrite:
-		s.applyCredits()
+	case stepReceiveWrite:
+		s.receive()
 		s.write()
-	case stepShowAccounts:
-		s.showAccounts()
-	case stepReleaseIDs:
-		s.releaseIDs()
+	case stepPublish:
+		for _, sl := range s.slices {
+			sl.Publish(now)
+		}
+	case stepAnnounce:
+		for _, sl := range s.slices {
+			sl.Announce()
+		}
 	default:
 		panic(fmt.Sprintf("engine: unknown step %d", st))
 	}
 }
 
 // applyLog applies the commands waiting in the shard's log, up to
-// MaxBatch, to its Book and Desk.
+// MaxBatch: each run of one workload's commands to its slice, a Tick to
+// every slice.
 func (s *shard) applyLog(now time.Time) {
 	s.envs = s.log.Read(s.eng.cfg.MaxBatch)
 	s.trace = startBatchTrace(s.id, s.envs)
-	for i := range s.envs {
-		s.apply(&s.envs[i], now)
+	for i := 0; i < len(s.envs); {
+		w := s.envs[i].workload
+		s.cmds = s.cmds[:0]
+		for ; i < len(s.envs) && s.envs[i].workload == w; i++ {
+			s.cmds = append(s.cmds, s.envs[i].Cmd)
+		}
+		if w == allWorkloads {
+			s.tickAt = time.Time{}
+			for _, sl := range s.slices {
+				sl.Apply(s.cmds, now)
+			}
+			continue
+		}
+		s.slices[w].Apply(s.cmds, now)
 	}
-	s.routeCredits()
+	clear(s.cmds)
 	s.eng.metrics.batchSize.Observe(float64(len(s.envs)))
+}
+
+func (s *shard) receive() {
+	for _, sl := range s.slices {
+		sl.Receive()
+	}
+}
+
+func (s *shard) write() {
+	for _, sl := range s.slices {
+		sl.Write(s.wb)
+	}
+}
+
+// size is the round's size in the shard's slices.
+func (s *shard) size() int {
+	n := 0
+	for _, sl := range s.slices {
+		n += sl.Size()
+	}
+	return n
 }
 
 // finish answers the round's calls, once its changes are durable and
@@ -104,120 +128,36 @@ func (s *shard) finish() {
 	}
 	s.trace.end()
 	s.trace, s.envs = batchTrace{}, nil
-	s.book.Reset()
-	s.desk.Reset()
-	for i := range s.outgoing {
-		s.outgoing[i] = s.outgoing[i][:0]
-	}
-	clear(s.attached)
-	s.attached = s.attached[:0]
-	s.scheduleExpiry()
+	s.scheduleTick(s.finishSlices())
 }
 
-func (s *shard) apply(env *Envelope, now time.Time) {
-	c := env.call
-	switch cmd := env.Cmd.(type) {
-	case CmdCreateAccount:
-		c.account, c.flag, c.err = s.book.CreateAccount(cmd.Spec, now)
-	case CmdTransfer:
-		c.transfer, c.flag, c.err = s.book.Transfer(cmd.Req, now)
-		if c.err == nil && !c.flag {
-			s.attached = append(s.attached, cmd.Attached...)
+// finishSlices finishes every slice's round and returns the earliest
+// deadline they ask a Tick for.
+func (s *shard) finishSlices() time.Time {
+	var next time.Time
+	for _, sl := range s.slices {
+		if d := sl.Finish(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
 		}
-	case CmdBatch:
-		c.batch = s.applyBatch(cmd, now)
-	case CmdPost:
-		c.transfer, c.err = s.book.Post(cmd.ID, cmd.Amount, now)
-	case CmdVoid:
-		c.transfer, c.err = s.book.Void(cmd.ID, now)
-	case CmdExpire:
-		s.expiryAt = time.Time{}
-		s.book.Expire(now)
-		s.desk.Expire(now)
-	case CmdReserve:
-		a, _ := s.eng.tk.area(cmd.Res.EventID, cmd.Res.AreaID)
-		s.desk.Reserve(&a.event.spec, a.seats, cmd.Res, now)
-	case CmdPayReservation:
-		r, err := s.desk.Pay(cmd.ID, cmd.PaymentID, now)
-		c.reservation, c.err = copyOf(r), err
-	case CmdCancelReservation:
-		r, err := s.desk.Cancel(cmd.ID, now)
-		c.reservation, c.err = copyOf(r), err
-	case CmdInspectArea:
-		c.area = s.inspect(cmd)
-	default:
-		panic(fmt.Sprintf("engine: unknown command %T", cmd))
 	}
+	return next
 }
 
-func (s *shard) applyBatch(cmd CmdBatch, now time.Time) []ledger.BatchResult {
-	res := make([]ledger.BatchResult, len(cmd.Reqs))
-	if !cmd.Atomic {
-		for i, r := range cmd.Reqs {
-			res[i].Transfer, res[i].Replayed, res[i].Err = s.book.Transfer(r, now)
-		}
-		return res
-	}
-	sp := s.book.Begin()
-	for i, r := range cmd.Reqs {
-		t, replayed, err := s.book.Transfer(r, now)
-		if err != nil {
-			s.book.Rollback(sp)
-			return aborted(cmd.Reqs, i, err)
-		}
-		res[i] = ledger.BatchResult{Transfer: t, Replayed: replayed}
-	}
-	s.book.Commit()
-	return res
-}
-
-// aborted is the outcome of an atomic batch whose item failed failed.
-func aborted(reqs []ledger.TransferRequest, failed int, err error) []ledger.BatchResult {
-	res := make([]ledger.BatchResult, len(reqs))
-	for i, r := range reqs {
-		res[i].Transfer.ID = r.ID
-		res[i].Err = ledger.Errorf(ledger.CodeBatchAborted, "not applied: item %d failed", failed)
-	}
-	res[failed].Err = err
-	return res
-}
-
-// scheduleExpiry arms the timer for the earliest open hold, of money or
-// of seats.
-func (s *shard) scheduleExpiry() {
-	next := s.book.NextExpiry()
-	if seats := s.desk.NextExpiry(); !seats.IsZero() && (next.IsZero() || seats.Before(next)) {
-		next = seats
-	}
-	if next.IsZero() || next.Equal(s.expiryAt) {
+// scheduleTick arms the timer that queues a Tick at next.
+func (s *shard) scheduleTick(next time.Time) {
+	if next.IsZero() || next.Equal(s.tickAt) {
 		return
 	}
-	s.expiryAt = next
+	s.tickAt = next
 	d := time.Until(next)
-	if s.expiry == nil {
-		s.expiry = time.AfterFunc(d, s.fireExpiry)
+	if s.tick == nil {
+		s.tick = time.AfterFunc(d, s.fireTick)
 		return
 	}
-	s.expiry.Reset(d)
+	s.tick.Reset(d)
 }
 
-func (s *shard) fireExpiry() { _ = s.log.Append(Envelope{Cmd: CmdExpire{}}, true) }
-
-// The shard is its Book's ledger.Lookup.
-
-func (s *shard) Transfer(id string) (ledger.Transfer, bool, error) {
-	if !s.eng.ids.mayContain(id) {
-		return ledger.Transfer{}, false, nil
-	}
-	return s.eng.db.Transfer(id)
+// fireTick queues a Tick; it is forced, since the engine must not lose it.
+func (s *shard) fireTick() {
+	_ = s.log.Append(Envelope{Cmd: Tick{}, workload: allWorkloads}, true)
 }
-
-func (s *shard) Claim(id string) bool {
-	return !s.eng.inflight.loadOrStore(id, s.id)
-}
-
-func (s *shard) Release(id string) { deleteIf(s.eng.inflight, id, s.id) }
-
-func (s *shard) Currency(id string) (string, bool) { return s.eng.accounts.currency(id) }
-
-func (s *shard) NewID() string { return uuid.Must(uuid.NewV7()).String() }

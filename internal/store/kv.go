@@ -10,10 +10,8 @@ import (
 )
 
 // Key-value entries (SPEC §3.3) are stored under the prefix kv/<key>, in a
-// Pebble database of their own (OpenKV). Before they had one they lived in
-// the ledger's database under the same prefix, which no ledger prefix (la/
-// lt/ lh/ lo/ lp/) starts with; MoveKV brings such entries over. A scan
-// bounded by [kv/, kv0) sees entries only ('0' is the byte after '/').
+// Pebble database of their own (OpenKV). A scan bounded by [kv/, kv0) sees
+// entries only ('0' is the byte after '/').
 const (
 	kvPrefix = "kv/"
 	kvEnd    = "kv0"
@@ -23,8 +21,8 @@ const (
 // Every overlapping L0 file costs each GET a lookup: on a 1.3 M-key store
 // whose L0 held 6 sublevels (the ledger's threshold of 16 allows up to 15),
 // a GET cost the server 24 µs of CPU, against 16 µs once L0 was compacted
-// away (docs/BENCHMARKS.md, session 11). Pebble's default, 4, keeps it so
-// at the price of compacting more often under writes.
+// away (copies of one store, the same binary). Pebble's default, 4, keeps
+// it so at the price of compacting more often under writes.
 const kvL0CompactionThreshold = 4
 
 // OpenKV opens (creating if needed) a store for key-value entries in dir:
@@ -35,53 +33,6 @@ const kvL0CompactionThreshold = 4
 func OpenKV(dir string, o Options) (*Store, error) {
 	o.L0CompactionThreshold = kvL0CompactionThreshold
 	return Open(dir, o)
-}
-
-// moveChunk bounds the entries copied per batch by MoveKV.
-const moveChunk = 4 << 20
-
-// MoveKV moves every key-value entry of from into to and returns how many
-// it moved. It copies them all, makes the copy durable, then deletes them
-// from from in one batch; if it is interrupted, running it again completes
-// the move. Nothing may write entries to either store meanwhile.
-func MoveKV(from, to *Store) (int, error) {
-	it, err := from.reader().NewIter(&pebble.IterOptions{LowerBound: []byte(kvPrefix), UpperBound: []byte(kvEnd)})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	n := 0
-	b := to.db.NewBatch()
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			b.Close()
-			return 0, err
-		}
-		_ = b.Set(it.Key(), v, nil)
-		n++
-		if b.Len() >= moveChunk {
-			if err := to.applyBatch(b, pebble.NoSync, false); err != nil {
-				b.Close()
-				return 0, err
-			}
-			b.Reset()
-		}
-	}
-	if err := it.Error(); err != nil {
-		b.Close()
-		return 0, err
-	}
-	if n == 0 {
-		b.Close()
-		return 0, nil
-	}
-	if err := to.applyBatch(b, pebble.Sync, false); err != nil { // durable: the copies before it too
-		b.Close()
-		return 0, err
-	}
-	b.Close()
-	return n, from.deleteRange([]byte(kvPrefix), []byte(kvEnd))
 }
 
 // kvKeys recycles the buffers that storage keys are built in, so that a

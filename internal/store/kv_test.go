@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-
-	"github.com/surge-dev/surge/internal/ledger"
 )
 
 // getKV returns a copy of key's value, or nil and false.
@@ -78,9 +76,11 @@ func TestKVPutGetDelete(t *testing.T) {
 func TestKVScanBounds(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	defer s.Close()
-	commit(t, s, func(w *LedgerBatch) {
-		w.PutAccount(&ledger.Account{ID: "alice", Currency: "USD", CreatedAt: t0})
-	})
+	ledgerKey := s.NewBatch() // a ledger account's key, beside the entries
+	_ = ledgerKey.Set([]byte("la/alice"), []byte{1}, nil)
+	if err := s.Commit(ledgerKey); err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range []string{"b", "a", "c", "ab", "z/", "~"} {
 		if err := s.PutKV(k, []byte(k+"!")); err != nil {
 			t.Fatal(err)
@@ -208,52 +208,5 @@ func TestKVNoWaitWritesShareFsyncs(t *testing.T) {
 		if _, ok, err := s.Get([]byte(kvPrefix + fmt.Sprint("p", i))); !ok || err != nil {
 			t.Fatalf("p%d not stored (%v)", i, err)
 		}
-	}
-}
-
-// TestMoveKV moves the entries an older surge kept in the ledger's store
-// into a key-value store of their own: every entry arrives whole (one of
-// them larger than a copy batch), the ledger's records stay where they
-// were, and a second move finds nothing to do.
-func TestMoveKV(t *testing.T) {
-	ledgerStore := openStore(t, t.TempDir())
-	defer ledgerStore.Close()
-	kvStore, err := OpenKV(t.TempDir(), Options{CacheBytes: 8 << 20, MemTableBytes: 16 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kvStore.Close()
-	want := map[string]string{"big": string(bytes.Repeat([]byte("x"), moveChunk+1)), "empty": ""}
-	for i := range 300 {
-		want[fmt.Sprint("k", i)] = fmt.Sprint("value ", i)
-	}
-	for k, v := range want {
-		if err := ledgerStore.PutKV(k, []byte(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	commit(t, ledgerStore, func(w *LedgerBatch) { w.PutAccount(&ledger.Account{ID: "acct", Currency: "USD"}) })
-
-	moved, err := MoveKV(ledgerStore, kvStore)
-	if err != nil || moved != len(want) {
-		t.Fatalf("MoveKV moved %d (%v), want %d", moved, err, len(want))
-	}
-	for k, v := range want {
-		if got, ok := getKV(t, kvStore, k); !ok || string(got) != v {
-			t.Errorf("%s after the move: %d bytes, found %v; want %d bytes", k, len(got), ok, len(v))
-		}
-	}
-	if left := scanKV(t, ledgerStore, "", ""); len(left) != 0 {
-		t.Errorf("%d entries left in the ledger's store", len(left))
-	}
-	var accounts []string
-	if err := ledgerStore.EachAccount(func(a ledger.Account) error { accounts = append(accounts, a.ID); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if len(accounts) != 1 || accounts[0] != "acct" {
-		t.Errorf("ledger accounts after the move: %q", accounts)
-	}
-	if again, err := MoveKV(ledgerStore, kvStore); again != 0 || err != nil {
-		t.Errorf("a second move moved %d (%v)", again, err)
 	}
 }

@@ -1,6 +1,8 @@
-// Package store is surge's embedded storage: Pebble databases under --data
-// (the engine's, and the key-value entries' own: see OpenKV), the key
-// layout of every workload, and compact binary codecs for records.
+// Package store is surge's embedded storage, shared by every workload:
+// Pebble databases under --data (the engine's, and the key-value entries'
+// own: see OpenKV), batches, durable commits, reads and scans. Each
+// workload lays out and encodes its own records, in its own store package
+// (ledger/ledgerstore, tickets/ticketstore, wallet/walletstore).
 package store
 
 import (
@@ -34,9 +36,9 @@ type Options struct {
 	// UncompressedL0 stores level 0, what flushes write, uncompressed.
 	// Under a steady write load it is compacted away within seconds, so
 	// compressing it costs CPU and saves disk only briefly: 7% of the
-	// ledger's batch route CPU (BENCHMARKS.md, session 15). The levels
-	// below stay compressed (Snappy), where data settles and takes 40%
-	// less disk for it.
+	// ledger's batch route CPU (A/B pairs). The levels below stay
+	// compressed (Snappy), where data settles and takes 40% less disk for
+	// it.
 	UncompressedL0 bool
 	// OnFault, if set, is told once when the store stops taking writes
 	// because its disk failed one (see Fault).
@@ -151,6 +153,23 @@ func (s *Store) Commit(b *pebble.Batch) error {
 		err = cerr
 	}
 	return err
+}
+
+// CommitNoSync applies b without waiting for an fsync, and closes it. The
+// WAL keeps commit order, so b becomes durable with the next synced commit
+// of any writer, and a crash can only lose a suffix of such commits: use it
+// for records that a later synced commit covers, or that recovery rebuilds.
+func (s *Store) CommitNoSync(b *pebble.Batch) error {
+	err := s.applyBatch(b, pebble.NoSync, false)
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// NewIter returns an iterator over the keys o bounds. The caller closes it.
+func (s *Store) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
+	return s.reader().NewIter(o)
 }
 
 // Record is a key and its value, written by one component in another's

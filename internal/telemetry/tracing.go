@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -143,4 +144,19 @@ func StartBatchSpan(shard, commands int, links []trace.Link) (context.Context, t
 	return Tracer().Start(parent, "shard.batch",
 		trace.WithLinks(links...),
 		trace.WithAttributes(attribute.Int("surge.shard", shard), attribute.Int("surge.batch.commands", commands)))
+}
+
+// EndSpan ends span, marking it failed by err. Refusals the client caused
+// (insufficient funds, a sold-out area), which carry a code, are outcomes,
+// not faults, and are recorded as their code only.
+func EndSpan(span trace.Span, err error, code string) {
+	if err != nil {
+		if code != "" {
+			span.SetAttributes(attribute.String("surge.code", code))
+		} else {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
 }

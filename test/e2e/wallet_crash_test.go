@@ -9,6 +9,7 @@ import (
 
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 	"github.com/surge-dev/surge/internal/store"
+	"github.com/surge-dev/surge/internal/wallet/walletstore"
 )
 
 // TestWalletCrash kills the server with SIGKILL in the middle of
@@ -124,7 +125,7 @@ func TestWalletResolvesLeftIntents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if left, err := db.TransferIntents(); err != nil || len(left) != 0 {
+	if left, err := (walletstore.Store{Store: db}).TransferIntents(); err != nil || len(left) != 0 {
 		t.Fatalf("intents left after recovery: %v (%v)", left, err)
 	}
 }
@@ -139,7 +140,7 @@ func writeIntents(t *testing.T, dir string, ids ...string) {
 	}
 	b := db.NewBatch()
 	for _, id := range ids {
-		if err := b.Set(store.TransferIntentKey(id), nil, nil); err != nil {
+		if err := b.Set(walletstore.TransferIntentKey(id), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package bench
-
-import "time"
-
-// processCPU is unknown on this platform.
-func processCPU() time.Duration { return -1 }

@@ -1,0 +1,319 @@
+package ledgerstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/surge-dev/surge/internal/codec"
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
+)
+
+// entry returns account's entry seq as the tests write it.
+func entry(account string, seq uint64) ledger.Entry {
+	return ledger.Entry{
+		Seq: seq, TransferID: fmt.Sprintf("%s-%d", account, seq), Direction: ledger.Credit,
+		Amount: int64(seq), BalanceAfter: int64(seq * (seq + 1) / 2), Counterpart: "@world", At: t0.Add(time.Duration(seq)),
+	}
+}
+
+// run returns account's entries from..to, oldest first.
+func run(account string, from, to uint64) []ledger.Entry {
+	var out []ledger.Entry
+	for seq := from; seq <= to; seq++ {
+		out = append(out, entry(account, seq))
+	}
+	return out
+}
+
+func reversed[E any](s []E) []E {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}
+
+// encodeLegacyEntry writes one entry as stores did before chunks: its seq
+// in the key, the entry alone in the value.
+func encodeLegacyEntry(dst []byte, en *ledger.Entry) []byte {
+	return ledger.AppendEntry(append(dst, store.RecordVersion), en)
+}
+
+// encodeNewestFirst writes entries, oldest first, as a chunk of version 2,
+// the format before chunks were kept oldest first.
+func encodeNewestFirst(dst []byte, entries []ledger.Entry) []byte {
+	dst = append(dst, chunkVersionNewestFirst)
+	dst = binary.AppendUvarint(dst, uint64(len(entries)))
+	for i := len(entries) - 1; i >= 0; i-- {
+		dst = ledger.AppendEntry(dst, &entries[i])
+	}
+	return dst
+}
+
+// logOf returns entries, oldest first, as an account's log.
+func logOf(entries []ledger.Entry) ledger.EntryLog {
+	var l ledger.EntryLog
+	for i := range entries {
+		l.Append(&entries[i])
+	}
+	return l
+}
+
+// chunkOf encodes entries, oldest first, as a chunk.
+func chunkOf(entries []ledger.Entry) []byte {
+	l := logOf(entries)
+	return encodeChunk(nil, l.Len(), l.Bytes())
+}
+
+// putRun stores entries, consecutive ones of account oldest first, as a
+// chunk.
+func putRun(w *LedgerBatch, account string, entries []ledger.Entry) {
+	w.PutChunk(account, entries[len(entries)-1].Seq, logOf(entries))
+}
+
+// journalOf encodes items as a journal record, an item of one entry each.
+func journalOf(items []ledger.AccountEntry) []byte {
+	b := binary.AppendUvarint([]byte{journalVersion}, uint64(len(items)))
+	for i := range items {
+		b = ledger.AppendJournalItem(b, items[i].Account, &items[i].Entry)
+	}
+	return b
+}
+
+// journalV1Of encodes items as version 1 journal records held them: a
+// count, then items of one entry without a kind byte.
+func journalV1Of(items []ledger.AccountEntry) []byte {
+	b := binary.AppendUvarint([]byte{store.RecordVersion}, uint64(len(items)))
+	for i := range items {
+		b = append(b, ledger.AppendJournalItem(nil, items[i].Account, &items[i].Entry)[1:]...)
+	}
+	return b
+}
+
+// putJournal stores items as the journal record of a shard's batch n.
+func putJournal(w *LedgerBatch, shard int, n uint64, items []ledger.AccountEntry) {
+	var b []byte
+	for i := range items {
+		b = ledger.AppendJournalItem(b, items[i].Account, &items[i].Entry)
+	}
+	w.PutJournal(shard, n, len(items), b)
+}
+
+// chunkNewest is the newest seq the decoding tests give a chunk's key.
+const chunkNewest = 1000
+
+// decodeWholeChunk decodes every entry of a chunk, newest first.
+func decodeWholeChunk(b []byte) ([]ledger.Entry, error) {
+	return decodeChunk(nil, b, chunkNewest, math.MaxUint64, math.MaxInt)
+}
+
+func sampleJournal() []ledger.AccountEntry {
+	var out []ledger.AccountEntry
+	for i, e := range sampleEntries() {
+		e.Seq = uint64(i*7 + 1)
+		out = append(out, ledger.AccountEntry{Account: fmt.Sprint("acct-", i%2), Entry: e})
+	}
+	return out
+}
+
+func TestChunkRoundTrip(t *testing.T) {
+	entries := sampleEntries()
+	for i := range entries {
+		entries[i].Seq = chunkNewest - uint64(len(entries)-1-i)
+	}
+	// Chunks as written now, and as written before they were kept oldest
+	// first: both must read back.
+	for version, encode := range map[int]func([]ledger.Entry) []byte{
+		chunkVersion:            chunkOf,
+		chunkVersionNewestFirst: func(e []ledger.Entry) []byte { return encodeNewestFirst(nil, e) },
+	} {
+		for n := 1; n <= len(entries); n++ {
+			want := entries[len(entries)-n:]
+			got, err := decodeWholeChunk(encode(want))
+			if err != nil {
+				t.Fatalf("version %d, %d entries: %v", version, n, err)
+			}
+			if !reflect.DeepEqual(got, reversed(want)) {
+				t.Fatalf("version %d, round trip of %d:\n got %+v\nwant %+v", version, n, got, reversed(want))
+			}
+		}
+		// A page stops at limit and skips entries at or after before.
+		chunk := encode(entries)
+		got, err := decodeChunk(nil, chunk, chunkNewest, chunkNewest, 1)
+		if err != nil || !reflect.DeepEqual(got, []ledger.Entry{entries[len(entries)-2]}) {
+			t.Fatalf("version %d, entries before the newest, limit 1: %+v %v", version, got, err)
+		}
+		if got, err := decodeChunk(got, chunk, chunkNewest, chunkNewest, 1); err != nil || len(got) != 1 {
+			t.Fatalf("version %d, a full page takes no more: %+v %v", version, got, err)
+		}
+	}
+}
+
+// Journal records read back as written now and as version 1 wrote them.
+func TestJournalRoundTrip(t *testing.T) {
+	for _, want := range [][]ledger.AccountEntry{sampleJournal(), sampleJournal()[:1], nil} {
+		for version, enc := range map[int][]byte{journalVersion: journalOf(want), store.RecordVersion: journalV1Of(want)} {
+			got, err := decodeJournal(nil, enc)
+			if err != nil {
+				t.Fatalf("version %d, %d entries: %v", version, len(want), err)
+			}
+			if len(got) != 0 || len(want) != 0 {
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("round trip, version %d:\n got %+v\nwant %+v", version, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestHistory(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	defer s.Close()
+	// "a" has entries 1..3 in records from before chunks, then chunks of
+	// several sizes. Neighbours whose keys share "a" as a prefix must not
+	// leak into its history: "ab", "a.", and a seq that would sort after
+	// a's if the account part were not terminated.
+	b := s.NewBatch()
+	for seq := uint64(1); seq <= 3; seq++ {
+		e := entry("a", seq)
+		if err := b.Set(historyKey(nil, "a", seq), encodeLegacyEntry(nil, &e), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := NewLedgerBatch(b)
+	for _, r := range [][2]uint64{{4, 10}, {11, 11}, {12, 25}} {
+		putRun(w, "a", run("a", r[0], r[1]))
+	}
+	for _, acct := range []string{"ab", "a.", "@a"} {
+		putRun(w, acct, run(acct, 1, 5))
+	}
+	putRun(w, "b", run("b", 300, 300))
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		before uint64
+		limit  int
+		want   []uint64
+	}{
+		{26, 10, span(25, 16)},
+		{16, 10, span(15, 6)},
+		{6, 10, span(5, 1)},
+		{12, 2, span(11, 10)},
+		{11, 1, []uint64{10}},
+		{1, 10, nil},
+		{0, 10, nil},
+		{math.MaxUint64, 3, span(25, 23)},
+		{26, 1000, span(25, 1)},
+		{13, 1, []uint64{12}},
+		{26, 0, nil},
+	} {
+		got, err := s.History("a", c.before, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(seqs(got), c.want) {
+			t.Fatalf("History(a, %d, %d) = seqs %v, want %v", c.before, c.limit, seqs(got), c.want)
+		}
+		for _, e := range got {
+			if want := entry("a", e.Seq); !reflect.DeepEqual(e, want) {
+				t.Fatalf("entry %d = %+v, want %+v", e.Seq, e, want)
+			}
+		}
+	}
+	for acct, n := range map[string]uint64{"ab": 5, "a.": 5, "@a": 5, "nobody": 0, "": 0} {
+		got, err := s.History(acct, math.MaxUint64, 100)
+		if err != nil || !slices.Equal(seqs(got), span(n, 1)) {
+			t.Fatalf("History(%q) = %v, %v; want %d entries", acct, seqs(got), err, n)
+		}
+	}
+	if got, _ := s.History("b", math.MaxUint64, 10); !slices.Equal(seqs(got), []uint64{300}) {
+		t.Fatalf("History(b) = %v", seqs(got))
+	}
+
+	// Paging with the last seq as the next bound visits every entry once.
+	for _, size := range []int{1, 7, 25} {
+		var all []uint64
+		for before := uint64(26); ; {
+			page, err := s.History("a", before, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			all = append(all, seqs(page)...)
+			before = page[len(page)-1].Seq
+		}
+		if !slices.Equal(all, span(25, 1)) {
+			t.Fatalf("paged by %d: %v", size, all)
+		}
+	}
+
+	// A corrupt record is an error, not a panic or a silent skip.
+	b = s.NewBatch()
+	if err := b.Set(historyKey(nil, "a", 26), []byte{chunkVersion, 1, 9}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.History("a", math.MaxUint64, 5); !errors.Is(err, codec.ErrCorrupt) {
+		t.Fatalf("corrupt chunk: err %v", err)
+	}
+	if got, err := s.History("a", 26, 5); err != nil || len(got) != 5 {
+		t.Fatalf("below the corrupt chunk: %v, %v", seqs(got), err)
+	}
+}
+
+func TestJournal(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	// Two shards' records, written out of order; each is read back in its
+	// shard's order, and trimming one shard leaves the other alone.
+	batch := func(account string, seq uint64) []ledger.AccountEntry {
+		return []ledger.AccountEntry{{Account: account, Entry: entry(account, seq)}, {Account: "x", Entry: entry("x", seq)}}
+	}
+	commit(t, s, func(w *LedgerBatch) {
+		putJournal(w, 1, 0, batch("b", 1))
+		putJournal(w, 0, 1, batch("a", 2))
+		putJournal(w, 0, 0, batch("a", 1))
+		putJournal(w, 1, 256, batch("b", 2))
+	})
+	read := func() []string {
+		var out []string
+		err := s.EachJournalEntry(func(e *ledger.AccountEntry) error {
+			if want := entry(e.Account, e.Seq); !reflect.DeepEqual(e.Entry, want) {
+				t.Fatalf("journaled %+v, want %+v", e.Entry, want)
+			}
+			out = append(out, fmt.Sprint(e.Account, e.Seq))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got, want := read(), []string{"a1", "x1", "a2", "x2", "b1", "x1", "b2", "x2"}; !slices.Equal(got, want) {
+		t.Fatalf("journal %v, want %v", got, want)
+	}
+	commit(t, s, func(w *LedgerBatch) { w.TrimJournal(1, 256) })
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir)
+	defer s.Close()
+	if got, want := read(), []string{"a1", "x1", "a2", "x2", "b2", "x2"}; !slices.Equal(got, want) {
+		t.Fatalf("journal after trimming shard 1 below 256: %v, want %v", got, want)
+	}
+	commit(t, s, func(w *LedgerBatch) { w.ClearJournal() })
+	if got := read(); len(got) != 0 {
+		t.Fatalf("journal after clearing: %v", got)
+	}
+}

@@ -1,0 +1,169 @@
+// Package ticketengine runs ticketing on the engine: each area's seat map
+// on the shard its key hashes to, decided there in rounds, and the
+// ticketing API over them (CreateEvent, Reserve, Reservation, ...).
+// Payments go through the ledger (Ledger).
+package ticketengine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/surge-dev/surge/internal/tickets/ticketstore"
+)
+
+// Ledger is what ticketing needs of the ledger: accounts to pay
+// organizers, and pending transfers that hold a payment until the
+// reservation is marked paid (ledgerengine.Ledger is one).
+type Ledger interface {
+	Account(ctx context.Context, id string) (ledger.Account, error)
+	Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error)
+	PostPending(ctx context.Context, id string, amount int64) (ledger.Transfer, error)
+	VoidPending(ctx context.Context, id string) (ledger.Transfer, error)
+	// PendingIDs lists the open holds whose id starts with prefix.
+	PendingIDs(prefix string) ([]string, error)
+}
+
+// Config sets up ticketing.
+type Config struct {
+	// Registerer receives ticketing's metrics; nil means none.
+	Registerer prometheus.Registerer
+	// Logger receives operational messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Open loads every stored event and reservation from eng's storage into
+// the shards that own their areas and attaches ticketing to eng, which
+// must not have started yet. Start finishes opening once the engine runs.
+func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	t := &Tickets{
+		eng: eng, ledger: ledger, db: ticketstore.Store{Store: eng.Store()}, log: cfg.Logger,
+		events: make(map[string]*eventState), users: userSeats{m: make(map[userKey]int)},
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "surge_reservations_total",
+			Help: "Reservation decisions and later moves, by resulting state and failure reason.",
+		}, []string{"state", "reason"}),
+	}
+	t.index = newResvIndex(&t.areas)
+	slices := make([]engine.Slice, eng.Shards())
+	for i := range slices {
+		s := &shard{t: t, desk: tickets.NewDesk()}
+		t.shards = append(t.shards, s)
+		slices[i] = s
+	}
+	if err := t.loadTickets(); err != nil {
+		return nil, err
+	}
+	t.port = eng.Attach(slices)
+	t.register(cfg.Registerer)
+	return t, nil
+}
+
+// Start settles the payments a crash interrupted: a pending payment is
+// posted if its reservation is paid, voided otherwise. The engine must be
+// running.
+func (t *Tickets) Start(ctx context.Context) error {
+	pending, err := t.ledger.PendingIDs(paymentPrefix)
+	if err != nil {
+		return fmt.Errorf("find pending reservation payments: %w", err)
+	}
+	for _, payment := range pending {
+		r, err := t.Reservation(ctx, paymentReservation(payment), 0)
+		t.settlePayment(ctx, payment, err == nil && r.State == tickets.Paid && r.PaymentID == payment)
+	}
+	return nil
+}
+
+// shard is ticketing's slice of one engine shard: the Desk of the
+// reservations in the areas that hash to it. It is ticketing's
+// engine.Slice.
+type shard struct {
+	t    *Tickets
+	desk *tickets.Desk
+}
+
+// Apply decides the shard's reservation commands of the round.
+func (s *shard) Apply(cmds []engine.Command, now time.Time) {
+	for _, c := range cmds {
+		switch c := c.(type) {
+		case *cmdReserve:
+			a, _ := s.t.area(c.res.EventID, c.res.AreaID)
+			s.desk.Reserve(&a.event.spec, a.seats, c.res, now)
+		case *cmdPay:
+			r, err := s.desk.Pay(c.id, c.paymentID, now)
+			c.reservation, c.err = copyOf(r), err
+		case *cmdCancel:
+			r, err := s.desk.Cancel(c.id, now)
+			c.reservation, c.err = copyOf(r), err
+		case *cmdInspect:
+			c.seats = s.inspect(c.event, c.area)
+		case engine.Tick:
+			s.desk.Expire(now)
+		default:
+			panic(fmt.Sprintf("ticketengine: unknown command %T", c))
+		}
+	}
+}
+
+// Size is zero: a round's reservations are few next to its transfers.
+func (s *shard) Size() int { return 0 }
+
+// Receive does nothing: no reservation crosses shards.
+func (s *shard) Receive() {}
+
+// Write adds the round's changed reservations to the storage batch.
+func (s *shard) Write(b *pebble.Batch) {
+	w := ticketstore.NewTicketBatch(b)
+	for _, r := range s.desk.Changes() {
+		w.PutReservation(r)
+	}
+}
+
+// Publish does nothing: reservations are published in Announce, after the
+// ledger shows the accounts a payment moved.
+func (s *shard) Publish(time.Time) {}
+
+// Announce makes the round's decisions visible and wakes their readers.
+func (s *shard) Announce() { s.t.publishReservations(s.desk.Changes()) }
+
+// Finish readies the Desk for the next round and returns its earliest
+// hold deadline.
+func (s *shard) Finish() time.Time {
+	s.desk.Reset()
+	return s.desk.NextExpiry()
+}
+
+// The ticketing commands, each with the fields its outcome is written to.
+type (
+	// cmdReserve decides a new reservation in an area of the shard. Nobody
+	// waits on it: readers wait on the reservation index instead.
+	cmdReserve struct{ res *tickets.Reservation }
+	// cmdPay marks a reservation paid by a payment, the pending ledger
+	// transfer paymentID.
+	cmdPay struct {
+		id, paymentID string
+		reservation   tickets.Reservation
+		err           error
+	}
+	// cmdCancel gives a reservation's seats back.
+	cmdCancel struct {
+		id          string
+		reservation tickets.Reservation
+		err         error
+	}
+	// cmdInspect reads an area's seat map and holders, as of the round.
+	cmdInspect struct {
+		event, area string
+		seats       tickets.AreaSeats
+	}
+)

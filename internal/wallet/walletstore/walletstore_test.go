@@ -1,0 +1,73 @@
+package walletstore
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/surge-dev/surge/internal/store"
+	"github.com/surge-dev/surge/internal/wallet/social"
+)
+
+// TestConversationHeadFromMessages: only a conversation's first message
+// writes its head, and a later read mark rewrites it with a newest seq
+// that is stale by then; loading still finds the newest message, and keeps
+// the read marks.
+func TestConversationHeadFromMessages(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	const alice, bob = social.UserID(7), social.UserID(3)
+	p := social.PairOf(alice, bob)
+	at := time.Date(2026, 11, 23, 20, 0, 0, 0, time.UTC)
+	// bob is the pair's Lo, so Sent counts bob's messages first.
+	msgs := []social.Message{
+		{Seq: 1, From: alice, To: bob, Kind: social.KindText, Text: "hi", At: at, Sent: [2]uint64{0, 1}},
+		{Seq: 2, From: bob, To: alice, Kind: social.KindText, Text: "hello", At: at.Add(time.Second), Sent: [2]uint64{1, 1}},
+		{Seq: 3, From: alice, To: bob, Kind: social.KindTransfer, Text: "lunch", Amount: 12, TransferID: "wallet:7:r1", At: at.Add(2 * time.Second), Sent: [2]uint64{1, 2}},
+	}
+	for i := range msgs {
+		if n, want := len(MessageRecords(&msgs[i])), map[bool]int{true: 2, false: 1}[msgs[i].Seq == 1]; n != want {
+			t.Fatalf("message %d: %d records, want %d", msgs[i].Seq, n, want)
+		}
+		b := s.NewSocialBatch()
+		b.PutMessage(&msgs[i])
+		if i == 1 {
+			// bob reads up to message 1, after message 2 was written.
+			marks := [2]social.ReadMark{}
+			marks[0] = social.ReadMark{Seq: 1, PeerSent: 1}
+			b.PutHead(p, 2, marks)
+		}
+		if err := s.Commit(b.Batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openStore(t, dir)
+	defer s.Close()
+	st := social.NewState()
+	if err := s.LoadSocial(st); err != nil {
+		t.Fatal(err)
+	}
+	c, ok := st.Conversation(alice, bob)
+	if !ok {
+		t.Fatal("conversation not loaded")
+	}
+	if !reflect.DeepEqual(c.Last, msgs[2]) {
+		t.Errorf("newest message %+v, want %+v", c.Last, msgs[2])
+	}
+	if want := (social.ReadMark{Seq: 1, PeerSent: 1}); c.Read[0] != want || c.Read[1] != (social.ReadMark{}) {
+		t.Errorf("read marks %+v, want bob's %+v and none for alice", c.Read, want)
+	}
+}
+
+func openStore(t *testing.T, dir string) Store {
+	t.Helper()
+	s, err := store.Open(dir, store.Options{CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Store{s}
+}
