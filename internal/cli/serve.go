@@ -151,6 +151,15 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
 	faults := newStorageFaults(reg, logger)
+	ln, err := listen(c.addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
+	recovering, err := serveStarting(ln, logger)
+	if err != nil {
+		return err
+	}
 
 	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
@@ -213,13 +222,11 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		Logger:              logger,
 	})
 
-	ln, err := listen(c.addr)
-	if err != nil {
+	if err := recovering.stop(logger); err != nil {
 		return err
 	}
 	// Dashboard streams never end on their own; Shutdown would wait for them.
 	srv.RegisterOnShutdown(dash.Close)
-	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "surge: data in %s (%d shards)\n", dir, eng.Shards())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
@@ -111,12 +112,14 @@ func (l *Ledger) Start(ctx context.Context) error {
 // transfers write.
 func (l *Ledger) load() error {
 	// The filter grows as it fills, so one pass over the ids sizes it.
+	began := time.Now()
 	var err error
 	l.ids = newIDFilter(0)
 	l.ids.add(l.db.TransferIDs(&err))
 	if err != nil {
 		return fmt.Errorf("load transfer ids: %w", err)
 	}
+	l.cfg.Logger.Info("recovery: transfer ids loaded", "elapsed", time.Since(began).Round(time.Millisecond))
 	held := make(map[string]int64)
 	err = l.db.EachHold(func(t ledger.Transfer) error {
 		l.shardFor(t.From).book.LoadPending(t)
@@ -141,6 +144,7 @@ func (l *Ledger) load() error {
 	if err != nil {
 		return fmt.Errorf("load accounts: %w", err)
 	}
+	l.cfg.Logger.Info("recovery: accounts and holds loaded", "elapsed", time.Since(began).Round(time.Millisecond))
 	if err := l.replayJournal(); err != nil {
 		return fmt.Errorf("replay history journal: %w", err)
 	}
