@@ -37,6 +37,7 @@ line wins over the environment.`,
 	cmd.AddCommand(newBenchKVCommand())
 	cmd.AddCommand(newBenchWalletCommand())
 	cmd.AddCommand(newBenchTPCBCommand())
+	cmd.AddCommand(newBenchChaosCommand())
 	cmd.AddCommand(newBenchCompareCommand())
 	return cmd
 }
