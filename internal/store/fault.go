@@ -415,14 +415,6 @@ func (s *Store) syncWAL() (err error) {
 	return s.writeErr(s.db.LogData(nil, pebble.Sync))
 }
 
-func (s *Store) deleteRange(lower, upper []byte) (err error) {
-	if f := s.fault.Load(); f != nil {
-		return f
-	}
-	defer s.recoverFault(&err)
-	return s.writeErr(s.db.DeleteRange(lower, upper, pebble.Sync))
-}
-
 // writeErr is the error a write returns: the store's fault once it has
 // one, since Pebble's own error then is a symptom of it.
 func (s *Store) writeErr(err error) error {

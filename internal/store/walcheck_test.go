@@ -24,13 +24,12 @@ func walWithRecords(t *testing.T, n int) (dir, wal string) {
 			t.Fatal(err)
 		}
 	}
-	wal, _, ok, err := newestWAL(dir)
-	if err != nil || !ok {
-		t.Fatalf("no WAL in %s: %v", dir, err)
-	}
 	cp := copyDir(t, dir) // the copy is what the crash left; s keeps its lock
 	t.Cleanup(func() { _ = s.Close() })
-	wal, _, _, _ = newestWAL(cp)
+	wal, _, ok, err := newestWAL(cp)
+	if err != nil || !ok {
+		t.Fatalf("no WAL in %s: %v", cp, err)
+	}
 	return cp, wal
 }
 

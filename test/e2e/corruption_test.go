@@ -59,16 +59,22 @@ func flipInNewestWAL(t *testing.T, dir string) string {
 	}
 	slices.Sort(logs) // fixed-width numbers: the newest sorts last
 	wal := logs[len(logs)-1]
-	b, err := os.ReadFile(wal)
+	flipByte(t, wal, 3)
+	return wal
+}
+
+// flipByte flips one bit of the byte at 1/part of the file at path.
+func flipByte(t *testing.T, path string, part int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(b)/3] ^= 0x40
-	if err := os.WriteFile(wal, b, 0o644); err != nil {
+	b[len(b)/part] ^= 0x40
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("flipped byte %d of %s (%d bytes)", len(b)/3, wal, len(b))
-	return wal
+	t.Logf("flipped byte %d of %s (%d bytes)", len(b)/part, path, len(b))
 }
 
 // TestRangeCutByCorruptionBreaksTheConnection flips a byte in the middle
@@ -146,13 +152,5 @@ func flipInLargestTable(t *testing.T, dir string) {
 			largest, size = p, st.Size()
 		}
 	}
-	b, err := os.ReadFile(largest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 0x40
-	if err := os.WriteFile(largest, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("flipped byte %d of %s (%d bytes)", len(b)/2, largest, len(b))
+	flipByte(t, largest, 2)
 }

@@ -205,16 +205,7 @@ func TestStartOnFullDisk(t *testing.T) {
 // ready, on the same port.
 func (s *server) awaitResumed() {
 	s.t.Helper()
-	poll(s.t, startTimeout, s.name+" ready again after the disk was freed", func() (bool, string) {
-		if s.isExited() {
-			s.t.Fatalf("%s exited (%v)", s.name, s.err)
-		}
-		r, err := s.c.raw(http.MethodGet, "/readyz", "", nil)
-		if err != nil {
-			return false, err.Error()
-		}
-		return r.Status == http.StatusOK, r.String()
-	})
+	s.pollReady(s.name + " ready again after the disk was freed")
 }
 
 // fundUntilRefused funds account in batches of 1,000 transfers until the
