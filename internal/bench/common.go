@@ -21,7 +21,8 @@ import (
 
 // Common holds the settings every scenario shares.
 type Common struct {
-	// Target is the base URL of the surge under test.
+	// Target is the base URL of the surge under test, or several,
+	// comma-separated (the nodes of a cluster): the VUs spread over them.
 	Target string
 	// APIKey, if set, is sent as a Bearer token.
 	APIKey string
@@ -123,17 +124,19 @@ func (c Common) HTTPClient(conns int) (*httpc.HTTPClient, error) {
 	return httpc.NewHTTPClient(httpc.HTTPOptions{Target: c.Target, APIKey: c.APIKey, Client: c.Client, Conns: conns, Timeout: c.Timeout, Pipeline: c.Pipeline})
 }
 
-// CheckReady fails fast, with a clear message, when the target is down or
+// CheckReady fails fast, with a clear message, when a target is down or
 // not ready, instead of a run made only of connection errors.
 func CheckReady(ctx context.Context, c *httpc.HTTPClient) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	status, _, err := c.Do(ctx, http.MethodGet, "/readyz", nil)
-	if err != nil {
-		return fmt.Errorf("bench: target %s unreachable: %w", c.Target(), err)
-	}
-	if status != http.StatusOK {
-		return fmt.Errorf("bench: target %s not ready: GET /readyz answered %d", c.Target(), status)
+	for _, t := range c.Split() {
+		status, _, err := t.Do(ctx, http.MethodGet, "/readyz", nil)
+		if err != nil {
+			return fmt.Errorf("bench: target %s unreachable: %w", t.Target(), err)
+		}
+		if status != http.StatusOK {
+			return fmt.Errorf("bench: target %s not ready: GET /readyz answered %d", t.Target(), status)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/surge-dev/surge/internal/bench"
+	"github.com/surge-dev/surge/internal/bench/httpc"
 	"github.com/surge-dev/surge/internal/bench/report"
 	"github.com/surge-dev/surge/internal/bench/transfer"
 )
@@ -23,8 +25,9 @@ func newBenchCommand() *cobra.Command {
 		Short: "Run a load test against a running surge",
 		Long: `Run one of surge's load-lab scenarios against a running surge (--target) and
 print a summary in the shape of the load-test report the scenario reproduces,
-so that figures compare line by line. --out writes the result as JSON or
-Markdown.
+so that figures compare line by line. --out writes the result as JSON (for
+surge bench compare), Markdown tables, or a self-contained HTML report with
+charts of throughput and latency over time and a latency histogram.
 
 Every flag can also be set from the environment as SURGE_<FLAG>, upper case
 with dashes as underscores (--api-key: SURGE_API_KEY); a flag on the command
@@ -38,6 +41,7 @@ line wins over the environment.`,
 	cmd.AddCommand(newBenchWalletCommand())
 	cmd.AddCommand(newBenchTPCBCommand())
 	cmd.AddCommand(newBenchChaosCommand())
+	cmd.AddCommand(newBenchH2CTargetCommand())
 	cmd.AddCommand(newBenchCompareCommand())
 	return cmd
 }
@@ -117,7 +121,7 @@ or transfers failed.` + stallsHelp,
 
 // addBenchCommonFlags defines the flags every scenario has.
 func addBenchCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions) {
-	fs.StringVar(&c.Target, "target", c.Target, "base URL of the surge under test")
+	addTargetFlag(fs, &c.Target, "")
 	fs.StringVar(&c.APIKey, "api-key", c.APIKey, "API key, sent as 'Authorization: Bearer <key>' (needed when surge runs with --api-key)")
 	fs.IntVar(&c.VUs, "vus", c.VUs, "number of virtual users, each with one request in flight (and its own connection)")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "length of the measured run; 0 means until --iterations are done")
@@ -130,6 +134,36 @@ func addBenchCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions)
 		"VUs that share one connection, sending their requests without waiting for earlier replies (HTTP/1.1 pipelining; fewer system calls on both sides); 0 or 1: a connection per VU")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for the random accounts and amounts, to repeat a run's choices; 0 picks one (reported in the summary)")
 	addRunFlags(fs, c, opts)
+}
+
+// targetList is --target's value: repeated or comma-separated base URLs,
+// kept comma-separated; the first one given replaces the default.
+type targetList struct {
+	list *string
+	set  bool
+}
+
+func (t *targetList) String() string { return *t.list }
+func (t *targetList) Type() string   { return "urls" }
+
+func (t *targetList) Set(v string) error {
+	if len(httpc.SplitTargets(v)) == 0 {
+		return errors.New("no URL")
+	}
+	if !t.set {
+		*t.list, t.set = "", true
+	}
+	if *t.list != "" {
+		*t.list += ","
+	}
+	*t.list += v
+	return nil
+}
+
+// addTargetFlag defines --target; note adds to its usage.
+func addTargetFlag(fs *pflag.FlagSet, list *string, note string) {
+	fs.Var(&targetList{list: list}, "target",
+		"base URL of the surge under test; repeat it or separate URLs with commas to spread the load over several (a cluster's nodes)"+note)
 }
 
 // addRunFlags defines the flags every scenario shares for its output and

@@ -55,7 +55,7 @@ probe, and the same explanation when they break the SLO.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&cfg.Target, "target", cfg.Target, "base URL of the surge under test")
+	addTargetFlag(fs, &cfg.Target, "")
 	fs.StringVar(&cfg.APIKey, "api-key", cfg.APIKey, "API key, sent as 'Authorization: Bearer <key>' (needed when surge runs with --api-key)")
 	fs.IntVar(&cfg.VUs, "connections", cfg.VUs, "connections, each with at most one request in flight (wrk2's -c) unless --pipeline")
 	fs.IntVar(&cfg.Pipeline, "pipeline", cfg.Pipeline,

@@ -40,14 +40,26 @@ requests failed.
 
 Events are named <prefix>-0, <prefix>-1, …: new ones every run unless
 --event-prefix is given (creating an event again with the same definition is
-a replay, so its seats may already be sold).` + stallsHelp,
+a replay, so its seats may already be sold).
+
+With --http2 the workers' requests travel as streams of --conns HTTP/2
+connections (h2c with prior knowledge, as ticket-master's client with its
+--http2), thousands of streams on each, instead of a connection per worker.
+The summary then says what the server did to those connections: GOAWAY
+frames and stream resets (RST_STREAM) by error code, connections lost, and
+how many were dialled. --ceiling then runs the same client shape (a POST,
+then a GET, by the same workers over as many connections) against an empty
+Go h2c handler inside the load generator: the most this client and machine
+can do, and the share of it the spike reached.` + stallsHelp,
 		Example: `  surge bench spike -n 1000000 --events 4 --areas 100 --rows 20 --cols 20
-  surge bench spike -n 50000 --areas 80 -c 500 --wait 10s --out spike.json`,
+  surge bench spike -n 50000 --areas 80 -c 500 --wait 10s --out spike.json
+  surge bench spike -n 1000000 -c 1000 --http2 --conns 16 --ceiling --out spike-h2.json`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchScenario(cmd, &opts, func(cmd *cobra.Command) (*report.Result, error) {
 				cfg.Log = cmd.ErrOrStderr()
+				cfg.CeilingTarget = startCeilingProcess
 				return spike.RunSpike(cmd.Context(), cfg)
 			})
 		},
@@ -63,6 +75,9 @@ a replay, so its seats may already be sold).` + stallsHelp,
 	fs.DurationVar(&cfg.Wait, "wait", cfg.Wait, "ask for the final reservation in the POST's reply (?wait=DURATION) instead of a long-poll GET; 0: POST then GET")
 	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "hold time of the events' reservations (holdSeconds); longer than the run, so the seat maps still hold every sale when checked")
 	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "times a request answered 503 is sent again")
+	fs.BoolVar(&cfg.HTTP2, "http2", cfg.HTTP2, "send over --conns HTTP/2 connections (h2c, prior knowledge), the workers' requests as concurrent streams on them")
+	fs.IntVar(&cfg.Conns, "conns", 16, "HTTP/2 connections of --http2")
+	fs.BoolVar(&cfg.Ceiling, "ceiling", cfg.Ceiling, "after the spike, run the same HTTP/2 client shape against an empty Go h2c handler in this process, as the ceiling (needs --http2)")
 	bench.DocumentEnv(fs, bench.EnvPrefix)
 	return cmd
 }

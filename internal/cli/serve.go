@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +52,9 @@ type serveConfig struct {
 	logFmt   telemetry.LogFormat
 	tracing  telemetry.TracingConfig
 	wallet   walletConfig
+	limits   front.Limits
+	bodyMB   int
+	headerTO time.Duration
 }
 
 // walletConfig holds the flags of the wallet, friends and chat RPCs.
@@ -107,6 +108,7 @@ trace and read surge.`,
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
 	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
+	addLimitFlags(f, &c)
 	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug (adds a line per request), info, warn or error")
 	f.Var(&c.logFmt, "log-format", "log format: text (key=value) or json")
 	f.StringVar(&c.tracing.Endpoint, "otlp-endpoint", "", "OpenTelemetry collector to send traces to over OTLP/HTTP, e.g. http://localhost:4318; empty: no tracing")
@@ -127,6 +129,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	if err := kv.CheckMaxValue(c.kvValue); err != nil {
 		return fmt.Errorf("--kv-max-value: %w", err)
+	}
+	if err := checkLimits(&c); err != nil {
+		return err
 	}
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(c.gcPct)
@@ -188,11 +193,6 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	})
 	var ready atomic.Bool
 	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
-	mux := http.NewServeMux()
-	for _, route := range ticketapi.Routes {
-		mux.Handle(route, tickets)
-	}
-	mux.Handle("/", api.Handler())
 	wallet, err := newWallet(ctx, eng, ledger, c, reg, logger)
 	if err != nil {
 		return err
@@ -206,9 +206,10 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
+	native, netRoutes := routes(transports{ledger: api, tickets: tickets, kv: kvs, wallet: wallet, dashboard: dash, apiKey: c.apiKey})
 	srv := front.New(front.Options{
-		Routes:       slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tickets.FastRoutes()),
-		Net:          withDashboard(dash, rpc.Route(wallet.Handler(), kvs.WithFallback(withPprof(mux, c.apiKey))), c.apiKey),
+		Routes:       native,
+		Net:          netRoutes,
 		GRPC:         wallet.GRPCServer(mw.GRPC()...),
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,
@@ -217,8 +218,11 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		// The ledger's batch body is the largest a handler takes, unless
 		// --kv-max-value is larger; handlers check their own limits.
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
-		HeaderTimeout:       10 * time.Second,
+		HeaderTimeout:       c.headerTO,
 		IdleTimeout:         2 * time.Minute,
+		Limits:              c.limits,
+		Authorize:           api.AuthorizedHeader,
+		Registerer:          reg,
 		Logger:              logger,
 	})
 
@@ -263,19 +267,6 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 // stream, the wallet's RPCs over every protocol, gRPC health and
 // reflection, profiles, and key-value ranges, which stream.
 var slowPrefixes = []string{"/", "/ui/", "/surge.wallet.v1.", "/grpc.", "/debug/", "/v0/entities"}
-
-// withDashboard serves the dashboard at exactly "/" and under /ui/, to
-// operators only, and everything else with next.
-func withDashboard(d *dashboard.Dashboard, next http.Handler, apiKey string) http.Handler {
-	page := telemetry.OperatorOnly(d.Handler(), apiKey)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p == "/" || strings.HasPrefix(p, "/ui/") {
-			page.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
 
 // shutdownTracing sends the spans still buffered, waiting a few seconds
 // at most for a collector that is gone.

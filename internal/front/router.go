@@ -15,6 +15,13 @@ import (
 type Route struct {
 	Pattern string
 	Handler fasthttp.RequestHandler
+	// Open routes take bodies without the API key (Options.Authorize is
+	// not asked); the handler decides who may call them.
+	Open bool
+	// MaxBody, when positive, is the largest body the route takes: a
+	// larger one is refused with 413 before it is read. Zero means
+	// Options.MaxRequestBodyBytes.
+	MaxBody int
 }
 
 // router serves the native routes and hands every other request on.
@@ -23,6 +30,10 @@ type router struct {
 	routes   []route
 	fallback fasthttp.RequestHandler
 	net      http.Handler // the native routes for net/http requests
+	// Admission of bodies (see admit.go).
+	maxBody   int64
+	authorize func(authorization string) bool
+	guard     *guard
 }
 
 type route struct {
@@ -31,6 +42,8 @@ type route struct {
 	params   []string // by segment; "" for a literal
 	raw      fasthttp.RequestHandler
 	measured fasthttp.RequestHandler
+	open     bool
+	maxBody  int64 // 0: the router's
 }
 
 // Wrap decorates a native route's handler for requests fasthttp serves
@@ -47,13 +60,20 @@ type routerOptions struct {
 	// requests that arrive through net/http (see Net).
 	MaxBody      int64
 	OnNetRequest OnNetRequest
+	// Authorize and Guard admit bodies (see admit.go); Authorize nil
+	// admits every key.
+	Authorize func(authorization string) bool
+	Guard     *guard
 	// Logger receives the panics of handlers; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // newRouter returns a router of routes.
 func newRouter(routes []Route, o routerOptions) *router {
-	rt := &router{log: o.Logger}
+	rt := &router{log: o.Logger, maxBody: o.MaxBody, authorize: o.Authorize, guard: o.Guard}
+	if rt.guard == nil {
+		rt.guard = newGuard(DefaultLimits, nil)
+	}
 	if rt.log == nil {
 		rt.log = slog.Default()
 	}
@@ -94,7 +114,7 @@ func compile(r Route, wrap Wrap) route {
 	if !ok {
 		method, path = "", r.Pattern
 	}
-	c := route{raw: r.Handler, measured: r.Handler}
+	c := route{raw: r.Handler, measured: r.Handler, open: r.Open, maxBody: int64(r.MaxBody)}
 	c.method = method
 	for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
 		name := ""
@@ -112,7 +132,13 @@ func compile(r Route, wrap Wrap) route {
 
 // Handle serves a request fasthttp read.
 func (rt *router) Handle(ctx *fasthttp.RequestCtx) {
-	if r := rt.match(ctx); r != nil {
+	r := rt.match(ctx)
+	held, ok := rt.admitFast(ctx, r)
+	if !ok {
+		return
+	}
+	defer rt.guard.bodies.give(held)
+	if r != nil {
 		r.measured(ctx)
 		return
 	}
@@ -135,6 +161,11 @@ func (rt *router) Net(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for i := range rt.routes {
 			if rt.routes[i].matches(r.Method, r.URL.Path, nil) {
+				held, ok := rt.admitNet(w, r, &rt.routes[i])
+				if !ok {
+					return
+				}
+				defer rt.guard.bodies.give(held)
 				rt.net.ServeHTTP(w, r)
 				return
 			}

@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
@@ -68,16 +69,25 @@ type Options struct {
 	// IdleTimeout how long a keep-alive connection waits for the next.
 	HeaderTimeout time.Duration
 	IdleTimeout   time.Duration
+	// Limits bound connections, bodies and streams (see limits.go).
+	Limits Limits
+	// Authorize reports whether an Authorization header carries the API
+	// key; a body for a route that is not Open is read only if it does.
+	// Nil admits every request.
+	Authorize func(authorization string) bool
+	// Registerer receives the limits' metrics; nil means none.
+	Registerer prometheus.Registerer
 	// Logger receives the servers' own errors; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // Server serves one listener with fasthttp and net/http.
 type Server struct {
-	opts Options
-	fast *fasthttp.Server
-	slow *http.Server
-	log  *slog.Logger
+	opts  Options
+	guard *guard
+	fast  *fasthttp.Server
+	slow  *http.Server
+	log   *slog.Logger
 
 	mu       sync.Mutex // guards closing and listener
 	closing  bool
@@ -90,14 +100,16 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{opts: opts, log: log}
+	opts.Limits = opts.Limits.withDefaults()
+	s := &Server{opts: opts, log: log, guard: newGuard(opts.Limits, opts.Registerer)}
 	measure := opts.Middleware
 	if measure == nil {
 		measure = func(h http.Handler) http.Handler { return h }
 	}
 	router := newRouter(opts.Routes, routerOptions{
 		Wrap: opts.Wrap, Fallback: fasthttpadaptor.NewFastHTTPHandler(abortCloses(detach(measure(opts.Net)))),
-		MaxBody: int64(opts.MaxRequestBodyBytes), OnNetRequest: opts.OnNetRequest, Logger: log,
+		MaxBody: int64(opts.MaxRequestBodyBytes), OnNetRequest: opts.OnNetRequest,
+		Authorize: opts.Authorize, Guard: s.guard, Logger: log,
 	})
 	s.fast = &fasthttp.Server{
 		Handler:                      router.Handle,
@@ -108,15 +120,18 @@ func New(opts Options) *Server {
 		IdleTimeout:                  opts.IdleTimeout,
 		MaxRequestBodySize:           opts.MaxRequestBodyBytes,
 		ReadBufferSize:               8 << 10, // headers up to 8 KiB, as a bearer token needs
-		CloseOnShutdown:              true,
-		Logger:                       printfLogger{log},
-		ErrorHandler:                 requestError,
+		// The router admits a body before it is read (admit.go).
+		StreamRequestBody: true,
+		CloseOnShutdown:   true,
+		Logger:            printfLogger{log},
+		ErrorHandler:      requestError,
 	}
 	s.slow = &http.Server{
-		Handler:           measure(router.Net(opts.Net)),
+		Handler:           bodyDeadline(measure(router.Net(opts.Net)), opts.Limits.BodyTimeout),
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		HTTP2:             http2Config(opts.Limits),
 	}
 	s.slow.Protocols = new(http.Protocols)
 	s.slow.Protocols.SetHTTP1(true)
@@ -163,7 +178,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
-		go s.route(c, qs)
+		if c = s.guard.admitConn(c); c != nil {
+			go s.route(c, qs)
+		}
 	}
 }
 

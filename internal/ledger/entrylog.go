@@ -98,7 +98,7 @@ func ReadJournal(b []byte, fn func(*AccountEntry)) (ok bool) {
 		switch kind {
 		case journalEntry:
 			var ae AccountEntry
-			if ae, b, ok = ReadJournalItemV1(b[1:]); !ok {
+			if ae, b, ok = readJournalItem(b[1:]); !ok {
 				return false
 			}
 			fn(&ae)
@@ -128,10 +128,10 @@ func readJournalPair(b []byte) (debit, credit AccountEntry, rest []byte, ok bool
 	return debit, credit, r.B, r.Err == nil
 }
 
-// ReadJournalItemV1 decodes an item of one entry without its kind byte,
-// as journal records of version 1 held every item, and returns it with the
-// bytes after it; ok is false if b does not start with a whole item.
-func ReadJournalItemV1(b []byte) (ae AccountEntry, rest []byte, ok bool) {
+// readJournalItem decodes an item of one entry without its kind byte, and
+// returns it with the bytes after it; ok is false if b does not start with
+// a whole item.
+func readJournalItem(b []byte) (ae AccountEntry, rest []byte, ok bool) {
 	r := codec.Decoder{B: b}
 	ae.Account = r.Str()
 	seq := r.Uvarint()

@@ -61,3 +61,49 @@ func checkSpikeResult(t *testing.T, out string) {
 		t.Fatalf("totals: %+v, want 3000 requests, none failed", res.Totals)
 	}
 }
+
+// `surge bench spike --http2` against the real server: the workers'
+// requests share two h2c connections as streams, every seat is sold once,
+// the result says how many connections were dialled and what the server
+// did to them, and --ceiling adds the same client's run against an empty
+// handler in a process of its own.
+func TestBenchSpikeOverHTTP2(t *testing.T) {
+	srv := start(t, t.TempDir(), "--shards", "2")
+	out := filepath.Join(t.TempDir(), "spike.json")
+	cmd := exec.Command(binPath, "bench", "spike", "--target", srv.url, "-n", "3000", "-c", "64", "--http2", "--conns", "2",
+		"--ceiling", "--events", "2", "--areas", "5", "--rows", "3", "--cols", "4", "--out", out)
+	cmd.Env = childEnv()
+	text, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench spike --http2: %v\n%s", err, text)
+	}
+	for _, want := range []string{"http2_connections..............: 2, 2 dials", "http2_goaways..................: none", "h2c_ceiling"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+	checkSpikeResult(t, out)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Spike struct {
+			HTTP2 *struct {
+				Conns   int   `json:"conns"`
+				Dials   int64 `json:"dials"`
+				Ceiling *struct {
+					Iterations int64 `json:"iterations"`
+					Failed     int64 `json:"failed"`
+				} `json:"ceiling"`
+			} `json:"http2"`
+		} `json:"spike"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	h := res.Spike.HTTP2
+	if h == nil || h.Conns != 2 || h.Dials != 2 || h.Ceiling == nil || h.Ceiling.Iterations != 3000 || h.Ceiling.Failed != 0 {
+		t.Errorf("http2 report %+v; want 2 connections dialled once each and a ceiling of 3,000 clean iterations", h)
+	}
+}

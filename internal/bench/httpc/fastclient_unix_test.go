@@ -56,9 +56,9 @@ func TestFastIdleConnectionClosedByServer(t *testing.T) {
 			srv, requests := hijackServer(t, "") // hijacks only request 1
 			requests.Store(1)                    // so every request gets a normal reply
 			c := newTestClient(t, HTTPOptions{Target: srv.URL, Conns: 1})
-			c.fast.idleProbe = time.Hour
+			c.targets[0].fast.idleProbe = time.Hour
 			if tc.probe {
-				c.fast.idleProbe = 0
+				c.targets[0].fast.idleProbe = 0
 			}
 			ep := c.Endpoint(context.Background(), http.MethodPost, "/")
 			if status, reply := sendString(t, ep, "{}"); status != 200 || reply != "ok" {

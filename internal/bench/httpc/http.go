@@ -31,10 +31,10 @@ const (
 // Validate reports a kind this package does not know.
 func (k ClientKind) Validate() error {
 	switch k {
-	case "", FastClient, StdClient:
+	case "", FastClient, StdClient, H2CClient:
 		return nil
 	}
-	return fmt.Errorf("bench: --http-client must be %s or %s, not %q", FastClient, StdClient, string(k))
+	return fmt.Errorf("bench: --http-client must be %s, %s or %s, not %q", FastClient, StdClient, H2CClient, string(k))
 }
 
 // OrDefault returns k, or FastClient if k is empty.
@@ -49,11 +49,13 @@ func (k ClientKind) OrDefault() ClientKind {
 type HTTPOptions struct {
 	// Client selects the client; empty means FastClient.
 	Client ClientKind
-	// Target is the server's base URL, such as http://127.0.0.1:8080.
+	// Target is the server's base URL, such as http://127.0.0.1:8080, or
+	// several, comma-separated, that the connections are spread over.
 	Target string
 	// APIKey, if set, is sent as "Authorization: Bearer <key>".
 	APIKey string
-	// Conns is how many connections to keep open: the number of VUs.
+	// Conns is how many connections to keep open, in all: the number of
+	// VUs.
 	Conns int
 	// Timeout bounds a request: the wait for the reply's headers with
 	// StdClient, the whole exchange with FastClient (0: 30 s).
@@ -64,21 +66,23 @@ type HTTPOptions struct {
 	Pipeline int
 }
 
-// HTTPClient sends a load generator's requests: keep-alive connections, one
-// per VU, and a count of the bytes that cross them.
-type HTTPClient struct {
+// targetClient sends a load generator's requests to one target:
+// keep-alive connections, one per VU, and a count of the bytes that cross
+// them.
+type targetClient struct {
 	base   *url.URL
 	rt     *http.Transport // StdClient
 	fast   *fastTransport  // FastClient
+	h2     *h2Pool         // H2CClient
 	header http.Header     // shared by every request; never modified after construction
 	wire   wireCounters
 }
 
-// NewHTTPClient returns a client for o.Target.
-func NewHTTPClient(o HTTPOptions) (*HTTPClient, error) {
-	base, err := url.Parse(strings.TrimRight(o.Target, "/"))
+// newTargetClient returns a client for target alone.
+func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
+	base, err := url.Parse(strings.TrimRight(target, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("bench: target %q is not an http(s) URL", o.Target)
+		return nil, fmt.Errorf("bench: target %q is not an http(s) URL", target)
 	}
 	if err := o.Client.Validate(); err != nil {
 		return nil, err
@@ -94,7 +98,7 @@ func NewHTTPClient(o HTTPOptions) (*HTTPClient, error) {
 		timeout = 30 * time.Second
 	}
 	conns := max(o.Conns, 1)
-	c := &HTTPClient{base: base, header: http.Header{
+	c := &targetClient{base: base, header: http.Header{
 		"Content-Type": {"application/json"},
 		"Accept":       {"application/json"},
 		"User-Agent":   {"surge-bench"},
@@ -106,6 +110,13 @@ func NewHTTPClient(o HTTPOptions) (*HTTPClient, error) {
 		if c.fast, err = newFastTransport(base, o.APIKey, conns, o.Pipeline, timeout, &c.wire); err != nil {
 			return nil, err
 		}
+		return c, nil
+	}
+	if o.Client == H2CClient {
+		if base.Scheme != "http" {
+			return nil, errors.New("bench: h2c (HTTP/2 with prior knowledge) needs an http:// target")
+		}
+		c.h2 = newH2Pool(conns, &c.wire)
 		return c, nil
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
@@ -133,34 +144,43 @@ func NewHTTPClient(o HTTPOptions) (*HTTPClient, error) {
 }
 
 // Target returns the base URL requests go to.
-func (c *HTTPClient) Target() string { return c.base.String() }
+func (c *targetClient) Target() string { return c.base.String() }
 
 // BytesSent is the number of bytes written to the server so far.
-func (c *HTTPClient) BytesSent() int64 {
+func (c *targetClient) BytesSent() int64 {
 	return c.wire.total(func(w *wireCount) int64 { return w.sent.Load() })
 }
 
 // BytesReceived is the number of bytes read from the server so far.
-func (c *HTTPClient) BytesReceived() int64 {
+func (c *targetClient) BytesReceived() int64 {
 	return c.wire.total(func(w *wireCount) int64 { return w.received.Load() })
 }
 
-// Close closes the connections: with StdClient the idle ones, with
-// FastClient all of them (an Endpoint still sending fails).
-func (c *HTTPClient) Close() {
-	if c.fast != nil {
+// Close closes the connections (see HTTPClient.Close).
+func (c *targetClient) Close() {
+	switch {
+	case c.fast != nil:
 		c.fast.close()
-		return
+	case c.h2 != nil:
+		c.h2.close()
+	default:
+		c.rt.CloseIdleConnections()
 	}
-	c.rt.CloseIdleConnections()
 }
 
-// Endpoint returns a handle that sends method requests to path. An
-// Endpoint reuses its body and reply buffers, so each VU needs its own.
-//
-// ctx bounds every request of the Endpoint: when it ends, the request in
-// flight fails at once. path may end in a query ("?wait=10s").
-func (c *HTTPClient) Endpoint(ctx context.Context, method, path string) *Endpoint {
+// H2Events is what the server did to the connections so far, or nil
+// unless the client is H2CClient.
+func (c *targetClient) H2Events() *H2Events {
+	if c.h2 == nil {
+		return nil
+	}
+	e := c.h2.snapshot()
+	return &e
+}
+
+// Endpoint returns a handle for method requests to path on this target
+// (see HTTPClient.Endpoint).
+func (c *targetClient) Endpoint(ctx context.Context, method, path string) *Endpoint {
 	u := *c.base
 	path, u.RawQuery, _ = strings.Cut(path, "?")
 	u.Path += path
@@ -176,7 +196,11 @@ func (c *HTTPClient) Endpoint(ctx context.Context, method, path string) *Endpoin
 		Header:     c.header,
 		Host:       u.Host,
 	}).WithContext(ctx)
-	return &Endpoint{rt: c.rt, tmpl: req, path: path}
+	var rt http.RoundTripper = c.rt
+	if c.h2 != nil {
+		rt = c.h2.transport()
+	}
+	return &Endpoint{rt: rt, tmpl: req, path: path}
 }
 
 // Do sends one request with body (nil for none) and returns the status and

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -92,9 +93,13 @@ func ReadResultFile(path string) (*Result, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if ext := strings.ToLower(filepath.Ext(path)); ext == ".md" || ext == ".html" || ext == ".htm" {
+		return nil, fmt.Errorf("%s: a %s report is for reading; surge bench compare reads the .json result of a run "+
+			"(write one with --out run.json, beside the %s one if you like: --out takes one file a run)", path, ext, ext)
+	}
 	r, err := ReadJSON(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w (surge bench compare reads the .json files --out writes)", path, err)
 	}
 	return r, nil
 }

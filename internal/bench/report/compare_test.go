@@ -83,6 +83,19 @@ func TestReadResultFile(t *testing.T) {
 	}
 }
 
+// TestReadResultFileExplainsReports: given the Markdown report of a run,
+// compare says what it reads instead of failing to parse it as JSON.
+func TestReadResultFileExplainsReports(t *testing.T) {
+	md := filepath.Join(t.TempDir(), "run.md")
+	if err := WriteFile(md, seedResult()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadResultFile(md)
+	if err == nil || !strings.Contains(err.Error(), "compare reads the .json result of a run") || strings.Contains(err.Error(), "invalid character") {
+		t.Errorf("ReadResultFile(.md) = %v", err)
+	}
+}
+
 func TestCompareWithoutSpikes(t *testing.T) {
 	if strings.Contains(seedCompare(t), "spike:") {
 		t.Error("spike figures shown for runs without a spike")

@@ -66,6 +66,7 @@ func writeKVSummary(w io.Writer, r *Result) error {
 	if v := r.Verdict; v != nil {
 		fmt.Fprintf(&b, "verdict: %s (SPEC §8 target %s): %s\n", passWord(v.Pass), v.Target, v.Detail)
 	}
+	writeWarnings(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/surge-dev/surge/internal/bench/measure"
 	"github.com/surge-dev/surge/internal/bench/units"
@@ -38,11 +39,23 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// minRateSpan is the shortest second whose rate a progress line shows.
+const minRateSpan = 0.5
+
 // Tick prints the line for one closed second; it fits Closed.OnTick.
+//
+// The last second of a run is usually a fraction of one: a rate made from
+// its few requests would read as a collapse or a burst, so its line shows
+// the fraction instead.
 func (p *Progress) Tick(t measure.Tick) {
-	line := fmt.Sprintf("%6.1fs  %s requests  %s/s", t.Elapsed.Seconds(), units.Thousands(t.TotalRequests), units.Rate(t.Rate()))
-	if p.opsName != "" {
-		line += fmt.Sprintf("  %s %s/s", units.Rate(t.OpsRate()), p.opsName)
+	line := fmt.Sprintf("%6.1fs  %s requests", t.Elapsed.Seconds(), units.Thousands(t.TotalRequests))
+	switch {
+	case t.Span < minRateSpan:
+		line += fmt.Sprintf("  (last %s: no rate)", units.K6Duration(time.Duration(t.Span*float64(time.Second))))
+	case p.opsName != "":
+		line += fmt.Sprintf("  %s/s  %s %s/s", units.Rate(t.Rate()), units.Rate(t.OpsRate()), p.opsName)
+	default:
+		line += fmt.Sprintf("  %s/s", units.Rate(t.Rate()))
 	}
 	line += fmt.Sprintf("  p50 %s  p99 %s  failures %s",
 		units.K6Duration(units.MsDuration(t.P50Ms)), units.K6Duration(units.MsDuration(t.P99Ms)), units.Thousands(t.TotalFailed))

@@ -12,6 +12,7 @@ import (
 	"github.com/surge-dev/surge/internal/bench/httpc"
 	"github.com/surge-dev/surge/internal/bench/load"
 	"github.com/surge-dev/surge/internal/bench/measure"
+	"github.com/surge-dev/surge/internal/bench/units"
 )
 
 // ResultVersion is the version of Result's JSON shape; readers such as
@@ -61,6 +62,9 @@ type Result struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// KV holds what only the kv scenario reports.
 	KV *KVReport `json:"kv,omitempty"`
+	// Warnings say why the figures may not be trusted, such as a run too
+	// short to be stable.
+	Warnings []string `json:"warnings,omitempty"`
 	// TPCB holds what only the tpcb scenario reports.
 	TPCB *TPCBReport `json:"tpcb,omitempty"`
 }
@@ -204,7 +208,24 @@ func NewResult(scenario string, p Params, run *load.Run, wire *httpc.HTTPClient)
 	if wire != nil {
 		res.Totals.BytesSent, res.Totals.BytesReceived = wire.BytesSent(), wire.BytesReceived()
 	}
+	if run.Elapsed < MinStableRun && !run.Interrupted {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the measured run lasted %s: one shorter than %s measures the start "+
+			"(connections, caches, the first collections), not the steady state; run for --duration 10s or more",
+			units.K6Duration(run.Elapsed), units.K6Duration(MinStableRun)))
+	}
 	return res
+}
+
+// MinStableRun is the shortest measured run whose rates are stable: a
+// wallet run of 500 calls (a few tens of milliseconds) measured 1,414
+// GetMessages a second where 2 s measured 20,838.
+const MinStableRun = 2 * time.Second
+
+// writeWarnings ends a summary with r's warnings.
+func writeWarnings(b *strings.Builder, r *Result) {
+	for _, w := range r.Warnings {
+		fmt.Fprintf(b, "warning: %s\n", w)
+	}
 }
 
 // LatencyOf summarises the latencies s recorded.

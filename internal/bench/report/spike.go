@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/surge-dev/surge/internal/bench/httpc"
 	"github.com/surge-dev/surge/internal/bench/measure"
 	"github.com/surge-dev/surge/internal/bench/units"
 )
@@ -50,6 +51,31 @@ type SpikeReport struct {
 	// (process_resident_memory_bytes on /metrics, sampled each second), or
 	// -1 if unknown.
 	ServerPeakRSS int64 `json:"server_peak_rss_bytes"`
+	// HTTP2 is what the server did to the connections of an --http2 run.
+	HTTP2 *SpikeHTTP2 `json:"http2,omitempty"`
+}
+
+// SpikeHTTP2 is an --http2 run's connections and what the server did to
+// them while the requests ran.
+type SpikeHTTP2 struct {
+	Conns int `json:"conns"`
+	httpc.H2Events
+	// Ceiling is the same client's run against an empty Go h2c handler,
+	// when asked for (--ceiling).
+	Ceiling *SpikeCeiling `json:"ceiling,omitempty"`
+}
+
+// SpikeCeiling is what the spike's client shape (a POST, then a GET, by
+// the same VUs over as many connections) did against an empty Go h2c
+// handler in the load generator's process, right after the spike.
+type SpikeCeiling struct {
+	Elapsed      measure.Seconds `json:"elapsed_s"`
+	Iterations   int64           `json:"iterations"`
+	Failed       int64           `json:"failed"`
+	IterationsPS float64         `json:"iterations_per_s"`
+	Latency      Latency         `json:"latency_ms"`
+	// Share is the spike's iterations per second over the ceiling's.
+	Share float64 `json:"share"`
 }
 
 // AreaSpread is how the sold seats spread over the areas.
@@ -103,7 +129,7 @@ func (s *SpikeReport) err(failedRequests int64) error {
 func spikeRows(r *Result) [][2]string {
 	s := r.Spike
 	l, p := r.Latency, s.Processing
-	return [][2]string{
+	rows := [][2]string{
 		{"stock", fmt.Sprintf("%s = %s seats", s.Shape, units.Thousands(s.Capacity))},
 		{"reservation_latency", percentiles(l)},
 		{"server_processing", percentiles(p)},
@@ -115,6 +141,18 @@ func spikeRows(r *Result) [][2]string {
 		{"double_bookings", doubleBookingText(s)},
 		{"server_peak_rss", RSSText(s.ServerPeakRSS)},
 	}
+	if h := s.HTTP2; h != nil {
+		rows = append(rows,
+			[2]string{"http2_connections", fmt.Sprintf("%d, %s dials", h.Conns, units.Thousands(h.Dials))},
+			[2]string{"http2_goaways", outcomesText(h.GoAways)},
+			[2]string{"http2_stream_resets", outcomesText(h.Resets)},
+			[2]string{"http2_connections_lost", outcomesText(h.ConnErrors)})
+		if c := h.Ceiling; c != nil {
+			rows = append(rows, [2]string{"h2c_ceiling", fmt.Sprintf("%s iterations/s, %s failed, %s; the spike ran at %s of it",
+				units.Rate(c.IterationsPS), units.Thousands(c.Failed), percentiles(c.Latency), units.Percent(c.Share))})
+		}
+	}
+	return rows
 }
 
 func percentiles(l Latency) string {

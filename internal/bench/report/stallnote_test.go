@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -79,4 +80,43 @@ func TestResultCarriesTheRunsStalls(t *testing.T) {
 	if res := report.NewResult("transfer", report.Params{}, run, nil); res.MachineStalls == nil || res.MachineStalls != run.Stalls {
 		t.Error("NewResult dropped the run's stalls")
 	}
+}
+
+func TestShortRunsAreFlagged(t *testing.T) {
+	noop := func(context.Context, *load.VU) (load.Iteration, error) {
+		return func(context.Context, *load.VU) {}, nil
+	}
+	run, err := load.Closed{VUs: 2, Iterations: 10, NoStallMeter: true}.Run(context.Background(), noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := report.NewResult("wallet", report.Params{}, run, nil)
+	if len(short.Warnings) != 1 || !strings.Contains(short.Warnings[0], "shorter than 2s") {
+		t.Fatalf("warnings %q, want the short run flagged", short.Warnings)
+	}
+	for _, r := range []*report.Result{short, withScenario(short, "transfer"), withKV(short)} {
+		var b bytes.Buffer
+		if err := report.WriteSummary(&b, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "\nwarning: the measured run lasted") {
+			t.Errorf("%s summary lacks the warning:\n%s", r.Scenario, b.String())
+		}
+	}
+	run.Elapsed = report.MinStableRun
+	if long := report.NewResult("wallet", report.Params{}, run, nil); len(long.Warnings) != 0 {
+		t.Errorf("a run of %s flagged: %q", report.MinStableRun, long.Warnings)
+	}
+}
+
+func withScenario(r *report.Result, s string) *report.Result {
+	c := *r
+	c.Scenario = s
+	return &c
+}
+
+func withKV(r *report.Result) *report.Result {
+	c := *withScenario(r, "kv")
+	c.KV = &report.KVReport{}
+	return &c
 }

@@ -67,6 +67,7 @@ func writeGHZSummary(w io.Writer, r *Result) error {
 	if s := r.MachineStalls; s != nil {
 		fmt.Fprintf(&b, "Machine stalls during the run: %s\n", s)
 	}
+	writeWarnings(&b, r)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -48,6 +48,19 @@ type SpikeConfig struct {
 	Hold time.Duration
 	// Retries bounds the retries of one request answered 503.
 	Retries int
+	// HTTP2 sends over Conns HTTP/2 connections (h2c with prior
+	// knowledge), the streams of all the VUs shared among them, as
+	// ticket-master's client does, instead of a connection per VU.
+	HTTP2 bool
+	Conns int
+	// Ceiling, with HTTP2, then runs the same client shape (POST, then
+	// GET, by the same VUs over as many connections) against an empty Go
+	// h2c handler in this process: what this client and machine can do
+	// at best.
+	Ceiling bool
+	// CeilingTarget, if set, starts the ceiling's target (see
+	// ServeCeiling) and returns its URL; nil serves it in this process.
+	CeilingTarget func(ctx context.Context) (url string, stop func(), err error)
 }
 
 // DefaultSpikeConfig returns seed 003's run: 1,000,000 requests for 4
@@ -79,8 +92,20 @@ func (c SpikeConfig) validate() error {
 		return errors.New("bench: --hold must be at least 1s")
 	case c.Retries < 0:
 		return errors.New("bench: --retries must not be negative")
+	case c.HTTP2 && (c.Conns < 1 || c.Pipeline > 1 || (c.Client != "" && c.Client != httpc.FastClient && c.Client != httpc.H2CClient)):
+		return errors.New("bench: --http2 needs --conns of at least 1, and neither --pipeline nor another --http-client")
+	case c.Ceiling && !c.HTTP2:
+		return errors.New("bench: --ceiling measures the HTTP/2 client: it needs --http2")
 	}
 	return nil
+}
+
+// connections is how many connections the run uses, and the client.
+func (c SpikeConfig) connections() (int, httpc.ClientKind) {
+	if c.HTTP2 {
+		return c.Conns, httpc.H2CClient
+	}
+	return c.VUs, c.Client
 }
 
 // spikeArea is one area of the run, with what its requests need ready-made.
@@ -131,7 +156,9 @@ func RunSpike(ctx context.Context, cfg SpikeConfig) (*report.Result, error) {
 		return nil, err
 	}
 	cfg.Common = cfg.Common.WithDefaults()
-	client, err := cfg.HTTPClient(cfg.VUs)
+	conns, kind := cfg.connections()
+	cfg.Client = kind
+	client, err := cfg.HTTPClient(conns)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +187,7 @@ func RunSpike(ctx context.Context, cfg SpikeConfig) (*report.Result, error) {
 	s.closeEndpoints()
 	progress.Done()
 	rss := peakRSS()
+	h2 := client.H2Events() // the run's, before the checks' requests
 	if err != nil {
 		return nil, err
 	}
@@ -173,13 +201,18 @@ func RunSpike(ctx context.Context, cfg SpikeConfig) (*report.Result, error) {
 
 	res := report.NewResult("spike", cfg.Params(spikeParams(cfg, plan, runID)), run, client)
 	res.Spike = rep
+	if cfg.HTTP2 {
+		if rep.HTTP2, err = http2Report(ctx, cfg, h2, res.Totals.RequestsPerS, progress); err != nil {
+			return nil, err
+		}
+	}
 	res.Sales = sales.Curve()
 	res.Verdict = spikeVerdict(res, run.StallHists)
 	return res, nil
 }
 
 func spikeParams(c SpikeConfig, p *spikePlan, runID string) map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"events":       strconv.Itoa(c.Events),
 		"areas":        strconv.Itoa(c.Areas),
 		"rows":         strconv.Itoa(c.Rows),
@@ -191,6 +224,27 @@ func spikeParams(c SpikeConfig, p *spikePlan, runID string) map[string]string {
 		"run_id":       runID,
 		"http_client":  string(c.Client.OrDefault()),
 	}
+	if c.HTTP2 {
+		m["conns"] = strconv.Itoa(c.Conns)
+	}
+	return m
+}
+
+// http2Report is an --http2 run's connections and what the server did to
+// them, events, and with --ceiling the same client's run against an empty
+// handler.
+func http2Report(ctx context.Context, cfg SpikeConfig, events *httpc.H2Events, rate float64, progress *report.Progress) (*report.SpikeHTTP2, error) {
+	h := &report.SpikeHTTP2{Conns: cfg.Conns, H2Events: *events}
+	if !cfg.Ceiling || ctx.Err() != nil {
+		return h, nil
+	}
+	progress.Printf("ceiling: the same client against an empty h2c handler")
+	c, err := runCeiling(ctx, cfg, rate)
+	if err != nil {
+		return nil, err
+	}
+	h.Ceiling = c
+	return h, nil
 }
 
 // createSpikeEvents creates the events, one request each. An event that

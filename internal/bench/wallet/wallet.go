@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/surge-dev/surge/internal/bench"
+	"github.com/surge-dev/surge/internal/bench/httpc"
 	"github.com/surge-dev/surge/internal/bench/load"
 	"github.com/surge-dev/surge/internal/bench/measure"
 	"github.com/surge-dev/surge/internal/bench/report"
@@ -57,6 +58,10 @@ type WalletConfig struct {
 	Password string
 	// Currency of the funding transfers (the server's, --currency).
 	Currency string
+	// UsersCache is where a run keeps its users and their tokens for the
+	// next run with the same settings against the same server, which then
+	// skips the setup: a file, UsersCacheAuto or UsersCacheOff.
+	UsersCache string
 }
 
 // DefaultWalletConfig returns report 001's settings: 1,000 users, 500
@@ -67,7 +72,7 @@ func DefaultWalletConfig() WalletConfig {
 	c.Timeout = 20 * time.Second
 	return WalletConfig{
 		Common: c, Call: "Transfer", Connections: 1, Users: 1000, Friends: 8,
-		Fund: 1_000_000_000, AmountMax: 1000, UserPrefix: "wb", Password: "bench-password-1",
+		Fund: 1_000_000_000, AmountMax: 1000, UserPrefix: "wb", Password: "bench-password-1", UsersCache: UsersCacheAuto,
 	}
 }
 
@@ -156,23 +161,33 @@ func walletVerdict(r *report.Result, call string) *report.Verdict {
 	}
 }
 
-// dialWallet opens n gRPC connections (HTTP/2 without TLS) to target.
-func dialWallet(target string, n int) ([]*grpc.ClientConn, error) {
-	u, err := url.Parse(target)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("bench: --target %q is not a URL like http://127.0.0.1:8080", target)
+// dialWallet opens n gRPC connections (HTTP/2 without TLS), at least one
+// per target, spread over the targets (comma-separated base URLs).
+func dialWallet(targets string, n int) ([]*grpc.ClientConn, error) {
+	var hosts []string
+	for _, target := range httpc.SplitTargets(targets) {
+		u, err := url.Parse(target)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("bench: --target %q is not a URL like http://127.0.0.1:8080", target)
+		}
+		if u.Scheme != "http" {
+			return nil, fmt.Errorf("bench: the wallet scenario speaks gRPC without TLS; --target must be http://")
+		}
+		hosts = append(hosts, u.Host)
 	}
-	if u.Scheme != "http" {
-		return nil, fmt.Errorf("bench: the wallet scenario speaks gRPC without TLS; --target must be http://")
+	if len(hosts) == 0 {
+		return nil, fmt.Errorf("bench: no --target")
 	}
-	conns := make([]*grpc.ClientConn, 0, n)
-	for range n {
-		cc, err := grpc.NewClient("passthrough:///"+u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	// At least a connection per target, the callers spread over them.
+	conns := make([]*grpc.ClientConn, 0, max(n, len(hosts)))
+	for i := range cap(conns) {
+		host := hosts[i%len(hosts)]
+		cc, err := grpc.NewClient("passthrough:///"+host, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			// Decoding replies by reflection was a quarter of the load generator's CPU on GetHistory.
 			grpc.WithDefaultCallOptions(grpc.ForceCodecV2(vtcodec.Codec{TrustInput: true})))
 		if err != nil {
 			closeAll(conns)
-			return nil, fmt.Errorf("bench: connect to %s: %w", u.Host, err)
+			return nil, fmt.Errorf("bench: connect to %s: %w", host, err)
 		}
 		conns = append(conns, cc)
 	}
@@ -202,6 +217,7 @@ func walletMethod(call string) string {
 // benchUser is a set-up user: their id, and a context carrying their token.
 type benchUser struct {
 	id      uint64
+	token   string
 	ctx     context.Context
 	friends []int // indexes into the users slice
 }

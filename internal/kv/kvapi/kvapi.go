@@ -62,20 +62,11 @@ func New(s *kvstore.Store, o Options) *Handler {
 	return h
 }
 
-// WithFallback returns a handler that serves /v0 and everything below it
-// but the native /v0/entity (FastRoutes) with h, and every other path
-// with next. It is a prefix test, not a
-// ServeMux: ServeMux would redirect unclean /v0 paths instead of refusing
-// them, and its matching costs more than the test on the hot path.
-func (h *Handler) WithFallback(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p == "/v0" || strings.HasPrefix(p, "/v0/") {
-			h.ServeHTTP(w, r)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
+// Owns reports whether h serves path: /v0 and everything below it, but
+// the native /v0/entity (FastRoutes). It is a prefix test, not a ServeMux:
+// ServeMux would redirect unclean /v0 paths instead of refusing them, and
+// its matching costs more than the test on the hot path.
+func Owns(path string) bool { return path == "/v0" || strings.HasPrefix(path, "/v0/") }
 
 // ServeHTTP serves one /v0 request and records its metrics.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -36,9 +36,15 @@ func newServer(t testing.TB, o Options) *testServer {
 	}
 	o.Registry = prometheus.NewRegistry()
 	h := New(kvstore.New(db, o.Registry), o)
-	fallback := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	netHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !Owns(r.URL.Path) {
+			w.WriteHeader(http.StatusTeapot)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 	srv := front.New(front.Options{
-		Routes: h.FastRoutes(), Net: h.WithFallback(fallback), SlowPrefixes: []string{"/v0/entities"},
+		Routes: h.FastRoutes(), Net: netHandler, SlowPrefixes: []string{"/v0/entities"},
 		MaxRequestBodyBytes: 1 << 20, HeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -26,17 +26,12 @@ import (
 //
 // A chunk holds its entries oldest first, as the engine keeps an account's
 // newest entries (ledger.EntryLog), so that storing them is a copy; a
-// page read decodes only the entries it returns. Chunks written before
-// (version 2) hold them newest first; records written before chunks
-// existed hold one entry each (version 1, seq in the key) and read as
-// chunks of one.
+// page read decodes only the entries it returns.
 
 const (
-	chunkVersionNewestFirst = 2
-	chunkVersion            = 3
+	chunkVersion = 3
 	// journalVersion records hold a count of entries and the Book's
-	// journal items as they are; version 1 records held the count and an
-	// item of one entry each.
+	// journal items as they are.
 	journalVersion = 2
 )
 
@@ -147,95 +142,31 @@ func encodeChunk(dst []byte, n int, encoded []byte) []byte {
 // decodeChunk appends to out the entries with seq < before of a chunk
 // whose newest seq is newest, newest first, until out holds limit.
 func decodeChunk(out []ledger.Entry, b []byte, newest, before uint64, limit int) ([]ledger.Entry, error) {
-	d := newDecoder(b)
-	switch d.Byte() {
-	case store.RecordVersion: // one entry, from before chunks
-		if newest >= before {
-			return out, nil
-		}
-		e := d.entry()
-		e.Seq = newest
-		if err := d.Done(); err != nil {
-			return nil, err
-		}
-		if len(out) < limit {
-			out = append(out, e)
-		}
-		return out, nil
-	case chunkVersionNewestFirst:
-		return decodeNewestFirst(out, &d, newest, before, limit)
-	case chunkVersion:
-		n := d.Uvarint()
-		if d.Err != nil || n == 0 || n > newest || n > uint64(len(d.B)) { // each entry takes several bytes
-			return nil, codec.ErrCorrupt
-		}
-		out, ok := ledger.AppendNewest(out, d.B, int(n), newest-(n-1), before, limit)
-		if !ok {
-			return nil, codec.ErrCorrupt
-		}
-		return out, nil
-	}
-	return nil, codec.ErrCorrupt
-}
-
-// decodeNewestFirst reads the rest of a version 2 chunk for decodeChunk.
-func decodeNewestFirst(out []ledger.Entry, d *decoder, newest, before uint64, limit int) ([]ledger.Entry, error) {
-	n := d.Uvarint()
-	if n == 0 || n > newest || n > uint64(len(d.B)) { // each entry takes several bytes
+	d := codec.Decoder{B: b}
+	if d.Byte() != chunkVersion {
 		return nil, codec.ErrCorrupt
 	}
-	if newest-(n-1) >= before {
-		return out, nil // every entry is at or after before
+	n := d.Uvarint()
+	if d.Err != nil || n == 0 || n > newest || n > uint64(len(d.B)) { // each entry takes several bytes
+		return nil, codec.ErrCorrupt
 	}
-	for i := range n {
-		if len(out) == limit {
-			return out, nil // the older entries are not read
-		}
-		e := d.entry()
-		if d.Err != nil {
-			return nil, d.Err
-		}
-		e.Seq = newest - i
-		if e.Seq < before {
-			out = append(out, e)
-		}
-	}
-	if err := d.Done(); err != nil {
-		return nil, err
+	out, ok := ledger.AppendNewest(out, d.B, int(n), newest-(n-1), before, limit)
+	if !ok {
+		return nil, codec.ErrCorrupt
 	}
 	return out, nil
 }
 
 // decodeJournal appends a journal record's entries to dst.
 func decodeJournal(dst []ledger.AccountEntry, b []byte) ([]ledger.AccountEntry, error) {
-	d := newDecoder(b)
-	switch d.Byte() {
-	case store.RecordVersion:
-		return decodeJournalV1(dst, &d)
-	case journalVersion:
-		// The count tells a record cut at an item's end from a whole one.
-		n, start := d.Uvarint(), len(dst)
-		if d.Err != nil || !ledger.ReadJournal(d.B, func(ae *ledger.AccountEntry) { dst = append(dst, *ae) }) || uint64(len(dst)-start) != n {
-			return nil, codec.ErrCorrupt
-		}
-		return dst, nil
-	}
-	return nil, codec.ErrCorrupt
-}
-
-// decodeJournalV1 reads the rest of a version 1 record: a count, then an
-// item of one entry each.
-func decodeJournalV1(dst []ledger.AccountEntry, d *decoder) ([]ledger.AccountEntry, error) {
-	n := d.Uvarint()
-	if n > uint64(len(d.B)) {
+	d := codec.Decoder{B: b}
+	if d.Byte() != journalVersion {
 		return nil, codec.ErrCorrupt
 	}
-	for range n {
-		ae, rest, ok := ledger.ReadJournalItemV1(d.B)
-		if !ok {
-			return nil, codec.ErrCorrupt
-		}
-		dst, d.B = append(dst, ae), rest
+	// The count tells a record cut at an item's end from a whole one.
+	n, start := d.Uvarint(), len(dst)
+	if d.Err != nil || !ledger.ReadJournal(d.B, func(ae *ledger.AccountEntry) { dst = append(dst, *ae) }) || uint64(len(dst)-start) != n {
+		return nil, codec.ErrCorrupt
 	}
-	return dst, d.Done()
+	return dst, nil
 }

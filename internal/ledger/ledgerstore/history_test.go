@@ -12,7 +12,6 @@ import (
 
 	"github.com/surge-dev/surge/internal/codec"
 	"github.com/surge-dev/surge/internal/ledger"
-	"github.com/surge-dev/surge/internal/store"
 )
 
 // entry returns account's entry seq as the tests write it.
@@ -36,23 +35,6 @@ func reversed[E any](s []E) []E {
 	out := slices.Clone(s)
 	slices.Reverse(out)
 	return out
-}
-
-// encodeLegacyEntry writes one entry as stores did before chunks: its seq
-// in the key, the entry alone in the value.
-func encodeLegacyEntry(dst []byte, en *ledger.Entry) []byte {
-	return ledger.AppendEntry(append(dst, store.RecordVersion), en)
-}
-
-// encodeNewestFirst writes entries, oldest first, as a chunk of version 2,
-// the format before chunks were kept oldest first.
-func encodeNewestFirst(dst []byte, entries []ledger.Entry) []byte {
-	dst = append(dst, chunkVersionNewestFirst)
-	dst = binary.AppendUvarint(dst, uint64(len(entries)))
-	for i := len(entries) - 1; i >= 0; i-- {
-		dst = ledger.AppendEntry(dst, &entries[i])
-	}
-	return dst
 }
 
 // logOf returns entries, oldest first, as an account's log.
@@ -81,16 +63,6 @@ func journalOf(items []ledger.AccountEntry) []byte {
 	b := binary.AppendUvarint([]byte{journalVersion}, uint64(len(items)))
 	for i := range items {
 		b = ledger.AppendJournalItem(b, items[i].Account, &items[i].Entry)
-	}
-	return b
-}
-
-// journalV1Of encodes items as version 1 journal records held them: a
-// count, then items of one entry without a kind byte.
-func journalV1Of(items []ledger.AccountEntry) []byte {
-	b := binary.AppendUvarint([]byte{store.RecordVersion}, uint64(len(items)))
-	for i := range items {
-		b = append(b, ledger.AppendJournalItem(nil, items[i].Account, &items[i].Entry)[1:]...)
 	}
 	return b
 }
@@ -126,12 +98,7 @@ func TestChunkRoundTrip(t *testing.T) {
 	for i := range entries {
 		entries[i].Seq = chunkNewest - uint64(len(entries)-1-i)
 	}
-	// Chunks as written now, and as written before they were kept oldest
-	// first: both must read back.
-	for version, encode := range map[int]func([]ledger.Entry) []byte{
-		chunkVersion:            chunkOf,
-		chunkVersionNewestFirst: func(e []ledger.Entry) []byte { return encodeNewestFirst(nil, e) },
-	} {
+	for version, encode := range map[int]func([]ledger.Entry) []byte{chunkVersion: chunkOf} {
 		for n := 1; n <= len(entries); n++ {
 			want := entries[len(entries)-n:]
 			got, err := decodeWholeChunk(encode(want))
@@ -154,10 +121,9 @@ func TestChunkRoundTrip(t *testing.T) {
 	}
 }
 
-// Journal records read back as written now and as version 1 wrote them.
 func TestJournalRoundTrip(t *testing.T) {
 	for _, want := range [][]ledger.AccountEntry{sampleJournal(), sampleJournal()[:1], nil} {
-		for version, enc := range map[int][]byte{journalVersion: journalOf(want), store.RecordVersion: journalV1Of(want)} {
+		for version, enc := range map[int][]byte{journalVersion: journalOf(want)} {
 			got, err := decodeJournal(nil, enc)
 			if err != nil {
 				t.Fatalf("version %d, %d entries: %v", version, len(want), err)
@@ -174,19 +140,12 @@ func TestJournalRoundTrip(t *testing.T) {
 func TestHistory(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	defer s.Close()
-	// "a" has entries 1..3 in records from before chunks, then chunks of
-	// several sizes. Neighbours whose keys share "a" as a prefix must not
-	// leak into its history: "ab", "a.", and a seq that would sort after
-	// a's if the account part were not terminated.
+	// "a" has chunks of several sizes. Neighbours whose keys share "a" as
+	// a prefix must not leak into its history: "ab", "a.", and a seq that
+	// would sort after a's if the account part were not terminated.
 	b := s.NewBatch()
-	for seq := uint64(1); seq <= 3; seq++ {
-		e := entry("a", seq)
-		if err := b.Set(historyKey(nil, "a", seq), encodeLegacyEntry(nil, &e), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
 	w := NewLedgerBatch(b)
-	for _, r := range [][2]uint64{{4, 10}, {11, 11}, {12, 25}} {
+	for _, r := range [][2]uint64{{1, 3}, {4, 10}, {11, 11}, {12, 25}} {
 		putRun(w, "a", run("a", r[0], r[1]))
 	}
 	for _, acct := range []string{"ab", "a.", "@a"} {

@@ -17,19 +17,16 @@ import (
 //	la/<account>               account as opened (id, currency, limit, metadata)
 //	lt/<transfer>              transfer
 //	lh/<account>\x00<seq:8 BE> history chunk: the account's entries up to
-//	                           seq, newest first, back to the previous chunk
+//	                           seq, oldest first, from the previous chunk
 //	                           (history.go)
 //	lj/<shard:2 BE><n:8 BE>    journal: the history entries of a shard's
 //	                           batch n not yet in chunks (history.go)
-//	lo/<outbox id>             outbox: cross-shard credits sent by one batch
-//	                           to one shard and not yet applied there
 //	lp/<transfer>              an open two-phase hold (value empty)
 var (
 	prefixAccount  = []byte("la/")
 	prefixTransfer = []byte("lt/")
 	prefixHistory  = []byte("lh/")
 	prefixJournal  = []byte("lj/")
-	prefixOutbox   = []byte("lo/")
 	prefixHold     = []byte("lp/")
 )
 
@@ -69,21 +66,6 @@ func (w *LedgerBatch) PutTransfer(t *ledger.Transfer) {
 	w.key = store.Key(w.key, prefixTransfer, t.ID)
 	w.val.B = encodeTransfer(w.val.B[:0], t)
 	w.set()
-}
-
-// PutOutbox records cross-shard credits that must still be applied, as one
-// record: a batch sends all its credits for one shard together, so they are
-// recorded and settled together too.
-func (w *LedgerBatch) PutOutbox(id string, legs []ledger.CreditLeg) {
-	w.key = store.Key(w.key, prefixOutbox, id)
-	w.val.B = encodeOutbox(w.val.B[:0], legs)
-	w.set()
-}
-
-// DeleteOutbox removes an outbox record whose credits are applied.
-func (w *LedgerBatch) DeleteOutbox(id string) {
-	w.key = store.Key(w.key, prefixOutbox, id)
-	_ = w.Delete(w.key, nil)
 }
 
 // PutHold indexes an open two-phase transfer.
@@ -140,18 +122,6 @@ func (s Store) EachHold(fn func(ledger.Transfer) error) error {
 	})
 }
 
-// EachOutbox calls fn for every outbox record, whose credits are not yet
-// applied.
-func (s Store) EachOutbox(fn func(id string, legs []ledger.CreditLeg) error) error {
-	return s.Scan(prefixOutbox, store.UpperBound(prefixOutbox), false, func(k, v []byte) (bool, error) {
-		legs, err := decodeOutbox(v)
-		if err != nil {
-			return false, err
-		}
-		return true, fn(string(k[len(prefixOutbox):]), legs)
-	})
-}
-
 func orCorrupt(err error) error {
 	if err == nil {
 		return codec.ErrCorrupt
@@ -175,7 +145,7 @@ func encodeAccount(dst []byte, a *ledger.Account) []byte {
 }
 
 func decodeAccount(b []byte) (ledger.Account, error) {
-	d := newDecoder(b)
+	d := codec.Decoder{B: b}
 	if d.Byte() != store.RecordVersion {
 		return ledger.Account{}, codec.ErrCorrupt
 	}
@@ -199,8 +169,7 @@ func decodeAccount(b []byte) (ledger.Account, error) {
 // fields already say: the id is the key's, and the update time, the posted
 // amount and the timeout are written only when they differ from the
 // creation time, the amount and zero. Most transfers are posted once and
-// never change; this halves their record. Version 1 records, with every
-// field, still read.
+// never change; this halves their record.
 const transferVersion = 2
 
 // Transfer record flags, in the byte after the version; the low three bits
@@ -252,12 +221,8 @@ func encodeTransfer(dst []byte, t *ledger.Transfer) []byte {
 
 // decodeTransfer decodes the record of transfer id.
 func decodeTransfer(id string, b []byte) (ledger.Transfer, error) {
-	d := newDecoder(b)
-	switch d.Byte() {
-	case store.RecordVersion:
-		return decodeTransferV1(id, &d)
-	case transferVersion:
-	default:
+	d := codec.Decoder{B: b}
+	if d.Byte() != transferVersion {
 		return ledger.Transfer{}, codec.ErrCorrupt
 	}
 	flags := d.Byte()
@@ -278,55 +243,4 @@ func decodeTransfer(id string, b []byte) (ledger.Transfer, error) {
 		t.PostedAmount = d.Varint()
 	}
 	return t, d.Done()
-}
-
-// decodeTransferV1 reads the rest of a version 1 record, which repeats the
-// id its key holds.
-func decodeTransferV1(id string, d *decoder) (ledger.Transfer, error) {
-	d.Bytes()
-	t := ledger.Transfer{
-		ID: id, From: d.Str(), To: d.Str(), Amount: d.Varint(),
-		Currency: d.Str(), CurrencyGiven: d.Bool(), Memo: d.Str(),
-		State: ledger.TransferState(d.Byte()), TwoPhase: d.Bool(), Timeout: time.Duration(d.Varint()),
-		PostedAmount: d.Varint(), CreatedAt: store.UnixNano(d.Varint()), UpdatedAt: store.UnixNano(d.Varint()),
-	}
-	if t.State > transferStateMask {
-		d.Fail()
-	}
-	return t, d.Done()
-}
-
-func encodeOutbox(dst []byte, legs []ledger.CreditLeg) []byte {
-	e := codec.Encoder{B: dst}
-	e.Byte(store.RecordVersion)
-	e.Uvarint(uint64(len(legs)))
-	for i := range legs {
-		c := &legs[i]
-		e.String(c.TransferID)
-		e.String(c.From)
-		e.String(c.To)
-		e.Varint(c.Amount)
-		e.String(c.Memo)
-		e.Varint(c.At.UnixNano())
-	}
-	return e.B
-}
-
-func decodeOutbox(b []byte) ([]ledger.CreditLeg, error) {
-	d := newDecoder(b)
-	if d.Byte() != store.RecordVersion {
-		return nil, codec.ErrCorrupt
-	}
-	n := d.Uvarint()
-	if n > uint64(len(b)) { // each leg takes several bytes
-		return nil, codec.ErrCorrupt
-	}
-	legs := make([]ledger.CreditLeg, 0, n)
-	for range n {
-		legs = append(legs, ledger.CreditLeg{
-			TransferID: d.Str(), From: d.Str(), To: d.Str(), Amount: d.Varint(),
-			Memo: d.Str(), At: store.UnixNano(d.Varint()),
-		})
-	}
-	return legs, d.Done()
 }

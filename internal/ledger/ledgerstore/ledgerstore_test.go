@@ -55,13 +55,6 @@ func sampleEntries() []ledger.Entry {
 	}
 }
 
-func sampleCredits() []ledger.CreditLeg {
-	return []ledger.CreditLeg{
-		{TransferID: "t-1", From: "alice", To: "bob", Amount: 40, Memo: "rent", At: t0},
-		{TransferID: "t-2", From: "@world", To: "b", Amount: ledger.MaxAmount, At: t0.Add(time.Hour)},
-	}
-}
-
 func TestAccountRoundTrip(t *testing.T) {
 	for _, a := range sampleAccounts() {
 		b := encodeAccount(nil, &a)
@@ -90,65 +83,28 @@ func TestAccountRoundTrip(t *testing.T) {
 	}
 }
 
-// Transfers read back from records as written now and as version 1 wrote
-// them, each with every field.
+// Transfers read back from their records, each with every field.
 func TestTransferRoundTrip(t *testing.T) {
 	for _, tr := range sampleTransfers() {
-		for version, enc := range map[int][]byte{transferVersion: encodeTransfer(nil, &tr), store.RecordVersion: encodeTransferV1(nil, &tr)} {
-			got, err := decodeTransfer(tr.ID, enc)
-			if err != nil {
-				t.Fatalf("%s, version %d: %v", tr.ID, version, err)
-			}
-			if !reflect.DeepEqual(got, tr) {
-				t.Fatalf("round trip, version %d:\n got %+v\nwant %+v", version, got, tr)
-			}
-			if !got.ExpiresAt().Equal(tr.ExpiresAt()) {
-				t.Fatalf("%s: expires %v, want %v", tr.ID, got.ExpiresAt(), tr.ExpiresAt())
-			}
-		}
-	}
-	// A transfer posted once, the common case, leaves out what its other
-	// fields say.
-	posted, pending := sampleTransfers()[0], sampleTransfers()[1]
-	if a, b := len(encodeTransfer(nil, &posted)), len(encodeTransferV1(nil, &posted)); a >= b-len(posted.ID)-9 {
-		t.Errorf("posted transfer record: %d bytes, version 1 took %d", a, b)
-	}
-	if a, b := len(encodeTransfer(nil, &pending)), len(encodeTransferV1(nil, &pending)); a >= b {
-		t.Errorf("pending transfer record: %d bytes, version 1 took %d", a, b)
-	}
-}
-
-// encodeTransferV1 writes t as version 1 records did: every field,
-// including the id its key holds.
-func encodeTransferV1(dst []byte, t *ledger.Transfer) []byte {
-	e := codec.Encoder{B: dst}
-	e.Byte(store.RecordVersion)
-	e.String(t.ID)
-	e.String(t.From)
-	e.String(t.To)
-	e.Varint(t.Amount)
-	e.String(t.Currency)
-	e.Bool(t.CurrencyGiven)
-	e.String(t.Memo)
-	e.Byte(byte(t.State))
-	e.Bool(t.TwoPhase)
-	e.Varint(int64(t.Timeout))
-	e.Varint(t.PostedAmount)
-	e.Varint(t.CreatedAt.UnixNano())
-	e.Varint(t.UpdatedAt.UnixNano())
-	return e.B
-}
-
-func TestOutboxRoundTrip(t *testing.T) {
-	all := sampleCredits()
-	for _, legs := range [][]ledger.CreditLeg{all, all[:1], {}} {
-		got, err := decodeOutbox(encodeOutbox(nil, legs))
+		got, err := decodeTransfer(tr.ID, encodeTransfer(nil, &tr))
 		if err != nil {
-			t.Fatalf("%d legs: %v", len(legs), err)
+			t.Fatalf("%s: %v", tr.ID, err)
 		}
-		if !reflect.DeepEqual(got, legs) {
-			t.Fatalf("round trip:\n got %+v\nwant %+v", got, legs)
+		if !reflect.DeepEqual(got, tr) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, tr)
 		}
+		if !got.ExpiresAt().Equal(tr.ExpiresAt()) {
+			t.Fatalf("%s: expires %v, want %v", tr.ID, got.ExpiresAt(), tr.ExpiresAt())
+		}
+	}
+	// A transfer posted once, the common case, leaves out what its key or
+	// other fields say: its id, update time, posted amount and timeout.
+	posted, pending := sampleTransfers()[0], sampleTransfers()[1]
+	if enc := encodeTransfer(nil, &posted); bytes.Contains(enc, []byte(posted.ID)) {
+		t.Errorf("posted transfer record holds its id: %q", enc)
+	}
+	if a, b := len(encodeTransfer(nil, &posted)), len(encodeTransfer(nil, &pending)); a >= b {
+		t.Errorf("posted transfer record: %d bytes, not shorter than a pending one's %d", a, b)
 	}
 }
 
@@ -174,7 +130,6 @@ func decoders() map[string]decodeFunc {
 		"transfer": func(b []byte) error { _, err := decodeTransfer("t-1", b); return err },
 		"chunk":    func(b []byte) error { _, err := decodeWholeChunk(b); return err },
 		"journal":  func(b []byte) error { _, err := decodeJournal(nil, b); return err },
-		"outbox":   func(b []byte) error { _, err := decodeOutbox(b); return err },
 	}
 }
 
@@ -185,14 +140,13 @@ func validEncodings() map[string][][]byte {
 		out["account"] = append(out["account"], encodeAccount(nil, &a))
 	}
 	for _, tr := range sampleTransfers() {
-		out["transfer"] = append(out["transfer"], encodeTransfer(nil, &tr), encodeTransferV1(nil, &tr))
+		out["transfer"] = append(out["transfer"], encodeTransfer(nil, &tr))
 	}
 	entries := sampleEntries()
 	for i := range entries {
-		out["chunk"] = append(out["chunk"], chunkOf(entries[i:]), encodeNewestFirst(nil, entries[i:]), encodeLegacyEntry(nil, &entries[i]))
+		out["chunk"] = append(out["chunk"], chunkOf(entries[i:]))
 	}
-	out["journal"] = [][]byte{journalOf(sampleJournal()), journalOf(nil), journalV1Of(sampleJournal()), journalV1Of(nil)}
-	out["outbox"] = [][]byte{encodeOutbox(nil, sampleCredits()), encodeOutbox(nil, sampleCredits()[:1])}
+	out["journal"] = [][]byte{journalOf(sampleJournal()), journalOf(nil)}
 	return out
 }
 
@@ -324,11 +278,6 @@ func FuzzDecodeJournal(f *testing.F) {
 	fuzzDecode(f, validEncodings()["journal"], dec, enc)
 }
 
-func FuzzDecodeOutbox(f *testing.F) {
-	enc := func(dst []byte, legs *[]ledger.CreditLeg) []byte { return encodeOutbox(dst, *legs) }
-	fuzzDecode(f, validEncodings()["outbox"], decodeOutbox, enc)
-}
-
 func openStore(t *testing.T, dir string) Store {
 	t.Helper()
 	s, err := store.Open(dir, store.Options{CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
@@ -366,7 +315,7 @@ func span(hi, lo uint64) []uint64 {
 func TestRecordsPersistAcrossReopen(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	accounts, transfers, credits := sampleAccounts(), sampleTransfers(), sampleCredits()
+	accounts, transfers := sampleAccounts(), sampleTransfers()
 	commit(t, s, func(w *LedgerBatch) {
 		for i := range accounts {
 			w.PutAccount(&accounts[i])
@@ -374,7 +323,6 @@ func TestRecordsPersistAcrossReopen(t *testing.T) {
 		for i := range transfers {
 			w.PutTransfer(&transfers[i])
 		}
-		w.PutOutbox("o-1", credits)
 		w.PutHold("t-2")
 		putRun(w, "alice", run("alice", 1, 1))
 	})
@@ -406,13 +354,6 @@ func TestRecordsPersistAcrossReopen(t *testing.T) {
 	}
 	if h, err := s.History("alice", math.MaxUint64, 10); err != nil || len(h) != 1 || h[0].Seq != 1 {
 		t.Fatalf("history after reopen: %+v %v", h, err)
-	}
-	var outbox []ledger.CreditLeg
-	if err := s.EachOutbox(func(_ string, legs []ledger.CreditLeg) error { outbox = append(outbox, legs...); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(outbox, credits) {
-		t.Fatalf("outbox after reopen %+v", outbox)
 	}
 	var err error
 	n := 0
@@ -507,34 +448,6 @@ func TestEachHold(t *testing.T) {
 	}
 }
 
-func TestEachOutbox(t *testing.T) {
-	s := openStore(t, t.TempDir())
-	defer s.Close()
-	credits := append(sampleCredits(), ledger.CreditLeg{TransferID: "t-3", From: "a", To: "b", Amount: 1, At: t0})
-	commit(t, s, func(w *LedgerBatch) {
-		w.PutOutbox("o-1", credits[:1])
-		w.PutOutbox("o-2", credits[1:])
-	})
-	commit(t, s, func(w *LedgerBatch) { w.DeleteOutbox("o-1") })
-	var ids []string
-	var got []ledger.CreditLeg
-	err := s.EachOutbox(func(id string, legs []ledger.CreditLeg) error {
-		ids, got = append(ids, id), append(got, legs...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(ids, []string{"o-2"}) || !reflect.DeepEqual(got, credits[1:]) {
-		t.Fatalf("outbox:\n got %v %+v\nwant [o-2] %+v", ids, got, credits[1:])
-	}
-	commit(t, s, func(w *LedgerBatch) { w.DeleteOutbox("o-2"); w.DeleteOutbox("never") })
-	n := 0
-	if err := s.EachOutbox(func(string, []ledger.CreditLeg) error { n++; return nil }); err != nil || n != 0 {
-		t.Fatalf("outbox after settling all: %d records, %v", n, err)
-	}
-}
-
 func TestTransferIDs(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	defer s.Close()
@@ -551,7 +464,6 @@ func TestTransferIDs(t *testing.T) {
 			w.PutTransfer(&transfers[i])
 		}
 		w.PutHold("t-2") // other prefixes are not transfers
-		w.PutOutbox("o-1", sampleCredits()[:1])
 	})
 	var ids []string
 	for id := range s.TransferIDs(&err) {

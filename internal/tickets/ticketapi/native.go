@@ -21,17 +21,20 @@ import (
 // FastRoutes are the routes the API serves natively.
 func (a *API) FastRoutes() []front.Route {
 	return []front.Route{
-		a.native("POST /v1/event/{id}/reservation", a.reserve),
-		a.native("GET /v1/reservation/{id}", a.getReservation),
+		// Reservations are open to users without the key; their bodies
+		// are small.
+		a.native("POST /v1/event/{id}/reservation", a.reserve, maxReservationBody),
+		a.native("GET /v1/reservation/{id}", a.getReservation, maxReservationBody),
 	}
 }
 
 type nativeHandler func(ctx *fasthttp.RequestCtx) int
 
-// native makes h a route that records its latency under pattern, as
-// handle does for net/http.
-func (a *API) native(pattern string, h nativeHandler) front.Route {
-	return front.Route{Pattern: pattern, Handler: func(ctx *fasthttp.RequestCtx) {
+// native makes h a route, open to callers without the key (front.Route's
+// Open) with bodies of at most maxBody bytes, that records its latency
+// under pattern, as handle does for net/http.
+func (a *API) native(pattern string, h nativeHandler, maxBody int) front.Route {
+	return front.Route{Pattern: pattern, Open: true, MaxBody: maxBody, Handler: func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
 		code := h(ctx)
 		a.latency.WithLabelValues(pattern, statusText(code)).Observe(time.Since(start).Seconds())

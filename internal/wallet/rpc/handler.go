@@ -146,20 +146,11 @@ func schemaOptions(procedure string) []connect.HandlerOption {
 	return opts
 }
 
-// Route sends the RPC paths to rpc and everything else to fallback. It
-// matches the path's first segment instead of using a ServeMux, so that
-// fallback gets every other request exactly as sent.
-func Route(rpc, fallback http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isRPCPath(r.URL.Path) {
-			rpc.ServeHTTP(w, r)
-			return
-		}
-		fallback.ServeHTTP(w, r)
-	})
-}
-
-func isRPCPath(path string) bool {
+// Owns reports whether Handler serves path: the wallet's services, gRPC
+// health and reflection. It matches the path's first segment instead of
+// using a ServeMux, so that the handlers beside it get every other request
+// exactly as sent.
+func Owns(path string) bool {
 	return strings.HasPrefix(path, "/surge.wallet.v1.") ||
 		strings.HasPrefix(path, "/grpc.health.v1.") ||
 		strings.HasPrefix(path, "/grpc.reflection.")

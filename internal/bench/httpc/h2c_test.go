@@ -1,0 +1,157 @@
+package httpc
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+
+	"golang.org/x/net/http2"
+)
+
+// startH2C serves h with net/http's own h2c (HTTP/2 with prior knowledge)
+// on a loopback port.
+func startH2C(t *testing.T, h http.Handler) (*http.Server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, Protocols: new(http.Protocols)}
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv, "http://" + ln.Addr().String()
+}
+
+func TestH2CSpreadsStreamsOverConns(t *testing.T) {
+	var mu sync.Mutex
+	remotes := map[string]bool{}
+	_, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			http.Error(w, "not HTTP/2", http.StatusBadRequest)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body) // a body left unread is a stream reset
+		mu.Lock()
+		remotes[r.RemoteAddr] = true
+		mu.Unlock()
+		_, _ = w.Write([]byte("ok"))
+	}))
+	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2CClient, Conns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var wg sync.WaitGroup
+	for range 8 {
+		ep := c.Endpoint(t.Context(), http.MethodPost, "/x")
+		wg.Go(func() {
+			for range 20 {
+				if status, reply, err := ep.Send([]byte(`{}`)); err != nil || status != 200 || string(reply) != "ok" {
+					t.Errorf("send: %d %q %v", status, reply, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	e := c.H2Events()
+	if len(remotes) != 2 || e.Dials != 2 || len(e.GoAways)+len(e.Resets)+len(e.ConnErrors) != 0 {
+		t.Errorf("%d connections seen by the server, events %+v; want 2 dials and nothing else", len(remotes), e)
+	}
+}
+
+func TestH2CCountsResetsAndGoAways(t *testing.T) {
+	srv, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/abort" {
+			panic(http.ErrAbortHandler) // the server resets the stream
+		}
+	}))
+	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2CClient, Conns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, err := c.Do(t.Context(), http.MethodGet, "/abort", nil); err == nil {
+		t.Fatal("a reset stream answered")
+	}
+	if e := c.H2Events(); e.Resets["INTERNAL_ERROR"] != 1 || e.Dials != 1 {
+		t.Fatalf("events %+v, want one INTERNAL_ERROR reset on one connection", e)
+	}
+	// A graceful shutdown tells the connection to go away, then ends it.
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Do(t.Context(), http.MethodGet, "/", nil); err == nil {
+		t.Fatal("a request reached a server that shut down")
+	}
+	// The GOAWAY was read before the request failed, on the old
+	// connection or because of it.
+	if e := c.H2Events(); e.GoAways["NO_ERROR"] != 1 {
+		t.Errorf("events %+v, want a NO_ERROR GOAWAY", e)
+	}
+}
+
+func TestH2CCountsAConnectionLostUnderARequest(t *testing.T) {
+	var srv *http.Server
+	srv, url := startH2C(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		_ = srv.Close() // every connection ends, this request's included
+	}))
+	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2CClient, Conns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, err := c.Do(t.Context(), http.MethodGet, "/", nil); err == nil {
+		t.Fatal("a request answered on a connection the server closed")
+	}
+	// The read that ended the connection was counted before the stream
+	// on it failed.
+	e := c.H2Events()
+	var lost int64
+	for _, n := range e.ConnErrors {
+		lost += n
+	}
+	if lost != 1 {
+		t.Errorf("events %+v, want one connection lost", e)
+	}
+}
+
+func TestH2CNeedsPlainHTTP(t *testing.T) {
+	if _, err := NewHTTPClient(HTTPOptions{Target: "https://127.0.0.1:1", Client: H2CClient}); err == nil {
+		t.Error("h2c accepted an https target")
+	}
+}
+
+// TestFrameScannerFollowsFramesAcrossReads feeds a server's frames a byte
+// at a time and in one piece: the scanner finds the same GOAWAY and
+// RST_STREAM codes either way, and nothing in the other frames.
+func TestFrameScannerFollowsFramesAcrossReads(t *testing.T) {
+	var buf bytes.Buffer
+	fr := http2.NewFramer(&buf, nil)
+	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 100})
+	_ = fr.WriteSettingsAck()
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x88}, EndHeaders: true})
+	_ = fr.WriteData(1, true, bytes.Repeat([]byte{7}, 300)) // payload bytes look like a frame's
+	_ = fr.WriteRSTStream(3, http2.ErrCodeRefusedStream)
+	_ = fr.WritePing(false, [8]byte{0, 0, 0, 7, 0, 0, 0, 11})
+	_ = fr.WriteGoAway(5, http2.ErrCodeEnhanceYourCalm, []byte("calm down"))
+	want := []string{"RST_STREAM REFUSED_STREAM", "GOAWAY ENHANCE_YOUR_CALM"}
+	for _, step := range []int{1, buf.Len()} {
+		var s frameScanner
+		var got []string
+		data := buf.Bytes()
+		for len(data) > 0 {
+			n := min(step, len(data))
+			s.feed(data[:n], func(typ http2.FrameType, code http2.ErrCode) { got = append(got, typ.String()+" "+code.String()) })
+			data = data[n:]
+		}
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("reads of %d bytes: frames %q, want %q", step, got, want)
+		}
+	}
+}

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/surge-dev/surge/internal/front"
+	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+)
+
+// addLimitFlags adds the front door's limits (docs/OPERATIONS.md, "Limits").
+func addLimitFlags(f *pflag.FlagSet, c *serveConfig) {
+	d := front.DefaultLimits
+	f.IntVar(&c.limits.MaxConns, "max-conns", d.MaxConns, "connections open at once; past it a new connection gets 503 and is closed as it is accepted")
+	f.IntVar(&c.bodyMB, "body-budget-mb", int(d.BodyBytes>>20), "MiB of request bodies held at once; a body is read only once its route, key and this budget admit it, else 503 overloaded with Retry-After")
+	f.Uint32Var(&c.limits.MaxStreams, "max-streams", d.MaxStreams, "concurrent streams per HTTP/2 or gRPC connection")
+	f.DurationVar(&c.headerTO, "header-timeout", 10*time.Second, "longest a request's headers may take to arrive (HTTP/1.1: headers and body), and a new connection its first request")
+	f.DurationVar(&c.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest a request body may take to arrive over HTTP/2 or gRPC-Web/Connect (HTTP/1.1: --header-timeout covers the body)")
+}
+
+// checkLimits validates the limits' flags and sets the body budget.
+func checkLimits(c *serveConfig) error {
+	largest := max(ledgerapi.MaxBatchBody, c.kvValue) + 1
+	if c.bodyMB <= 0 || int64(c.bodyMB)<<20 < int64(largest) {
+		return fmt.Errorf("--body-budget-mb %d: want at least the largest body a route takes (%d bytes)", c.bodyMB, largest)
+	}
+	c.limits.BodyBytes = int64(c.bodyMB) << 20
+	if c.limits.MaxConns <= 0 || c.limits.MaxStreams == 0 || c.limits.BodyTimeout <= 0 || c.headerTO <= 0 {
+		return fmt.Errorf("--max-conns, --max-streams, --header-timeout and --body-timeout must be positive")
+	}
+	return nil
+}

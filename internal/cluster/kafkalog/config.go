@@ -1,0 +1,92 @@
+// Package kafkalog is a surge shard's command log on Apache Kafka, through
+// franz-go: the cluster's topics, the producer that appends commands to a
+// partition, and the consumer-group member that owns partitions and runs
+// consume-transform-produce rounds, each one Kafka transaction.
+//
+// A surge cluster named C (Config.Cluster) has three topics of N partitions
+// each (Config.Partitions); partition p of the commands and changelog topics
+// belongs to shard p:
+//
+//   - C.commands: the shards' input. A node that receives a request appends
+//     the command to its shard's partition (acks=all, idempotent).
+//   - C.changelog: compacted; the latest value of each key of a shard's
+//     state. A new owner restores a partition from it (Restore).
+//   - C.replies: the replies of rounds, to the partition that is the inbox
+//     of the node holding the client's connection (InboxPartition).
+//
+// The members of the consumer group C share the commands partitions. A round
+// (Member.Round) reads a batch of its partitions' commands and writes the
+// round's outputs (replies, changelog records, commands owed to other
+// partitions) and the group's consumer offsets in one transaction: a round is
+// applied exactly once, and read_committed readers never see the outputs of
+// a round that aborted. docs/CLUSTER.md describes the design.
+package kafkalog
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// DefaultCluster names the topics and consumer group when Config.Cluster is empty.
+const DefaultCluster = "surge"
+
+// Config locates a surge cluster on a Kafka cluster.
+type Config struct {
+	// Brokers are the bootstrap addresses, host:port.
+	Brokers []string
+	// Cluster names the topics and the consumer group; DefaultCluster if empty.
+	Cluster string
+	// Partitions is the number of partitions (shards) of every topic: used
+	// when the topics are created and checked against them afterwards.
+	Partitions int32
+	// ReplicationFactor of the topics when they are created; the brokers'
+	// default.replication.factor if zero.
+	ReplicationFactor int16
+	// SessionTimeout is how long a node that stopped heartbeating (dead,
+	// frozen, cut off) keeps its partitions before the group gives them to
+	// the others; Kafka's default, 45 s, if zero. The brokers refuse values
+	// below their group.min.session.timeout.ms (6 s by default).
+	SessionTimeout time.Duration
+}
+
+func (c Config) name() string {
+	if c.Cluster == "" {
+		return DefaultCluster
+	}
+	return c.Cluster
+}
+
+// CommandsTopic is the topic of the shards' commands.
+func (c Config) CommandsTopic() string { return c.name() + ".commands" }
+
+// ChangelogTopic is the compacted topic of the shards' state.
+func (c Config) ChangelogTopic() string { return c.name() + ".changelog" }
+
+// RepliesTopic is the topic of the nodes' reply inboxes.
+func (c Config) RepliesTopic() string { return c.name() + ".replies" }
+
+// Group is the consumer group whose members own the commands partitions.
+func (c Config) Group() string { return c.name() }
+
+// TransactionalID is the transactional id of a node's rounds. It is stable
+// across the node's restarts so that a restarted node fences its former
+// incarnation (Kafka bumps the producer epoch of the id).
+func (c Config) TransactionalID(node string) string { return c.name() + "." + node }
+
+// InboxPartition is the partition of the replies topic that node reads.
+func (c Config) InboxPartition(node string) int32 {
+	return int32(xxhash.Sum64String(node) % uint64(c.Partitions))
+}
+
+func (c Config) validate() error {
+	switch {
+	case len(c.Brokers) == 0:
+		return errors.New("kafkalog: no brokers")
+	case c.Partitions < 1:
+		return fmt.Errorf("kafkalog: partitions must be at least 1, got %d", c.Partitions)
+	}
+	return nil
+}

@@ -1,0 +1,348 @@
+package kafkalog
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkatest"
+)
+
+// These tests run against a real Kafka broker (kafkatest), never kfake:
+// they are about what the broker does with transactions and groups.
+
+func TestMain(m *testing.M) { kafkatest.Main(m) }
+
+// testTimeout bounds each test; a broker that does not answer fails it.
+const testTimeout = 2 * time.Minute
+
+// sessionTimeout is the least the broker allows: a frozen member loses its
+// partitions after it.
+const sessionTimeout = 6 * time.Second
+
+// newCluster names a fresh surge cluster on the shared broker and creates
+// its topics.
+func newCluster(t *testing.T, partitions int32) (context.Context, Config) {
+	t.Helper()
+	k := kafkatest.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	name := strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + uuid.NewString()[:8]
+	c := Config{Brokers: k.Brokers, Cluster: name, Partitions: partitions, SessionTimeout: sessionTimeout}
+	if err := EnsureTopics(ctx, newClient(t, c), c); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, c
+}
+
+func newClient(t *testing.T, c Config) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// appendCommands appends n commands "cmd-i", i in [from, from+n), to
+// partition i % Partitions.
+func appendCommands(t *testing.T, ctx context.Context, c Config, from, n int) {
+	t.Helper()
+	p, err := NewProducer(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := from; i < from+n; i++ {
+		key := []byte("cmd-" + strconv.Itoa(i))
+		if _, err := p.Append(ctx, int32(i)%c.Partitions, key, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// echo is a round's transform for the tests: every command gets a reply
+// (to node's inbox) and a changelog record, both keyed by the command's key
+// and valued by tag.
+func echo(c Config, node, tag string) Apply {
+	return func(_ context.Context, batch []Command) ([]Output, error) {
+		outs := make([]Output, 0, 2*len(batch))
+		for _, cmd := range batch {
+			outs = append(outs,
+				Output{Kind: Reply, Partition: c.InboxPartition(node), Key: cmd.Key, Value: []byte(tag)},
+				Output{Kind: Change, Partition: cmd.Partition, Key: cmd.Key, Value: []byte(tag)})
+		}
+		return outs, nil
+	}
+}
+
+// readAll returns the data records of every partition of topic, up to its
+// end now: committed ones only, or all (aborted included).
+func readAll(t *testing.T, ctx context.Context, c Config, topic string, committed bool) []*kgo.Record {
+	t.Helper()
+	var out []*kgo.Record
+	for p := range c.Partitions {
+		err := readTo(ctx, c, topic, p, committed, func(r *kgo.Record) error {
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+			return nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// countKeys counts the records of each key.
+func countKeys(rs []*kgo.Record) map[string]int {
+	n := map[string]int{}
+	for _, r := range rs {
+		n[string(r.Key)]++
+	}
+	return n
+}
+
+// exactlyOnce fails t unless each of the n commands has exactly one record.
+func exactlyOnce(t *testing.T, what string, rs []*kgo.Record, n int) {
+	t.Helper()
+	got := countKeys(rs)
+	for i := range n {
+		if k := "cmd-" + strconv.Itoa(i); got[k] != 1 {
+			t.Errorf("%s: %s has %d records, want exactly 1", what, k, got[k])
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%s: %d distinct keys, want %d", what, len(got), n)
+	}
+}
+
+func TestEnsureTopicsCreatesThenChecks(t *testing.T) {
+	ctx, c := newCluster(t, 4)
+	cl := newClient(t, c)
+	adm := kadm.NewClient(cl)
+	if err := EnsureTopics(ctx, cl, c); err != nil {
+		t.Fatalf("second EnsureTopics on matching topics: %v", err)
+	}
+	details, err := adm.ListTopics(ctx, c.CommandsTopic(), c.ChangelogTopic(), c.RepliesTopic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{c.CommandsTopic(), c.ChangelogTopic(), c.RepliesTopic()} {
+		if got := len(details[name].Partitions); got != 4 {
+			t.Errorf("%s has %d partitions, want 4", name, got)
+		}
+	}
+	rc, err := adm.DescribeTopicConfigs(ctx, c.ChangelogTopic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := rc.On(c.ChangelogTopic(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range cfg.Configs {
+		if kv.Key == "cleanup.policy" && kv.MaybeValue() != "compact" {
+			t.Errorf("changelog cleanup.policy = %q, want compact", kv.MaybeValue())
+		}
+	}
+	other := c
+	other.Partitions = 5
+	if err := EnsureTopics(ctx, cl, other); !errors.Is(err, ErrTopicMismatch) {
+		t.Fatalf("EnsureTopics with 5 partitions over 4: %v, want ErrTopicMismatch", err)
+	}
+}
+
+// join makes node a member of c's group for the test's duration.
+func join(t *testing.T, ctx context.Context, c Config, node string, h Handlers) *Member {
+	t.Helper()
+	m, err := Join(ctx, c, node, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// committedSet tracks which commands committed rounds have done, from
+// several members' goroutines, and ends ctx once all n are done.
+type committedSet struct {
+	mu     sync.Mutex
+	done   map[string]int
+	n      int
+	cancel context.CancelFunc
+}
+
+func (s *committedSet) add(batch []Command) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cmd := range batch {
+		s.done[string(cmd.Key)]++
+	}
+	if len(s.done) >= s.n {
+		s.cancel()
+	}
+}
+
+// runRounds runs m's rounds with apply until ctx ends; rounds that commit
+// are added to set. It returns the first error of a round other than the
+// end of ctx.
+func runRounds(ctx context.Context, m *Member, apply Apply, set *committedSet) error {
+	for {
+		var batch []Command
+		res, err := m.Round(ctx, 50, func(ctx context.Context, b []Command) ([]Output, error) {
+			batch = b
+			return apply(ctx, b)
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return err
+		case res.Committed:
+			set.add(batch)
+		}
+	}
+}
+
+// runUntilDone runs the members' rounds concurrently until committed rounds
+// have done all n commands.
+func runUntilDone(t *testing.T, ctx context.Context, n int, members map[string]*Member, apply func(node string) Apply) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	set := &committedSet{done: map[string]int{}, n: n, cancel: cancel}
+	errs := make(chan error, len(members))
+	for node, m := range members {
+		go func() { errs <- runRounds(ctx, m, apply(node), set) }()
+	}
+	for range members {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(set.done) < n {
+		t.Fatalf("rounds committed %d of %d commands before the test's deadline", len(set.done), n)
+	}
+}
+
+func TestRoundIsExactlyOnceAcrossRebalance(t *testing.T) {
+	const n = 200
+	ctx, c := newCluster(t, 4)
+	appendCommands(t, ctx, c, 0, n)
+
+	revoked := make(chan struct{})
+	var once sync.Once
+	a := join(t, ctx, c, "a", Handlers{Revoked: func(context.Context, []int32) { once.Do(func() { close(revoked) }) }})
+	// a's first round is caught by b joining the group: it goes on only once
+	// some of a's partitions were revoked, so its transaction must abort.
+	var b *Member
+	res, err := a.Round(ctx, 50, func(ctx context.Context, batch []Command) ([]Output, error) {
+		b = join(t, ctx, c, "b", Handlers{})
+		select {
+		case <-revoked:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return echo(c, "a", "a")(ctx, batch)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Commands == 0 || res.Committed {
+		t.Fatalf("round across the rebalance: %+v, want commands read and the round aborted", res)
+	}
+	runUntilDone(t, ctx, n, map[string]*Member{"a": a, "b": b}, func(node string) Apply { return echo(c, node, node) })
+
+	exactlyOnce(t, "committed replies", readAll(t, ctx, c, c.RepliesTopic(), true), n)
+	all := readAll(t, ctx, c, c.RepliesTopic(), false)
+	if len(all) <= n {
+		t.Fatalf("replies incl. aborted: %d, want more than %d: the aborted round wrote nothing", len(all), n)
+	}
+	var restored []*kgo.Record
+	for p := range c.Partitions {
+		err := Restore(ctx, c, p, func(k, v []byte) error {
+			restored = append(restored, &kgo.Record{Key: k, Value: v})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	exactlyOnce(t, "restored changelog", restored, n)
+	if owned := append(a.Owned(), b.Owned()...); len(owned) > int(c.Partitions) {
+		t.Errorf("a owns %v and b owns %v: a partition has two owners", a.Owned(), b.Owned())
+	}
+}
+
+func TestRestartedNodeFencesItsFormerIncarnation(t *testing.T) {
+	const n = 10
+	ctx, c := newCluster(t, 1)
+	appendCommands(t, ctx, c, 0, n)
+	old := join(t, ctx, c, "n1", Handlers{})
+	var fresh *Member
+	res, err := old.Round(ctx, n, func(ctx context.Context, batch []Command) ([]Output, error) {
+		fresh = join(t, ctx, c, "n1", Handlers{}) // the same node id: fences old
+		return echo(c, "n1", "old")(ctx, batch)
+	})
+	if err == nil || res.Committed {
+		t.Fatalf("round of the fenced incarnation: %+v, %v; want an error and no commit", res, err)
+	}
+	t.Logf("the former incarnation's round failed as it must: %v", err)
+	old.Close() // its partition moves to the new incarnation
+	runUntilDone(t, ctx, n, map[string]*Member{"n1": fresh}, func(string) Apply { return echo(c, "n1", "new") })
+
+	replies := readAll(t, ctx, c, c.RepliesTopic(), true)
+	exactlyOnce(t, "committed replies", replies, n)
+	for _, r := range replies {
+		if string(r.Value) != "new" {
+			t.Errorf("committed reply %s from the %s incarnation", r.Key, r.Value)
+		}
+	}
+}
+
+func TestAbortedRoundIsInvisibleToReadCommitted(t *testing.T) {
+	const n = 5
+	ctx, c := newCluster(t, 1)
+	appendCommands(t, ctx, c, 0, n)
+	m := join(t, ctx, c, "n1", Handlers{})
+	// A round whose last output cannot be written (over the producer's
+	// batch limit) aborts after its other outputs went to the broker.
+	res, err := m.Round(ctx, n, func(ctx context.Context, batch []Command) ([]Output, error) {
+		outs, _ := echo(c, "n1", "aborted")(ctx, batch)
+		tooBig := Output{Kind: Reply, Key: []byte("too-big"), Value: make([]byte, 2<<20)}
+		return append(outs, tooBig), nil
+	})
+	if err == nil || res.Committed {
+		t.Fatalf("round with an unwritable output: %+v, %v; want an error and no commit", res, err)
+	}
+	runUntilDone(t, ctx, n, map[string]*Member{"n1": m}, func(string) Apply { return echo(c, "n1", "committed") })
+
+	committed := readAll(t, ctx, c, c.RepliesTopic(), true)
+	exactlyOnce(t, "committed replies", committed, n)
+	for _, r := range committed {
+		if string(r.Value) != "committed" {
+			t.Errorf("read_committed sees reply %s of the %s round", r.Key, r.Value)
+		}
+	}
+	aborted := 0
+	for _, r := range readAll(t, ctx, c, c.RepliesTopic(), false) {
+		if string(r.Value) == "aborted" {
+			aborted++
+		}
+	}
+	if aborted == 0 {
+		t.Fatal("no output of the aborted round reached the broker: the test shows nothing")
+	}
+	t.Logf("%d outputs of the aborted round are in the log, none visible to read_committed", aborted)
+}

@@ -1,0 +1,250 @@
+package kafkalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Command is one command read from a partition of the commands topic.
+type Command struct {
+	Partition int32
+	Offset    int64
+	Key       []byte
+	Value     []byte
+}
+
+// Kind says which topic an Output goes to.
+type Kind uint8
+
+// The kinds of a round's outputs.
+const (
+	// Reply goes to the replies topic, to the inbox partition of the node
+	// that holds the client's connection.
+	Reply Kind = iota
+	// Change goes to the changelog topic, to the shard's own partition.
+	Change
+	// Forward goes to the commands topic: a command owed to another
+	// partition, such as the credit of a cross-partition transfer.
+	Forward
+)
+
+// Output is one record a round produces.
+type Output struct {
+	Kind      Kind
+	Partition int32
+	Key       []byte
+	Value     []byte
+}
+
+// Apply is a round's transform: it applies a batch of commands, in each
+// partition's order, and returns the round's outputs. An error aborts the
+// round; the same commands are read again.
+type Apply func(ctx context.Context, batch []Command) ([]Output, error)
+
+// Handlers are told which commands partitions the member owns. They run on
+// the group's goroutine, never concurrently with each other.
+type Handlers struct {
+	// Assigned is called with partitions the member now owns, before any of
+	// their commands is read: the shard restores their state here.
+	Assigned func(ctx context.Context, partitions []int32)
+	// Revoked is called with partitions the member no longer owns, whether
+	// given up in a rebalance or lost (the member was expelled from the
+	// group): the shard drops their state.
+	Revoked func(ctx context.Context, partitions []int32)
+}
+
+// RoundResult tells what a round did.
+type RoundResult struct {
+	// Commands is the number of commands the round read.
+	Commands int
+	// Outputs is the number of records it produced.
+	Outputs int
+	// Committed reports that its transaction committed. A round that read
+	// commands and did not commit was aborted (its partitions were revoked
+	// while it ran, or it was fenced): none of its outputs is visible to
+	// read_committed readers, its commands will be read again by their
+	// owner, and the caller must drop the state changes it made.
+	Committed bool
+}
+
+// Member is a node's member of the cluster's consumer group: it owns some
+// of the commands partitions and runs the rounds over them.
+type Member struct {
+	s   *kgo.GroupTransactSession
+	cfg Config
+
+	mu    sync.Mutex
+	owned map[int32]bool
+}
+
+// Join makes node a member of the cluster's consumer group. node must be
+// stable across the node's restarts and unique among the live nodes: Join
+// initialises the node's transactional producer, which fences any former
+// incarnation of the node (see Config.TransactionalID) before this one
+// reads a command. opts are added last.
+func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Opt) (*Member, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if node == "" {
+		return nil, errors.New("kafkalog: empty node id")
+	}
+	m := &Member{cfg: c, owned: map[int32]bool{}}
+	base := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ConsumerGroup(c.Group()),
+		kgo.ConsumeTopics(c.CommandsTopic()),
+		// A partition without committed offsets is read from its first command.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.TransactionalID(c.TransactionalID(node)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.OnPartitionsAssigned(m.assigned(h.Assigned)),
+		kgo.OnPartitionsRevoked(m.revoked(h.Revoked)),
+		kgo.OnPartitionsLost(m.revoked(h.Revoked)),
+	}
+	if c.SessionTimeout > 0 {
+		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
+	}
+	s, err := kgo.NewGroupTransactSession(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafkalog: joining %s: %w", c.Group(), err)
+	}
+	if _, _, err := s.Client().ProducerID(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("kafkalog: initialising %s's producer: %w", node, err)
+	}
+	m.s = s
+	return m, nil
+}
+
+func (m *Member) assigned(fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
+	return func(ctx context.Context, _ *kgo.Client, parts map[string][]int32) {
+		ps := slices.Sorted(slices.Values(parts[m.cfg.CommandsTopic()]))
+		m.mu.Lock()
+		for _, p := range ps {
+			m.owned[p] = true
+		}
+		m.mu.Unlock()
+		if fn != nil && len(ps) > 0 {
+			fn(ctx, ps)
+		}
+	}
+}
+
+func (m *Member) revoked(fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
+	return func(ctx context.Context, _ *kgo.Client, parts map[string][]int32) {
+		ps := slices.Sorted(slices.Values(parts[m.cfg.CommandsTopic()]))
+		m.mu.Lock()
+		for _, p := range ps {
+			delete(m.owned, p)
+		}
+		m.mu.Unlock()
+		if fn != nil && len(ps) > 0 {
+			fn(ctx, ps)
+		}
+	}
+}
+
+// Owned returns the commands partitions the member owns, in order.
+func (m *Member) Owned() []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Sorted(func(yield func(int32) bool) {
+		for p := range m.owned {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+}
+
+// Round runs one consume-transform-produce round: it waits for commands
+// (until ctx ends), reads at most max of them, applies them and, in one
+// transaction, writes the outputs and commits the consumer offsets. Rounds
+// of one member must not run concurrently.
+func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, error) {
+	batch, err := m.poll(ctx, max)
+	if err != nil || len(batch) == 0 {
+		return RoundResult{}, err
+	}
+	res := RoundResult{Commands: len(batch)}
+	if err := m.s.Begin(); err != nil {
+		return res, fmt.Errorf("kafkalog: beginning a round: %w", err)
+	}
+	outs, err := apply(ctx, batch)
+	if err == nil {
+		err = m.produce(ctx, outs)
+	}
+	if err != nil {
+		if _, endErr := m.s.End(ctx, kgo.TryAbort); endErr != nil {
+			err = errors.Join(err, fmt.Errorf("kafkalog: aborting a round: %w", endErr))
+		}
+		return res, err
+	}
+	res.Outputs = len(outs)
+	res.Committed, err = m.s.End(ctx, kgo.TryCommit)
+	if err != nil {
+		return res, fmt.Errorf("kafkalog: ending a round: %w", err)
+	}
+	return res, nil
+}
+
+// poll reads up to max commands, waiting until some come or ctx ends.
+func (m *Member) poll(ctx context.Context, max int) ([]Command, error) {
+	fetches := m.s.PollRecords(ctx, max)
+	if fetches.IsClientClosed() {
+		return nil, kgo.ErrClientClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := fetches.Err(); err != nil {
+		return nil, fmt.Errorf("kafkalog: reading commands: %w", err)
+	}
+	batch := make([]Command, 0, fetches.NumRecords())
+	fetches.EachRecord(func(r *kgo.Record) {
+		batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value})
+	})
+	return batch, nil
+}
+
+// produce writes a round's outputs into the open transaction and waits
+// until every one is acknowledged.
+func (m *Member) produce(ctx context.Context, outs []Output) error {
+	records := make([]*kgo.Record, len(outs))
+	for i, o := range outs {
+		topic, err := m.topic(o.Kind)
+		if err != nil {
+			return err
+		}
+		records[i] = &kgo.Record{Topic: topic, Partition: o.Partition, Key: o.Key, Value: o.Value}
+	}
+	if err := m.s.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		return fmt.Errorf("kafkalog: producing a round's outputs: %w", err)
+	}
+	return nil
+}
+
+func (m *Member) topic(k Kind) (string, error) {
+	switch k {
+	case Reply:
+		return m.cfg.RepliesTopic(), nil
+	case Change:
+		return m.cfg.ChangelogTopic(), nil
+	case Forward:
+		return m.cfg.CommandsTopic(), nil
+	}
+	return "", fmt.Errorf("kafkalog: output of unknown kind %d", k)
+}
+
+// Close leaves the group; the member's partitions move to the others.
+func (m *Member) Close() { m.s.Close() }

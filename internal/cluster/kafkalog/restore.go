@@ -1,0 +1,127 @@
+package kafkalog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Restore reads partition p of the changelog from its start to its end as
+// of the call, once every transaction that wrote there has ended, committed
+// records only, and gives each record to fn in
+// order: the later of two records of a key is its current value (compaction
+// keeps at least that one). A new owner of a partition rebuilds the
+// shard's state from it before the partition's first round.
+func Restore(ctx context.Context, c Config, partition int32, fn func(key, value []byte) error, opts ...kgo.Opt) error {
+	return readTo(ctx, c, c.ChangelogTopic(), partition, true, func(r *kgo.Record) error {
+		if r.Attrs.IsControl() {
+			return nil
+		}
+		return fn(r.Key, r.Value)
+	}, opts)
+}
+
+// readTo gives fn every record of topic/partition from its start to its
+// high watermark as of the call (see endOffset), transaction markers
+// included: with committed, without aborted records (read_committed); else
+// aborted records included (read_uncommitted).
+func readTo(ctx context.Context, c Config, topic string, partition int32, committed bool, fn func(*kgo.Record) error, opts []kgo.Opt) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	end, err := endOffset(ctx, c, topic, partition, committed, opts)
+	if err != nil || end == 0 {
+		return err
+	}
+	isolation := kgo.ReadUncommitted()
+	if committed {
+		isolation = kgo.ReadCommitted()
+	}
+	base := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.FetchIsolationLevel(isolation),
+		// Transaction markers come through too: the last offset before the
+		// end may be a marker, and seeing it ends the read.
+		kgo.KeepControlRecords(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			topic: {partition: kgo.NewOffset().AtStart()},
+		}),
+	}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		return fmt.Errorf("kafkalog: reading %s/%d: %w", topic, partition, err)
+	}
+	defer cl.Close()
+	for {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fetches.Err(); err != nil {
+			return fmt.Errorf("kafkalog: reading %s/%d: %w", topic, partition, err)
+		}
+		for it := fetches.RecordIter(); !it.Done(); {
+			r := it.Next()
+			if r.Offset >= end {
+				return nil
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+			if r.Offset == end-1 {
+				return nil
+			}
+		}
+	}
+}
+
+// endOffset is the partition's high watermark as of the call. With
+// committed it first waits until the partition's last stable offset reaches
+// that mark: every transaction that wrote below it has ended (committed,
+// aborted, or aborted by the coordinator once its producer was fenced or
+// timed out), so a read_committed reader sees all that was committed there.
+// Waiting matters after a round commits: the transaction coordinator writes
+// the commit markers to the round's partitions after EndTxn returns.
+func endOffset(ctx context.Context, c Config, topic string, partition int32, committed bool, opts []kgo.Opt) (int64, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, opts...)...)
+	if err != nil {
+		return 0, fmt.Errorf("kafkalog: end of %s: %w", topic, err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	hw, err := listOffset(ctx, adm.ListEndOffsets, topic, partition)
+	if err != nil || !committed {
+		return hw, err
+	}
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		lso, err := listOffset(ctx, adm.ListCommittedOffsets, topic, partition)
+		if err != nil || lso >= hw {
+			return hw, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("kafkalog: waiting for the transactions of %s/%d to end: %w", topic, partition, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// listOffset asks list (kadm's ListEndOffsets or ListCommittedOffsets) for
+// one partition's offset.
+func listOffset(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string, partition int32) (int64, error) {
+	offsets, err := list(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("kafkalog: end of %s: %w", topic, err)
+	}
+	o, ok := offsets.Lookup(topic, partition)
+	if !ok {
+		return 0, fmt.Errorf("kafkalog: end of %s/%d: no such partition", topic, partition)
+	}
+	if o.Err != nil {
+		return 0, fmt.Errorf("kafkalog: end of %s/%d: %w", topic, partition, o.Err)
+	}
+	return o.Offset, nil
+}

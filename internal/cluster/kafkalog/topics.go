@@ -1,0 +1,149 @@
+package kafkalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrTopicMismatch reports a cluster topic that exists with another number
+// of partitions or another cleanup policy than the Config asks for.
+var ErrTopicMismatch = errors.New("kafkalog: existing topic does not match the configuration")
+
+// replyRetention keeps replies for an hour: a reply is read within the
+// request's deadline, so older ones only take disk.
+const replyRetention = "3600000"
+
+// topicSpec is one cluster topic as EnsureTopics creates and checks it.
+type topicSpec struct {
+	name    string
+	configs map[string]*string
+}
+
+func (c Config) topicSpecs() []topicSpec {
+	return []topicSpec{
+		{c.CommandsTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}},
+		{c.ChangelogTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}},
+		{c.RepliesTopic(), map[string]*string{
+			"cleanup.policy": kadm.StringPtr("delete"),
+			"retention.ms":   kadm.StringPtr(replyRetention),
+		}},
+	}
+}
+
+// EnsureTopics creates the cluster's topics with c.Partitions partitions
+// each, or, for those that exist, checks that they have that many
+// partitions and the cleanup policy the cluster needs. It returns once
+// the brokers serve every partition.
+func EnsureTopics(ctx context.Context, cl *kgo.Client, c Config) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	adm := kadm.NewClient(cl)
+	rf := c.ReplicationFactor
+	if rf == 0 {
+		rf = -1 // the brokers' default.replication.factor
+	}
+	for _, t := range c.topicSpecs() {
+		resp, err := adm.CreateTopic(ctx, c.Partitions, rf, t.configs, t.name)
+		switch {
+		case errors.Is(err, kerr.TopicAlreadyExists):
+			if err := checkTopic(ctx, adm, t, c.Partitions); err != nil {
+				return err
+			}
+		case err != nil:
+			return fmt.Errorf("kafkalog: creating %s: %w", t.name, err)
+		case resp.Err != nil:
+			return fmt.Errorf("kafkalog: creating %s: %w", t.name, resp.Err)
+		}
+	}
+	return waitTopics(ctx, cl, c)
+}
+
+// waitTopics returns once the brokers' metadata shows every partition of
+// the cluster's topics with a leader: a topic just created reaches the
+// brokers' metadata caches a little after CreateTopics returns. It asks the
+// brokers each time, past the client's metadata cache.
+func waitTopics(ctx context.Context, cl *kgo.Client, c Config) error {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, name := range []string{c.CommandsTopic(), c.ChangelogTopic(), c.RepliesTopic()} {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(name)
+		req.Topics = append(req.Topics, t)
+	}
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil && topicsReady(resp, c.Partitions) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kafkalog: waiting for the topics of %s: %w", c.name(), ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+func topicsReady(resp *kmsg.MetadataResponse, partitions int32) bool {
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 || int32(len(t.Partitions)) != partitions {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 {
+				return false
+			}
+		}
+	}
+	return len(resp.Topics) == 3
+}
+
+// checkTopic compares an existing topic with its spec.
+func checkTopic(ctx context.Context, adm *kadm.Client, t topicSpec, partitions int32) error {
+	details, err := adm.ListTopics(ctx, t.name)
+	if err != nil {
+		return fmt.Errorf("kafkalog: describing %s: %w", t.name, err)
+	}
+	d := details[t.name]
+	if d.Err != nil {
+		return fmt.Errorf("kafkalog: describing %s: %w", t.name, d.Err)
+	}
+	if got := int32(len(d.Partitions)); got != partitions {
+		return fmt.Errorf("%w: %s has %d partitions, configured %d", ErrTopicMismatch, t.name, got, partitions)
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, t.name)
+	if err != nil {
+		return fmt.Errorf("kafkalog: describing %s's configs: %w", t.name, err)
+	}
+	rc, err := configs.On(t.name, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return fmt.Errorf("kafkalog: describing %s's configs: %w", t.name, err)
+	}
+	want := *t.configs["cleanup.policy"]
+	for _, cfg := range rc.Configs {
+		if cfg.Key == "cleanup.policy" && !slices.Contains(splitPolicy(cfg.MaybeValue()), want) {
+			return fmt.Errorf("%w: %s has cleanup.policy %q, want %q", ErrTopicMismatch, t.name, cfg.MaybeValue(), want)
+		}
+	}
+	return nil
+}
+
+// splitPolicy splits a cleanup.policy value such as "compact,delete".
+func splitPolicy(v string) []string {
+	var out []string
+	for p := range strings.SplitSeq(v, ",") {
+		out = append(out, strings.TrimSpace(p))
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package front
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Bodies are admitted before they are read. fasthttp streams request
+// bodies (Server.StreamRequestBody): it calls the handler once it has the
+// headers and at most 8 KiB of the body, so a connection that declares
+// 4 MiB and sends nothing more holds that much, not 4 MiB. The router then
+// decides, from the headers alone, in this order:
+//
+//   - framing: Content-Length with Transfer-Encoding, or two
+//     Transfer-Encoding headers (RFC 9112 §6.1, request smuggling) → 400;
+//   - the route's body limit → 413;
+//   - the API key, unless the route is Open → 401;
+//   - the body budget (Limits.BodyBytes) → 503 overloaded, Retry-After.
+//
+// Each refusal closes the connection, whose unread body would otherwise
+// be taken for the next request. An admitted body is read whole and held
+// against the budget until the handler returns.
+
+// refusal is why a request is not admitted: its status, problem code,
+// detail and the rejection reason counted in metrics.
+type refusal struct {
+	status       int
+	code, detail string
+	reason       string
+}
+
+var (
+	refuseFraming = &refusal{http.StatusBadRequest, "invalid_framing",
+		"Content-Length with Transfer-Encoding, or Transfer-Encoding twice", reasonFraming}
+	refuseTooLarge = &refusal{http.StatusRequestEntityTooLarge, "body_too_large",
+		"request body over this route's limit", reasonBodyTooLarge}
+	refuseUnauthorized = &refusal{http.StatusUnauthorized, "unauthorized",
+		"this route needs Authorization: Bearer <api key>", reasonUnauthorized}
+	refuseOverloaded = &refusal{http.StatusServiceUnavailable, "overloaded",
+		"the server holds as many request bodies as it may; retry later", reasonBodyBudget}
+	refuseBodyRead = &refusal{http.StatusBadRequest, "invalid_body",
+		"the request body could not be read", reasonBodyRead}
+)
+
+// problem is the refusal as an RFC 9457 document, the shape of the
+// ledger's.
+func (r *refusal) problem() []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"https://surge.dev/problems/` + r.code + `","title":"`)
+	b.WriteString(http.StatusText(r.status))
+	b.WriteString(`","status":`)
+	b.WriteString(strconv.Itoa(r.status))
+	b.WriteString(`,"code":"` + r.code + `","detail":"` + r.detail + `"}`)
+	return b.Bytes()
+}
+
+// admission decides whether a body of length n (-1: unknown) may be read
+// for route r (nil: no native route) with Authorization auth, and how
+// many bytes of the budget it holds if so.
+func (rt *router) admission(r *route, n int64, auth []byte) (int64, *refusal) {
+	limit := rt.maxBody
+	if r != nil && r.maxBody > 0 {
+		limit = r.maxBody
+	}
+	if n > limit {
+		return 0, refuseTooLarge
+	}
+	if r != nil && !r.open && rt.authorize != nil && !rt.authorize(b2s(auth)) {
+		return 0, refuseUnauthorized
+	}
+	want := n
+	if n < 0 {
+		want = limit + 1 // read at most one byte more, for the handler's limit check
+	}
+	if !rt.guard.bodies.take(want) {
+		return 0, refuseOverloaded
+	}
+	return want, nil
+}
+
+// admitFast admits and reads the body of a request fasthttp serves. It
+// returns the bytes held against the budget, or false after refusing.
+func (rt *router) admitFast(ctx *fasthttp.RequestCtx, r *route) (int64, bool) {
+	h := &ctx.Request.Header
+	n := h.ContentLength() // -1: chunked, -2: none
+	if (n == -1 || n > 0) && smuggling(h.RawHeaders()) {
+		rt.refuseFast(ctx, refuseFraming)
+		return 0, false
+	}
+	if n == 0 || n == -2 {
+		return 0, true
+	}
+	held, no := rt.admission(r, int64(n), h.Peek(fasthttp.HeaderAuthorization))
+	if no != nil {
+		rt.refuseFast(ctx, no)
+		return 0, false
+	}
+	if !readFastBody(ctx, n, held) {
+		rt.guard.bodies.give(held)
+		rt.refuseFast(ctx, refuseBodyRead)
+		return 0, false
+	}
+	return held, true
+}
+
+// readFastBody reads ctx's streamed body, of length n (-1: chunked, at
+// most limit bytes), into the request.
+func readFastBody(ctx *fasthttp.RequestCtx, n int, limit int64) bool {
+	if n >= 0 {
+		// Body reads the stream; on a failed read it holds the error's
+		// text instead, which is shorter than any body that is not
+		// already whole when the handler is called (8 KiB).
+		return len(ctx.Request.Body()) == n
+	}
+	stream := ctx.RequestBodyStream()
+	if stream == nil {
+		return true
+	}
+	b, err := io.ReadAll(io.LimitReader(stream, limit))
+	if err != nil {
+		return false
+	}
+	ctx.Request.SetBodyRaw(b)
+	return true
+}
+
+// smuggling reports whether raw request headers hold Content-Length along
+// with Transfer-Encoding, or Transfer-Encoding twice. fasthttp would read
+// such a request as chunked and keep the connection.
+func smuggling(raw []byte) bool {
+	te, cl := 0, 0
+	for line := range bytes.SplitSeq(raw, []byte("\n")) {
+		name, _, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		name = bytes.TrimSpace(name)
+		switch {
+		case bytes.EqualFold(name, []byte(fasthttp.HeaderTransferEncoding)):
+			te++
+		case bytes.EqualFold(name, []byte(fasthttp.HeaderContentLength)):
+			cl++
+		}
+	}
+	return te > 1 || te > 0 && cl > 0
+}
+
+// refuseFast answers a refused fasthttp request and closes its
+// connection.
+func (rt *router) refuseFast(ctx *fasthttp.RequestCtx, r *refusal) {
+	rt.guard.reject(r.reason)
+	ctx.Response.Reset()
+	ctx.SetConnectionClose()
+	if r == refuseOverloaded {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+	}
+	if r == refuseUnauthorized {
+		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, "Bearer")
+	}
+	ctx.SetStatusCode(r.status)
+	ctx.SetContentType("application/problem+json")
+	ctx.SetBody(r.problem())
+}
+
+// admitNet admits the body of a native route's request that net/http
+// serves; net/http itself refuses bad framing. It returns the bytes held,
+// or false after refusing.
+func (rt *router) admitNet(w http.ResponseWriter, req *http.Request, r *route) (int64, bool) {
+	if req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
+		return 0, true
+	}
+	held, no := rt.admission(r, req.ContentLength, []byte(req.Header.Get("Authorization")))
+	if no != nil {
+		rt.guard.reject(no.reason)
+		h := w.Header()
+		if no == refuseOverloaded {
+			h.Set("Retry-After", "1")
+		}
+		if no == refuseUnauthorized {
+			h.Set("WWW-Authenticate", "Bearer")
+		}
+		h.Set("Connection", "close") // HTTP/1.1: the body is unread
+		h.Set("Content-Type", "application/problem+json")
+		w.WriteHeader(no.status)
+		_, _ = w.Write(no.problem())
+		return 0, false
+	}
+	req.Body = readCloser{io.LimitReader(req.Body, held), req.Body}
+	return held, true
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}

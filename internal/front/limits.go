@@ -1,0 +1,160 @@
+package front
+
+import (
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Limits bound what clients can make the server hold before a handler
+// has decided anything: connections, bytes of request bodies, HTTP/2
+// streams, and the time each may take. docs/OPERATIONS.md says what a
+// client sees at each and how to size them. A zero field takes the
+// default of DefaultLimits.
+type Limits struct {
+	// MaxConns bounds the connections open at once. Past it a new
+	// connection is answered 503 and closed as it is accepted, before
+	// anything of it is read.
+	MaxConns int
+	// BodyBytes bounds the bytes of request bodies the server holds at
+	// once. A body is read only once its route, its key and this budget
+	// admit it; a request the budget cannot take at once is answered 503
+	// overloaded, with Retry-After, and its connection closed unread.
+	BodyBytes int64
+	// MaxStreams bounds the concurrent streams of one HTTP/2 connection,
+	// gRPC's included.
+	MaxStreams uint32
+	// BodyTimeout bounds reading one request's body on the net/http
+	// path (fasthttp's is within HeaderTimeout, which covers the whole
+	// request).
+	BodyTimeout time.Duration
+}
+
+// DefaultLimits are the limits surge serve starts with.
+var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxStreams: 250, BodyTimeout: 30 * time.Second}
+
+// withDefaults fills l's zero fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	if l.MaxConns <= 0 {
+		l.MaxConns = DefaultLimits.MaxConns
+	}
+	if l.BodyBytes <= 0 {
+		l.BodyBytes = DefaultLimits.BodyBytes
+	}
+	if l.MaxStreams == 0 {
+		l.MaxStreams = DefaultLimits.MaxStreams
+	}
+	if l.BodyTimeout <= 0 {
+		l.BodyTimeout = DefaultLimits.BodyTimeout
+	}
+	return l
+}
+
+// Reasons a request or connection is refused, the label of
+// surge_front_rejected_total.
+const (
+	reasonConns        = "max_conns"
+	reasonBodyBudget   = "body_budget"
+	reasonBodyTooLarge = "body_too_large"
+	reasonUnauthorized = "unauthorized"
+	reasonFraming      = "framing"
+	reasonBodyRead     = "body_read"
+)
+
+// budget is a count held against a limit; taking never waits.
+type budget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// take holds n if the limit allows it.
+func (b *budget) take(n int64) bool {
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *budget) give(n int64) { b.used.Add(-n) }
+
+// gauge exposes the budget's use.
+func (b *budget) gauge(name, help string) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+		func() float64 { return float64(b.used.Load()) })
+}
+
+// guard holds the limits' state: the budgets and the refusals' count.
+type guard struct {
+	limits   Limits
+	conns    budget
+	bodies   budget
+	rejected *prometheus.CounterVec
+}
+
+func newGuard(l Limits, reg prometheus.Registerer) *guard {
+	g := &guard{limits: l}
+	g.conns.limit = int64(l.MaxConns)
+	g.bodies.limit = l.BodyBytes
+	g.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "surge_front_rejected_total",
+		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, body_too_large, unauthorized, framing, body_read).",
+	}, []string{"reason"})
+	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead} {
+		g.rejected.WithLabelValues(r)
+	}
+	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "surge_front_limit",
+		Help: "The front door's limits: max_conns (connections), body_bytes (request body bytes held at once), max_streams (per HTTP/2 connection).",
+	}, []string{"limit"})
+	limit.WithLabelValues("max_conns").Set(float64(l.MaxConns))
+	limit.WithLabelValues("body_bytes").Set(float64(l.BodyBytes))
+	limit.WithLabelValues("max_streams").Set(float64(l.MaxStreams))
+	if reg != nil {
+		reg.MustRegister(g.rejected, limit,
+			g.conns.gauge("surge_front_connections", "Connections open (counted against max_conns)."),
+			g.bodies.gauge("surge_front_body_bytes", "Bytes of request bodies admitted and not yet released (counted against body_bytes)."))
+	}
+	return g
+}
+
+func (g *guard) reject(reason string) { g.rejected.WithLabelValues(reason).Inc() }
+
+// refusedConn is what a connection past MaxConns receives before it is
+// closed: a complete HTTP/1.1 reply, which an HTTP/2 client reads as a
+// broken preface and so also gives up on.
+var refusedConn = []byte("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n" +
+	"Content-Type: application/problem+json\r\nContent-Length: " + strconv.Itoa(len(overloadedConns)) + "\r\n\r\n" + overloadedConns)
+
+const overloadedConns = `{"type":"https://surge.dev/problems/overloaded","title":"Overloaded","status":503,"code":"overloaded","detail":"too many connections; retry later"}`
+
+// admitConn counts c against MaxConns. Past the limit it answers c 503
+// and closes it, and returns nil.
+func (g *guard) admitConn(c net.Conn) net.Conn {
+	if !g.conns.take(1) {
+		g.reject(reasonConns)
+		// A fresh socket's send buffer takes the reply without blocking;
+		// the deadline only guards against a kernel that disagrees.
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = c.Write(refusedConn)
+		_ = c.Close()
+		return nil
+	}
+	return &countedConn{Conn: c, g: g}
+}
+
+// countedConn gives its place under MaxConns back when it is closed.
+type countedConn struct {
+	net.Conn
+	g    *guard
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.g.conns.give(1) })
+	return c.Conn.Close()
+}

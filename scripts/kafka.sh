@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# A real Apache Kafka cluster (KRaft, no ZooKeeper) on loopback, for surge's cluster tests and
+# measurements. Its jars come from Maven Central (scripts/kafka/pom.xml pins the version) through
+# Maven, and are cached; it runs on the machine's Java 17.
+#
+#   scripts/kafka.sh fetch              copy the broker's jars into the cache (needs mvn once)
+#   scripts/kafka.sh start [-n N] [-d DIR]
+#                                       start N combined broker+controller nodes (default 1; with
+#                                       N > 1 internal topics get replication factor N and
+#                                       min.insync.replicas 2), wait until each serves, print the
+#                                       bootstrap address (host:port,...) as the only stdout line
+#   scripts/kafka.sh stop DIR           stop the nodes (SIGTERM, then SIGKILL after 30 s) and
+#                                       delete DIR
+#   scripts/kafka.sh kill DIR I         kill -9 node I (1-based), to test a broker's death
+#
+# DIR holds everything of one cluster: each node's config, log dir, server.log and pid. Without -d
+# start makes a fresh temporary one and names it on stderr; stop deletes it, so nothing is kept.
+# Environment: SURGE_KAFKA_CACHE (default ~/.cache/surge-kafka), KAFKA_VERSION (default the pom's),
+# KAFKA_HEAP (default -Xms128m -Xmx512m per node).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+pom=$here/kafka/pom.xml
+default_version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")
+version=${KAFKA_VERSION:-$default_version}
+cache=${SURGE_KAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/surge-kafka}/$version
+
+die() { echo "kafka.sh: $*" >&2; exit 1; }
+
+fetch() { # fills $cache with the broker's runtime jars unless a complete copy is there
+  [ -f "$cache/.complete" ] && return 0
+  command -v java >/dev/null 2>&1 || die "java not found (Debian: apt-get install openjdk-17-jre-headless)"
+  command -v mvn >/dev/null 2>&1 || die "mvn not found (Debian: apt-get install maven)"
+  rm -rf "$cache" && mkdir -p "$cache"
+  mvn -q -B -f "$pom" -Dkafka.version="$version" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$cache" >&2 || die "mvn could not fetch Kafka $version"
+  ls "$cache"/kafka_2.13-"$version".jar >/dev/null || die "kafka_2.13-$version.jar missing in $cache"
+  touch "$cache/.complete"
+}
+
+alive() { # alive PID: running and not a zombie waiting to be reaped
+  kill -0 "$1" 2>/dev/null && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null
+}
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_ports() { # free_ports K: K distinct free loopback ports, one per line
+  local want=$1 got=() p
+  while [ "${#got[@]}" -lt "$want" ]; do
+    p=$(( 20000 + RANDOM % 30000 ))
+    case " ${got[*]} " in *" $p "*) continue ;; esac
+    port_free "$p" && got+=("$p")
+  done
+  printf '%s\n' "${got[@]}"
+}
+
+write_config() { # write_config DIR I N VOTERS BROKER_PORT CONTROLLER_PORT
+  local dir=$1 i=$2 n=$3 voters=$4 bport=$5 cport=$6 isr=1
+  [ "$n" -gt 1 ] && isr=2
+  mkdir -p "$dir/node-$i/data"
+  cat >"$dir/node-$i/server.properties" <<EOF
+process.roles=broker,controller
+node.id=$i
+controller.quorum.voters=$voters
+listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$bport
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$dir/node-$i/data
+auto.create.topics.enable=false
+num.partitions=1
+default.replication.factor=$n
+min.insync.replicas=$isr
+offsets.topic.replication.factor=$n
+offsets.topic.num.partitions=8
+transaction.state.log.replication.factor=$n
+transaction.state.log.min.isr=$isr
+transaction.state.log.num.partitions=8
+share.coordinator.state.topic.replication.factor=$n
+share.coordinator.state.topic.min.isr=$isr
+group.initial.rebalance.delay.ms=0
+EOF
+  cat >"$dir/node-$i/log4j2.properties" <<EOF
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = $dir/node-$i/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+EOF
+}
+
+java_node() { # java_node DIR I MAINCLASS ARGS...: exec the JVM of node I (call it in a subshell)
+  local dir=$1 i=$2; shift 2
+  # shellcheck disable=SC2086 # KAFKA_HEAP is a list of JVM flags
+  exec java ${KAFKA_HEAP:--Xms128m -Xmx512m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
+    -Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/node-$i/log4j2.properties" \
+    -cp "$cache/*" "$@"
+}
+
+wait_started() { # wait_started DIR I: until node I logs that it serves, or fail with its log
+  local dir=$1 i=$2 pid deadline=$(( SECONDS + 120 ))
+  pid=$(cat "$dir/node-$i/pid")
+  until grep -q 'Kafka Server started' "$dir/node-$i/server.log" 2>/dev/null; do
+    if ! alive "$pid" || [ "$SECONDS" -ge "$deadline" ]; then
+      echo "kafka.sh: node $i did not start; end of $dir/node-$i/server.log:" >&2
+      tail -n 30 "$dir/node-$i/server.log" "$dir/node-$i/stdout" >&2 2>/dev/null || true
+      stop "$dir"
+      exit 1
+    fi
+    sleep 0.2
+  done
+}
+
+start() {
+  local n=1 dir="" i
+  while getopts 'n:d:' opt; do
+    case $opt in n) n=$OPTARG ;; d) dir=$OPTARG ;; *) die "usage: start [-n N] [-d DIR]" ;; esac
+  done
+  [[ $n =~ ^[1-9][0-9]*$ ]] || die "-n wants a positive count, got '$n'"
+  fetch
+  [ -n "$dir" ] || { dir=$(mktemp -d -t surge-kafka.XXXXXX); echo "kafka.sh: cluster dir $dir" >&2; }
+  mkdir -p "$dir" && dir=$(cd "$dir" && pwd)
+  local ports voters="" bootstrap="" id
+  mapfile -t ports < <(free_ports $(( 2 * n )))
+  for (( i = 1; i <= n; i++ )); do
+    voters+="${voters:+,}$i@127.0.0.1:${ports[2*i-1]}"
+    bootstrap+="${bootstrap:+,}127.0.0.1:${ports[2*i-2]}"
+  done
+  id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
+  for (( i = 1; i <= n; i++ )); do
+    write_config "$dir" "$i" "$n" "$voters" "${ports[2*i-2]}" "${ports[2*i-1]}"
+    ( java_node "$dir" "$i" kafka.tools.StorageTool format --cluster-id="$id" \
+      -c "$dir/node-$i/server.properties" >"$dir/node-$i/format.log" 2>&1 ) ||
+      { cat "$dir/node-$i/format.log" >&2; die "formatting node $i failed"; }
+    ( java_node "$dir" "$i" kafka.Kafka "$dir/node-$i/server.properties" \
+      >"$dir/node-$i/stdout" 2>&1 </dev/null ) &
+    echo $! >"$dir/node-$i/pid"
+  done
+  for (( i = 1; i <= n; i++ )); do wait_started "$dir" "$i"; done
+  echo "$bootstrap"
+}
+
+stop() { # stop DIR: SIGTERM every node, SIGKILL the ones alive after 30 s, delete DIR
+  local dir=$1 pidfile pid pids=() deadline=$(( SECONDS + 30 ))
+  [ -d "$dir" ] || die "no cluster dir $dir"
+  for pidfile in "$dir"/node-*/pid; do
+    [ -f "$pidfile" ] || continue
+    pid=$(cat "$pidfile")
+    kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
+  done
+  for pid in "${pids[@]}"; do
+    while alive "$pid"; do
+      [ "$SECONDS" -ge "$deadline" ] && { kill -KILL "$pid" 2>/dev/null || true; break; }
+      sleep 0.2
+    done
+  done
+  rm -rf "$dir"
+}
+
+kill_node() { # kill_node DIR I
+  local dir=$1 i=$2
+  [ -f "$dir/node-$i/pid" ] || die "no node $i in $dir"
+  kill -KILL "$(cat "$dir/node-$i/pid")"
+}
+
+case ${1:-} in
+  fetch) fetch ;;
+  start) shift; start "$@" ;;
+  stop) [ $# -eq 2 ] || die "usage: stop DIR"; stop "$2" ;;
+  kill) [ $# -eq 3 ] || die "usage: kill DIR I"; kill_node "$2" "$3" ;;
+  *) die "usage: kafka.sh fetch | start [-n N] [-d DIR] | stop DIR | kill DIR I" ;;
+esac
