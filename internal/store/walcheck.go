@@ -207,10 +207,10 @@ func (s *Store) checkWAL() error {
 }
 
 // corrupt says, once per file, that a read met a corrupt block (a
-// checksum mismatch). Pebble's default is to give up (Fatalf), which ended
-// the process from whichever goroutine read it; the read's error is
-// returned instead, so the request fails (a range breaks off) and the rest
-// of the data is served.
+// checksum mismatch). Pebble's default listener gives up (Fatalf), which
+// would end the process from whichever goroutine read the block; with
+// this one the read's error is returned, so the request fails (a range
+// breaks off) and the rest of the data is served.
 func (s *Store) corrupt(info pebble.DataCorruptionInfo) {
 	if _, seen := s.corruptFiles.LoadOrStore(info.Path, true); seen {
 		return
