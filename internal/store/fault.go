@@ -328,11 +328,11 @@ func (s *Store) open() error {
 		if r.err != nil && g.fenced() == nil {
 			return lockError(s.dir, r.err)
 		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		if r.err != nil { // failed and let go of the directory's lock
 			return s.openReadOnly(s.fs)
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		s.db = r.db
 		s.reads.Store(r.db)
 		if s.fault.Load() != nil {
@@ -340,6 +340,8 @@ func (s *Store) open() error {
 		}
 		return nil
 	case <-s.faulted:
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		return s.openReadOnly(sharedLockFS{s.fs})
 	}
 }
@@ -376,7 +378,7 @@ func (s *Store) fail(f *Fault) {
 	close(s.faulted)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.db == nil { // still opening: open does it
+	if s.db == nil || s.reader() != s.db { // still opening (open does it), or done
 		return
 	}
 	if err := s.openReadOnly(sharedLockFS{s.fs}); err != nil {
