@@ -81,6 +81,14 @@ func testWriteFault(t *testing.T, inj *walFault, kind error) {
 		t.Fatalf("OnFault called %d times, want 1", n)
 	}
 	checkKV(t, s, "served from the faulted store")
+	it, err := s.ScanKV("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.Committed() {
+		t.Error("a range of a faulted store should read its committed state")
+	}
+	_ = it.Close()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -161,6 +161,9 @@ type KVIter struct {
 	it      *pebble.Iterator
 	started bool
 	err     error
+	// committed is set when the iterator reads a faulted store's
+	// read-only instance: nothing it shows can be undone.
+	committed bool
 }
 
 // ScanKV opens an iterator over the keys in [start, end), or from start to
@@ -179,8 +182,13 @@ func (s *Store) ScanKV(start, end string) (*KVIter, error) {
 		_ = it.Close()
 		return s.ScanKV(start, end)
 	}
-	return &KVIter{it: it}, nil
+	return &KVIter{it: it, committed: db != s.db}, nil
 }
+
+// Committed reports whether the iterator reads only committed state (a
+// faulted store's read-only instance), which no crash can undo: then no
+// write in flight needs waiting for.
+func (i *KVIter) Committed() bool { return i.committed }
 
 // Next returns the next entry, or ok false at the end of the range or on
 // an error (see Err). key and value are valid until the next call.

@@ -154,7 +154,9 @@ func (s *Store) Scan(start, end string) (*store.KVIter, error) {
 	}
 	// A range can miss a key because an undurable DELETE hides it, so
 	// every write in flight matters, not only those to keys it returns.
-	if s.durable && s.pending.Load() != 0 {
+	// A faulted store's writes stuck in flight never end; its ranges read
+	// committed state and need not wait.
+	if s.durable && s.pending.Load() != 0 && !it.Committed() {
 		s.metrics.barriers.Inc()
 		if err := s.db.SyncWAL(); err != nil {
 			it.Close()
