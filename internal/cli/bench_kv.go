@@ -64,7 +64,7 @@ probe, and the same explanation when they break the SLO.`,
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the run, or of each --find-max probe")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "run the schedule this long before measuring (and before each probe)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest wait for a reply before it counts as a failed request")
-	fs.StringVar((*string)(&cfg.Client), "http-client", string(cfg.Client), "'fast', the lean HTTP/1.1 client, or 'std', Go's net/http")
+	fs.StringVar((*string)(&cfg.Client), "http-client", string(cfg.Client), "'fast', the lean HTTP/1.1 client; 'fasthttp', the fasthttp library's client, to compare with it; or 'std', Go's net/http")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the keys and values, to repeat a run's choices; 0 picks one (reported in the summary)")
 	fs.StringVar(&cfg.Op, "op", cfg.Op, "what each request does: put, get, delete, mixed (GETs and PUTs, see --read-share) or range (GET /v0/entities)")
 	fs.IntVar(&cfg.Keys, "keys", cfg.Keys, "key space: keys 0..keys-1 (at least --prefill)")

@@ -75,9 +75,7 @@ can do, and the share of it the spike reached.` + stallsHelp,
 	fs.DurationVar(&cfg.Wait, "wait", cfg.Wait, "ask for the final reservation in the POST's reply (?wait=DURATION) instead of a long-poll GET; 0: POST then GET")
 	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "hold time of the events' reservations (holdSeconds); longer than the run, so the seat maps still hold every sale when checked")
 	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "times a request answered 503 is sent again")
-	fs.BoolVar(&cfg.HTTP2, "http2", cfg.HTTP2, "send over --conns HTTP/2 connections (h2c, prior knowledge), the workers' requests as concurrent streams on them")
-	fs.IntVar(&cfg.Conns, "conns", 16, "HTTP/2 connections of --http2")
-	fs.BoolVar(&cfg.Ceiling, "ceiling", cfg.Ceiling, "after the spike, run the same HTTP/2 client shape against an empty Go h2c handler in this process, as the ceiling (needs --http2)")
+	addSpikeHTTP2Flags(fs, &cfg)
 	bench.DocumentEnv(fs, bench.EnvPrefix)
 	return cmd
 }
@@ -103,4 +101,11 @@ func addSpikeCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions)
 		}
 		fs.AddFlag(f)
 	})
+}
+
+// addSpikeHTTP2Flags defines the flags of the HTTP/2 transport.
+func addSpikeHTTP2Flags(fs *pflag.FlagSet, cfg *spike.SpikeConfig) {
+	fs.BoolVar(&cfg.HTTP2, "http2", cfg.HTTP2, "send over --conns HTTP/2 connections (h2c, prior knowledge), the workers' requests as concurrent streams on them")
+	fs.IntVar(&cfg.Conns, "conns", 16, "HTTP/2 connections of --http2")
+	fs.BoolVar(&cfg.Ceiling, "ceiling", cfg.Ceiling, "after the spike, run the same HTTP/2 client shape against an empty Go h2c handler in a process of its own, as the ceiling (needs --http2)")
 }

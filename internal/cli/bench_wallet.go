@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/surge-dev/surge/internal/bench"
 	"github.com/surge-dev/surge/internal/bench/report"
@@ -73,6 +74,15 @@ if setup failed or more than 1% of calls failed.`,
 	fs.IntVar(&cfg.Connections, "connections", cfg.Connections, "HTTP/2 connections the callers share (ghz's --connections)")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "call this long before measuring (not counted)")
 	fs.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "longest wait for a reply before the call counts as failed (DeadlineExceeded)")
+	addWalletSetupFlags(fs, &cfg)
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the random users and amounts; 0 picks one (reported)")
+	addRunFlags(fs, &cfg.Common, &opts)
+	bench.DocumentEnv(fs, bench.EnvPrefix)
+	return cmd
+}
+
+// addWalletSetupFlags defines the flags of the users' setup.
+func addWalletSetupFlags(fs *pflag.FlagSet, cfg *wallet.WalletConfig) {
 	fs.IntVar(&cfg.Users, "users", cfg.Users, "number of users")
 	fs.IntVar(&cfg.Friends, "friends", cfg.Friends, "friends per user (even)")
 	fs.Int64Var(&cfg.Fund, "fund", cfg.Fund, "balance of each wallet from @world at setup, in minor units")
@@ -80,8 +90,4 @@ if setup failed or more than 1% of calls failed.`,
 	fs.StringVar(&cfg.UserPrefix, "user-prefix", cfg.UserPrefix, "usernames are this prefix and a number")
 	fs.StringVar(&cfg.UsersCache, "users-cache", cfg.UsersCache,
 		"file keeping the users and their tokens for the next run with the same settings against the same server, which then skips the setup; 'auto': in the user's cache directory; 'off': none")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed for the random users and amounts; 0 picks one (reported)")
-	addRunFlags(fs, &cfg.Common, &opts)
-	bench.DocumentEnv(fs, bench.EnvPrefix)
-	return cmd
 }

@@ -31,6 +31,8 @@ import (
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/tickets/ticketengine"
+	"github.com/surge-dev/surge/internal/tickets/ticketstore"
 	"github.com/surge-dev/surge/internal/wallet/rpc"
 )
 
@@ -55,6 +57,14 @@ type serveConfig struct {
 	limits   front.Limits
 	bodyMB   int
 	headerTO time.Duration
+	outcomes outcomeConfig
+}
+
+// outcomeConfig holds the flags that bound the settled reservations kept
+// for readers.
+type outcomeConfig struct {
+	retention time.Duration
+	memoryMB  int
 }
 
 // walletConfig holds the flags of the wallet, friends and chat RPCs.
@@ -117,6 +127,8 @@ trace and read surge.`,
 	f.DurationVar(&c.wallet.tokenTTL, "token-ttl", 24*time.Hour, "how long a wallet login token stays valid")
 	f.IntVar(&c.wallet.bcryptCost, "bcrypt-cost", bcrypt.DefaultCost, "bcrypt cost of wallet password hashes (4-31; each step doubles the time of a login)")
 	f.Int64Var(&c.wallet.minAmount, "wallet-min-amount", 1, "smallest amount a wallet Transfer accepts, in minor units")
+	f.DurationVar(&c.outcomes.retention, "outcome-retention", ticketengine.DefaultOutcomeRetention, "how long a settled reservation (failed, cancelled, expired) stays in memory for readers; then a failed one is forgotten (404), the others read from disk")
+	f.IntVar(&c.outcomes.memoryMB, "outcome-memory-mb", ticketengine.DefaultOutcomeMemoryBytes>>20, "memory (MiB) the settled reservations kept for readers may take; beyond it the oldest leave before --outcome-retention")
 	return cmd
 }
 
@@ -170,6 +182,8 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
 		OnStorageFault: faults.hook("ledger"), AcceptWALLoss: c.walLoss,
+	}, Tickets: ticketengine.Config{
+		OutcomeRetention: c.outcomes.retention, OutcomeMemoryBytes: int64(c.outcomes.memoryMB) << 20,
 	}})
 	if err != nil {
 		return err
@@ -192,7 +206,11 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		MaxValueBytes: c.kvValue, Authorize: api.AuthorizedHeader, Registry: reg, Logger: logger,
 	})
 	var ready atomic.Bool
-	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, Ready: ready.Load, Registry: reg, Logger: logger})
+	holdSecret, err := ticketstore.Store{Store: wl.Engine.Store()}.HoldSecret(auth.NewSecret)
+	if err != nil {
+		return fmt.Errorf("reservation hold secret: %w", err)
+	}
+	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, HoldSecret: holdSecret, Ready: ready.Load, Registry: reg, Logger: logger})
 	wallet, err := newWallet(ctx, eng, ledger, c, reg, logger)
 	if err != nil {
 		return err
@@ -210,7 +228,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	srv := front.New(front.Options{
 		Routes:       native,
 		Net:          netRoutes,
-		GRPC:         wallet.GRPCServer(mw.GRPC()...),
+		GRPC:         wallet.GRPCServer(append(mw.GRPC(), front.GRPCOptions(c.limits, idleTimeout)...)...),
 		Middleware:   mw.Wrap,
 		Wrap:         mw.Fast,
 		OnNetRequest: telemetry.HandOver,
@@ -219,7 +237,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		// --kv-max-value is larger; handlers check their own limits.
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
 		HeaderTimeout:       c.headerTO,
-		IdleTimeout:         2 * time.Minute,
+		IdleTimeout:         idleTimeout,
 		Limits:              c.limits,
 		Authorize:           api.AuthorizedHeader,
 		Registerer:          reg,
@@ -323,7 +341,7 @@ func checkExposure(addr, apiKey string) error {
 // openKV opens the key-value entries' own store, in the kv directory under
 // the data directory.
 func openKV(dir string, c serveConfig, onFault func(*store.Fault)) (*store.Store, error) {
-	return store.OpenKV(filepath.Join(dir, "kv"), store.Options{
+	return kvstore.Open(filepath.Join(dir, "kv"), store.Options{
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, OnFault: onFault, AcceptWALLoss: c.walLoss,
 	})
 }

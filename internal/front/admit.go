@@ -19,7 +19,8 @@ import (
 //     Transfer-Encoding headers (RFC 9112 §6.1, request smuggling) → 400;
 //   - the route's body limit → 413;
 //   - the API key, unless the route is Open → 401;
-//   - the body budget (Limits.BodyBytes) → 503 overloaded, Retry-After.
+//   - the body budget (Limits.BodyBytes) → 503 overloaded, Retry-After;
+//   - the work in progress (Limits.MaxWork) → 503 overloaded, Retry-After.
 //
 // Each refusal closes the connection, whose unread body would otherwise
 // be taken for the next request. An admitted body is read whole and held
@@ -44,6 +45,8 @@ var (
 		"the server holds as many request bodies as it may; retry later", reasonBodyBudget}
 	refuseBodyRead = &refusal{http.StatusBadRequest, "invalid_body",
 		"the request body could not be read", reasonBodyRead}
+	refuseBusy = &refusal{http.StatusServiceUnavailable, "overloaded",
+		"the server has as much work in progress as it may take; retry later", reasonWork}
 )
 
 // problem is the refusal as an RFC 9457 document, the shape of the
@@ -82,29 +85,38 @@ func (rt *router) admission(r *route, n int64, auth []byte) (int64, *refusal) {
 	return want, nil
 }
 
-// admitFast admits and reads the body of a request fasthttp serves. It
-// returns the bytes held against the budget, or false after refusing.
-func (rt *router) admitFast(ctx *fasthttp.RequestCtx, r *route) (int64, bool) {
+// admitFast admits and reads the body of a request fasthttp serves, and
+// takes its work (Limits.MaxWork). It returns what the request holds, or
+// false after refusing.
+func (rt *router) admitFast(ctx *fasthttp.RequestCtx, r *route) (hold, bool) {
 	h := &ctx.Request.Header
 	n := h.ContentLength() // -1: chunked, -2: none
 	if (n == -1 || n > 0) && smuggling(h.RawHeaders()) {
-		rt.refuseFast(ctx, refuseFraming)
-		return 0, false
+		rt.refuseFast(ctx, refuseFraming, true)
+		return hold{}, false
 	}
 	if n == 0 || n == -2 {
-		return 0, true
+		if !rt.guard.work.take(workOf(0)) {
+			rt.refuseFast(ctx, refuseBusy, false) // nothing unread: the connection lives on
+			return hold{}, false
+		}
+		return hold{work: workOf(0)}, true
 	}
 	held, no := rt.admission(r, int64(n), h.Peek(fasthttp.HeaderAuthorization))
+	if no == nil && !rt.guard.work.take(workOf(held)) {
+		rt.guard.bodies.give(held)
+		no = refuseBusy
+	}
 	if no != nil {
-		rt.refuseFast(ctx, no)
-		return 0, false
+		rt.refuseFast(ctx, no, true)
+		return hold{}, false
 	}
 	if !readFastBody(ctx, n, held) {
-		rt.guard.bodies.give(held)
-		rt.refuseFast(ctx, refuseBodyRead)
-		return 0, false
+		rt.guard.release(hold{held, workOf(held)})
+		rt.refuseFast(ctx, refuseBodyRead, true)
+		return hold{}, false
 	}
-	return held, true
+	return hold{held, workOf(held)}, true
 }
 
 // readFastBody reads ctx's streamed body, of length n (-1: chunked, at
@@ -149,13 +161,15 @@ func smuggling(raw []byte) bool {
 	return te > 1 || te > 0 && cl > 0
 }
 
-// refuseFast answers a refused fasthttp request and closes its
-// connection.
-func (rt *router) refuseFast(ctx *fasthttp.RequestCtx, r *refusal) {
+// refuseFast answers a refused fasthttp request, closing its connection
+// if a body is left unread.
+func (rt *router) refuseFast(ctx *fasthttp.RequestCtx, r *refusal, unread bool) {
 	rt.guard.reject(r.reason)
 	ctx.Response.Reset()
-	ctx.SetConnectionClose()
-	if r == refuseOverloaded {
+	if unread {
+		ctx.SetConnectionClose()
+	}
+	if r.status == http.StatusServiceUnavailable {
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	}
 	if r == refuseUnauthorized {
@@ -177,7 +191,7 @@ func (rt *router) admitNet(w http.ResponseWriter, req *http.Request, r *route) (
 	if no != nil {
 		rt.guard.reject(no.reason)
 		h := w.Header()
-		if no == refuseOverloaded {
+		if no.status == http.StatusServiceUnavailable {
 			h.Set("Retry-After", "1")
 		}
 		if no == refuseUnauthorized {
@@ -197,4 +211,25 @@ func (rt *router) admitNet(w http.ResponseWriter, req *http.Request, r *route) (
 type readCloser struct {
 	io.Reader
 	io.Closer
+}
+
+// shed bounds the work of the requests net/http serves (Limits.MaxWork):
+// past it a request is answered 503 overloaded with Retry-After at once.
+// Over HTTP/2 that ends one stream; the connection and its other streams
+// live on.
+func (g *guard) shed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		units := workOf(max(r.ContentLength, 0))
+		if !g.work.take(units) {
+			g.reject(refuseBusy.reason)
+			h := w.Header()
+			h.Set("Retry-After", "1")
+			h.Set("Content-Type", "application/problem+json")
+			w.WriteHeader(refuseBusy.status)
+			_, _ = w.Write(refuseBusy.problem())
+			return
+		}
+		defer g.work.give(units)
+		next.ServeHTTP(w, r)
+	})
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 )
 
 // Limits bound what clients can make the server hold before a handler
@@ -25,6 +27,12 @@ type Limits struct {
 	// admit it; a request the budget cannot take at once is answered 503
 	// overloaded, with Retry-After, and its connection closed unread.
 	BodyBytes int64
+	// MaxWork bounds the work in progress: each request in a handler
+	// counts one unit and one more per WorkUnitBytes of its body. Past it a
+	// request is answered 503 overloaded, with Retry-After, at once, rather
+	// than queued behind the others. It must be at least the units of the
+	// largest body a route takes.
+	MaxWork int64
 	// MaxStreams bounds the concurrent streams of one HTTP/2 connection,
 	// gRPC's included.
 	MaxStreams uint32
@@ -35,7 +43,18 @@ type Limits struct {
 }
 
 // DefaultLimits are the limits surge serve starts with.
-var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxStreams: 250, BodyTimeout: 30 * time.Second}
+var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxWork: 65536, MaxStreams: 250, BodyTimeout: 30 * time.Second}
+
+// WorkUnitBytes is how many bytes of a request's body count as one unit of
+// work (Limits.MaxWork): about one transfer's JSON, so that a batch of
+// 8,190 transfers weighs what as many single transfers do.
+const WorkUnitBytes = 128
+
+// workOf is the work of a request whose body holds n bytes.
+func workOf(n int64) int64 { return 1 + n/WorkUnitBytes }
+
+// hold is what an admitted request holds until its handler returns.
+type hold struct{ body, work int64 }
 
 // withDefaults fills l's zero fields from DefaultLimits.
 func (l Limits) withDefaults() Limits {
@@ -44,6 +63,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.BodyBytes <= 0 {
 		l.BodyBytes = DefaultLimits.BodyBytes
+	}
+	if l.MaxWork <= 0 {
+		l.MaxWork = DefaultLimits.MaxWork
 	}
 	if l.MaxStreams == 0 {
 		l.MaxStreams = DefaultLimits.MaxStreams
@@ -63,6 +85,8 @@ const (
 	reasonUnauthorized = "unauthorized"
 	reasonFraming      = "framing"
 	reasonBodyRead     = "body_read"
+	reasonRapidReset   = "rapid_reset"
+	reasonWork         = "overloaded"
 )
 
 // budget is a count held against a limit; taking never waits.
@@ -93,31 +117,41 @@ type guard struct {
 	limits   Limits
 	conns    budget
 	bodies   budget
+	work     budget
 	rejected *prometheus.CounterVec
+}
+
+// release gives back what h holds.
+func (g *guard) release(h hold) {
+	g.bodies.give(h.body)
+	g.work.give(h.work)
 }
 
 func newGuard(l Limits, reg prometheus.Registerer) *guard {
 	g := &guard{limits: l}
 	g.conns.limit = int64(l.MaxConns)
 	g.bodies.limit = l.BodyBytes
+	g.work.limit = l.MaxWork
 	g.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "surge_front_rejected_total",
-		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, body_too_large, unauthorized, framing, body_read).",
+		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, rapid_reset).",
 	}, []string{"reason"})
-	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead} {
+	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonRapidReset, reasonWork} {
 		g.rejected.WithLabelValues(r)
 	}
 	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "surge_front_limit",
-		Help: "The front door's limits: max_conns (connections), body_bytes (request body bytes held at once), max_streams (per HTTP/2 connection).",
+		Help: "The front door's limits: max_conns (connections), body_bytes (request body bytes held at once), max_work (units of work in progress), max_streams (per HTTP/2 connection).",
 	}, []string{"limit"})
 	limit.WithLabelValues("max_conns").Set(float64(l.MaxConns))
 	limit.WithLabelValues("body_bytes").Set(float64(l.BodyBytes))
+	limit.WithLabelValues("max_work").Set(float64(l.MaxWork))
 	limit.WithLabelValues("max_streams").Set(float64(l.MaxStreams))
 	if reg != nil {
 		reg.MustRegister(g.rejected, limit,
 			g.conns.gauge("surge_front_connections", "Connections open (counted against max_conns)."),
-			g.bodies.gauge("surge_front_body_bytes", "Bytes of request bodies admitted and not yet released (counted against body_bytes)."))
+			g.bodies.gauge("surge_front_body_bytes", "Bytes of request bodies admitted and not yet released (counted against body_bytes)."),
+			g.work.gauge("surge_front_work", "Units of work in progress: one per request in a handler and one per 128 bytes of its body (counted against max_work)."))
 	}
 	return g
 }
@@ -157,4 +191,18 @@ type countedConn struct {
 func (c *countedConn) Close() error {
 	c.once.Do(func() { c.g.conns.give(1) })
 	return c.Conn.Close()
+}
+
+// GRPCOptions are the gRPC server's options under l: at most MaxStreams
+// streams per connection; a connection without calls for idle closed
+// with a GOAWAY; a silent one pinged every minute and closed if the ping
+// goes unanswered for 20 s; a client that pings more often than every 10 s
+// told GOAWAY (too_many_pings).
+func GRPCOptions(l Limits, idle time.Duration) []grpc.ServerOption {
+	l = l.withDefaults()
+	return []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(l.MaxStreams),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle, Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
+	}
 }

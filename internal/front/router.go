@@ -137,7 +137,7 @@ func (rt *router) Handle(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	defer rt.guard.bodies.give(held)
+	defer rt.guard.release(held)
 	if r != nil {
 		r.measured(ctx)
 		return

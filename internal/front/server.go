@@ -127,7 +127,7 @@ func New(opts Options) *Server {
 		ErrorHandler:      requestError,
 	}
 	s.slow = &http.Server{
-		Handler:           bodyDeadline(measure(router.Net(opts.Net)), opts.Limits.BodyTimeout),
+		Handler:           s.guard.shed(bodyDeadline(measure(router.Net(opts.Net)), opts.Limits.BodyTimeout)),
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -203,10 +203,12 @@ func (s *Server) route(c net.Conn, qs queues) {
 		case err != nil:
 			_ = c.Close()
 		case isGRPC:
-			qs.grpc.put(&replayConn{Conn: c, head: replay})
+			qs.grpc.put(newResetWatch(&replayConn{Conn: c, head: replay}, s.guard))
 		default:
-			qs.slow.put(&replayConn{Conn: c, head: replay})
+			qs.slow.put(newResetWatch(&replayConn{Conn: c, head: replay}, s.guard))
 		}
+	case bytes.Equal(method, preface):
+		qs.slow.put(newResetWatch(&replayConn{Conn: c, head: head}, s.guard))
 	case s.isSlow(method, path):
 		qs.slow.put(&replayConn{Conn: c, head: head})
 	default:

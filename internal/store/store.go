@@ -1,6 +1,6 @@
 // Package store is surge's embedded storage, shared by every workload:
 // Pebble databases under --data (the engine's, and the key-value entries'
-// own: see OpenKV), batches, durable commits, reads and scans. Each
+// own: see kvstore.Open), batches, durable commits, reads and scans. Each
 // workload lays out and encodes its own records, in its own store package
 // (ledger/ledgerstore, tickets/ticketstore, wallet/walletstore).
 package store
@@ -175,6 +175,25 @@ func (s *Store) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 // Record is a key and its value, written by one component in another's
 // batch.
 type Record struct{ Key, Value []byte }
+
+// Secret returns the secret stored at key, creating it with generate (and
+// making it durable) on first use.
+func (s *Store) Secret(key []byte, generate func() ([]byte, error)) ([]byte, error) {
+	v, ok, err := s.Get(key)
+	if err != nil || ok {
+		return v, err
+	}
+	secret, err := generate()
+	if err != nil {
+		return nil, err
+	}
+	b := s.NewBatch()
+	_ = b.Set(key, secret, nil)
+	if err := s.Commit(b); err != nil {
+		return nil, err
+	}
+	return secret, nil
+}
 
 // Get returns a copy of the value at key, or ok false if absent.
 func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {

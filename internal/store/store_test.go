@@ -10,15 +10,6 @@ import (
 	"time"
 )
 
-func openStore(t *testing.T, dir string) *Store {
-	t.Helper()
-	s, err := Open(dir, Options{CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestStoreGetScanCommit(t *testing.T) {
 	var syncs int
 	s, err := Open(t.TempDir(), Options{OnSync: func(d time.Duration) {

@@ -20,7 +20,7 @@ func walWithRecords(t *testing.T, n int) (dir, wal string) {
 		t.Fatal(err)
 	}
 	for i := range n {
-		if err := s.PutKV(fmt.Sprintf("k%03d", i), []byte(fmt.Sprintf("value-%03d", i))); err != nil {
+		if err := put(s, fmt.Sprintf("k%03d", i), []byte(fmt.Sprintf("value-%03d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -37,7 +37,7 @@ func countKV(t *testing.T, s *Store, n int) int {
 	t.Helper()
 	found := 0
 	for i := range n {
-		ok, err := s.GetKV(fmt.Sprintf("k%03d", i), func([]byte) error { return nil })
+		ok, err := s.GetFunc([]byte(fmt.Sprintf("k%03d", i)), func([]byte) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,9 +7,6 @@ package workloads
 
 import (
 	"context"
-	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
@@ -23,6 +20,9 @@ type Config struct {
 	Engine engine.Config
 	// Currency is the currency of @world when the ledger is first created.
 	Currency string
+	// Tickets is ticketing's configuration; its Registerer and Logger are
+	// the engine's.
+	Tickets ticketengine.Config
 }
 
 // Set is the engine and the workloads that run on it.
@@ -39,20 +39,22 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 		return nil, err
 	}
 	s := &Set{Engine: eng}
-	if err := s.open(ctx, cfg.Currency, cfg.Engine.Registerer, cfg.Engine.Logger); err != nil {
+	if err := s.open(ctx, cfg); err != nil {
 		eng.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Set) open(ctx context.Context, currency string, reg prometheus.Registerer, logger *slog.Logger) error {
+func (s *Set) open(ctx context.Context, cfg Config) error {
 	var err error
-	s.Ledger, err = ledgerengine.Open(s.Engine, ledgerengine.Config{DefaultCurrency: currency, Logger: logger})
+	s.Ledger, err = ledgerengine.Open(s.Engine, ledgerengine.Config{DefaultCurrency: cfg.Currency, Logger: cfg.Engine.Logger})
 	if err != nil {
 		return err
 	}
-	s.Tickets, err = ticketengine.Open(s.Engine, s.Ledger, ticketengine.Config{Registerer: reg, Logger: logger})
+	tickets := cfg.Tickets
+	tickets.Registerer, tickets.Logger = cfg.Engine.Registerer, cfg.Engine.Logger
+	s.Tickets, err = ticketengine.Open(s.Engine, s.Ledger, tickets)
 	if err != nil {
 		return err
 	}

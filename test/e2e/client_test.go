@@ -145,9 +145,10 @@ func shorten(b []byte) string {
 
 // Client is a small typed client for the ledger routes of docs/API.md.
 type Client struct {
-	base string
-	auth string // the Authorization header value, if any
-	hc   *http.Client
+	base   string
+	auth   string      // the Authorization header value, if any
+	header http.Header // more headers to send, if any
+	hc     *http.Client
 }
 
 // newClient returns a client for the server at base; key, when not empty,
@@ -175,6 +176,18 @@ func (c *Client) withAuth(auth string) *Client {
 	return &cp
 }
 
+// withHeader returns a client for the same server that also sends the
+// header name: value.
+func (c *Client) withHeader(name, value string) *Client {
+	cp := *c
+	cp.header = c.header.Clone()
+	if cp.header == nil {
+		cp.header = http.Header{}
+	}
+	cp.header.Set(name, value)
+	return &cp
+}
+
 // raw sends body as is with the given Content-Type (none when empty) and
 // returns the whole response.
 func (c *Client) raw(method, path, contentType string, body []byte) (*Response, error) {
@@ -191,6 +204,9 @@ func (c *Client) raw(method, path, contentType string, body []byte) (*Response, 
 	}
 	if c.auth != "" {
 		req.Header.Set("Authorization", c.auth)
+	}
+	for name, values := range c.header {
+		req.Header[name] = values
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {

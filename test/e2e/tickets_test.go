@@ -31,7 +31,7 @@ func TestTicketLifecycle(t *testing.T) {
 	}
 
 	// RANDOM: the best block of the front row, centred.
-	random := mustReserve(t, c, ReserveReq{UserID: "u1", EventID: "gig", AreaID: "floor", NumOfSeats: 3, Type: "RANDOM"})
+	random := mustReserve(t, c, ReserveReq{UserID: "fan", EventID: "gig", AreaID: "floor", NumOfSeats: 3, Type: "RANDOM"})
 	if random.State != "RESERVED" || !slices.Equal(random.Seats, []Seat{{0, 1}, {0, 2}, {0, 3}}) || random.NumOfSeat != 3 {
 		t.Fatalf("random: %+v", random)
 	}
@@ -67,7 +67,7 @@ func TestTicketLifecycle(t *testing.T) {
 	if err != nil || r.Status != http.StatusOK || cancelled.State != "CANCELLED" {
 		t.Fatalf("cancel: %v %+v %v", r, cancelled, err)
 	}
-	resold := mustReserve(t, c, ReserveReq{UserID: "u3", EventID: "gig", AreaID: "floor", NumOfSeats: 2, Type: "SELF_PICK", Seats: []Seat{{1, 0}, {1, 1}}})
+	resold := mustReserve(t, c, ReserveReq{UserID: "fan", EventID: "gig", AreaID: "floor", NumOfSeats: 2, Type: "SELF_PICK", Seats: []Seat{{1, 0}, {1, 1}}})
 	if resold.State != "RESERVED" {
 		t.Fatalf("resale after cancel: %+v", resold)
 	}

@@ -1,15 +1,19 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/surge-dev/surge/internal/engine"
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
+	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/wallet/walletstore"
+	"github.com/surge-dev/surge/internal/workloads"
 )
 
 // TestWalletCrash kills the server with SIGKILL in the middle of
@@ -99,11 +103,19 @@ func TestWalletResolvesLeftIntents(t *testing.T) {
 	w := newWalletClients(t, srv.url)
 	a, b := w.register(t, "intent"), w.register(t, "intent")
 	fundWallet(t, srv.c, a, 100)
-	// Made through the ledger's own API, this transfer between the two
-	// wallets has no chat message: like one whose message a crash cut off.
-	id := "wallet:" + strconv.FormatUint(a.id, 10) + ":left"
-	mustTransfer(t, srv.c, TransferReq{ID: id, From: walletAccount(a), To: walletAccount(b), Amount: 30, Memo: "left"})
 	srv.stop()
+	// Made by the engine alone (the ledger API refuses wallet ids), this
+	// transfer between the two wallets has no chat message: like one whose
+	// message a crash cut off.
+	id := "wallet:" + strconv.FormatUint(a.id, 10) + ":left"
+	set, err := workloads.Open(context.Background(), workloads.Config{Engine: engine.Config{Dir: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = set.Ledger.Transfer(context.Background(), ledger.TransferRequest{ID: id, From: walletAccount(a), To: walletAccount(b), Amount: 30, Memo: "left"})
+	if cerr := set.Close(); err != nil || cerr != nil {
+		t.Fatalf("transfer %s: %v; close: %v", id, err, cerr)
+	}
 	writeIntents(t, dir, id, "wallet:"+strconv.FormatUint(a.id, 10)+":never-made")
 
 	for round := range 2 { // the second start finds nothing left to do

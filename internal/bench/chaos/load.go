@@ -218,14 +218,15 @@ type seat struct {
 
 // reserve reserves seats and pays for them through the ledger.
 func (w *worker) reserve(ctx context.Context) bool {
-	req := map[string]any{"userId": fmt.Sprintf("u%d-%d", w.id, w.n), "eventId": event, "areaId": area, "numOfSeats": 1 + w.rng.IntN(2), "type": "RANDOM"}
+	// A reservation is paid from its user's account.
+	from, _ := w.pair()
+	req := map[string]any{"userId": from, "eventId": event, "areaId": area, "numOfSeats": 1 + w.rng.IntN(2), "type": "RANDOM"}
 	st, body, err := w.c.do(ctx, http.MethodPost, "/v1/event/"+event+"/reservation?wait=5s", req)
 	var r reservation
 	if outcomeOf(st, err) != acked || json.Unmarshal(body, &r) != nil || r.State != "RESERVED" {
 		w.h.count(opReserve, outcomeOf(st, err))
 		return false
 	}
-	from, _ := w.pair()
 	st, _, err = w.c.do(ctx, http.MethodPost, "/v1/reservation/"+r.ID+"/pay", map[string]string{"account": from})
 	w.h.payment(r, outcomeOf(st, err))
 	return outcomeOf(st, err) == acked

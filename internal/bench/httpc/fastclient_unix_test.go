@@ -69,7 +69,7 @@ func TestFastIdleConnectionClosedByServer(t *testing.T) {
 				_ = server.SetLinger(0)
 			}
 			_ = server.Close()
-			waitReadable(t, ep.fast.conn.tc)
+			waitReadable(t, ep.fast.(*fastEndpoint).conn.tc)
 
 			status, reply, err := ep.Send(append(ep.Body(), "{}"...))
 			switch {

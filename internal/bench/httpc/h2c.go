@@ -2,7 +2,6 @@ package httpc
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"maps"
@@ -38,11 +37,11 @@ type H2Events struct {
 	ConnErrors map[string]int64 `json:"conn_errors,omitempty"`
 }
 
-// h2Pool spreads Endpoints over conns HTTP/2 transports, each of which
-// keeps one connection and queues requests beyond the server's stream
-// limit on it rather than opening another.
+// h2Pool spreads Endpoints over conns HTTP/2 transports (net/http's own
+// h2c), each of which keeps one connection and queues requests beyond the
+// server's stream limit on it rather than opening another.
 type h2Pool struct {
-	transports []*http2.Transport
+	transports []*http.Transport
 	next       atomic.Uint32
 
 	mu     sync.Mutex
@@ -53,9 +52,11 @@ func newH2Pool(conns int, wire *wireCounters) *h2Pool {
 	p := &h2Pool{events: H2Events{GoAways: map[string]int64{}, Resets: map[string]int64{}, ConnErrors: map[string]int64{}}}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	for range conns {
-		p.transports = append(p.transports, &http2.Transport{
-			AllowHTTP: true, // h2c: http:// URLs, no TLS
-			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+		protocols := new(http.Protocols)
+		protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge, for http:// URLs
+		p.transports = append(p.transports, &http.Transport{
+			Protocols: protocols,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 				conn, err := dialer.DialContext(ctx, network, addr)
 				if err != nil {
 					return nil, err
@@ -63,8 +64,9 @@ func newH2Pool(conns int, wire *wireCounters) *h2Pool {
 				p.count(func(e *H2Events) { e.Dials++ })
 				return wire.wrap(&frameConn{Conn: conn, pool: p}), nil
 			},
-			StrictMaxConcurrentStreams: true,
-			DisableCompression:         true,
+			HTTP2:              &http.HTTP2Config{StrictMaxConcurrentRequests: true},
+			MaxConnsPerHost:    1, // else concurrent first requests each dial one
+			DisableCompression: true,
 		})
 	}
 	return p

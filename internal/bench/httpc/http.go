@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // ClientKind selects the HTTP client a load generator sends with.
@@ -31,10 +33,10 @@ const (
 // Validate reports a kind this package does not know.
 func (k ClientKind) Validate() error {
 	switch k {
-	case "", FastClient, StdClient, H2CClient:
+	case "", FastClient, StdClient, H2CClient, FastHTTPClient:
 		return nil
 	}
-	return fmt.Errorf("bench: --http-client must be %s, %s or %s, not %q", FastClient, StdClient, H2CClient, string(k))
+	return fmt.Errorf("bench: --http-client must be %s, %s, %s or %s, not %q", FastClient, StdClient, FastHTTPClient, H2CClient, string(k))
 }
 
 // OrDefault returns k, or FastClient if k is empty.
@@ -70,12 +72,14 @@ type HTTPOptions struct {
 // keep-alive connections, one per VU, and a count of the bytes that cross
 // them.
 type targetClient struct {
-	base   *url.URL
-	rt     *http.Transport // StdClient
-	fast   *fastTransport  // FastClient
-	h2     *h2Pool         // H2CClient
-	header http.Header     // shared by every request; never modified after construction
-	wire   wireCounters
+	base    *url.URL
+	rt      *http.Transport // StdClient
+	fast    *fastTransport  // FastClient
+	h2      *h2Pool         // H2CClient
+	fh      fhDoer          // FastHTTPClient
+	timeout time.Duration
+	header  http.Header // shared by every request; never modified after construction
+	wire    wireCounters
 }
 
 // newTargetClient returns a client for target alone.
@@ -87,8 +91,8 @@ func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
 	if err := o.Client.Validate(); err != nil {
 		return nil, err
 	}
-	if o.Pipeline > 1 && o.Client.OrDefault() != FastClient {
-		return nil, errors.New("bench: --pipeline needs --http-client fast")
+	if o.Pipeline > 1 && o.Client.OrDefault() != FastClient && o.Client != FastHTTPClient {
+		return nil, errors.New("bench: --pipeline needs --http-client fast or fasthttp")
 	}
 	if !isFieldValue([]byte(o.APIKey)) {
 		return nil, errors.New("bench: the API key holds characters a header cannot")
@@ -110,6 +114,11 @@ func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
 		if c.fast, err = newFastTransport(base, o.APIKey, conns, o.Pipeline, timeout, &c.wire); err != nil {
 			return nil, err
 		}
+		return c, nil
+	}
+	c.timeout = timeout
+	if o.Client == FastHTTPClient {
+		c.fh = newFastHTTPClient(base, conns, o.Pipeline, timeout, &c.wire)
 		return c, nil
 	}
 	if o.Client == H2CClient {
@@ -161,6 +170,12 @@ func (c *targetClient) Close() {
 	switch {
 	case c.fast != nil:
 		c.fast.close()
+	case c.fh != nil:
+		// fasthttp's PipelineClient has no way to close its connections:
+		// they end with the process.
+		if hc, ok := c.fh.(*fasthttp.HostClient); ok {
+			hc.CloseIdleConnections()
+		}
 	case c.h2 != nil:
 		c.h2.close()
 	default:
@@ -186,6 +201,9 @@ func (c *targetClient) Endpoint(ctx context.Context, method, path string) *Endpo
 	u.Path += path
 	if c.fast != nil {
 		return &Endpoint{fast: newFastEndpoint(c.fast, ctx, method, u.RequestURI(), c.base.EscapedPath())}
+	}
+	if c.fh != nil {
+		return &Endpoint{fast: newFHEndpoint(c, ctx, method, u.RequestURI())}
 	}
 	req := (&http.Request{
 		Method:     method,
@@ -215,7 +233,7 @@ func (c *HTTPClient) Do(ctx context.Context, method, path string, body []byte) (
 // Endpoint sends requests to one URL from one goroutine, reusing its body
 // and reply buffers from request to request.
 type Endpoint struct {
-	fast *fastEndpoint // FastClient; the fields below are StdClient's
+	fast leanEndpoint // FastClient's or FastHTTPClient's; the fields below are StdClient's
 
 	rt    http.RoundTripper
 	tmpl  *http.Request
@@ -243,7 +261,7 @@ func (e *Endpoint) Body() []byte {
 // generator does not need and would pay for on every request.
 func (e *Endpoint) Send(body []byte) (status int, reply []byte, err error) {
 	if e.fast != nil {
-		return e.fast.send(e.fast.method, nil, body)
+		return e.fast.send(e.fast.defaultMethod(), nil, body)
 	}
 	return e.roundTrip(e.tmpl, body)
 }

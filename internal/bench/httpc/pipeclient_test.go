@@ -198,6 +198,12 @@ func TestPipelineCancel(t *testing.T) {
 // through net/http's server (which answers pipelined requests in order),
 // each checking that the echo is its own.
 func TestPipelineAgainstRealServer(t *testing.T) {
+	for _, kind := range []ClientKind{FastClient, FastHTTPClient} {
+		t.Run(string(kind), func(t *testing.T) { pipelineAgainstRealServer(t, kind) })
+	}
+}
+
+func pipelineAgainstRealServer(t *testing.T, kind ClientKind) {
 	srv := startCounted(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b strings.Builder
 		_, _ = fmt.Fprintf(&b, "%s ", r.URL.Path)
@@ -210,7 +216,7 @@ func TestPipelineAgainstRealServer(t *testing.T) {
 		fmt.Fprint(w, b.String())
 	}))
 	const vus, pipeline, rounds = 24, 8, 50
-	c := newTestClient(t, HTTPOptions{Target: srv.URL, Conns: vus, Pipeline: pipeline})
+	c := newTestClient(t, HTTPOptions{Target: srv.URL, Conns: vus, Pipeline: pipeline, Client: kind})
 	var wg sync.WaitGroup
 	for v := range vus {
 		ep := c.Endpoint(t.Context(), http.MethodPost, "")

@@ -23,7 +23,7 @@ func TestSendURI(t *testing.T) {
 		_, _ = io.WriteString(w, r.Method)
 	}))
 	defer srv.Close()
-	for _, kind := range []ClientKind{FastClient, StdClient} {
+	for _, kind := range []ClientKind{FastClient, StdClient, FastHTTPClient} {
 		seen = nil
 		c, err := NewHTTPClient(HTTPOptions{Target: srv.URL, Client: kind, Conns: 1})
 		if err != nil {

@@ -18,7 +18,7 @@ func TestSplitTargets(t *testing.T) {
 // two targets: each target gets three Endpoints' requests (and, over
 // h2c, three of the six connections).
 func TestEndpointsSpreadOverTargets(t *testing.T) {
-	for _, kind := range []ClientKind{FastClient, StdClient, H2CClient} {
+	for _, kind := range []ClientKind{FastClient, StdClient, FastHTTPClient, H2CClient} {
 		t.Run(string(kind), func(t *testing.T) {
 			var hits [2]atomic.Int64
 			var urls [2]string

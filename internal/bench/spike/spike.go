@@ -55,8 +55,8 @@ type SpikeConfig struct {
 	Conns int
 	// Ceiling, with HTTP2, then runs the same client shape (POST, then
 	// GET, by the same VUs over as many connections) against an empty Go
-	// h2c handler in this process: what this client and machine can do
-	// at best.
+	// h2c handler (started by CeilingTarget): what this client and
+	// machine can do at best.
 	Ceiling bool
 	// CeilingTarget, if set, starts the ceiling's target (see
 	// ServeCeiling) and returns its URL; nil serves it in this process.

@@ -192,7 +192,7 @@ func vuCounts(t *testing.T, f *fakeLedger, runID string) map[string]int {
 }
 
 func TestTransferRunsExactIterationsWithUniqueIDs(t *testing.T) {
-	for _, kind := range []httpc.ClientKind{httpc.FastClient, httpc.StdClient} {
+	for _, kind := range []httpc.ClientKind{httpc.FastClient, httpc.StdClient, httpc.FastHTTPClient} {
 		t.Run(string(kind), func(t *testing.T) { testTransferRunsExactIterations(t, kind) })
 	}
 }

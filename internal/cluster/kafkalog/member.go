@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -102,14 +104,15 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		// A partition without committed offsets is read from its first command.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.TransactionalID(c.TransactionalID(node)),
+		// franz-go always fetches a group's offsets with RequireStable: a new
+		// owner waits while the former owner's transaction is open.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
-		kgo.OnPartitionsAssigned(m.assigned(h.Assigned)),
-		kgo.OnPartitionsRevoked(m.revoked(h.Revoked)),
-		kgo.OnPartitionsLost(m.revoked(h.Revoked)),
+		kgo.OnPartitionsAssigned(m.track(true, h.Assigned)),
+		kgo.OnPartitionsRevoked(m.track(false, h.Revoked)),
+		kgo.OnPartitionsLost(m.track(false, h.Revoked)),
 	}
 	if c.SessionTimeout > 0 {
 		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
@@ -126,26 +129,18 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 	return m, nil
 }
 
-func (m *Member) assigned(fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
+// track returns a group callback that records the commands partitions it
+// is given as owned (gained) or not (lost), then tells fn.
+func (m *Member) track(gained bool, fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
 	return func(ctx context.Context, _ *kgo.Client, parts map[string][]int32) {
 		ps := slices.Sorted(slices.Values(parts[m.cfg.CommandsTopic()]))
 		m.mu.Lock()
 		for _, p := range ps {
-			m.owned[p] = true
-		}
-		m.mu.Unlock()
-		if fn != nil && len(ps) > 0 {
-			fn(ctx, ps)
-		}
-	}
-}
-
-func (m *Member) revoked(fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
-	return func(ctx context.Context, _ *kgo.Client, parts map[string][]int32) {
-		ps := slices.Sorted(slices.Values(parts[m.cfg.CommandsTopic()]))
-		m.mu.Lock()
-		for _, p := range ps {
-			delete(m.owned, p)
+			if gained {
+				m.owned[p] = true
+			} else {
+				delete(m.owned, p)
+			}
 		}
 		m.mu.Unlock()
 		if fn != nil && len(ps) > 0 {
@@ -158,13 +153,7 @@ func (m *Member) revoked(fn func(context.Context, []int32)) func(context.Context
 func (m *Member) Owned() []int32 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Sorted(func(yield func(int32) bool) {
-		for p := range m.owned {
-			if !yield(p) {
-				return
-			}
-		}
-	})
+	return slices.Sorted(maps.Keys(m.owned))
 }
 
 // Round runs one consume-transform-produce round: it waits for commands
@@ -207,14 +196,25 @@ func (m *Member) poll(ctx context.Context, max int) ([]Command, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := fetches.Err(); err != nil {
-		return nil, fmt.Errorf("kafkalog: reading commands: %w", err)
+	for _, fe := range fetches.Errors() {
+		if !transient(fe.Err) {
+			return nil, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
 	}
 	batch := make([]Command, 0, fetches.NumRecords())
 	fetches.EachRecord(func(r *kgo.Record) {
 		batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value})
 	})
 	return batch, nil
+}
+
+// transient reports a poll error that the client gets over by itself: a
+// failed attempt to join the group, which it retries (the coordinator may
+// be moving, as when a broker dies), or a retriable broker error. The poll
+// reports them for information; a round just has no commands then.
+func transient(err error) bool {
+	var session *kgo.ErrGroupSession
+	return errors.As(err, &session) || kerr.IsRetriable(err)
 }
 
 // produce writes a round's outputs into the open transaction and waits

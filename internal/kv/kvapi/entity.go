@@ -17,7 +17,8 @@ import (
 
 // FastRoutes are the routes Handler serves natively.
 func (h *Handler) FastRoutes() []front.Route {
-	return []front.Route{{Pattern: "/v0/entity", Handler: h.serveEntity}}
+	// A value over the limit is refused before it is read.
+	return []front.Route{{Pattern: "/v0/entity", Handler: h.serveEntity, MaxBody: h.maxValue}}
 }
 
 // serveEntity serves one /v0/entity request and records its metrics.

@@ -1,10 +1,11 @@
-// Package kvstore keeps surge's key-value entries (SPEC §3.3) in the
-// engine's Pebble store and makes its reads linearizable.
+// Package kvstore keeps surge's key-value entries (SPEC §3.3) in a Pebble
+// database of their own (Open; their keys in layout.go) and makes its
+// reads linearizable.
 //
 // Writes go straight to Pebble from the request's goroutine: a PUT or
 // DELETE is one batch committed with a WAL fsync, and Pebble's log writer
 // serves every commit waiting at the same moment with one fsync (group
-// commit; see store.WALSyncs and its tests). So concurrent writers share
+// commit; see store.WALSyncs and layout_test.go). So concurrent writers share
 // fsyncs without a queue of our own. A writer with several writes to
 // acknowledge at once, such as a connection with pipelined requests, makes
 // them share a fsync too: PutNoWait and DeleteNoWait apply a write and
@@ -85,21 +86,21 @@ func (s *Store) Delete(key string) error {
 // them all share a fsync this way.
 func (s *Store) PutNoWait(key string, value []byte) (Write, error) {
 	slot := s.begin(key)
-	w, err := s.db.PutKVNoWait(key, value)
+	w, err := putEntry(s.db, key, value)
 	return s.written(slot, w, err)
 }
 
 // DeleteNoWait removes key, returning as PutNoWait does.
 func (s *Store) DeleteNoWait(key string) (Write, error) {
 	slot := s.begin(key)
-	w, err := s.db.DeleteKVNoWait(key)
+	w, err := deleteEntry(s.db, key)
 	return s.written(slot, w, err)
 }
 
 // Write is a write applied but perhaps not yet durable.
 type Write struct {
 	s    *Store
-	w    store.KVWrite
+	w    store.Pending
 	slot int
 }
 
@@ -109,7 +110,7 @@ func (w Write) Wait() error {
 	return w.w.Wait()
 }
 
-func (s *Store) written(slot int, w store.KVWrite, err error) (Write, error) {
+func (s *Store) written(slot int, w store.Pending, err error) (Write, error) {
 	if err != nil {
 		s.end(slot)
 		return Write{}, err
@@ -128,7 +129,7 @@ func waited(w Write, err error) error {
 // is valid only during the call. fn runs only once the answer is durable:
 // no crash can undo what it is shown.
 func (s *Store) Get(key string, fn func(value []byte, found bool) error) error {
-	found, err := s.db.GetKV(key, func(v []byte) error {
+	found, err := getEntry(s.db, key, func(v []byte) error {
 		if err := s.settle(key); err != nil {
 			return err
 		}
@@ -147,16 +148,14 @@ func (s *Store) Get(key string, fn func(value []byte, found bool) error) error {
 // end is empty), in key order, over a snapshot of the store of this moment.
 // Like Get, it returns only once everything in the snapshot is durable.
 // The iterator must be closed.
-func (s *Store) Scan(start, end string) (*store.KVIter, error) {
-	it, err := s.db.ScanKV(start, end)
+func (s *Store) Scan(start, end string) (*Iter, error) {
+	it, err := scanEntries(s.db, start, end)
 	if err != nil {
 		return nil, err
 	}
 	// A range can miss a key because an undurable DELETE hides it, so
 	// every write in flight matters, not only those to keys it returns.
-	// A faulted store's writes stuck in flight never end; its ranges read
-	// committed state and need not wait.
-	if s.durable && s.pending.Load() != 0 && !it.Committed() {
+	if s.durable && s.pending.Load() != 0 {
 		s.metrics.barriers.Inc()
 		if err := s.db.SyncWAL(); err != nil {
 			it.Close()

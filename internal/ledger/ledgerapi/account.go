@@ -114,6 +114,8 @@ func (in *accountInput) validate() (ledger.AccountSpec, *inputError) {
 		return bad("id", msgRequired)
 	case !ValidID(in.spec.ID):
 		return bad("id", msgID)
+	case ledger.ServerAccountID(in.spec.ID):
+		return bad("id", msgServerAccount)
 	case in.has&fCurrency == 0:
 		return bad("currency", msgRequired)
 	case !ValidCurrency(in.spec.Currency):

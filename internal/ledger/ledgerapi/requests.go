@@ -220,6 +220,8 @@ func (in *transferInput) request(item int) (ledger.TransferRequest, *inputError)
 	switch {
 	case in.has&fID != 0 && !ValidID(in.id):
 		return bad("id", msgID)
+	case in.has&fID != 0 && ledger.ServerTransferID(in.id):
+		return bad("id", msgServerTransfer)
 	case in.has&fFrom == 0:
 		return bad("from", msgRequired)
 	case !ValidID(in.from):

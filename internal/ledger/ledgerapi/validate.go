@@ -58,8 +58,11 @@ const (
 	msgAmount   = "must be an integer from 1 to 9007199254740991"
 	msgLimit    = "must be an integer from 0 to 9007199254740991"
 	msgRequired = "is required"
-	msgMemo     = "must be at most 512 bytes"
-	msgTimeout  = "must be an integer from 0 to 604800000 (7 days)"
+
+	msgServerAccount  = "must not start with wallet: (the server assigns those ids)"
+	msgServerTransfer = "must not start with wallet: or pay-<reservation id> (the server assigns those ids)"
+	msgMemo           = "must be at most 512 bytes"
+	msgTimeout        = "must be an integer from 0 to 604800000 (7 days)"
 
 	msgMetadataKeys = "must have at most 16 entries"
 	msgMetadataSize = "keys must be 1 to 256 bytes and values at most 256 bytes"

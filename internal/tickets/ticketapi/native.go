@@ -62,6 +62,7 @@ func (a *API) reserve(ctx *fasthttp.RequestCtx) int {
 	if err != nil {
 		return a.failFast(ctx, err)
 	}
+	ctx.Response.Header.Set(TokenHeader, a.holdToken(id))
 	if wait == 0 && !bytes.Contains(ctx.Request.Header.Peek(fasthttp.HeaderAccept), []byte("application/json")) {
 		ctx.SetContentType("text/plain; charset=utf-8")
 		ctx.SetBodyString(id)
@@ -70,6 +71,9 @@ func (a *API) reserve(ctx *fasthttp.RequestCtx) int {
 	res, err := a.box.Reservation(front.Context(ctx), id, wait)
 	if err != nil {
 		return a.failFast(ctx, err)
+	}
+	if !res.Final() { // the request as filed, still PROCESSING
+		res = *tickets.NewReservation(id, body.UserID, req, time.Now().UTC())
 	}
 	return reservationFast(ctx, &res)
 }

@@ -10,8 +10,8 @@ package ticketapi
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,10 +51,14 @@ type Box interface {
 
 // Options configure the API.
 type Options struct {
-	// APIKey, when set, is required as a bearer token to create events and
-	// to pay (both are operator or ledger actions). Reservations stay open,
-	// like ticket-master's: a reservation id is an unguessable capability.
+	// APIKey, when set, is required as a bearer token to create events, to
+	// pay (both are operator or ledger actions) and to see who holds which
+	// seat. Filing and reading reservations stay open, like
+	// ticket-master's; cancelling one takes its hold token or the key.
 	APIKey string
+	// HoldSecret derives reservations' hold tokens (owner.go); it must
+	// stay the same across restarts for tokens to.
+	HoldSecret []byte
 	// Ready reports whether /v1/health_check answers 200.
 	Ready func() bool
 	// Registry receives the API's metrics; nil means none.
@@ -76,6 +80,10 @@ func New(box Box, opts Options) *API {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.HoldSecret == nil {
+		opts.HoldSecret = make([]byte, sha256.Size)
+		_, _ = rand.Read(opts.HoldSecret) // never fails (crypto/rand)
+	}
 	a := &API{box: box, opts: opts, mux: http.NewServeMux(), keyHash: sha256.Sum256([]byte(opts.APIKey))}
 	a.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "surge_tickets_request_seconds",
@@ -88,7 +96,7 @@ func New(box Box, opts Options) *API {
 	a.handle("POST /v1/event", a.keyed(a.createEvent))
 	a.handle("GET /v1/event/{id}", a.getEvent)
 	a.handle("GET /v1/event/{id}/area/{area}", a.getArea)
-	a.handle("DELETE /v1/reservation/{id}", a.cancel)
+	a.handle("DELETE /v1/reservation/{id}", a.owned(a.cancel))
 	a.handle("POST /v1/reservation/{id}/pay", a.keyed(a.pay))
 	a.handle("GET /v1/health_check", a.health)
 	return a
@@ -114,12 +122,7 @@ func (a *API) handle(pattern string, h handler) {
 
 func (a *API) keyed(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) int {
-		if a.opts.APIKey == "" {
-			return h(w, r)
-		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(token))
-		if !ok || subtle.ConstantTimeCompare(sum[:], a.keyHash[:]) != 1 {
+		if !a.operator(r) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 			return writeProblem(w, http.StatusUnauthorized, "unauthorized", "a valid API key is required")
 		}
@@ -152,7 +155,7 @@ func (a *API) getArea(w http.ResponseWriter, r *http.Request) int {
 	if err != nil {
 		return a.fail(w, err)
 	}
-	return writeJSON(w, http.StatusOK, areaSeatsOf(&seats))
+	return writeJSON(w, http.StatusOK, areaSeatsOf(&seats, a.operator(r)))
 }
 
 // request checks what the domain does not: the strategy, the user and the
@@ -185,7 +188,15 @@ func (a *API) pay(w http.ResponseWriter, r *http.Request) int {
 	if body.Account == "" {
 		return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), "account: required")
 	}
-	res, err := a.box.PayReservation(r.Context(), r.PathValue("id"), body.Account)
+	held, err := a.box.Reservation(r.Context(), r.PathValue("id"), 0)
+	if err != nil {
+		return a.fail(w, err)
+	}
+	if body.Account != held.UserID {
+		return writeProblem(w, http.StatusForbidden, "forbidden",
+			fmt.Sprintf("account %s is not the reservation's user's: pay from account %s", body.Account, held.UserID))
+	}
+	res, err := a.box.PayReservation(r.Context(), held.ID, body.Account)
 	if err != nil {
 		return a.fail(w, err)
 	}
@@ -282,7 +293,26 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) int {
 	if errors.As(err, &tooBig) {
 		return writeProblem(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("body over %d bytes", limit))
 	}
-	return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), "malformed JSON body: "+err.Error())
+	return writeProblem(w, http.StatusBadRequest, string(ledger.CodeInvalidArgument), "malformed JSON body: "+timeless(err))
+}
+
+// timeText says how a time is written.
+const timeText = `want an RFC 3339 time string, like "2026-12-01T20:00:00Z"`
+
+// timeless words a decoding error for people: time's own errors show Go's
+// layout string ("2006-01-02T15:04:05Z07:00"), which means nothing to a
+// client.
+func timeless(err error) string {
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &pe) && pe.Message != "":
+		return fmt.Sprintf("time %q:%s", pe.Value, pe.Message)
+	case errors.As(err, &pe):
+		return fmt.Sprintf("time %q: %s", pe.Value, timeText)
+	case strings.HasPrefix(err.Error(), "Time.UnmarshalJSON"):
+		return "a time: " + timeText
+	}
+	return err.Error()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) int {
@@ -311,9 +341,27 @@ func writeProblem(w http.ResponseWriter, status int, code, detail string) int {
 	return status
 }
 
+// problemBody is a problem document in the ledger API's shape: its type
+// is https://surge.dev/problems/<code>, its title the code in words.
 func problemBody(status int, code, detail string) []byte {
-	b, _ := json.Marshal(problemJSON{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+	b, _ := json.Marshal(problemJSON{Type: problemTypes + code, Title: titleOf(code), Status: status, Code: code, Detail: detail})
 	return b
+}
+
+// problemTypes prefixes every problem's type URI, as on the ledger API.
+const problemTypes = "https://surge.dev/problems/"
+
+// titleOf spells a code as the ledger API titles it: "reservation_not_held"
+// is "Reservation not held"; "internal" is "Internal error".
+func titleOf(code string) string {
+	if code == "internal" {
+		return "Internal error"
+	}
+	title := strings.ReplaceAll(code, "_", " ")
+	if title == "" {
+		return title
+	}
+	return strings.ToUpper(title[:1]) + title[1:]
 }
 
 func statusText(code int) string { return strconv.Itoa(code) }

@@ -78,7 +78,7 @@ type areaSeatsJSON struct {
 type takenJSON struct {
 	Row           int           `json:"row"`
 	Col           int           `json:"col"`
-	ReservationID string        `json:"reservationId"`
+	ReservationID string        `json:"reservationId,omitempty"`
 	State         tickets.State `json:"state"`
 }
 
@@ -136,14 +136,20 @@ func reservationOf(r *tickets.Reservation) reservationJSON {
 	return j
 }
 
-func areaSeatsOf(a *tickets.AreaSeats) areaSeatsJSON {
+// areaSeatsOf is a's seat map; the holders' reservation ids only when
+// withIDs (for the operator).
+func areaSeatsOf(a *tickets.AreaSeats, withIDs bool) areaSeatsJSON {
 	j := areaSeatsJSON{
 		AreaID: a.Spec.AreaID, RowCount: a.Spec.RowCount, ColCount: a.Spec.ColCount,
 		Available: a.Available, SeatMap: a.SeatMap, Taken: []takenJSON{},
 	}
 	for _, r := range a.Holders {
 		for _, s := range r.Seats {
-			j.Taken = append(j.Taken, takenJSON{Row: s.Row, Col: s.Col, ReservationID: r.ID, State: r.State})
+			t := takenJSON{Row: s.Row, Col: s.Col, State: r.State}
+			if withIDs {
+				t.ReservationID = r.ID
+			}
+			j.Taken = append(j.Taken, t)
 		}
 	}
 	return j

@@ -23,7 +23,7 @@ import (
 // reservation: "pay-<reservation id>-<attempt>". Each attempt holds money
 // under an id of its own, so a voided attempt never stands in for a later
 // one; the reservation records the attempt that paid it.
-const paymentPrefix = "pay-"
+const paymentPrefix = ledger.PaymentPrefix
 
 func newPaymentID(reservation string) string {
 	return paymentPrefix + reservation + "-" + uuid.NewString()[:8]
@@ -278,7 +278,10 @@ func (t *Tickets) heldReservation(id string) (tickets.Reservation, *areaState, e
 	if !snap.Final() {
 		return snap, nil, ledger.Errorf(tickets.CodeNotPayable, "reservation %s is not decided yet", id)
 	}
-	a, _ := t.area(snap.EventID, snap.AreaID)
+	a, ok := t.area(snap.EventID, snap.AreaID)
+	if !ok { // failed for an unknown event or area
+		return snap, nil, ledger.Errorf(tickets.CodeNotPayable, "reservation %s is %s and holds no seats", id, snap.State)
+	}
 	return snap, a, nil
 }
 
@@ -362,7 +365,9 @@ func (t *Tickets) loadTickets() error {
 				t.users.add(a.event.spec.EventName, r.UserID, len(r.Seats))
 			}
 		}
-		t.index.store(uuid.MustParse(r.ID), snapshot(r), a)
+		if !settled(r) { // the settled ones are read from storage
+			t.index.store(uuid.MustParse(r.ID), snapshot(r), a)
+		}
 		return nil
 	})
 	if err != nil {

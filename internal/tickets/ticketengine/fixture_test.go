@@ -27,6 +27,12 @@ type testConfig = engine.Config
 
 func openEngine(t testing.TB, cfg testConfig) *fixture {
 	t.Helper()
+	return openEngineWith(t, cfg, Config{})
+}
+
+// openEngineWith opens a fixture whose ticketing has tc.
+func openEngineWith(t testing.TB, cfg testConfig, tc Config) *fixture {
+	t.Helper()
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	eng, err := engine.Open(cfg)
 	if err != nil {
@@ -37,7 +43,8 @@ func openEngine(t testing.TB, cfg testConfig) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := Open(eng, led, Config{Logger: cfg.Logger})
+	tc.Logger = cfg.Logger
+	tk, err := Open(eng, led, tc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ func (t *Tickets) register(reg prometheus.Registerer) {
 	reg.MustRegister(t.outcomes, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "surge_reservation_polls_parked",
 		Help: "Long-polls waiting for a reservation to be decided.",
-	}, func() float64 { return float64(t.ParkedPolls()) }), seatsCollector{t})
+	}, func() float64 { return float64(t.ParkedPolls()) }), seatsCollector{t}, outcomesCollector{t.index})
 }
 
 var (

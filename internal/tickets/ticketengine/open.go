@@ -33,6 +33,12 @@ type Ledger interface {
 
 // Config sets up ticketing.
 type Config struct {
+	// OutcomeRetention is how long failed reservations are kept at least
+	// for readers, and OutcomeMemoryBytes the memory they may take
+	// (estimated); more failures within OutcomeRetention than that holds
+	// are forgotten sooner (outcomes.go). 0: the defaults.
+	OutcomeRetention   time.Duration
+	OutcomeMemoryBytes int64
 	// Registerer receives ticketing's metrics; nil means none.
 	Registerer prometheus.Registerer
 	// Logger receives operational messages; nil means slog.Default().
@@ -46,6 +52,12 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.OutcomeRetention <= 0 {
+		cfg.OutcomeRetention = DefaultOutcomeRetention
+	}
+	if cfg.OutcomeMemoryBytes <= 0 {
+		cfg.OutcomeMemoryBytes = DefaultOutcomeMemoryBytes
+	}
 	t := &Tickets{
 		eng: eng, ledger: ledger, db: ticketstore.Store{Store: eng.Store()}, log: cfg.Logger,
 		events: make(map[string]*eventState), users: userSeats{m: make(map[userKey]int)},
@@ -54,7 +66,7 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 			Help: "Reservation decisions and later moves, by resulting state and failure reason.",
 		}, []string{"state", "reason"}),
 	}
-	t.index = newResvIndex(&t.areas)
+	t.index = newResvIndex(&t.areas, cfg.OutcomeRetention, cfg.OutcomeMemoryBytes)
 	slices := make([]engine.Slice, eng.Shards())
 	for i := range slices {
 		s := &shard{t: t, desk: tickets.NewDesk()}
@@ -65,6 +77,10 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 		return nil, err
 	}
 	t.port = eng.Attach(slices)
+	// A Tick on the first shard ages the failures; its rounds ask for the
+	// next one while any are kept.
+	t.index.wake = func() { _ = t.port.Post(0, engine.Tick{}) }
+	t.index.disk = t.storedReservation
 	t.register(cfg.Registerer)
 	return t, nil
 }
@@ -109,6 +125,9 @@ func (s *shard) Apply(cmds []engine.Command, now time.Time) {
 			c.seats = s.inspect(c.event, c.area)
 		case engine.Tick:
 			s.desk.Expire(now)
+			if s == s.t.shards[0] {
+				s.t.index.expire(now)
+			}
 		default:
 			panic(fmt.Sprintf("ticketengine: unknown command %T", c))
 		}
@@ -137,10 +156,17 @@ func (s *shard) Publish(time.Time) {}
 func (s *shard) Announce() { s.t.publishReservations(s.desk.Changes()) }
 
 // Finish readies the Desk for the next round and returns its earliest
-// hold deadline.
+// hold deadline; the first shard's is also when failures next age.
 func (s *shard) Finish() time.Time {
 	s.desk.Reset()
-	return s.desk.NextExpiry()
+	next := s.desk.NextExpiry()
+	if s != s.t.shards[0] {
+		return next
+	}
+	if age := s.t.index.nextExpiry(); !age.IsZero() && (next.IsZero() || age.Before(next)) {
+		return age
+	}
+	return next
 }
 
 // The ticketing commands, each with the fields its outcome is written to.

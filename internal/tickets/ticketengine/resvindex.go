@@ -2,7 +2,6 @@ package ticketengine
 
 import (
 	"context"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,22 +19,33 @@ import (
 // the shard that commits the decision closes it. A million parked readers
 // cost a million small channels; nobody is woken for another's reservation.
 type resvIndex struct {
-	stripes [256]resvStripe
+	stripes [indexStripes]resvStripe
 	parked  atomic.Int64 // readers waiting right now
 	areas   *areaTable
+	// retention and genBytes bound each generation of settled
+	// reservations; kept and forgotten count those kept and dropped;
+	// expired is when expire last ran (unix nanoseconds).
+	retention time.Duration
+	genBytes  int64
+	kept      atomic.Int64
+	forgotten atomic.Int64
+	expired   atomic.Int64
+	// wake, when set, is called when a settled reservation is kept where
+	// none were, so that expire gets scheduled.
+	wake func()
+	// disk, when set, reads a settled reservation that is no longer in
+	// memory from storage.
+	disk func(uuid.UUID) (*tickets.Reservation, bool)
 }
 
 type resvStripe struct {
 	mu sync.Mutex
-	m  map[uuid.UUID]resvSlot
-	// soldOut holds the commonest failure, a RANDOM request that found no
-	// block of its size, in a map whose keys and values hold no pointers,
-	// with the user ids in users: the GC never scans either, however many
-	// hundreds of thousands of failures a flash sale leaves (840,000 of
-	// 1,000,000 requests in seed 002's test). Kept as whole reservations
-	// they cost ~480 bytes each and a third of the server's CPU in GC.
-	soldOut map[uuid.UUID]soldOut
-	users   []byte
+	// m holds the undecided reservations and those holding seats.
+	m map[uuid.UUID]resvSlot
+	// settled holds the settled ones (failed, cancelled, expired) while
+	// they are kept (outcomes.go): settled[0] is the current generation,
+	// settled[1] the previous one.
+	settled [2]settledGen
 }
 
 // resvSlot is one reservation: res is the committed snapshot of a decided
@@ -44,38 +54,6 @@ type resvStripe struct {
 type resvSlot struct {
 	res  *tickets.Reservation
 	wait chan struct{}
-}
-
-// soldOut is a RANDOM reservation of n seats in area that failed
-// NOT_AVAILABLE, pointer-free: the user id is users[user:user+userLen],
-// and the failure's detail is rebuilt from the rest.
-type soldOut struct {
-	created int64
-	user    uint32
-	area    uint32
-	n       uint8
-	userLen uint8
-}
-
-// compactable reports whether r can be kept as a soldOut record.
-func compactable(r *tickets.Reservation, a *areaState) bool {
-	return a != nil && r.State == tickets.Failed && r.Kind == tickets.Random && r.Seats == nil &&
-		r.FailedReason == tickets.ReasonNotAvailable && r.NumOfSeats > 0 && r.NumOfSeats <= math.MaxUint8 &&
-		len(r.UserID) <= math.MaxUint8 && r.EventID == a.event.spec.EventName && r.AreaID == a.spec.AreaID &&
-		r.Detail == tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID)
-}
-
-// expand rebuilds the reservation; the stripe's lock must be held.
-func (s *resvStripe) expand(id uuid.UUID, f soldOut, areas *areaTable) *tickets.Reservation {
-	a := areas.at(f.area)
-	r := &tickets.Reservation{
-		ID: id.String(), UserID: string(s.users[f.user : f.user+uint32(f.userLen)]),
-		EventID: a.event.spec.EventName, AreaID: a.spec.AreaID, NumOfSeats: int(f.n), Kind: tickets.Random,
-		State: tickets.Failed, FailedReason: tickets.ReasonNotAvailable, CreatedAt: time.Unix(0, f.created).UTC(),
-	}
-	r.UpdatedAt = r.CreatedAt
-	r.Detail = tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID)
-	return r
 }
 
 // areaTable numbers every area, so records can name one without a
@@ -99,11 +77,15 @@ func (t *areaTable) add(a *areaState) {
 
 func (t *areaTable) at(i uint32) *areaState { return (*t.list.Load())[i] }
 
-func newResvIndex(areas *areaTable) *resvIndex {
-	x := &resvIndex{areas: areas}
+// indexStripes is the number of the index's stripes.
+const indexStripes = 256
+
+// newResvIndex returns an index keeping settled reservations at least
+// retention, in at most memBytes (estimated).
+func newResvIndex(areas *areaTable, retention time.Duration, memBytes int64) *resvIndex {
+	x := &resvIndex{areas: areas, retention: retention, genBytes: memBytes / (2 * indexStripes)}
 	for i := range x.stripes {
 		x.stripes[i].m = make(map[uuid.UUID]resvSlot)
-		x.stripes[i].soldOut = make(map[uuid.UUID]soldOut)
 	}
 	return x
 }
@@ -138,14 +120,14 @@ func (x *resvIndex) store(id uuid.UUID, r *tickets.Reservation, a *areaState) {
 	if w := s.m[id].wait; w != nil {
 		close(w)
 	}
-	if !compactable(r, a) {
+	if !settled(r) {
 		s.m[id] = resvSlot{res: r}
 		return
 	}
 	delete(s.m, id)
-	s.soldOut[id] = soldOut{created: r.CreatedAt.UnixNano(), user: uint32(len(s.users)), area: a.index,
-		n: uint8(r.NumOfSeats), userLen: uint8(len(r.UserID))}
-	s.users = append(s.users, r.UserID...)
+	if s.addSettled(id, r, a, time.Now(), x) && x.wake != nil {
+		x.wake()
+	}
 }
 
 // load returns the committed state of id: nil and true while undecided,
@@ -153,12 +135,15 @@ func (x *resvIndex) store(id uuid.UUID, r *tickets.Reservation, a *areaState) {
 func (x *resvIndex) load(id uuid.UUID) (*tickets.Reservation, bool) {
 	s := x.stripe(id)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f, ok := s.soldOut[id]; ok {
-		return s.expand(id, f, x.areas), true
+	r, ok := s.m[id].res, false
+	if _, ok = s.m[id]; !ok {
+		r, ok = s.findSettled(id, x.areas)
 	}
-	slot, ok := s.m[id]
-	return slot.res, ok
+	s.mu.Unlock()
+	if ok || x.disk == nil {
+		return r, ok
+	}
+	return x.disk(id) // settled and forgotten, or never stored
 }
 
 // await returns id's state once it is decided, or undecided (nil, true)

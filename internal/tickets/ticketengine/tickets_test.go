@@ -2,6 +2,7 @@ package ticketengine
 
 import (
 	"fmt"
+	"github.com/google/uuid"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -398,5 +399,80 @@ func TestReserveOverloadedFilesNothing(t *testing.T) {
 	}
 	if r, err := e.CancelReservation(ctx, first); err != nil || r.State != tickets.Cancelled {
 		t.Fatalf("cancel: %+v %v", r, err)
+	}
+}
+
+// Paying or cancelling a reservation that failed for an unknown event or
+// area answers reservation_not_held; it must not crash the caller.
+func TestPayOrCancelOfUnknownEventFailureIsRefused(t *testing.T) {
+	e := openEngine(t, testConfig{Dir: t.TempDir(), Shards: 2})
+	mustCreateEvent(t, e, testEvent("ev", 1, 1, 1))
+	for _, req := range []tickets.ReserveRequest{random("no-such-event", "A0", 1), random("ev", "no-such-area", 1)} {
+		r := reserveWait(t, e, "u1", req)
+		if r.State != tickets.Failed {
+			t.Fatalf("%+v: %+v", req, r)
+		}
+		if _, err := e.PayReservation(ctx, r.ID, "u1"); ledger.CodeOf(err) != tickets.CodeNotPayable {
+			t.Errorf("pay of %s: %v", r.FailedReason, err)
+		}
+		if _, err := e.CancelReservation(ctx, r.ID); ledger.CodeOf(err) != tickets.CodeNotPayable {
+			t.Errorf("cancel of %s: %v", r.FailedReason, err)
+		}
+	}
+}
+
+// Failures decided at the edge, with no round to follow them, are still
+// forgotten once their retention has passed: the first one kept asks the
+// engine for a Tick.
+func TestFailuresForgottenAfterRetention(t *testing.T) {
+	e := openEngineWith(t, testConfig{Dir: t.TempDir(), Shards: 2}, Config{OutcomeRetention: 20 * time.Millisecond})
+	r := reserveWait(t, e, "u1", random("no-such-event", "A0", 1))
+	if r.State != tickets.Failed {
+		t.Fatalf("%+v", r)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := e.Reservation(ctx, r.ID, 0)
+		if ledger.CodeOf(err) == tickets.CodeReservationNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("failure still kept a minute after a 20 ms retention: %v", err)
+		}
+		time.Sleep(time.Millisecond) // polls a condition; the deadline only bounds the wait
+	}
+	if n, _ := e.index.retained(); n != 0 {
+		t.Fatalf("%d failures kept", n)
+	}
+}
+
+// A cancelled reservation leaves memory after its retention and is then
+// read from storage, as it is after a restart.
+func TestSettledReservationsReadFromStorage(t *testing.T) {
+	dir := t.TempDir()
+	e := openEngineWith(t, testConfig{Dir: dir, Shards: 2}, Config{OutcomeRetention: 20 * time.Millisecond})
+	mustCreateEvent(t, e, testEvent("ev", 1, 1, 2))
+	r := reserveWait(t, e, "u1", random("ev", "A0", 1))
+	if _, err := e.CancelReservation(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for n, _ := e.index.retained(); n != 0; n, _ = e.index.retained() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d settled reservations kept a minute after a 20 ms retention", n)
+		}
+		time.Sleep(time.Millisecond) // polls a condition; the deadline only bounds the wait
+	}
+	if got, err := e.Reservation(ctx, r.ID, 0); err != nil || got.State != tickets.Cancelled || got.UserID != "u1" {
+		t.Fatalf("after leaving memory: %+v %v", got, err)
+	}
+	closeEngine(t, e)
+	e = openEngine(t, testConfig{Dir: dir, Shards: 2})
+	id := uuid.MustParse(r.ID)
+	if n, _ := e.index.retained(); n != 0 || e.index.stripe(id).m[id].res != nil {
+		t.Errorf("the cancelled reservation loaded into memory at start (%d kept)", n)
+	}
+	if got, err := e.Reservation(ctx, r.ID, 0); err != nil || got.State != tickets.Cancelled {
+		t.Fatalf("after a restart: %+v %v", got, err)
 	}
 }

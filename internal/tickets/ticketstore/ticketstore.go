@@ -13,13 +13,21 @@ import (
 //
 //	te/<event name>      event as created
 //	tr/<reservation id>  a reservation that held seats, in its latest state
+//	tk/hold              the secret that derives reservations' hold tokens
 //
 // Failed reservations are not stored: they change nothing, and a flash
 // sale fails most requests.
 var (
 	prefixEvent       = []byte("te/")
 	prefixReservation = []byte("tr/")
+	keyHoldSecret     = []byte("tk/hold")
 )
+
+// HoldSecret returns the secret that derives the tokens proving a
+// reservation's ownership, creating it with generate on first use.
+func (s Store) HoldSecret(generate func() ([]byte, error)) ([]byte, error) {
+	return s.Secret(keyHoldSecret, generate)
+}
 
 // PutEvent writes ev as one synced commit.
 func (s Store) PutEvent(ev *tickets.EventSpec) error {
@@ -37,6 +45,17 @@ func (s Store) EachEvent(fn func(tickets.EventSpec) error) error {
 		}
 		return true, fn(ev)
 	})
+}
+
+// Reservation returns the stored reservation id, or ok false if there is
+// none.
+func (s Store) Reservation(id string) (r *tickets.Reservation, ok bool, err error) {
+	v, ok, err := s.Get(store.Key(nil, prefixReservation, id))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	r, err = decodeReservation(v)
+	return r, err == nil, err
 }
 
 // EachReservation calls fn for every stored reservation.

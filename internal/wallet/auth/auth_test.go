@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -86,11 +87,11 @@ func TestLoginLimiter(t *testing.T) {
 		}
 		l.Failed("alice", "1.2.3.4")
 	}
-	if l.Admit("alice", "5.6.7.8") {
-		t.Errorf("alice admitted from another address after 3 failures")
+	if l.Admit("alice", "1.2.3.4") {
+		t.Errorf("the failing address admitted for alice after 3 failures")
 	}
-	if l.Admit("bob", "1.2.3.4") {
-		t.Errorf("the failing address admitted for another user")
+	if !l.Admit("alice", "5.6.7.8") {
+		t.Errorf("alice refused from her own address: another's failures locked her out")
 	}
 	if !l.Admit("bob", "5.6.7.8") {
 		t.Errorf("an unrelated user and address refused")
@@ -100,5 +101,24 @@ func TestLoginLimiter(t *testing.T) {
 		if !l.Admit("carol", "9.9.9.9") {
 			t.Fatalf("successful logins were limited")
 		}
+	}
+}
+
+// One source failing at many usernames is slowed too, after sourceFactor
+// times a username's burst; addresses of one IPv6 /64 are one source.
+func TestLoginLimiterCountsSources(t *testing.T) {
+	l := NewLoginLimiter(LimitConfig{Rate: rate.Every(time.Hour), Burst: 1, Keys: 100})
+	for i := range sourceFactor {
+		addr := fmt.Sprintf("2001:db8::%x", i+1)
+		if !l.Admit(fmt.Sprint("user", i), addr) {
+			t.Fatalf("attempt %d refused", i)
+		}
+		l.Failed(fmt.Sprint("user", i), addr)
+	}
+	if l.Admit("another", "2001:db8::ffff") {
+		t.Errorf("the /64 admitted after %d failures at as many users", sourceFactor)
+	}
+	if !l.Admit("another", "2001:db8:0:1::1") {
+		t.Errorf("the next /64 refused")
 	}
 }

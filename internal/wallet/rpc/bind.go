@@ -110,6 +110,9 @@ func unary[Req, Res any](s *Service, procedure string, public bool, fn func(cont
 				if err := dec(req); err != nil {
 					return nil, err
 				}
+				if err := takeDecodeError(req); err != nil {
+					return nil, err
+				}
 				if icpt == nil {
 					return onGRPC(ctx, req)
 				}
@@ -143,6 +146,9 @@ func serverStream[Req, Res any](s *Service, procedure string, public bool, fn fu
 	onGRPC := func(_ any, stream grpc.ServerStream) error {
 		req := new(Req)
 		if err := stream.RecvMsg(req); err != nil {
+			return err
+		}
+		if err := takeDecodeError(req); err != nil {
 			return err
 		}
 		ctx := stream.Context()

@@ -99,7 +99,7 @@ func (s *Service) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	own := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessageBytes),
 		grpc.NumStreamWorkers(streamWorkers),
-		grpc.ForceServerCodecV2(vtcodec.Server),
+		grpc.ForceServerCodecV2(serverCodec{vtcodec.Server}),
 	}
 	srv := grpc.NewServer(append(own, opts...)...)
 	descs := map[string]*grpc.ServiceDesc{}

@@ -131,7 +131,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 }
 
 // walletPrefix starts the ledger account id of every wallet.
-const walletPrefix = "wallet:"
+const walletPrefix = ledger.WalletPrefix
 
 // walletID is the ledger account of user u.
 func walletID(u social.UserID) string { return walletPrefix + strconv.FormatUint(uint64(u), 10) }

@@ -298,18 +298,5 @@ func (s Store) TransferIntents() ([]string, error) {
 // TokenSecret returns the secret that signs login tokens, creating it with
 // generate (and making it durable) on first use.
 func (s Store) TokenSecret(generate func() ([]byte, error)) ([]byte, error) {
-	v, ok, err := s.Get(keyTokenSecret)
-	if err != nil || ok {
-		return v, err
-	}
-	secret, err := generate()
-	if err != nil {
-		return nil, err
-	}
-	b := s.NewBatch()
-	_ = b.Set(keyTokenSecret, secret, nil)
-	if err := s.Commit(b); err != nil {
-		return nil, err
-	}
-	return secret, nil
+	return s.Secret(keyTokenSecret, generate)
 }

@@ -1,26 +1,63 @@
-package store
+package kvstore
 
 import (
 	"bytes"
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/surge-dev/surge/internal/store"
 )
 
+// entries is a database of key-value entries as the layout functions
+// write them, with the calls of the tests below.
+type entries struct{ *store.Store }
+
+func openEntries(t *testing.T, dir string, noSync bool) entries {
+	t.Helper()
+	s, err := Open(dir, store.Options{NoSync: noSync, CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries{s}
+}
+
+func openStore(t *testing.T, dir string) entries { return openEntries(t, dir, false) }
+
+func (e entries) PutKVNoWait(key string, value []byte) (store.Pending, error) {
+	return putEntry(e.Store, key, value)
+}
+
+func (e entries) PutKV(key string, value []byte) error {
+	w, err := putEntry(e.Store, key, value)
+	if err != nil {
+		return err
+	}
+	return w.Wait()
+}
+
+func (e entries) DeleteKV(key string) error {
+	w, err := deleteEntry(e.Store, key)
+	if err != nil {
+		return err
+	}
+	return w.Wait()
+}
+
 // getKV returns a copy of key's value, or nil and false.
-func getKV(t *testing.T, s *Store, key string) ([]byte, bool) {
+func getKV(t *testing.T, s entries, key string) ([]byte, bool) {
 	t.Helper()
 	var got []byte
-	found, err := s.GetKV(key, func(v []byte) error { got = bytes.Clone(v); return nil })
+	found, err := getEntry(s.Store, key, func(v []byte) error { got = bytes.Clone(v); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	return got, found
 }
 
-func scanKV(t *testing.T, s *Store, start, end string) []string {
+func scanKV(t *testing.T, s entries, start, end string) []string {
 	t.Helper()
-	it, err := s.ScanKV(start, end)
+	it, err := scanEntries(s.Store, start, end)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +198,7 @@ func TestKVSerialWritersSyncEach(t *testing.T) {
 }
 
 func TestKVNoSync(t *testing.T) {
-	s, err := Open(t.TempDir(), Options{NoSync: true, CacheBytes: 8 << 20, MemTableBytes: 4 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openEntries(t, t.TempDir(), true)
 	defer s.Close()
 	if s.Syncs() {
 		t.Error("a NoSync store reports that it syncs")
@@ -177,7 +211,7 @@ func TestKVNoSync(t *testing.T) {
 	}
 }
 
-// TestKVNoWaitWritesShareFsyncs is the case PutKVNoWait exists for: one
+// TestKVNoWaitWritesShareFsyncs is the case CommitNoWait exists for: one
 // goroutine applies many writes and only then waits for them, as a
 // connection with pipelined requests does, and they share fsyncs although
 // nothing runs concurrently on the caller's side.
@@ -186,7 +220,7 @@ func TestKVNoWaitWritesShareFsyncs(t *testing.T) {
 	defer s.Close()
 	const n = 64
 	before := s.WALSyncs()
-	writes := make([]KVWrite, 0, n)
+	writes := make([]store.Pending, 0, n)
 	for i := range n {
 		w, err := s.PutKVNoWait(fmt.Sprint("p", i), []byte("v"))
 		if err != nil {

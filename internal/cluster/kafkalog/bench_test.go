@@ -1,0 +1,164 @@
+package kafkalog
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkatest"
+)
+
+// Benchmarks on the real broker (kafkatest), the figures of docs/CLUSTER.md:
+//
+//	go test -run '^$' -bench . -benchtime 2000x ./internal/cluster/kafkalog/
+
+// BenchmarkRound times transactional rounds over commands already in the
+// log: one op is one round of up to batch commands, each giving a reply and
+// a changelog record, committed with the offsets in one transaction.
+func BenchmarkRound(b *testing.B) {
+	for _, batch := range []int{1, 100} {
+		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
+			ctx, c := newBenchCluster(b)
+			fill(b, ctx, c, b.N*batch)
+			m, err := Join(ctx, c, "bench", Handlers{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			apply := echo(c, "bench", "bench")
+			lat := make([]time.Duration, 0, b.N)
+			commands := 0
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				res, err := m.Round(ctx, batch, apply)
+				if err != nil || !res.Committed {
+					b.Fatalf("round: %+v, %v", res, err)
+				}
+				lat = append(lat, time.Since(t0))
+				commands += res.Commands
+			}
+			b.StopTimer()
+			report(b, lat)
+			b.ReportMetric(float64(commands)/b.Elapsed().Seconds(), "commands/s")
+		})
+	}
+}
+
+// BenchmarkCommandLatency times one command end to end, one at a time: a
+// node appends it (acks=all), the owner's round applies it and commits, and
+// the reply is read back from the node's inbox (read_committed).
+func BenchmarkCommandLatency(b *testing.B) {
+	ctx, c := newBenchCluster(b)
+	p, err := NewProducer(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	m, err := Join(ctx, c, "owner", Handlers{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	inbox, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			c.RepliesTopic(): {c.InboxPartition("front"): kgo.NewOffset().AtStart()},
+		}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer inbox.Close()
+	rounds, cancel := context.WithCancel(ctx)
+	defer cancel()
+	never := &committedSet{done: map[string]int{}, n: b.N + 1, cancel: func() {}}
+	go func() {
+		if err := runRounds(rounds, m, echo(c, "front", "r"), never); err != nil {
+			b.Error(err)
+			cancel()
+		}
+	}()
+
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		key := []byte("cmd-" + strconv.Itoa(i))
+		if _, err := p.Append(ctx, 0, key, key); err != nil {
+			b.Fatal(err)
+		}
+		awaitReply(b, rounds, inbox, key)
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	report(b, lat)
+}
+
+// awaitReply reads the inbox until the reply keyed key.
+func awaitReply(b *testing.B, ctx context.Context, inbox *kgo.Client, key []byte) {
+	for {
+		fetches := inbox.PollFetches(ctx)
+		if err := fetches.Err(); err != nil {
+			b.Fatal(err)
+		}
+		found := false
+		fetches.EachRecord(func(r *kgo.Record) { found = found || string(r.Key) == string(key) })
+		if found {
+			return
+		}
+	}
+}
+
+// newBenchCluster names a fresh surge cluster of one partition on the
+// shared broker.
+func newBenchCluster(b *testing.B) (context.Context, Config) {
+	b.Helper()
+	k := kafkatest.Shared(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	b.Cleanup(cancel)
+	c := Config{Brokers: k.Brokers, Cluster: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36), Partitions: 1}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	if err := EnsureTopics(ctx, cl, c); err != nil {
+		b.Fatal(err)
+	}
+	return ctx, c
+}
+
+// fill appends n commands to partition 0 without waiting for each.
+func fill(b *testing.B, ctx context.Context, c Config, n int) {
+	b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.DefaultProduceTopic(c.CommandsTopic()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range n {
+		key := []byte("cmd-" + strconv.Itoa(i))
+		cl.Produce(ctx, &kgo.Record{Key: key, Value: key}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// report adds the latency percentiles to the benchmark's line.
+func report(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	at := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(at(0.5), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
+	b.ReportMetric(float64(len(lat))/b.Elapsed().Seconds(), "ops/s")
+}

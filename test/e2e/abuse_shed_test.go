@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestAbuseShedsAtOnce: with the work in progress at --max-inflight,
+// requests are answered 503 overloaded with Retry-After instead of
+// waiting: over HTTP/1.1 the connection is kept, over HTTP/2 only the
+// stream ends, and the same connection serves again once work frees up.
+func TestAbuseShedsAtOnce(t *testing.T) {
+	// A 4 MiB body being read weighs all of --max-inflight.
+	s := start(t, t.TempDir(), "--max-inflight", "32769")
+	holder := openRaw(t, s)
+	holder.send(headerOnly("/v1/transfers", "", 4<<20+1) + strings.Repeat(" ", 8<<10))
+	poll(t, startTimeout, "the large body to be admitted", func() (bool, string) {
+		rc := openRaw(t, s)
+		rc.send("GET /healthz HTTP/1.1\r\nHost: surge\r\n\r\n")
+		resp, _, err := rc.reply()
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.StatusCode == http.StatusServiceUnavailable, resp.Status
+	})
+
+	rc := openRaw(t, s)
+	for range 2 { // the connection is kept: a second request gets its own answer
+		rc.send("GET /healthz HTTP/1.1\r\nHost: surge\r\n\r\n")
+		resp, body, err := rc.reply()
+		if err != nil {
+			t.Fatalf("HTTP/1.1 at capacity: %v", err)
+		}
+		wantOverloaded(t, resp, body)
+		if resp.Close {
+			t.Fatal("HTTP/1.1 connection closed for a shed request")
+		}
+	}
+
+	cc := h2cConn(t, s)
+	health := s.url + "/healthz"
+	resp, body := h2Get(t, cc, health)
+	wantOverloaded(t, resp, body)
+	_ = holder.c.Close() // the large body never comes; its work is given back
+	poll(t, startTimeout, "the same HTTP/2 connection to serve again", func() (bool, string) {
+		resp, body := h2Get(t, cc, health)
+		return resp.StatusCode == http.StatusOK, resp.Status + " " + string(body)
+	})
+	if n := metric(t, s, `surge_front_rejected_total{reason="overloaded"}`); n < 3 {
+		t.Fatalf(`surge_front_rejected_total{reason="overloaded"} = %v, want >= 3`, n)
+	}
+}
+
+func wantOverloaded(t *testing.T, resp *http.Response, body []byte) {
+	t.Helper()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+		!bytes.Contains(body, []byte(`"overloaded"`)) {
+		t.Fatalf("got %s (Retry-After %q) %s, want 503 overloaded with Retry-After", resp.Status, resp.Header.Get("Retry-After"), body)
+	}
+}
+
+// h2cConn is one HTTP/2 connection (prior knowledge, no TLS) to s.
+func h2cConn(t *testing.T, s *server) *http.ClientConn {
+	t.Helper()
+	u, err := url.Parse(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	cc, err := tr.NewClientConn(context.Background(), "http", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+func h2Get(t *testing.T, cc *http.ClientConn, u string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("HTTP/2 request on the same connection: %v", err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp, b.Bytes()
+}
