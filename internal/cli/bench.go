@@ -40,6 +40,7 @@ line wins over the environment.`,
 	cmd.AddCommand(newBenchKVCommand())
 	cmd.AddCommand(newBenchWalletCommand())
 	cmd.AddCommand(newBenchTPCBCommand())
+	cmd.AddCommand(newBenchChaosCommand())
 	cmd.AddCommand(newBenchH2CTargetCommand())
 	cmd.AddCommand(newBenchCompareCommand())
 	return cmd

@@ -48,6 +48,7 @@ type serveConfig struct {
 	queue    int
 	maxBatch int
 	noSync   bool
+	walLoss  bool
 	memtable int
 	gcPct    int
 	kvValue  int
@@ -116,6 +117,7 @@ trace and read surge.`,
 	f.IntVar(&c.queue, "queue", 65536, "commands a shard may queue before requests are refused with 503")
 	f.IntVar(&c.maxBatch, "max-batch", 4096, "most commands a shard applies per storage commit")
 	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes (ledger and key-value) before fsync: faster, but a crash loses the latest acknowledged writes")
+	f.BoolVar(&c.walLoss, "accept-wal-loss", false, "start even though a WAL is damaged with valid records after the damage, dropping everything in it from the damage on (without it, surge refuses to start and names the file and offset)")
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
@@ -174,10 +176,21 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
+	faults := newStorageFaults(reg, logger)
+	ln, err := listen(c.addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
+	recovering, err := serveStarting(ln, logger)
+	if err != nil {
+		return err
+	}
 
 	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
+		OnStorageFault: faults.hook("ledger"), AcceptWALLoss: c.walLoss,
 	}, Tickets: ticketengine.Config{
 		OutcomeRetention: c.outcomes.retention, OutcomeMemoryBytes: int64(c.outcomes.memoryMB) << 20,
 	}})
@@ -193,7 +206,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		ledger, box = ledgerapi.Traced(ledger), ticketapi.Traced(box)
 	}
 	api := ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	kvdb, err := openKV(dir, c)
+	kvdb, err := openKV(dir, c, faults.hook("kv"))
 	if err != nil {
 		return err
 	}
@@ -244,21 +257,28 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		CORS:                cors,
 	})
 
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
+	if err := recovering.stop(logger); err != nil {
 		return err
 	}
 	// Dashboard streams never end on their own; Shutdown would wait for them.
 	srv.RegisterOnShutdown(dash.Close)
-	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
 	fmt.Fprintf(out, "surge: data in %s (%d shards)\n", dir, eng.Shards())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	api.SetReady(true)
 	ready.Store(true)
+	faults.reportTo(func(reason string) {
+		api.SetUnready(reason)
+		ready.Store(false)
+	})
+	restart := make(chan error, 1)
+	go func() { restart <- faults.resumeWhenWritable(ctx, dir, ln, func() { stopServing(srv, logger) }) }()
 
 	select {
 	case err := <-served:
+		if errors.Is(err, http.ErrServerClosed) { // stopped for a restart in place
+			err = <-restart
+		}
 		return err
 	case <-ctx.Done():
 	}
@@ -333,6 +353,8 @@ func checkExposure(addr, apiKey string) error {
 
 // openKV opens the key-value entries' own store, in the kv directory under
 // the data directory.
-func openKV(dir string, c serveConfig) (*store.Store, error) {
-	return kvstore.Open(filepath.Join(dir, "kv"), store.Options{NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20})
+func openKV(dir string, c serveConfig, onFault func(*store.Fault)) (*store.Store, error) {
+	return kvstore.Open(filepath.Join(dir, "kv"), store.Options{
+		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, OnFault: onFault, AcceptWALLoss: c.walLoss,
+	})
 }

@@ -37,6 +37,12 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Logger receives operational messages; nil means slog.Default().
 	Logger *slog.Logger
+	// AcceptWALLoss opens a store whose newest WAL is damaged, dropping
+	// the records after the damage (store.Options.AcceptWALLoss).
+	AcceptWALLoss bool
+	// OnStorageFault, if set, is told once when the store stops taking
+	// writes (store.Options.OnFault).
+	OnStorageFault func(*store.Fault)
 }
 
 // DefaultParallelSize is the default Config.ParallelSize. Handing a step
@@ -95,6 +101,9 @@ type Engine struct {
 	exclusive Log
 	// draining is set once Close has closed every log.
 	draining atomic.Bool
+	// broken holds the error of the first round that failed to commit:
+	// from then on writes are refused (round.go, abandonRound).
+	broken atomic.Pointer[error]
 }
 
 // Open opens the store and sets up the shards; no round runs before
@@ -110,11 +119,15 @@ func Open(cfg Config) (*Engine, error) {
 	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{
 		NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync, UncompressedL0: true,
+		OnFault: cfg.OnStorageFault, AcceptWALLoss: cfg.AcceptWALLoss,
 	})
 	if err != nil {
 		return nil, err
 	}
 	e.db = db
+	if f := db.Fault(); f != nil { // opened read-only: refuse writes from the start
+		e.broken.Store(new(error(f)))
+	}
 	for i := range cfg.Shards {
 		e.shards = append(e.shards, newShard(i, e))
 	}

@@ -1,8 +1,10 @@
 package engine
 
 import (
-	"fmt"
+	"errors"
 	"time"
+
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // One goroutine (run) runs the rounds that the package doc describes.
@@ -68,10 +70,8 @@ func (e *Engine) round(busy []*shard) {
 		s.trace.endCommit()
 	}
 	if err != nil {
-		// The slices are ahead of the disk and cannot be rolled back in
-		// general; carrying on would acknowledge lost writes. Recovery on
-		// restart rebuilds the state from what did reach the disk.
-		panic(fmt.Sprintf("engine: round commit failed: %v", err))
+		e.abandonRound(exclusives, err)
+		return
 	}
 	e.publish(now, par)
 	for i := range exclusives {
@@ -166,9 +166,51 @@ func (e *Engine) commitRound() error {
 	for _, s := range e.shards {
 		s.wb = nil
 	}
+	if err == nil {
+		err = e.refusal()
+	}
 	if err != nil {
 		_ = b.Close()
 		return err
 	}
 	return e.db.Commit(b)
+}
+
+// abandonRound answers every call of a round that did not reach the disk
+// with the error, and publishes nothing of it. The slices are now ahead of
+// the disk and cannot be rolled back in general, so the engine commits
+// nothing more (refusal): later rounds would build on changes that no
+// reader or restart sees. Reads go on from what was published and the
+// store's committed state; writes resume from the disk's state when the
+// process restarts (cli's resume watcher restarts it in place).
+func (e *Engine) abandonRound(exclusives []Envelope, err error) {
+	if e.broken.CompareAndSwap(nil, &err) {
+		e.cfg.Logger.Error("storage refused a round's commit: writes are refused, reads are served from committed state", "err", err)
+	}
+	refused := e.refusal()
+	for i := range exclusives {
+		exclusives[i].call.fail(refused)
+	}
+	for _, s := range e.shards {
+		for i := range s.envs {
+			if c := s.envs[i].call; c != nil {
+				c.err = refused
+			}
+		}
+		s.finish()
+	}
+}
+
+// refusal is the error writes get once a round failed to commit (a
+// *store.Fault), else nil.
+func (e *Engine) refusal() error {
+	p := e.broken.Load()
+	if p == nil {
+		return nil
+	}
+	var f *store.Fault
+	if errors.As(*p, &f) {
+		return f
+	}
+	return &store.Fault{Kind: store.ErrUnavailable, Cause: *p}
 }

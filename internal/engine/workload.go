@@ -63,19 +63,31 @@ type Envelope struct {
 const allWorkloads = 255
 
 // Call is a command's caller waiting for its outcome. It completes once
-// the round that applied the command is durable and published.
-type Call struct{ done chan struct{} }
+// the round that applied the command is durable and published, or failed
+// to be (err).
+type Call struct {
+	done chan struct{}
+	err  error
+}
 
 func newCall() *Call { return &Call{done: make(chan struct{})} }
 
 func (c *Call) complete() { close(c.done) }
 
+// fail completes c with err.
+func (c *Call) fail(err error) {
+	c.err = err
+	c.complete()
+}
+
 // Wait blocks until c completes or ctx ends. The command goes on even if
-// the caller gives up: it is already in the shard's log.
+// the caller gives up: it is already in the shard's log. It returns a
+// *store.Fault if the round's commit failed: then nothing of the command
+// was stored or shown.
 func (c *Call) Wait(ctx context.Context) error {
 	select {
 	case <-c.done:
-		return nil
+		return c.err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -107,6 +119,9 @@ func (p *Port) Do(ctx context.Context, shard int, cmd Command) error {
 // Post queues cmd on shard's log for nobody to wait on: the workload
 // tells readers of its outcome itself, when it publishes.
 func (p *Port) Post(shard int, cmd Command) error {
+	if err := p.e.refusal(); err != nil {
+		return err
+	}
 	return p.e.shards[shard].log.Append(Envelope{Cmd: cmd, workload: p.workload}, false)
 }
 
@@ -123,6 +138,9 @@ func (p *Port) Exclusive(ctx context.Context, run func(now time.Time)) (*Call, e
 type exclusive func(now time.Time)
 
 func (e *Engine) enqueue(ctx context.Context, l Log, env Envelope) (*Call, error) {
+	if err := e.refusal(); err != nil {
+		return nil, err
+	}
 	if telemetry.TracingEnabled() {
 		env.link, _ = telemetry.Link(ctx)
 	}

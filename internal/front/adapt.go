@@ -149,3 +149,26 @@ func detach(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// abortCloses makes http.ErrAbortHandler break the connection behind
+// fasthttpadaptor, as net/http does: the adaptor streams a flushed reply
+// from a pipe and, when the handler panics after flushing, closes the pipe
+// as if the reply were complete, so fasthttp would end it with its
+// terminating chunk and a client would take a range cut by a storage
+// error for a whole one. The adaptor passes the fasthttp request as the
+// request's context; its connection is closed before the panic goes on.
+func abortCloses(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if ctx, ok := r.Context().(*fasthttp.RequestCtx); ok && v == http.ErrAbortHandler {
+				_ = ctx.Conn().Close()
+			}
+			panic(v)
+		}()
+		h.ServeHTTP(w, r)
+	})
+}

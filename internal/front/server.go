@@ -112,7 +112,7 @@ func New(opts Options) *Server {
 		measure = func(h http.Handler) http.Handler { return h }
 	}
 	router := newRouter(opts.Routes, routerOptions{
-		Wrap: opts.Wrap, Fallback: fasthttpadaptor.NewFastHTTPHandler(detach(measure(opts.Net))),
+		Wrap: opts.Wrap, Fallback: fasthttpadaptor.NewFastHTTPHandler(abortCloses(detach(measure(opts.Net)))),
 		MaxBody: int64(opts.MaxRequestBodyBytes), OnNetRequest: opts.OnNetRequest,
 		Authorize: opts.Authorize, Guard: s.guard, Logger: log,
 	})

@@ -22,6 +22,10 @@ const (
 	CodeExceedsPending      Code = "exceeds_pending"
 	CodeBatchAborted        Code = "batch_aborted"
 	CodeOverloaded          Code = "overloaded"
+	// CodeStorageFull and CodeStorageUnavailable refuse a write because
+	// the disk is full or failed: nothing of it was stored, reads go on.
+	CodeStorageFull        Code = "storage_full"
+	CodeStorageUnavailable Code = "storage_unavailable"
 )
 
 // Error is a domain error: a Code for machines and a Detail for people.

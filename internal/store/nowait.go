@@ -22,7 +22,7 @@ func (w Pending) Wait() error {
 	if w.b == nil {
 		return nil
 	}
-	err := w.b.SyncWait()
+	err := w.s.writeErr(w.b.SyncWait())
 	if w.s.onSync != nil && err == nil {
 		w.s.onSync(time.Since(w.start))
 	}
@@ -42,7 +42,7 @@ func (s *Store) CommitNoWait(b *pebble.Batch) (Pending, error) {
 		return Pending{}, s.Commit(b)
 	}
 	start := time.Now()
-	if err := s.db.ApplyNoSyncWait(b, s.writeO); err != nil {
+	if err := s.applyBatch(b, s.writeO, true); err != nil {
 		_ = b.Close() // refused before it reached the WAL: no fsync to wait for
 		return Pending{}, err
 	}
@@ -53,7 +53,16 @@ func (s *Store) CommitNoWait(b *pebble.Batch) (Pending, error) {
 // which is valid only during the call (it points into storage, not a
 // copy), and found is true.
 func (s *Store) GetFunc(key []byte, fn func(value []byte) error) (found bool, err error) {
-	v, closer, err := s.db.Get(key)
+	db := s.reader()
+	v, closer, err := db.Get(key)
+	if db != s.reader() {
+		// The store faulted during the read, which may have seen a write
+		// that failed: read again from the committed state.
+		if err == nil {
+			_ = closer.Close()
+		}
+		return s.GetFunc(key, fn)
+	}
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -77,7 +86,7 @@ func (s *Store) Syncs() bool { return s.writeO == pebble.Sync }
 // record before it, so this makes durable every batch that was visible to
 // readers when it was called. It joins the fsync of concurrent commits
 // like any commit does.
-func (s *Store) SyncWAL() error { return s.db.LogData(nil, pebble.Sync) }
+func (s *Store) SyncWAL() error { return s.syncWAL() }
 
 // WALSyncs returns how many WAL fsyncs the store has done since it was
 // opened, as Pebble's log writer counts them: with many commits waiting

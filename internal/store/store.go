@@ -8,11 +8,14 @@ package store
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options tune the storage engine.
@@ -37,13 +40,37 @@ type Options struct {
 	// compressed (Snappy), where data settles and takes 40% less disk for
 	// it.
 	UncompressedL0 bool
+	// OnFault, if set, is told once when the store stops taking writes
+	// because its disk failed one (see Fault).
+	OnFault func(*Fault)
+	// AcceptWALLoss opens a store whose newest WAL is damaged with valid
+	// records after the damage, dropping them (see WALDamage); without it
+	// Open refuses.
+	AcceptWALLoss bool
+	// FS is the file system under the store (nil: the operating system's);
+	// tests inject faults with Pebble's errorfs through it.
+	FS vfs.FS
 }
 
 // Store is the database. It is safe for concurrent use.
 type Store struct {
-	db     *pebble.DB
-	writeO *pebble.WriteOptions
-	onSync func(time.Duration)
+	// db is the read-write Pebble instance; reads go to the instance in
+	// reads, the same one until a write fault (fault.go).
+	db      *pebble.DB
+	reads   atomic.Pointer[pebble.DB]
+	dir     string
+	fs      vfs.FS
+	popts   *pebble.Options
+	fault   atomic.Pointer[Fault]
+	faulted chan struct{} // closed with the first fault
+	mu      sync.Mutex    // orders the first fault with opening
+	onFault func(*Fault)
+	// acceptWALLoss is Options.AcceptWALLoss.
+	acceptWALLoss bool
+	writeO        *pebble.WriteOptions
+	onSync        func(time.Duration)
+	// corruptFiles are the files a read found corrupt, said once each.
+	corruptFiles sync.Map
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -72,7 +99,6 @@ func Open(dir string, o Options) (*Store, error) {
 		L0CompactionThreshold:       o.L0CompactionThreshold,
 		L0StopWritesThreshold:       64,
 		FormatMajorVersion:          pebble.FormatNewest,
-		Logger:                      quietLogger{},
 	}
 	for i := range popts.Levels {
 		// Point lookups of absent keys (new idempotency keys) must not touch
@@ -86,20 +112,31 @@ func Open(dir string, o Options) (*Store, error) {
 			popts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
 		}
 	}
-	db, err := pebble.Open(dir, popts)
-	if err != nil {
-		return nil, fmt.Errorf("open storage in %s: %w", dir, err)
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
-	s := &Store{db: db, writeO: pebble.Sync, onSync: o.OnSync}
+	s := &Store{dir: dir, fs: o.FS, popts: popts, faulted: make(chan struct{}), acceptWALLoss: o.AcceptWALLoss, onFault: o.OnFault, writeO: pebble.Sync, onSync: o.OnSync}
 	if o.NoSync {
 		s.writeO = pebble.NoSync
+	}
+	popts.Logger = pebbleLogger{s}
+	popts.EventListener = &pebble.EventListener{DataCorruption: s.corrupt}
+	if err := s.open(); err != nil {
+		return nil, fmt.Errorf("open storage in %s: %w", dir, err)
 	}
 	return s, nil
 }
 
 // Close flushes nothing extra (every commit is already in the WAL) and
-// releases the database.
-func (s *Store) Close() error { return s.db.Close() }
+// releases the database. A faulted store closes only its read-only
+// instance: the fenced one can write nothing, and the process keeps its
+// lock on the directory until it exits.
+func (s *Store) Close() error {
+	if r := s.reads.Load(); r != s.db {
+		return r.Close()
+	}
+	return s.db.Close()
+}
 
 // NewBatch returns an empty write batch.
 func (s *Store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
@@ -108,7 +145,7 @@ func (s *Store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
 // Concurrent commits share one WAL fsync: Pebble groups them.
 func (s *Store) Commit(b *pebble.Batch) error {
 	start := time.Now()
-	err := s.db.Apply(b, s.writeO)
+	err := s.applyBatch(b, s.writeO, false)
 	if s.onSync != nil && err == nil {
 		s.onSync(time.Since(start))
 	}
@@ -123,7 +160,7 @@ func (s *Store) Commit(b *pebble.Batch) error {
 // of any writer, and a crash can only lose a suffix of such commits: use it
 // for records that a later synced commit covers, or that recovery rebuilds.
 func (s *Store) CommitNoSync(b *pebble.Batch) error {
-	err := s.db.Apply(b, pebble.NoSync)
+	err := s.applyBatch(b, pebble.NoSync, false)
 	if cerr := b.Close(); err == nil {
 		err = cerr
 	}
@@ -131,7 +168,9 @@ func (s *Store) CommitNoSync(b *pebble.Batch) error {
 }
 
 // NewIter returns an iterator over the keys o bounds. The caller closes it.
-func (s *Store) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) { return s.db.NewIter(o) }
+func (s *Store) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
+	return s.reader().NewIter(o)
+}
 
 // Record is a key and its value, written by one component in another's
 // batch.
@@ -158,7 +197,7 @@ func (s *Store) Secret(key []byte, generate func() ([]byte, error)) ([]byte, err
 
 // Get returns a copy of the value at key, or ok false if absent.
 func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
-	v, closer, err := s.db.Get(key)
+	v, closer, err := s.reader().Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -173,7 +212,7 @@ func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 // reverse, descending, until fn returns false or an error. The slices passed
 // to fn are valid only during the call.
 func (s *Store) Scan(lower, upper []byte, reverse bool, fn func(key, value []byte) (bool, error)) (err error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.reader().NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
@@ -196,18 +235,6 @@ func (s *Store) Scan(lower, upper []byte, reverse bool, fn func(key, value []byt
 		}
 	}
 	return nil
-}
-
-// quietLogger keeps Pebble's informational chatter out of surge's output
-// while still surfacing errors.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any) {}
-func (quietLogger) Errorf(format string, args ...any) {
-	fmt.Printf("pebble: "+format+"\n", args...)
-}
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
 }
 
 // Metrics returns the storage engine's counters: sizes, write

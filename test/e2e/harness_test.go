@@ -198,7 +198,14 @@ func (s *server) awaitReady(key string) {
 		s.t.Fatalf("%s printed no 'surge: listening on' line within %v", s.name, startTimeout)
 	}
 	s.c = newClient(s.url, key)
-	poll(s.t, startTimeout, s.name+" /readyz 200", func() (bool, string) {
+	s.pollReady(s.name + " /readyz 200")
+}
+
+// pollReady polls /readyz until it answers 200; the process must not exit
+// meanwhile.
+func (s *server) pollReady(what string) {
+	s.t.Helper()
+	poll(s.t, startTimeout, what, func() (bool, string) {
 		if s.isExited() {
 			s.t.Fatalf("%s exited while recovering (%v)", s.name, s.err)
 		}

@@ -130,8 +130,15 @@ func failFast(ctx *fasthttp.RequestCtx, status int, msg string) int {
 	return status
 }
 
-// fault answers a storage failure: logged, and a 500 without details.
+// fault answers a storage failure: a full or failed disk as such (see
+// refusal), anything else logged and a 500 without details.
 func (h *Handler) fault(ctx *fasthttp.RequestCtx, what string, err error) int {
+	if status, msg := refusal(err); status != 0 {
+		if status == fasthttp.StatusServiceUnavailable {
+			ctx.Response.Header.Set("Retry-After", "1")
+		}
+		return failFast(ctx, status, msg)
+	}
 	h.logFault(telemetry.FastRequestID(ctx), what, err)
 	return failFast(ctx, fasthttp.StatusInternalServerError, "internal error")
 }

@@ -136,6 +136,9 @@ func (h *Handler) entities(w http.ResponseWriter, r *http.Request) int {
 		return fail(w, http.StatusBadRequest, err.Error())
 	}
 	it, err := h.kv.Scan(start, end)
+	if status, msg := refusal(err); status != 0 {
+		return fail(w, status, msg)
+	}
 	if err != nil {
 		h.logFault(telemetry.RequestID(w), "range", err)
 		return fail(w, http.StatusInternalServerError, "internal error")

@@ -41,6 +41,7 @@ type API struct {
 	keyHash [sha256.Size]byte
 	authOn  bool
 	ready   atomic.Bool
+	unready atomic.Pointer[string] // why /readyz answers 503, if said
 	metrics *metrics
 	// allowed maps the path pattern of each /v1 route to its Allow header,
 	// for 405 replies; paths answers which path pattern a request has.
@@ -77,7 +78,16 @@ func (a *API) Handler() http.Handler { return a }
 
 // SetReady sets what /readyz answers: 200 once storage is open and recovery
 // is done, 503 before that and during shutdown.
-func (a *API) SetReady(ready bool) { a.ready.Store(ready) }
+func (a *API) SetReady(ready bool) {
+	a.unready.Store(nil)
+	a.ready.Store(ready)
+}
+
+// SetUnready makes /readyz answer 503 saying why (a storage fault).
+func (a *API) SetUnready(reason string) {
+	a.unready.Store(&reason)
+	a.ready.Store(false)
+}
 
 // ServeHTTP routes a request. /v1 paths that are not in canonical form get a
 // not_found problem here, because ServeMux would redirect them to a cleaned
@@ -277,6 +287,9 @@ func health(_ *API, w http.ResponseWriter, _ *http.Request) int {
 func (a *API) readyz(w http.ResponseWriter, _ *http.Request) int {
 	if a.ready.Load() {
 		return sendText(w, http.StatusOK, "ready\n")
+	}
+	if why := a.unready.Load(); why != nil {
+		return sendText(w, http.StatusServiceUnavailable, "not ready: "+*why+"\n")
 	}
 	return sendText(w, http.StatusServiceUnavailable, "not ready\n")
 }

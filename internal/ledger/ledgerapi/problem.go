@@ -54,6 +54,8 @@ var codes = map[string]codeInfo{
 	string(ledger.CodeExceedsPending):      {http.StatusUnprocessableEntity, "Exceeds pending"},
 	string(ledger.CodeBatchAborted):        {http.StatusUnprocessableEntity, "Batch aborted"},
 	string(ledger.CodeOverloaded):          {http.StatusServiceUnavailable, "Overloaded"},
+	string(ledger.CodeStorageFull):         {http.StatusInsufficientStorage, "Storage full"},
+	string(ledger.CodeStorageUnavailable):  {http.StatusServiceUnavailable, "Storage unavailable"},
 	codeInternal:                           {http.StatusInternalServerError, "Internal error"},
 }
 
@@ -122,7 +124,7 @@ func writeProblem(w http.ResponseWriter, p *problem) int {
 // header is the one header p's reply carries beside the body, if any.
 func (p *problem) header() (name, value string) {
 	switch p.code {
-	case string(ledger.CodeOverloaded):
+	case string(ledger.CodeOverloaded), string(ledger.CodeStorageUnavailable):
 		return "Retry-After", "1"
 	case codeUnauthorized:
 		return "Www-Authenticate", `Bearer realm="surge"`

@@ -95,7 +95,7 @@ func (q queuedBatch) results(ctx context.Context, reqs []ledger.TransferRequest)
 	out := make([]ledger.BatchResult, len(reqs))
 	for i, c := range q.calls {
 		if err := c.Wait(ctx); err != nil {
-			return nil, err
+			return nil, QueueError(err)
 		}
 		for j, r := range q.cmds[i].results {
 			out[q.groups[i].index[j]] = r
@@ -119,7 +119,7 @@ func (l *Ledger) atomicAcrossShards(ctx context.Context, groups []shardGroup, re
 		return queuedBatch{groups: groups, refused: QueueError(err)}.results(ctx, reqs)
 	}
 	if err := c.Wait(ctx); err != nil {
-		return nil, err
+		return nil, QueueError(err)
 	}
 	return res, nil
 }

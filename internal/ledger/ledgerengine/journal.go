@@ -95,5 +95,10 @@ func (l *Ledger) replayJournal() error {
 	}
 	w.ClearJournal()
 	l.cfg.Logger.Info("replayed the history journal", "entries", replayed)
+	if l.db.Fault() != nil {
+		// A store that refuses writes keeps its journal, to be replayed
+		// again at the next start; the Books hold the same state meanwhile.
+		return w.Close()
+	}
 	return l.db.Commit(w.Batch)
 }

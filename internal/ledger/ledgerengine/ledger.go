@@ -12,10 +12,12 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
+	"github.com/surge-dev/surge/internal/store"
 )
 
 // Config sets up the ledger.
@@ -88,8 +90,11 @@ func Open(eng *engine.Engine, cfg Config) (*Ledger, error) {
 }
 
 // Start creates @world if it does not exist yet; the engine must be
-// running.
+// running. A store that refuses writes cannot create it: reads go on.
 func (l *Ledger) Start(ctx context.Context) error {
+	if l.db.Fault() != nil {
+		return nil
+	}
 	if a, ok := l.account(ledger.WorldID); ok {
 		if a.Currency != l.cfg.DefaultCurrency {
 			l.cfg.Logger.Warn("@world keeps its original currency", "currency", a.Currency, "flag", l.cfg.DefaultCurrency)
@@ -107,12 +112,14 @@ func (l *Ledger) Start(ctx context.Context) error {
 // transfers write.
 func (l *Ledger) load() error {
 	// The filter grows as it fills, so one pass over the ids sizes it.
+	began := time.Now()
 	var err error
 	l.ids = newIDFilter(0)
 	l.ids.add(l.db.TransferIDs(&err))
 	if err != nil {
 		return fmt.Errorf("load transfer ids: %w", err)
 	}
+	l.cfg.Logger.Info("recovery: transfer ids loaded", "elapsed", time.Since(began).Round(time.Millisecond))
 	held := make(map[string]int64)
 	err = l.db.EachHold(func(t ledger.Transfer) error {
 		l.shardFor(t.From).book.LoadPending(t)
@@ -137,6 +144,7 @@ func (l *Ledger) load() error {
 	if err != nil {
 		return fmt.Errorf("load accounts: %w", err)
 	}
+	l.cfg.Logger.Info("recovery: accounts and holds loaded", "elapsed", time.Since(began).Round(time.Millisecond))
 	if err := l.replayJournal(); err != nil {
 		return fmt.Errorf("replay history journal: %w", err)
 	}
@@ -174,6 +182,12 @@ func QueueError(err error) error {
 	}
 	if errors.Is(err, engine.ErrClosed) {
 		return ledger.Errorf(ledger.CodeOverloaded, "server shutting down")
+	}
+	if errors.Is(err, store.ErrFull) {
+		return ledger.Errorf(ledger.CodeStorageFull, "storage full: writes are refused until space is freed and surge restarts (it does so by itself); reads are served")
+	}
+	if errors.Is(err, store.ErrUnavailable) {
+		return ledger.Errorf(ledger.CodeStorageUnavailable, "storage unavailable: writes are refused; reads are served (%v)", err)
 	}
 	return err
 }

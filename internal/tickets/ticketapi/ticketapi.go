@@ -241,6 +241,8 @@ var statuses = map[ledger.Code]int{
 	ledger.CodeCurrencyMismatch:     http.StatusUnprocessableEntity,
 	ledger.CodeSameAccount:          http.StatusUnprocessableEntity,
 	ledger.CodeOverloaded:           http.StatusServiceUnavailable,
+	ledger.CodeStorageFull:          http.StatusInsufficientStorage,
+	ledger.CodeStorageUnavailable:   http.StatusServiceUnavailable,
 }
 
 func (a *API) fail(w http.ResponseWriter, err error) int {

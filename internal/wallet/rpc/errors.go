@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
@@ -26,6 +27,8 @@ const (
 	reasonNoFriendRequest     = "NO_FRIEND_REQUEST"
 	reasonRateLimited         = "RATE_LIMITED"
 	reasonOverloaded          = "OVERLOADED"
+	reasonStorageFull         = "STORAGE_FULL"
+	reasonStorageUnavailable  = "STORAGE_UNAVAILABLE"
 )
 
 var (
@@ -71,6 +74,19 @@ func socialError(err error) error {
 	}
 }
 
+// storageRefusal maps a write that the wallet's store refused for a full
+// or failed disk to its status, as the ledger's own refusals are; nil for
+// other errors.
+func storageRefusal(err error) error {
+	switch {
+	case errors.Is(err, store.ErrFull):
+		return refusal(connect.CodeResourceExhausted, reasonStorageFull, "storage full: writes are refused, reads are served")
+	case errors.Is(err, store.ErrUnavailable):
+		return refusal(connect.CodeUnavailable, reasonStorageUnavailable, "storage unavailable: writes are refused, reads are served")
+	}
+	return nil
+}
+
 // ledgerError maps a ledger refusal to its status; ok is false for faults.
 func ledgerError(err error) (mapped error, ok bool) {
 	var e *ledger.Error
@@ -88,6 +104,10 @@ func ledgerError(err error) (mapped error, ok bool) {
 		return refusal(connect.CodeInvalidArgument, reasonSameAccount, "%s", e.Detail), true
 	case ledger.CodeOverloaded:
 		return refusal(connect.CodeUnavailable, reasonOverloaded, "%s", e.Detail), true
+	case ledger.CodeStorageFull:
+		return refusal(connect.CodeResourceExhausted, reasonStorageFull, "%s", e.Detail), true
+	case ledger.CodeStorageUnavailable:
+		return refusal(connect.CodeUnavailable, reasonStorageUnavailable, "%s", e.Detail), true
 	case ledger.CodeInvalidArgument:
 		return connect.NewError(connect.CodeInvalidArgument, e), true
 	case ledger.CodeCurrencyMismatch:

@@ -170,6 +170,9 @@ func (s *Service) internal(what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if refused := storageRefusal(err); refused != nil {
+		return refused
+	}
 	s.log.Error("wallet: "+what, "err", err)
 	return errInternal
 }
