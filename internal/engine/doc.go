@@ -51,9 +51,12 @@
 //   - The engine calls a slice from one goroutine at a time, and only
 //     within a round; between rounds the slice's state holds still, except
 //     what Publish made visible to readers, which they read concurrently.
-//   - A commit that fails panics: the slices are ahead of the disk and
-//     cannot be rolled back, so the process stops and the workloads rebuild
-//     their state from storage when it starts again.
+//   - A commit that fails ends the engine's writes, not the process: the
+//     slices are ahead of the disk and cannot be rolled back, so every call
+//     of that round and every later command gets the store's fault, nothing
+//     of the round is published, and readers keep the last published round.
+//     The workloads rebuild their state from storage when the process starts
+//     again (the CLI restarts it in place once the disk takes writes).
 //
 // A workload reads its state back from storage (Store) after Open and
 // before Start; after Start, only rounds change it.
