@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -99,13 +100,39 @@ type h2Conn struct {
 	old    []*http.ClientConn // replaced, closed with the pool
 }
 
-// RoundTrip sends req as a stream of the connection.
+// RoundTrip sends req as a stream of the connection. A stream the server
+// did not process is sent again, up to h2Retries times, as net/http's
+// Transport does (and so ticket-master's client): one refused
+// (REFUSED_STREAM, or PROTOCOL_ERROR for a stream that came as another
+// ended, golang/go#47635) or sent to a connection that was going away.
 func (c *h2Conn) RoundTrip(req *http.Request) (*http.Response, error) {
-	cc, err := c.conn(req)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		cc, err := c.conn(req)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := cc.RoundTrip(req)
+		if err == nil || attempt == h2Retries || !unprocessed(err) || req.Body != nil && req.GetBody == nil {
+			return resp, err
+		}
+		if req.GetBody != nil {
+			if req.Body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return cc.RoundTrip(req)
+}
+
+// h2Retries bounds the retries of a stream the server did not process.
+const h2Retries = 6
+
+// unprocessed reports whether err says the server did not process the
+// stream. net/http keeps its HTTP/2 error types unexported, so their
+// text is all there is to go by.
+func unprocessed(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "; REFUSED_STREAM;") || strings.Contains(s, "; PROTOCOL_ERROR; received from peer") ||
+		strings.Contains(s, "client conn not usable") || strings.Contains(s, "received Server's graceful shutdown GOAWAY")
 }
 
 // conn is the connection in use, dialled anew if there is none or it is

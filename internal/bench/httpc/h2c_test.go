@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // startH2C serves h with net/http's own h2c (HTTP/2 with prior knowledge)
@@ -205,5 +206,88 @@ func TestH2CCompletesWithMoreWorkersThanStreams(t *testing.T) {
 	}
 	if e := c.H2Events(); e.Dials != 1 || len(e.GoAways)+len(e.Resets)+len(e.ConnErrors) != 0 {
 		t.Errorf("events %+v, want one dial and nothing else", e)
+	}
+}
+
+// TestH2CSendsARefusedStreamAgain has a server refuse the first stream
+// (REFUSED_STREAM: not processed, RFC 9113 §8.7) and answer the next: the
+// request succeeds, its body sent twice, and the reset is counted.
+func TestH2CSendsARefusedStreamAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	bodies := make(chan string, 4)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serveRefusingFirst(c, bodies)
+	}()
+	c, err := NewHTTPClient(HTTPOptions{Target: "http://" + ln.Addr().String(), Client: H2CClient, Conns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	status, reply, err := c.Do(t.Context(), http.MethodPost, "/x", []byte("hello"))
+	if err != nil || status != 200 || string(reply) != "ok" {
+		t.Fatalf("reply %d %q %v; want 200 ok after one retry", status, reply, err)
+	}
+	if e := c.H2Events(); e.Resets["REFUSED_STREAM"] != 1 || e.Dials != 1 {
+		t.Errorf("events %+v, want one REFUSED_STREAM on one connection", e)
+	}
+	close(bodies)
+	var got []string
+	for b := range bodies {
+		got = append(got, b)
+	}
+	if !slices.Equal(got, []string{"hello", "hello"}) {
+		t.Errorf("bodies received %q, want the body twice", got)
+	}
+}
+
+// serveRefusingFirst speaks HTTP/2 on c: it refuses the first stream and
+// answers 200 "ok" to the next, sending each stream's body to bodies.
+func serveRefusingFirst(c net.Conn, bodies chan<- string) {
+	if _, err := io.ReadFull(c, make([]byte, len(http2.ClientPreface))); err != nil {
+		return
+	}
+	fr := http2.NewFramer(c, c)
+	_ = fr.WriteSettings()
+	streams := map[uint32][]byte{}
+	refused := false
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = fr.WriteSettingsAck()
+			}
+		case *http2.HeadersFrame:
+			streams[f.StreamID] = nil
+		case *http2.DataFrame:
+			id := f.StreamID
+			streams[id] = append(streams[id], f.Data()...)
+			if !f.StreamEnded() {
+				continue
+			}
+			bodies <- string(streams[id])
+			if !refused {
+				refused = true
+				_ = fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+				continue
+			}
+			var hdr bytes.Buffer
+			enc := hpack.NewEncoder(&hdr)
+			_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hdr.Bytes(), EndHeaders: true})
+			_ = fr.WriteData(id, true, []byte("ok"))
+		}
 	}
 }
