@@ -235,7 +235,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
 	native, netRoutes := routes(transports{ledger: api, tickets: tickets, kv: kvs, wallet: wallet, vmr: face, dashboard: dash, apiKey: c.apiKey})
-	grpcSrv := wallet.GRPCServer(append(mw.GRPC(), front.GRPCOptions(c.limits, idleTimeout)...)...)
+	// One budget for the front door and the gRPC server behind it.
+	admission := front.NewAdmission(c.limits, reg)
+	grpcSrv := wallet.GRPCServer(append(mw.GRPC(), admission.GRPCOptions(idleTimeout)...)...)
 	face.RegisterGRPC(grpcSrv)
 	srv := front.New(front.Options{
 		Routes:       native,
@@ -250,7 +252,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
 		HeaderTimeout:       c.headerTO,
 		IdleTimeout:         idleTimeout,
-		Limits:              c.limits,
+		Admission:           admission,
 		Authorize:           api.AuthorizedHeader,
 		Registerer:          reg,
 		Logger:              logger,

@@ -73,6 +73,10 @@ type Options struct {
 	IdleTimeout   time.Duration
 	// Limits bound connections, bodies and streams (see limits.go).
 	Limits Limits
+	// Admission, when set, holds the budgets of the limits instead of
+	// Limits and Registerer: the one the gRPC server's options were made
+	// from (Admission.GRPCOptions), so that its calls count too.
+	Admission *Admission
 	// Authorize reports whether an Authorization header carries the API
 	// key; a body for a route that is not Open is read only if it does.
 	// Nil admits every request.
@@ -105,8 +109,11 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	opts.Limits = opts.Limits.withDefaults()
-	s := &Server{opts: opts, log: log, guard: newGuard(opts.Limits, opts.Registerer)}
+	if opts.Admission == nil {
+		opts.Admission = NewAdmission(opts.Limits, opts.Registerer)
+	}
+	opts.Limits = opts.Admission.g.limits
+	s := &Server{opts: opts, log: log, guard: opts.Admission.g}
 	measure := opts.Middleware
 	if measure == nil {
 		measure = func(h http.Handler) http.Handler { return h }
