@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 )
@@ -35,6 +36,21 @@ func checkLimits(c *serveConfig) error {
 		return fmt.Errorf("--max-conns, --max-streams, --header-timeout and --body-timeout must be positive")
 	}
 	return nil
+}
+
+// limitUses reads the front door's limits in force and their use, for
+// the dashboard's limits panel.
+func limitUses(a *front.Admission) func() []dashboard.LimitUse {
+	l := a.Limits()
+	return func() []dashboard.LimitUse {
+		u := a.Use()
+		return []dashboard.LimitUse{
+			{Name: "max-conns", Limit: int64(l.MaxConns), Used: u.Conns, Unit: "connections"},
+			{Name: "body-budget-mb", Limit: l.BodyBytes, Used: u.BodyBytes, Unit: "bytes of bodies"},
+			{Name: "max-inflight", Limit: l.MaxWork, Used: u.Work, Unit: "units of work"},
+			{Name: "max-streams", Limit: int64(l.MaxStreams), Used: -1, Unit: "streams"},
+		}
+	}
 }
 
 // idleTimeout closes a keep-alive connection, or a gRPC connection without

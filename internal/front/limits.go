@@ -207,6 +207,19 @@ func NewAdmission(l Limits, reg prometheus.Registerer) *Admission {
 	return &Admission{g: newGuard(l.withDefaults(), reg)}
 }
 
+// Limits are the limits in force.
+func (a *Admission) Limits() Limits { return a.g.limits }
+
+// Use is how much of each budget is held now.
+type Use struct {
+	Conns, BodyBytes, Work int64
+}
+
+// Use reads how much of each budget is held now.
+func (a *Admission) Use() Use {
+	return Use{Conns: a.g.conns.used.Load(), BodyBytes: a.g.bodies.used.Load(), Work: a.g.work.used.Load()}
+}
+
 // GRPCOptions are the gRPC server's options under a's limits: each call
 // holds one unit of MaxWork while its handler runs, and a call past it is
 // refused at once with UNAVAILABLE ("overloaded"), the status gRPC clients
