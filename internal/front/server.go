@@ -101,6 +101,9 @@ type Server struct {
 	mu       sync.Mutex // guards closing and listener
 	closing  bool
 	listener net.Listener
+	// slowQ takes the connections handOver moves to net/http; set by
+	// Serve before either server starts.
+	slowQ *queue
 }
 
 // New returns a Server for opts.
@@ -121,7 +124,7 @@ func New(opts Options) *Server {
 	router := newRouter(opts.Routes, routerOptions{
 		Wrap: opts.Wrap, Fallback: fasthttpadaptor.NewFastHTTPHandler(abortCloses(detach(measure(opts.Net)))),
 		MaxBody: int64(opts.MaxRequestBodyBytes), OnNetRequest: opts.OnNetRequest,
-		Authorize: opts.Authorize, Guard: s.guard, Logger: log,
+		Authorize: opts.Authorize, Guard: s.guard, Logger: log, HandOver: s.handOver,
 	})
 	s.fast = &fasthttp.Server{
 		Handler:                      opts.CORS.Fast(router.Handle),
@@ -165,6 +168,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return http.ErrServerClosed
 	}
 	s.listener = ln
+	s.slowQ = qs.slow
 	s.mu.Unlock()
 	defer qs.fast.Close()
 	defer qs.slow.Close()
