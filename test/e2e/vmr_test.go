@@ -184,7 +184,7 @@ func checkVMRFriends(t *testing.T, v vmrClients, a, b, c vmrUser) {
 	if got := friendStatus(t, v, a, c); got != vmrpb.FriendStatus_NOTHING {
 		t.Errorf("after reject a sees c %v", got)
 	}
-	wantVMRError(t, "remove", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REMOVE_FRIEND, b), vmrpb.ErrorCode_FAILUE)
+	wantVMRError(t, "remove a stranger", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REMOVE_FRIEND, c), vmrpb.ErrorCode_FAILUE)
 	wantVMRError(t, "add nobody", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_ADD_FRIEND, vmrUser{id: 1 << 40}), vmrpb.ErrorCode_FAILUE)
 
 	info, err := v.friend.GetUserInfo(ctxT(t), vmrReq(a.token, &vmrpb.GetUserInfoRequest{UserId: int64(b.id)}))

@@ -62,6 +62,7 @@ func (s *Service) methods() []method {
 		unary(s, walletv1connect.FriendServiceAddFriendProcedure, !public, friend.AddFriend),
 		unary(s, walletv1connect.FriendServiceAcceptFriendProcedure, !public, friend.AcceptFriend),
 		unary(s, walletv1connect.FriendServiceRejectFriendProcedure, !public, friend.RejectFriend),
+		unary(s, walletv1connect.FriendServiceRemoveFriendProcedure, !public, friend.RemoveFriend),
 		unary(s, walletv1connect.FriendServiceGetFriendListProcedure, !public, friend.GetFriendList),
 		unary(s, walletv1connect.FriendServiceGetChatFriendListProcedure, !public, friend.GetChatFriendList),
 		unary(s, walletv1connect.ChatServiceSendMessageProcedure, !public, chat.SendMessage),

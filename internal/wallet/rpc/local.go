@@ -67,6 +67,11 @@ func (l Local) RejectFriend(ctx context.Context, user, requester uint64) (*walle
 	return runAs(ctx, user, "", friendService{l.s}.RejectFriend, &walletv1.RejectFriendRequest{UserId: requester})
 }
 
+// RemoveFriend is FriendService.RemoveFriend.
+func (l Local) RemoveFriend(ctx context.Context, user, peer uint64) (*walletv1.RemoveFriendResponse, error) {
+	return runAs(ctx, user, "", friendService{l.s}.RemoveFriend, &walletv1.RemoveFriendRequest{UserId: peer})
+}
+
 // GetFriendList is FriendService.GetFriendList.
 func (l Local) GetFriendList(ctx context.Context, user uint64) (*walletv1.GetFriendListResponse, error) {
 	return runAs(ctx, user, "", friendService{l.s}.GetFriendList, &walletv1.GetFriendListRequest{})
