@@ -59,6 +59,8 @@ func (s *Service) methods() []method {
 		unary(s, walletv1connect.WalletServiceGetBalanceProcedure, !public, wallet.GetBalance),
 		unary(s, walletv1connect.WalletServiceTransferProcedure, !public, wallet.Transfer),
 		unary(s, walletv1connect.WalletServiceGetHistoryProcedure, !public, wallet.GetHistory),
+		unary(s, walletv1connect.WalletServiceRemindTransferProcedure, !public, wallet.RemindTransfer),
+		unary(s, walletv1connect.WalletServiceGetRemindersProcedure, !public, wallet.GetReminders),
 		unary(s, walletv1connect.FriendServiceAddFriendProcedure, !public, friend.AddFriend),
 		unary(s, walletv1connect.FriendServiceAcceptFriendProcedure, !public, friend.AcceptFriend),
 		unary(s, walletv1connect.FriendServiceRejectFriendProcedure, !public, friend.RejectFriend),

@@ -274,3 +274,28 @@ func TestRemoveFriend(t *testing.T) {
 		t.Errorf("chat friends of bob, friends again: %+v", c)
 	}
 }
+
+// Only friends remind each other to pay.
+func TestNewReminder(t *testing.T) {
+	s := newUsers(t, "ann", "bob")
+	want := Reminder{ID: 7, From: 1, To: 2, Amount: 1000, Text: "lunch", At: t0}
+	for _, c := range []struct {
+		r    Reminder
+		code Code
+	}{
+		{want, CodeNotFriends},
+		{Reminder{From: 1, To: 1, Amount: 1000}, CodeSelf},
+		{Reminder{From: 1, To: 9, Amount: 1000}, CodeNotFound},
+	} {
+		if _, err := s.NewReminder(c.r); codeOf(err) != c.code {
+			t.Errorf("NewReminder(%+v): %v, want code %d", c.r, err, c.code)
+		}
+	}
+	r, _ := s.FriendRequest(1, 2, t0)
+	s.SetRelation(r)
+	r, _ = s.Accept(2, 1, t0)
+	s.SetRelation(r)
+	if got, err := s.NewReminder(want); err != nil || got != want {
+		t.Errorf("NewReminder between friends: %+v %v", got, err)
+	}
+}
