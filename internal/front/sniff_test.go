@@ -64,7 +64,9 @@ func serveFront(t *testing.T, srv *Server) string {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
-		_ = srv.Shutdown(context.Background())
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
 		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("Serve returned %v", err)
 		}
