@@ -49,7 +49,10 @@ type H2Events struct {
 // those very reservations fill, forever (golang/go#70809; 0 completions
 // of 200,000 with 10,000 workers on 16 connections and the server's 250
 // streams each). A ClientConn used directly reserves nothing: its requests
-// wait for the streams that are open, which end.
+// wait for the streams that are open, which end. It also costs the load
+// generator less: 89 and 98 µs of CPU per reservation against the pool's
+// 108 and 116 (surge bench spike --http2 --conns 16 -c 1000 -n 50000, two
+// A/B pairs on a busy machine).
 type h2Pool struct {
 	conns []*h2Conn
 	next  atomic.Uint32
