@@ -11,12 +11,14 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
 // TestGRPCCallsPastMaxWorkAreShed holds the whole work budget (MaxWork 2)
-// with two server streams of grpc-go: a third call is refused at once,
-// UNAVAILABLE, as a request over net/http or fasthttp would get 503.
+// with two server streams of grpc-go: a third call, unary or streaming, is
+// refused at once, UNAVAILABLE with a second's pushback, as a request over
+// net/http or fasthttp would get 503 with Retry-After: 1.
 func TestGRPCCallsPastMaxWorkAreShed(t *testing.T) {
 	adm := NewAdmission(Limits{MaxWork: 2}, nil)
 	grpcSrv := grpc.NewServer(adm.GRPCOptions(time.Minute)...)
@@ -41,9 +43,24 @@ func TestGRPCCallsPastMaxWorkAreShed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{})
+	var trailer metadata.MD
+	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer))
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("a call past the work budget: %v; want UNAVAILABLE", err)
+	}
+	if got := trailer.Get("grpc-retry-pushback-ms"); len(got) != 1 || got[0] != "1000" {
+		t.Errorf("pushback trailer %q, want 1000 ms", got)
+	}
+	// A streaming call is refused the same way.
+	w, err := client.Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Recv(); status.Code(err) != codes.Unavailable {
+		t.Fatalf("a stream past the work budget: %v; want UNAVAILABLE", err)
+	}
+	if got := w.Trailer().Get("grpc-retry-pushback-ms"); len(got) != 1 || got[0] != "1000" {
+		t.Errorf("stream's pushback trailer %q, want 1000 ms", got)
 	}
 	stop()
 }

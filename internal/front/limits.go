@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -226,7 +227,7 @@ func (a *Admission) Use() Use {
 // GRPCOptions are the gRPC server's options under a's limits: each call
 // holds one unit of MaxWork while its handler runs, and a call past it is
 // refused at once with UNAVAILABLE ("overloaded"), the status gRPC clients
-// read as "retry later", as HTTP's 503; at most MaxStreams streams per
+// read as "retry later", as HTTP's 503, and a pushback of a second; at most MaxStreams streams per
 // connection; a connection without calls for idle closed with a GOAWAY; a
 // silent one pinged every minute and closed if the ping goes unanswered
 // for 20 s; a client that pings more often than every 10 s told GOAWAY
@@ -245,10 +246,16 @@ func (a *Admission) GRPCOptions(idle time.Duration) []grpc.ServerOption {
 // errGRPCOverloaded is a gRPC call's refusal past MaxWork.
 var errGRPCOverloaded = status.Error(codes.Unavailable, "overloaded: the server has as much work in progress as it may take; retry later")
 
+// grpcPushback is the refusal's trailer: gRPC's retry policy waits this
+// long before its next attempt (gRFC A6's server pushback), as HTTP's
+// Retry-After: 1.
+var grpcPushback = metadata.Pairs("grpc-retry-pushback-ms", "1000")
+
 // shedUnary runs a unary call within the work budget, or refuses it.
 func (g *guard) shedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 	if !g.work.take(1) {
 		g.reject(reasonWork)
+		_ = grpc.SetTrailer(ctx, grpcPushback)
 		return nil, errGRPCOverloaded
 	}
 	defer g.work.give(1)
@@ -259,6 +266,7 @@ func (g *guard) shedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo,
 func (g *guard) shedStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
 	if !g.work.take(1) {
 		g.reject(reasonWork)
+		ss.SetTrailer(grpcPushback)
 		return errGRPCOverloaded
 	}
 	defer g.work.give(1)
