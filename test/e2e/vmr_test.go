@@ -184,6 +184,16 @@ func checkVMRFriends(t *testing.T, v vmrClients, a, b, c vmrUser) {
 	if got := friendStatus(t, v, a, c); got != vmrpb.FriendStatus_NOTHING {
 		t.Errorf("after reject a sees c %v", got)
 	}
+	if e := setStatus(t, v, c, vmrpb.SetFriendStatusRequest_ADD_FRIEND, a); e != nil {
+		t.Fatal(e)
+	}
+	if e := setStatus(t, v, c, vmrpb.SetFriendStatusRequest_REJECT_FRIEND, a); e != nil {
+		t.Fatalf("withdraw (the app's \"Hủy lời mời\"): %v", e)
+	}
+	if got := friendStatus(t, v, a, c); got != vmrpb.FriendStatus_NOTHING {
+		t.Errorf("after withdrawal a sees c %v", got)
+	}
+	wantVMRError(t, "reject without a request", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REJECT_FRIEND, c), vmrpb.ErrorCode_FAILUE)
 	wantVMRError(t, "remove a stranger", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REMOVE_FRIEND, c), vmrpb.ErrorCode_FAILUE)
 	wantVMRError(t, "add nobody", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_ADD_FRIEND, vmrUser{id: 1 << 40}), vmrpb.ErrorCode_FAILUE)
 
