@@ -161,7 +161,13 @@ func runTPCBUnits(t *testing.T, e *Ledger, f tpcbFixture, workers, perWorker int
 			}
 		})
 	}
+	done := make(chan struct{})
+	read := readWhileRunning(e, f, done)
 	wg.Wait()
+	close(done)
+	if err := <-read; err != nil {
+		t.Fatal(err)
+	}
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
@@ -171,6 +177,40 @@ func runTPCBUnits(t *testing.T, e *Ledger, f tpcbFixture, workers, perWorker int
 		all = append(all, us...)
 	}
 	return all
+}
+
+// readWhileRunning reads accounts and the ledger's totals until done, as
+// clients reading balances during the units would: rolled-back units must
+// not show, and reading must not race with the shards (go test -race).
+// It sends the first problem it sees, or nil, once done.
+func readWhileRunning(e *Ledger, f tpcbFixture, done <-chan struct{}) <-chan error {
+	out := make(chan error, 1)
+	ids := append(append([]string{ledger.WorldID}, f.poor...), f.accounts...)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				out <- nil
+				return
+			default:
+			}
+			a, err := e.Account(ctx, ids[i%len(ids)])
+			if err == nil && a.Currency != "USD" {
+				err = fmt.Errorf("%s read as %+v", a.ID, a)
+			}
+			if err == nil && !ledger.IsSystem(a.ID) && a.OverdraftLimit == 0 && (a.Balance != 0 || a.Entries != 0) {
+				err = fmt.Errorf("%s, which can pay nothing, read as %+v", a.ID, a)
+			}
+			if st, serr := e.Stats(ctx); err == nil && (serr != nil || st.BalanceSum["USD"] != 0) {
+				err = fmt.Errorf("stats %+v, %v: money not conserved", st, serr)
+			}
+			if err != nil {
+				out <- err
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // expectedTPCBBalances adds up the deltas of the units that can pay.
