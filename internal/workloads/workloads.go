@@ -40,6 +40,9 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 	}
 	s := &Set{Engine: eng}
 	if err := s.open(ctx, cfg); err != nil {
+		if s.Ledger != nil {
+			s.Ledger.Close()
+		}
 		eng.Close()
 		return nil, err
 	}
@@ -66,4 +69,7 @@ func (s *Set) open(ctx context.Context, cfg Config) error {
 }
 
 // Close stops the engine once its logs are drained, and closes its store.
-func (s *Set) Close() error { return s.Engine.Close() }
+func (s *Set) Close() error {
+	s.Ledger.Close()
+	return s.Engine.Close()
+}

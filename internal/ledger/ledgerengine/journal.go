@@ -1,6 +1,9 @@
 package ledgerengine
 
 import (
+	"fmt"
+	"math/rand/v2"
+
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
 )
@@ -33,17 +36,25 @@ type historyWriter struct {
 	cursor     int
 	roundStart uint64
 	owed       int
+	// swept is set when a sweep ends, for the shard to ask for a
+	// checkpoint once the batch is published. The records below sweptTo
+	// have all their entries in chunks; those below trimmedTo are gone.
+	swept              bool
+	sweptTo, trimmedTo uint64
 }
 
 // writeHistory adds to w the journal record of the shard's batch and the
-// chunks it is due, trimming the journal after each whole sweep.
+// chunks it is due, trimming the journal after each whole sweep. A batch
+// that made no entry but opened holds writes a record too: the journal
+// names every transfer created since the newest checkpoint
+// (checkpoint.go).
 func (s *shard) writeHistory(w *ledgerstore.LedgerBatch) {
 	ch := s.book.Changes()
-	if ch.JournalEntries == 0 {
+	if ch.JournalEntries == 0 && len(ch.HoldsOpened) == 0 {
 		return
 	}
 	h := &s.history
-	w.PutJournal(s.id, h.next, ch.JournalEntries, ch.Journal)
+	w.PutJournal(s.id, h.next, ch.JournalEntries, ch.Journal, ch.HoldsOpened)
 	h.next++
 	for _, a := range ch.Accounts {
 		if a.Recent.Len() >= chunkEntries {
@@ -54,7 +65,7 @@ func (s *shard) writeHistory(w *ledgerstore.LedgerBatch) {
 	perRound := max(1, s.l.cfg.SweepEntries/len(s.l.shards))
 	for h.owed += ch.JournalEntries * len(accounts); h.owed >= perRound; h.owed -= perRound {
 		if h.cursor == len(accounts) {
-			w.TrimJournal(s.id, h.roundStart)
+			h.swept, h.sweptTo = true, h.roundStart
 			// Visits from this batch on chunk its entries too.
 			h.cursor, h.roundStart = 0, h.next
 		}
@@ -62,6 +73,12 @@ func (s *shard) writeHistory(w *ledgerstore.LedgerBatch) {
 			storeChunk(w, a)
 		}
 		h.cursor++
+	}
+	// Records the newest checkpoint does not cover stay: they name the
+	// transfers it does not hold.
+	if n := min(h.sweptTo, s.l.ckpt.covered[s.id].Load()); n > h.trimmedTo {
+		w.TrimJournal(s.id, n)
+		h.trimmedTo = n
 	}
 }
 
@@ -73,18 +90,71 @@ func storeChunk(w *ledgerstore.LedgerBatch, a *ledger.Account) {
 	a.Recent = ledger.EntryLog{}
 }
 
-// replayJournal puts the journaled entries back into their accounts, then
-// stores them all as chunks and empties the journal, so that every shard
-// starts from journal record 0 whatever the number of shards was before.
-func (l *Ledger) replayJournal() error {
+// replayJournal puts the journaled entries back into their accounts. With
+// cp, a checkpoint of the transfer-id filter, it also adds to the filter
+// the ids of the records cp does not cover, and the shards go on with
+// their journals; without, it stores the entries as chunks and clears the
+// journal, so that every shard starts from journal record 0 whatever the
+// number of shards was before.
+func (l *Ledger) replayJournal(cp *checkpoint, trimmed map[int]uint64) error {
+	next := make([]uint64, len(l.shards)) // by shard: after its last record
 	replayed := 0
-	err := l.db.EachJournalEntry(func(en *ledger.AccountEntry) error {
-		replayed++
-		return l.shardFor(en.Account).book.Replay(en)
+	err := l.db.EachJournalRecord(func(r *ledgerstore.JournalRecord) error {
+		for i := range r.Entries {
+			if err := l.shardFor(r.Entries[i].Account).book.Replay(&r.Entries[i]); err != nil {
+				return err
+			}
+		}
+		replayed += len(r.Entries)
+		if cp == nil {
+			return nil
+		}
+		if r.Shard >= len(l.shards) {
+			return fmt.Errorf("journal record of shard %d, with %d shards", r.Shard, len(l.shards))
+		}
+		next[r.Shard] = r.N + 1
+		if r.N >= cp.positions[r.Shard] {
+			l.ids.add(recordIDs(r))
+		}
+		return nil
 	})
-	if err != nil || replayed == 0 {
+	if err != nil {
 		return err
 	}
+	l.cfg.Logger.Info("replayed the history journal", "entries", replayed)
+	if cp == nil {
+		return l.resetJournal()
+	}
+	l.ckpt.epoch = cp.epoch
+	for i, s := range l.shards {
+		n := max(next[i], cp.positions[i])
+		s.history.next, s.history.roundStart, s.history.trimmedTo = n, n, trimmed[i]
+		l.ckpt.announced[i].Store(n)
+		l.ckpt.covered[i].Store(cp.positions[i])
+	}
+	return nil
+}
+
+// recordIDs yields the ids of the transfers a journal record's batch may
+// have created: those of its entries and of the holds it opened.
+func recordIDs(r *ledgerstore.JournalRecord) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for i := range r.Entries {
+			if !yield(r.Entries[i].TransferID) {
+				return
+			}
+		}
+		for _, id := range r.Holds {
+			if !yield(id) {
+				return
+			}
+		}
+	}
+}
+
+// resetJournal stores every account's Recent entries as chunks and starts
+// a new journal epoch, which a checkpoint written from now on names.
+func (l *Ledger) resetJournal() error {
 	w := ledgerstore.NewLedgerBatch(l.db.NewBatch())
 	for _, s := range l.shards {
 		for _, a := range s.book.Accounts() {
@@ -93,12 +163,16 @@ func (l *Ledger) replayJournal() error {
 			}
 		}
 	}
-	w.ClearJournal()
-	l.cfg.Logger.Info("replayed the history journal", "entries", replayed)
+	epoch := rand.Uint64() | 1 // 0 is no epoch
+	w.ResetJournal(epoch)
 	if l.db.Fault() != nil {
 		// A store that refuses writes keeps its journal, to be replayed
 		// again at the next start; the Books hold the same state meanwhile.
 		return w.Close()
 	}
-	return l.db.Commit(w.Batch)
+	if err := l.db.Commit(w.Batch); err != nil {
+		return err
+	}
+	l.ckpt.epoch = epoch
+	return nil
 }
