@@ -231,13 +231,16 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
 	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
 	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: wl.Tickets}))
+	// One budget for the front door and the gRPC server behind it.
+	admission := front.NewAdmission(c.limits, reg)
+	dash.Register(dashboard.LimitsPanel("front-limits", "Limits in force", limitUses(admission)))
 	dash.Start()
 	defer dash.Close()
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
 	native, netRoutes := routes(transports{ledger: api, tickets: tickets, kv: kvs, wallet: wallet, vmr: face, dashboard: dash, apiKey: c.apiKey})
-	grpcSrv := wallet.GRPCServer(append(mw.GRPC(), front.GRPCOptions(c.limits, idleTimeout)...)...)
+	grpcSrv := wallet.GRPCServer(append(mw.GRPC(), admission.GRPCOptions(idleTimeout)...)...)
 	face.RegisterGRPC(grpcSrv)
 	srv := front.New(front.Options{
 		Routes:       native,
@@ -252,7 +255,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
 		HeaderTimeout:       c.headerTO,
 		IdleTimeout:         idleTimeout,
-		Limits:              c.limits,
+		Admission:           admission,
 		Authorize:           api.AuthorizedHeader,
 		Registerer:          reg,
 		Logger:              logger,
