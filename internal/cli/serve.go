@@ -47,6 +47,7 @@ type serveConfig struct {
 	shards   int
 	queue    int
 	maxBatch int
+	sweep    int
 	noSync   bool
 	walLoss  bool
 	memtable int
@@ -116,6 +117,7 @@ trace and read surge.`,
 	f.IntVar(&c.shards, "shards", 0, "number of shards (0: one per CPU)")
 	f.IntVar(&c.queue, "queue", 65536, "commands a shard may queue before requests are refused with 503")
 	f.IntVar(&c.maxBatch, "max-batch", 4096, "most commands a shard applies per storage commit")
+	f.IntVar(&c.sweep, "sweep-entries", 0, "ledger history entries written while a sweep moves every account's recent entries to storage (0: 1048576); bounds the history journal a restart replays, and the recent entries held in memory, to about twice this")
 	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes (ledger and key-value) before fsync: faster, but a crash loses the latest acknowledged writes")
 	f.BoolVar(&c.walLoss, "accept-wal-loss", false, "start even though a WAL is damaged with valid records after the damage, dropping everything in it from the damage on (without it, surge refuses to start and names the file and offset)")
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
@@ -187,7 +189,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 
-	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, Engine: engine.Config{
+	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, SweepEntries: c.sweep, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
 		OnStorageFault: faults.hook("ledger"), AcceptWALLoss: c.walLoss,

@@ -1,8 +1,10 @@
 package ledgerengine
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
@@ -97,42 +99,86 @@ func storeChunk(w *ledgerstore.LedgerBatch, a *ledger.Account) {
 // journal, so that every shard starts from journal record 0 whatever the
 // number of shards was before.
 func (l *Ledger) replayJournal(cp *checkpoint, trimmed map[int]uint64) error {
-	next := make([]uint64, len(l.shards)) // by shard: after its last record
-	replayed := 0
-	err := l.db.EachJournalRecord(func(r *ledgerstore.JournalRecord) error {
-		for i := range r.Entries {
-			if err := l.shardFor(r.Entries[i].Account).book.Replay(&r.Entries[i]); err != nil {
-				return err
-			}
+	if cp == nil {
+		replayed := 0
+		err := l.db.EachJournalRecord(func(r *ledgerstore.JournalRecord) error {
+			replayed += len(r.Entries)
+			return l.replayEntries(r, nil)
+		})
+		if err != nil {
+			return err
+		}
+		l.cfg.Logger.Info("replayed the history journal", "entries", replayed)
+		return l.resetJournal()
+	}
+	// The shards wrote their records with the checkpoint's number of
+	// shards (usable), each about its own accounts: they replay them at
+	// once, each into its own Book.
+	replayed := make([]int, len(l.shards))
+	errs := make([]error, len(l.shards))
+	var wg sync.WaitGroup
+	for i, s := range l.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replayed[i], errs[i] = s.replayJournal(cp.positions[i], trimmed[i])
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	l.cfg.Logger.Info("replayed the history journal", "entries", sum(replayed))
+	l.ckpt.epoch = cp.epoch
+	for i, p := range cp.positions {
+		l.ckpt.covered[i].Store(p)
+	}
+	return nil
+}
+
+// replayJournal replays the shard's own journal records, adds to the
+// filter the ids of those from covered on, and goes on numbering its
+// records after them, never below covered. It returns the number of
+// entries replayed.
+func (s *shard) replayJournal(covered, trimmed uint64) (int, error) {
+	replayed, next := 0, covered
+	err := s.l.db.EachShardJournalRecord(s.id, func(r *ledgerstore.JournalRecord) error {
+		if err := s.l.replayEntries(r, s); err != nil {
+			return err
 		}
 		replayed += len(r.Entries)
-		if cp == nil {
-			return nil
-		}
-		if r.Shard >= len(l.shards) {
-			return fmt.Errorf("journal record of shard %d, with %d shards", r.Shard, len(l.shards))
-		}
-		next[r.Shard] = r.N + 1
-		if r.N >= cp.positions[r.Shard] {
-			l.ids.add(recordIDs(r))
+		next = max(next, r.N+1)
+		if r.N >= covered {
+			s.l.ids.add(recordIDs(r))
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	l.cfg.Logger.Info("replayed the history journal", "entries", replayed)
-	if cp == nil {
-		return l.resetJournal()
-	}
-	l.ckpt.epoch = cp.epoch
-	for i, s := range l.shards {
-		n := max(next[i], cp.positions[i])
-		s.history.next, s.history.roundStart, s.history.trimmedTo = n, n, trimmed[i]
-		l.ckpt.announced[i].Store(n)
-		l.ckpt.covered[i].Store(cp.positions[i])
+	h := &s.history
+	h.next, h.roundStart, h.trimmedTo = next, next, trimmed
+	s.l.ckpt.announced[s.id].Store(next)
+	return replayed, err
+}
+
+// replayEntries replays a journal record's entries into their accounts,
+// which must all be only's if only is set.
+func (l *Ledger) replayEntries(r *ledgerstore.JournalRecord, only *shard) error {
+	for i := range r.Entries {
+		s := l.shardFor(r.Entries[i].Account)
+		if only != nil && s != only {
+			return fmt.Errorf("journal record %d of shard %d holds an entry of account %s, on shard %d", r.N, only.id, r.Entries[i].Account, s.id)
+		}
+		if err := s.book.Replay(&r.Entries[i]); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+func sum(ns []int) (total int) {
+	for _, n := range ns {
+		total += n
+	}
+	return total
 }
 
 // recordIDs yields the ids of the transfers a journal record's batch may

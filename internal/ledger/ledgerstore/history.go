@@ -135,8 +135,18 @@ type JournalRecord struct {
 // EachJournalRecord calls fn for every journal record, by shard and then
 // in the order written. The record is valid only during the call.
 func (s Store) EachJournalRecord(fn func(*JournalRecord) error) error {
+	return s.eachJournalRecord(prefixJournal, store.UpperBound(prefixJournal), fn)
+}
+
+// EachShardJournalRecord calls fn for every journal record of shard, in
+// the order written. The record is valid only during the call.
+func (s Store) EachShardJournalRecord(shard int, fn func(*JournalRecord) error) error {
+	return s.eachJournalRecord(journalKey(nil, shard, 0), journalKey(nil, shard+1, 0), fn)
+}
+
+func (s Store) eachJournalRecord(lower, upper []byte, fn func(*JournalRecord) error) error {
 	var r JournalRecord
-	return s.Scan(prefixJournal, store.UpperBound(prefixJournal), false, func(k, v []byte) (bool, error) {
+	return s.Scan(lower, upper, false, func(k, v []byte) (bool, error) {
 		if len(k) != len(prefixJournal)+10 {
 			return false, codec.ErrCorrupt
 		}

@@ -300,6 +300,14 @@ func TestJournal(t *testing.T) {
 	if got := read(); !slices.Equal(got, all) {
 		t.Fatalf("journal %v, want %v", got, all)
 	}
+	var shard1 []string
+	err := s.EachShardJournalRecord(1, func(r *JournalRecord) error {
+		shard1 = append(shard1, fmt.Sprintf("%d/%d", r.Shard, r.N))
+		return nil
+	})
+	if want := []string{"1/0", "1/256", "1/257"}; err != nil || !slices.Equal(shard1, want) {
+		t.Fatalf("shard 1's journal: %v %v, want %v", shard1, err, want)
+	}
 	if st, err := s.JournalState(); err != nil || st.Epoch != 0 || len(st.Trimmed) != 0 {
 		t.Fatalf("state of a new journal: %+v, %v", st, err)
 	}
