@@ -2,8 +2,6 @@ package front
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -24,19 +22,7 @@ func TestGRPCCallsPastMaxWorkAreShed(t *testing.T) {
 	grpcSrv := grpc.NewServer(adm.GRPCOptions(time.Minute)...)
 	healthpb.RegisterHealthServer(grpcSrv, health.NewServer())
 	srv := New(Options{GRPC: grpcSrv, Net: http.NotFoundHandler(), Admission: adm, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		_ = srv.Shutdown(context.Background())
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve returned %v", err)
-		}
-	})
-	cc, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient("passthrough:///"+serveFront(t, srv), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

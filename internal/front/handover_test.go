@@ -2,8 +2,6 @@ package front
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -41,19 +39,7 @@ func TestStreamOnAFastHTTPConnectionFlows(t *testing.T) {
 		Routes: []Route{{Pattern: "/native", Handler: native}}, Net: stream, SlowPrefixes: []string{"/stream"},
 		MaxRequestBodyBytes: 1 << 10, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		_ = srv.Shutdown(context.Background())
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve returned %v", err)
-		}
-	})
-	c, err := net.Dial("tcp", ln.Addr().String())
+	c, err := net.Dial("tcp", serveFront(t, srv))
 	if err != nil {
 		t.Fatal(err)
 	}

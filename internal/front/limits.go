@@ -57,7 +57,10 @@ const WorkUnitBytes = 128
 func workOf(n int64) int64 { return 1 + n/WorkUnitBytes }
 
 // hold is what an admitted request holds until its handler returns.
-type hold struct{ body, work int64 }
+type hold struct {
+	body, work int64
+	cut        bool // the body was cut at its limit: the connection must close
+}
 
 // withDefaults fills l's zero fields from DefaultLimits.
 func (l Limits) withDefaults() Limits {

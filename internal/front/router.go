@@ -142,6 +142,11 @@ func (rt *router) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	defer rt.guard.release(held)
+	if held.cut {
+		// The handler refuses the body; the rest of it must not be read
+		// as the connection's next request.
+		defer func() { ctx.SetConnectionClose(); lingerAfter(ctx) }()
+	}
 	if r != nil {
 		r.measured(ctx)
 		return

@@ -214,7 +214,7 @@ func (s *Server) route(c net.Conn, qs queues) {
 	method, path := requestTarget(head)
 	switch {
 	case bytes.Equal(method, preface) && qs.grpc != nil:
-		replay, isGRPC, err := sniffHTTP2(c, head, s.opts.HeaderTimeout)
+		replay, isGRPC, err := sniffHTTP2(c, head, s.opts.HeaderTimeout, s.opts.Limits.MaxStreams)
 		switch {
 		case err != nil:
 			_ = c.Close()

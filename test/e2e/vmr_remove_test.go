@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -19,7 +20,8 @@ import (
 // UNFRIENDED, texts are refused (a WebSocket CHAT is dropped, SendMessage
 // is NOT_FRIENDS) while transfers still go through; after a restart it all
 // still holds, the two can befriend again, and a removal through
-// surge.wallet.v1's RemoveFriend reaches VMR's WebSocket too.
+// surge.wallet.v1's RemoveFriend reaches VMR's WebSocket too, as VMR's
+// reaches surge.wallet.v1's Subscribe.
 func TestVMRRemoveFriend(t *testing.T) {
 	dir := t.TempDir()
 	srv := start(t, dir, walletArgs...)
@@ -30,11 +32,23 @@ func TestVMRRemoveFriend(t *testing.T) {
 	sendChat(t, wa, b, "hi bob")
 	chatOf(t, wb, "CHAT")
 	chatOf(t, wa, "SEND_BACK")
+	w := newWalletClients(t, srv.url)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	stream, err := w.chat.Subscribe(ctx, withToken(a.token, &walletv1.SubscribeRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = stream.ResponseHeader() // the stream is open
 
 	if e := setStatus(t, v, b, vmrpb.SetFriendStatusRequest_REMOVE_FRIEND, a); e != nil {
 		t.Fatalf("remove: %v", e)
 	}
 	wantSocketEvent(t, wa, "REMOVE_FRIEND", fmt.Sprintf(`{"userId":%d}`, b.id))
+	if !stream.Receive() || stream.Msg().GetFriend().GetUser().GetId() != b.id || stream.Msg().GetFriend().GetStatus() != walletv1.Friend_UNFRIENDED {
+		t.Errorf("a's surge.wallet.v1 stream: %v %v, want b UNFRIENDED", stream.Msg(), stream.Err())
+	}
+	cancel()
 	wantUnfriended(t, v, a, b, "hi bob")
 	if e := setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REMOVE_FRIEND, b); e != nil {
 		t.Errorf("removing a removed friend again: %v", e)
@@ -54,8 +68,7 @@ func TestVMRRemoveFriend(t *testing.T) {
 		t.Errorf("a's next message %s %s, want the transfer's SEND_BACK", m.Type, m.Data)
 	}
 
-	w := newWalletClients(t, srv.url)
-	_, err := w.chat.SendMessage(ctxT(t), withToken(a.token, &walletv1.SendMessageRequest{ToUserId: b.id, Text: "hello?"}))
+	_, err = w.chat.SendMessage(ctxT(t), withToken(a.token, &walletv1.SendMessageRequest{ToUserId: b.id, Text: "hello?"}))
 	wantCode(t, "SendMessage to a former friend", err, connect.CodeFailedPrecondition)
 	_, err = w.friend.RemoveFriend(ctxT(t), withToken(a.token, &walletv1.RemoveFriendRequest{UserId: c.id}))
 	if wantCode(t, "RemoveFriend of a stranger", err, connect.CodeFailedPrecondition); reasonOf(err) != "NOT_FRIENDS" {

@@ -175,15 +175,19 @@ func checkVMRFriends(t *testing.T, v vmrClients, a, b, c vmrUser) {
 		t.Errorf("after accept a sees b %v", got)
 	}
 	wantVMRError(t, "accept without a request", setStatus(t, v, c, vmrpb.SetFriendStatusRequest_ACCEPT_FRIEND, a), vmrpb.ErrorCode_FAILUE)
-	if e := setStatus(t, v, c, vmrpb.SetFriendStatusRequest_ADD_FRIEND, a); e != nil {
-		t.Fatal(e)
+	// c asks a; a rejects it, then c withdraws it (the app's "Hủy lời mời").
+	for _, p := range [][2]vmrUser{{a, c}, {c, a}} {
+		if e := setStatus(t, v, c, vmrpb.SetFriendStatusRequest_ADD_FRIEND, a); e != nil {
+			t.Fatal(e)
+		}
+		if e := setStatus(t, v, p[0], vmrpb.SetFriendStatusRequest_REJECT_FRIEND, p[1]); e != nil {
+			t.Fatalf("%s rejects: %v", p[0].username, e)
+		}
+		if got := friendStatus(t, v, a, c); got != vmrpb.FriendStatus_NOTHING {
+			t.Errorf("after %s rejected, a sees c %v", p[0].username, got)
+		}
 	}
-	if e := setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REJECT_FRIEND, c); e != nil {
-		t.Fatalf("reject: %v", e)
-	}
-	if got := friendStatus(t, v, a, c); got != vmrpb.FriendStatus_NOTHING {
-		t.Errorf("after reject a sees c %v", got)
-	}
+	wantVMRError(t, "reject without a request", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REJECT_FRIEND, c), vmrpb.ErrorCode_FAILUE)
 	wantVMRError(t, "remove a stranger", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REMOVE_FRIEND, c), vmrpb.ErrorCode_FAILUE)
 	wantVMRError(t, "add nobody", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_ADD_FRIEND, vmrUser{id: 1 << 40}), vmrpb.ErrorCode_FAILUE)
 

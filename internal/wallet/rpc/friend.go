@@ -103,7 +103,8 @@ func (s friendService) AcceptFriend(ctx context.Context, req *walletv1.AcceptFri
 	return &walletv1.AcceptFriendResponse{Friend: f}, nil
 }
 
-// RejectFriend turns down a pending request from user_id.
+// RejectFriend turns down a pending request from user_id, or withdraws the
+// caller's own request to user_id.
 func (s friendService) RejectFriend(ctx context.Context, req *walletv1.RejectFriendRequest) (*walletv1.RejectFriendResponse, error) {
 	me, peer := caller(ctx), social.UserID(req.UserId)
 	if _, err := s.changeRelation(me, peer, func() (social.Relation, error) { return s.state.Reject(me, peer) }); err != nil {

@@ -73,8 +73,8 @@ func (l Local) AcceptFriend(ctx context.Context, user, requester uint64) (*walle
 }
 
 // RejectFriend is FriendService.RejectFriend.
-func (l Local) RejectFriend(ctx context.Context, user, requester uint64) (*walletv1.RejectFriendResponse, error) {
-	return runAs(ctx, user, "", friendService{l.s}.RejectFriend, &walletv1.RejectFriendRequest{UserId: requester})
+func (l Local) RejectFriend(ctx context.Context, user, peer uint64) (*walletv1.RejectFriendResponse, error) {
+	return runAs(ctx, user, "", friendService{l.s}.RejectFriend, &walletv1.RejectFriendRequest{UserId: peer})
 }
 
 // RemoveFriend is FriendService.RemoveFriend.

@@ -108,11 +108,15 @@ func (s *State) Accept(u, requester UserID, now time.Time) (Relation, error) {
 	return Relation{Pair: r.Pair, State: RelationFriends, Requester: requester, Since: now}, nil
 }
 
-// Reject decides u turning down requester's request: the relation goes.
-func (s *State) Reject(u, requester UserID) (Relation, error) {
-	r, err := s.pendingFrom(u, requester)
-	if err != nil {
+// Reject decides u turning down peer's request, or withdrawing u's own
+// request to peer: either way the relation goes.
+func (s *State) Reject(u, peer UserID) (Relation, error) {
+	if err := s.checkPeer(u, peer); err != nil {
 		return Relation{}, err
+	}
+	r, ok := s.relations[PairOf(u, peer)]
+	if !ok || r.State != RelationRequested {
+		return Relation{}, errorf(CodeNoRequest, "no pending friend request between you and user %d", peer)
 	}
 	return Relation{Pair: r.Pair, State: RelationNone}, nil
 }

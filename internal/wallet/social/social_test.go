@@ -81,13 +81,30 @@ func TestFriendship(t *testing.T) {
 	if _, err := s.FriendRequest(2, 1, t0); codeOf(err) != CodeExists {
 		t.Errorf("request between friends: %v", err)
 	}
-	// Crossing requests make friends; a rejection removes the request.
+	// Crossing requests make friends; a rejection removes the request, and
+	// so does its sender withdrawing it.
 	r, _ = s.FriendRequest(3, 1, t0)
 	s.SetRelation(r)
 	r, _ = s.Reject(1, 3)
 	s.SetRelation(r)
 	if _, ok := s.Relation(1, 3); ok || len(s.Friends(3)) != 0 {
 		t.Errorf("rejected request still there")
+	}
+	if _, err := s.Reject(1, 3); codeOf(err) != CodeNoRequest {
+		t.Errorf("rejecting no request: %v", err)
+	}
+	r, _ = s.FriendRequest(3, 1, t0)
+	s.SetRelation(r)
+	r, err = s.Reject(3, 1)
+	if err != nil {
+		t.Fatalf("withdrawing a request: %v", err)
+	}
+	s.SetRelation(r)
+	if _, ok := s.Relation(1, 3); ok || len(s.Friends(1)) != 1 {
+		t.Errorf("withdrawn request still there: %+v", s.Friends(1))
+	}
+	if _, err := s.Reject(1, 2); codeOf(err) != CodeNoRequest {
+		t.Errorf("rejecting a friend: %v", err)
 	}
 }
 

@@ -98,8 +98,8 @@ func (s friendService) known(id int64) bool {
 	return id > 0 && ok
 }
 
-// SetFriendStatus sends, accepts or rejects a friend request, or removes
-// a friend (for both users). The other user's WebSockets are told of an
+// SetFriendStatus sends, accepts, rejects or withdraws a friend request,
+// or removes a friend (for both users). The other user's WebSockets are told of an
 // acceptance (ACCEPT) or a removal (REMOVE_FRIEND) by relayEvents.
 func (s friendService) SetFriendStatus(ctx context.Context, c caller, m *vmrpb.SetFriendStatusRequest) (*vmrpb.SetFriendStatusResponse, error) {
 	if m.FriendId <= 0 {

@@ -462,7 +462,8 @@ type Event_Friend struct {
 	// Friend is the other user of a relation they changed, with the
 	// relation as the caller now sees it: NOT_ANSWER for their request,
 	// FRIEND for their acceptance, UNFRIENDED for their removal,
-	// STATUS_UNSPECIFIED for their rejection of the caller's request.
+	// STATUS_UNSPECIFIED for their rejection of the caller's request or
+	// their withdrawal of their own.
 	Friend *Friend `protobuf:"bytes,2,opt,name=friend,proto3,oneof"`
 }
 

@@ -54,9 +54,9 @@ type ChatServiceClient interface {
 	// Subscribe streams every new message of the caller's conversations,
 	// sent or received, TEXT and TRANSFER, every change another user makes
 	// to their relation with the caller (a request, an acceptance, a
-	// rejection, a removal) and every reminder to pay the caller, in commit
-	// order, from the moment of the call.
-	// While it is open the caller shows as online.
+	// rejection or withdrawal, a removal) and every reminder to pay the
+	// caller, in commit order, from the moment of the call. While it is
+	// open the caller shows as online.
 	Subscribe(context.Context, *connect.Request[v1.SubscribeRequest]) (*connect.ServerStreamForClient[v1.Event], error)
 }
 
@@ -138,9 +138,9 @@ type ChatServiceHandler interface {
 	// Subscribe streams every new message of the caller's conversations,
 	// sent or received, TEXT and TRANSFER, every change another user makes
 	// to their relation with the caller (a request, an acceptance, a
-	// rejection, a removal) and every reminder to pay the caller, in commit
-	// order, from the moment of the call.
-	// While it is open the caller shows as online.
+	// rejection or withdrawal, a removal) and every reminder to pay the
+	// caller, in commit order, from the moment of the call. While it is
+	// open the caller shows as online.
 	Subscribe(context.Context, *connect.Request[v1.SubscribeRequest], *connect.ServerStream[v1.Event]) error
 }
 

@@ -57,7 +57,8 @@ type FriendServiceClient interface {
 	// AddFriend sends a friend request, or accepts one the other user sent.
 	AddFriend(context.Context, *connect.Request[v1.AddFriendRequest]) (*connect.Response[v1.AddFriendResponse], error)
 	AcceptFriend(context.Context, *connect.Request[v1.AcceptFriendRequest]) (*connect.Response[v1.AcceptFriendResponse], error)
-	// RejectFriend turns down a request the caller received.
+	// RejectFriend turns down a request the caller received, or withdraws
+	// one the caller sent.
 	RejectFriend(context.Context, *connect.Request[v1.RejectFriendRequest]) (*connect.Response[v1.RejectFriendResponse], error)
 	// RemoveFriend ends a friendship, for both users: they leave each
 	// other's friend lists, their conversation stays in the chat lists as
@@ -170,7 +171,8 @@ type FriendServiceHandler interface {
 	// AddFriend sends a friend request, or accepts one the other user sent.
 	AddFriend(context.Context, *connect.Request[v1.AddFriendRequest]) (*connect.Response[v1.AddFriendResponse], error)
 	AcceptFriend(context.Context, *connect.Request[v1.AcceptFriendRequest]) (*connect.Response[v1.AcceptFriendResponse], error)
-	// RejectFriend turns down a request the caller received.
+	// RejectFriend turns down a request the caller received, or withdraws
+	// one the caller sent.
 	RejectFriend(context.Context, *connect.Request[v1.RejectFriendRequest]) (*connect.Response[v1.RejectFriendResponse], error)
 	// RemoveFriend ends a friendship, for both users: they leave each
 	// other's friend lists, their conversation stays in the chat lists as
