@@ -82,7 +82,10 @@ func (l *Ledger) replayJournal() error {
 		replayed++
 		return l.shardFor(en.Account).book.Replay(en)
 	})
-	if err != nil || replayed == 0 {
+	if err != nil || replayed == 0 || l.cfg.Cluster {
+		// A cluster's store is a cache of its changelog: chunks written
+		// here would not reach the changelog, so the entries stay Recent
+		// until a sweep chunks them in a round.
 		return err
 	}
 	w := ledgerstore.NewLedgerBatch(l.db.NewBatch())
