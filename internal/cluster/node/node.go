@@ -122,7 +122,9 @@ func (n *Node) Ready() bool { return n.ready.Load() }
 
 // CreateWorld creates @world once the cluster serves; an existing one is
 // kept.
-func (n *Node) CreateWorld(ctx context.Context) error { return n.ledger.createWorld(ctx, n.cfg.Currency) }
+func (n *Node) CreateWorld(ctx context.Context) error {
+	return n.ledger.createWorld(ctx, n.cfg.Currency)
+}
 
 // moved is the group's callback on a change of the owned partitions.
 func (n *Node) moved(context.Context, []int32) {
