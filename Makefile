@@ -46,8 +46,9 @@ test: ## THE test command: go test -race -count=1 ./... (fuzz seed corpora inclu
 test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skips long tests)
 	$(GO) test -short -count=1 $(PKGS)
 
-test-cluster: ## Cluster tests that start 3 Kafka brokers and kill one (~2 min; Java + Maven)
+test-cluster: ## Cluster tests: 3 brokers, one killed; 3 surge nodes, one killed (~3 min; Java + Maven)
 	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestBrokerDeath' ./internal/cluster/...
+	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestCluster' ./test/e2e/
 
 bench: ## Go benchmarks only (no tests): go test -bench=. -benchmem ./...
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkatest"
+)
+
+// clusterNodes is the cluster of a test: surge processes on one Kafka.
+type clusterNodes struct {
+	t     *testing.T
+	args  []string
+	dirs  []string
+	nodes []*server
+	alive []atomic.Bool
+}
+
+// startCluster starts a Kafka broker and n surge nodes on it. It runs under
+// SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster), since it takes minutes.
+func startCluster(t *testing.T, n int) *clusterNodes {
+	if os.Getenv("SURGE_KAFKA_CLUSTER_TESTS") == "" {
+		t.Skip("cluster tests run with SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster)")
+	}
+	if why := kafkatest.Unavailable(); why != "" {
+		t.Fatal(why)
+	}
+	k, err := kafkatest.Start(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Stop() })
+	c := &clusterNodes{t: t, alive: make([]atomic.Bool, n),
+		args: []string{"--kafka", strings.Join(k.Brokers, ","), "--partitions", "6", "--session-timeout", "3s"}}
+	for i := range n {
+		c.dirs = append(c.dirs, t.TempDir())
+		c.nodes = append(c.nodes, start(t, c.dirs[i], c.args...))
+		c.alive[i].Store(true)
+	}
+	for _, s := range c.nodes { // joins moved partitions: each serves again
+		s.pollReady(s.name + " ready with its partitions")
+	}
+	return c
+}
+
+// do sends a request to node i, then to the next live nodes, until one
+// gives an answer that is not a failure to reach the owner (5xx or a
+// broken connection): the same request, so the same idempotency key.
+func (c *clusterNodes) do(i int, method, path string, in, out any) *Response {
+	for try := 0; try < 200; try++ {
+		j := (i + try) % len(c.nodes)
+		if !c.alive[j].Load() {
+			continue
+		}
+		r, err := c.nodes[j].c.do(method, path, in, out)
+		if err == nil && r.Status < 500 {
+			return r
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("%s %s: no node answered", method, path)
+	return nil
+}
+
+// A node's kill -9 under load loses no acknowledged transfer: every one
+// is there with its amount on the others, balances are what the
+// acknowledged transfers make them, the sum is 0, and the node rejoins.
+func TestClusterSurvivesANodesKill(t *testing.T) {
+	c := startCluster(t, 3)
+	const accounts, fund = 12, 1_000_000
+	for a := range accounts {
+		id := fmt.Sprint("acct-", a)
+		if r := c.do(a, http.MethodPost, "/v1/accounts", NewAccount{ID: id, Currency: "USD"}, nil); r.Status >= 300 {
+			t.Fatalf("creating %s: %s", id, r)
+		}
+		tr := TransferReq{ID: "fund-" + id, From: "@world", To: id, Amount: fund}
+		if r := c.do(a+1, http.MethodPost, "/v1/transfers", tr, nil); r.Status >= 300 {
+			t.Fatalf("funding %s: %s", id, r)
+		}
+	}
+	acked := c.load(t, accounts, 6, 60)
+	c.checkTransfers(t, acked, accounts, fund)
+	c.nodes[2] = start(t, c.dirs[2], c.args...)
+	c.alive[2].Store(true)
+	if _, r, err := c.nodes[2].c.Stats(); err != nil || r.Status != http.StatusOK {
+		t.Fatalf("the restarted node does not serve the ledger: %v %v", r, err)
+	}
+}
+
+// load runs workers on every node, each making transfers between random
+// accounts, and kills node 3 with SIGKILL halfway; it returns the
+// acknowledged transfers and logs how long the dead node's partitions
+// took to serve again.
+func (c *clusterNodes) load(t *testing.T, accounts, workers, each int) map[string]TransferReq {
+	var mu sync.Mutex
+	acked := map[string]TransferReq{}
+	var done atomic.Int64
+	half := make(chan struct{})
+	var once sync.Once
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for n := range each {
+				from, to := rng.IntN(accounts), rng.IntN(accounts-1)
+				if to >= from {
+					to++
+				}
+				tr := TransferReq{ID: fmt.Sprintf("w%d-%d", w, n), From: fmt.Sprint("acct-", from), To: fmt.Sprint("acct-", to), Amount: int64(1 + rng.IntN(100))}
+				if r := c.do(w, http.MethodPost, "/v1/transfers", tr, nil); r.Status != http.StatusCreated && r.Status != http.StatusOK {
+					t.Errorf("transfer %s: %s", tr.ID, r)
+					continue
+				}
+				mu.Lock()
+				acked[tr.ID] = tr
+				mu.Unlock()
+				if done.Add(1) == int64(workers*each/2) {
+					once.Do(func() { close(half) })
+				}
+			}
+		})
+	}
+	<-half
+	killed := time.Now()
+	c.alive[2].Store(false)
+	c.nodes[2].kill()
+	if _, r, err := c.nodes[0].c.Stats(); err != nil || r.Status != http.StatusOK {
+		t.Errorf("stats after the kill: %v %v", r, err)
+	}
+	t.Logf("node 3 killed: every partition served again after %v", time.Since(killed).Round(time.Millisecond))
+	wg.Wait()
+	return acked
+}
+
+// checkTransfers proves every acknowledged transfer is there, the balances
+// are what they make them, and the sum is 0.
+func (c *clusterNodes) checkTransfers(t *testing.T, acked map[string]TransferReq, accounts int, fund int64) {
+	want := map[string]int64{}
+	for a := range accounts {
+		want[fmt.Sprint("acct-", a)] = fund
+	}
+	i := 0
+	for id, tr := range acked {
+		var got Transfer
+		if r := c.do(i, http.MethodGet, "/v1/transfers/"+id, nil, &got); r.Status != http.StatusOK || got.Amount != tr.Amount || got.From != tr.From || got.To != tr.To {
+			t.Errorf("acknowledged transfer %s: %s, got %+v want %+v", id, r, got, tr)
+		}
+		want[tr.From] -= tr.Amount
+		want[tr.To] += tr.Amount
+		i++
+	}
+	poll(t, startTimeout, "every credit to be applied", func() (bool, string) {
+		var st struct {
+			BalanceSum map[string]int64 `json:"balance_sum"`
+			InFlight   map[string]int64 `json:"credits_in_flight"`
+		}
+		c.do(0, http.MethodGet, "/v1/ledger/stats", nil, &st)
+		if st.BalanceSum["USD"]+st.InFlight["USD"] != 0 {
+			t.Fatalf("balances %d + credits in flight %d != 0", st.BalanceSum["USD"], st.InFlight["USD"])
+		}
+		return st.InFlight["USD"] == 0, fmt.Sprint(st)
+	})
+	for id, bal := range want {
+		var a Account
+		if r := c.do(1, http.MethodGet, "/v1/accounts/"+id, nil, &a); r.Status != http.StatusOK || a.Balance != bal {
+			t.Errorf("%s: balance %d (%s), the acknowledged transfers make it %d", id, a.Balance, r, bal)
+		}
+	}
+	t.Logf("%d acknowledged transfers checked", len(acked))
+}
