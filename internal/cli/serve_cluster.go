@@ -40,7 +40,8 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 }
 
 // serveCluster runs surge as a node of a cluster on Kafka. The ledger's
-// routes answer on every node; the other workloads answer 501.
+// and key-value routes answer on every node; the other workloads answer
+// 501.
 func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	logger := telemetry.NewLogger(os.Stderr, c.logLevel, c.logFmt)
 	dir, err := filepath.Abs(c.data)
@@ -76,8 +77,8 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	api = ledgerapi.New(n.Ledger(), ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
 	api.SetReady(n.Ready())
 	srv := front.New(front.Options{
-		Routes: api.FastRoutes(), Net: clusterRoutes(api), Limits: c.limits,
-		MaxRequestBodyBytes: ledgerapi.MaxBatchBody + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
+		Routes: api.FastRoutes(), Net: clusterRoutes(api, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader)), Limits: c.limits,
+		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
 		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,
 	})
 	fmt.Fprintf(out, "surge: node %s of cluster %s on %s (%d partitions)\n", n.ID(), c.cluster.name, c.cluster.kafka, c.cluster.partitions)
@@ -101,11 +102,11 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 // worldOnce creates @world, retrying until the cluster answers.
 func worldOnce(ctx context.Context, n *node.Node, logger interface{ Warn(string, ...any) }) {
 	for ctx.Err() == nil {
-		if err := n.CreateWorld(ctx); err == nil {
+		err := n.CreateWorld(ctx)
+		if err == nil {
 			return
-		} else {
-			logger.Warn("cluster: creating @world", "err", err)
 		}
+		logger.Warn("cluster: creating @world", "err", err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
@@ -113,12 +114,11 @@ func worldOnce(ctx context.Context, n *node.Node, logger interface{ Warn(string,
 	}
 }
 
-// clusterRoutes is the net/http table of a cluster node: the ledger, and
-// 501 for the workloads cluster mode does not run.
-func clusterRoutes(api *ledgerapi.API) http.Handler {
+// clusterRoutes is the net/http table of a cluster node: the ledger,
+// key-value entries, and 501 for the workloads cluster mode does not run.
+func clusterRoutes(api *ledgerapi.API, entries http.Handler) http.Handler {
 	return table{
-		{under("/v0/"), notInCluster("key-value storage")},
-		{kvapi.Owns, notInCluster("key-value storage")},
+		{kvapi.Owns, entries},
 		{under("/v1/event"), notInCluster("ticketing")},
 		{under("/v1/reservation"), notInCluster("ticketing")},
 		{rpc.Owns, notInCluster("the wallet, friends and chat")},

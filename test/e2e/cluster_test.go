@@ -69,9 +69,10 @@ func (c *clusterNodes) do(i int, method, path string, in, out any) *Response {
 	return nil
 }
 
-// A node's kill -9 under load loses no acknowledged transfer: every one
-// is there with its amount on the others, balances are what the
-// acknowledged transfers make them, the sum is 0, and the node rejoins.
+// A node's kill -9 under load loses no acknowledged transfer or key-value
+// write: every transfer is there with its amount on the others, balances
+// are what the acknowledged transfers make them, the sum is 0, every
+// acknowledged PUT reads back, and the node rejoins.
 func TestClusterSurvivesANodesKill(t *testing.T) {
 	c := startCluster(t, 3)
 	const accounts, fund = 12, 1_000_000
@@ -85,8 +86,12 @@ func TestClusterSurvivesANodesKill(t *testing.T) {
 			t.Fatalf("funding %s: %s", id, r)
 		}
 	}
+	kvDone := make(chan map[string]string, 1)
+	go func() { kvDone <- c.putEntries(t, 3, 60) }()
 	acked := c.load(t, accounts, 6, 60)
+	entries := <-kvDone
 	c.checkTransfers(t, acked, accounts, fund)
+	c.checkEntries(t, entries)
 	c.nodes[2] = start(t, c.dirs[2], c.args...)
 	c.alive[2].Store(true)
 	if _, r, err := c.nodes[2].c.Stats(); err != nil || r.Status != http.StatusOK {
@@ -174,4 +179,59 @@ func (c *clusterNodes) checkTransfers(t *testing.T, acked map[string]TransferReq
 		}
 	}
 	t.Logf("%d acknowledged transfers checked", len(acked))
+}
+
+// putEntries has workers PUT entries through every node while the load
+// runs, retrying on the other nodes as do does; it returns the
+// acknowledged entries.
+func (c *clusterNodes) putEntries(t *testing.T, workers, each int) map[string]string {
+	var mu sync.Mutex
+	acked := map[string]string{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for n := range each {
+				key, value := fmt.Sprintf("kv-%d-%d", w, n), fmt.Sprintf("value %d of worker %d", n, w)
+				if c.putEntry(w, key, value) {
+					mu.Lock()
+					acked[key] = value
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return acked
+}
+
+// putEntry PUTs key on node i or the next live ones until one
+// acknowledges it.
+func (c *clusterNodes) putEntry(i int, key, value string) bool {
+	for try := 0; try < 200; try++ {
+		j := (i + try) % len(c.nodes)
+		if !c.alive[j].Load() {
+			continue
+		}
+		r, err := c.nodes[j].c.raw(http.MethodPut, "/v0/entity?id="+key, "application/octet-stream", []byte(value))
+		if err == nil && r.Status == http.StatusCreated {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Errorf("PUT %s: no node acknowledged it", key)
+	return false
+}
+
+// checkEntries reads every acknowledged entry back, each from a surviving
+// node.
+func (c *clusterNodes) checkEntries(t *testing.T, acked map[string]string) {
+	i := 0
+	for key, value := range acked {
+		r, err := c.nodes[i%2].c.raw(http.MethodGet, "/v0/entity?id="+key, "", nil)
+		if err != nil || r.Status != http.StatusOK || string(r.Body) != value {
+			t.Errorf("acknowledged entry %s: %v %v, want %q", key, r, err, value)
+		}
+		i++
+	}
+	t.Logf("%d acknowledged key-value writes checked", len(acked))
 }

@@ -46,7 +46,7 @@ func (l *Ledger) do(ctx context.Context, partition int, w *ledgerengine.WireComm
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	b, err := l.k.call(ctx, partition, v)
+	b, err := l.k.call(ctx, partition, append([]byte{workloadLedger}, v...))
 	if err != nil {
 		return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
 	}

@@ -65,6 +65,7 @@ type Node struct {
 	member *kafkalog.Member
 	caller *caller
 	ledger *Ledger
+	kv     *KV
 	// gen counts the changes of the partitions the member owns; built is
 	// the gen the owner's state was last built for (owner.go).
 	gen, built atomic.Uint64
@@ -99,6 +100,7 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 		return nil, err
 	}
 	n.ledger = newLedger(n.caller, cfg.Kafka.Partitions)
+	n.kv = &KV{k: n.caller, partitions: int(cfg.Kafka.Partitions)}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.done.Add(1)
@@ -113,6 +115,9 @@ func (n *Node) ID() string { return n.id }
 // Ledger is the ledger as the node's clients see it: every call goes to the
 // partition owning its account.
 func (n *Node) Ledger() *Ledger { return n.ledger }
+
+// KV is the key-value entries as the node's clients see them.
+func (n *Node) KV() *KV { return n.kv }
 
 // Owned returns the partitions the node owns.
 func (n *Node) Owned() []int32 { return n.member.Owned() }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -44,6 +45,7 @@ type state struct {
 	gen    uint64
 	eng    *engine.Engine
 	ledger *ledgerengine.Ledger
+	kv     *engine.Port
 	commit *committer
 }
 
@@ -127,6 +129,7 @@ func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
 		_ = eng.Close()
 		return nil, err
 	}
+	st.kv = eng.Attach(newKVSlices(eng.Store(), eng.Shards()))
 	eng.Start()
 	return st, nil
 }
@@ -162,12 +165,19 @@ func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
 	return nil
 }
 
-// fed is a command of a round: its call, and where its reply goes.
+// The first byte of a command names its workload.
+const (
+	workloadLedger byte = 'l'
+	workloadKV     byte = 'k'
+)
+
+// fed is a command of a round: its call, its outcome once the call
+// completed, and where its reply goes.
 type fed struct {
-	cmd   engine.Command
-	call  *engine.Call
-	inbox int32
-	rid   []byte
+	call    *engine.Call
+	outcome func() []byte
+	inbox   int32
+	rid     []byte
 }
 
 // apply is the round's transform over st.
@@ -199,7 +209,7 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 		outs = append(outs, st.commit.take()...)
 		for _, f := range cmds {
 			if f.rid != nil {
-				outs = append(outs, reply(f.inbox, f.rid, ledgerengine.Outcome(f.cmd)))
+				outs = append(outs, reply(f.inbox, f.rid, f.outcome()))
 			}
 		}
 		return outs, nil
@@ -215,14 +225,37 @@ func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, er
 			f.inbox, f.rid = int32(p), []byte(rid)
 		}
 	}
-	cmd, err := ledgerengine.Decode(c.Value)
+	cmd, port, outcome, err := decode(st, c.Value)
 	if err != nil {
 		n.cfg.Logger.Error("cluster: dropping a malformed command", "partition", c.Partition, "offset", c.Offset, "err", err)
 		return f, nil
 	}
-	f.cmd = cmd
-	f.call, err = st.ledger.Submit(ctx, int(c.Partition), cmd)
+	f.outcome = func() []byte { return outcome(cmd) }
+	f.call, err = port(ctx, int(c.Partition), cmd)
 	return f, err
+}
+
+// decode decodes a command for its workload, and returns how to queue it
+// and how to encode its outcome.
+func decode(st *state, v []byte) (engine.Command, func(context.Context, int, engine.Command) (*engine.Call, error), func(engine.Command) []byte, error) {
+	if len(v) == 0 {
+		return nil, nil, nil, errors.New("empty command")
+	}
+	switch v[0] {
+	case workloadLedger:
+		cmd, err := ledgerengine.Decode(v[1:])
+		return cmd, st.ledger.Submit, ledgerengine.Outcome, err
+	case workloadKV:
+		cmd := &kvCommand{}
+		err := json.Unmarshal(v[1:], cmd)
+		return cmd, st.kv.Submit, encodeKV, err
+	}
+	return nil, nil, nil, fmt.Errorf("command of unknown workload %q", v[0])
+}
+
+func encodeKV(cmd engine.Command) []byte {
+	b, _ := json.Marshal(cmd) // strings and bytes always encode
+	return b
 }
 
 func reply(inbox int32, rid, value []byte) kafkalog.Output {
@@ -252,6 +285,7 @@ func (c *committer) Commit(r *engine.Round) error {
 		if err != nil {
 			return err
 		}
+		v = append([]byte{workloadLedger}, v...)
 		c.outs = append(c.outs, kafkalog.Output{Kind: kafkalog.Forward, Partition: int32(f.Shard), Value: v})
 	}
 	return nil
