@@ -17,27 +17,29 @@ import (
 // clusterNodes is the cluster of a test: surge processes on one Kafka.
 type clusterNodes struct {
 	t     *testing.T
+	kafka *kafkatest.Cluster
 	args  []string
 	dirs  []string
 	nodes []*server
 	alive []atomic.Bool
 }
 
-// startCluster starts a Kafka broker and n surge nodes on it. It runs under
-// SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster), since it takes minutes.
-func startCluster(t *testing.T, n int) *clusterNodes {
+// startCluster starts Kafka with brokers brokers and n surge nodes on it.
+// It runs under SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster), since it
+// takes minutes.
+func startCluster(t *testing.T, brokers, n int) *clusterNodes {
 	if os.Getenv("SURGE_KAFKA_CLUSTER_TESTS") == "" {
 		t.Skip("cluster tests run with SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster)")
 	}
 	if why := kafkatest.Unavailable(); why != "" {
 		t.Fatal(why)
 	}
-	k, err := kafkatest.Start(1)
+	k, err := kafkatest.Start(brokers)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k.Stop() })
-	c := &clusterNodes{t: t, alive: make([]atomic.Bool, n),
+	c := &clusterNodes{t: t, kafka: k, alive: make([]atomic.Bool, n),
 		args: []string{"--kafka", strings.Join(k.Brokers, ","), "--partitions", "6", "--session-timeout", "3s"}}
 	for i := range n {
 		c.dirs = append(c.dirs, t.TempDir())
@@ -74,7 +76,33 @@ func (c *clusterNodes) do(i int, method, path string, in, out any) *Response {
 // are what the acknowledged transfers make them, the sum is 0, every
 // acknowledged PUT reads back, and the node rejoins.
 func TestClusterSurvivesANodesKill(t *testing.T) {
-	c := startCluster(t, 3)
+	c := startCluster(t, 1, 3)
+	c.loseNothing(t, func() {
+		c.alive[2].Store(false)
+		c.nodes[2].kill()
+	})
+	c.nodes[2] = start(t, c.dirs[2], c.args...)
+	c.alive[2].Store(true)
+	if _, r, err := c.nodes[2].c.Stats(); err != nil || r.Status != http.StatusOK {
+		t.Fatalf("the restarted node does not serve the ledger: %v %v", r, err)
+	}
+}
+
+// A broker's kill -9 under load, with 3 brokers (replication factor 3,
+// min.insync.replicas 2), loses nothing either.
+func TestClusterSurvivesABrokersKill(t *testing.T) {
+	c := startCluster(t, 3, 3)
+	c.loseNothing(t, func() {
+		if err := c.kafka.Kill(2); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// loseNothing opens and funds accounts, runs transfers and key-value
+// writes through every node, calls kill halfway, then checks every
+// acknowledged write.
+func (c *clusterNodes) loseNothing(t *testing.T, kill func()) {
 	const accounts, fund = 12, 1_000_000
 	for a := range accounts {
 		id := fmt.Sprint("acct-", a)
@@ -88,22 +116,16 @@ func TestClusterSurvivesANodesKill(t *testing.T) {
 	}
 	kvDone := make(chan map[string]string, 1)
 	go func() { kvDone <- c.putEntries(t, 3, 60) }()
-	acked := c.load(t, accounts, 6, 60)
+	acked := c.load(t, accounts, 6, 60, kill)
 	entries := <-kvDone
 	c.checkTransfers(t, acked, accounts, fund)
 	c.checkEntries(t, entries)
-	c.nodes[2] = start(t, c.dirs[2], c.args...)
-	c.alive[2].Store(true)
-	if _, r, err := c.nodes[2].c.Stats(); err != nil || r.Status != http.StatusOK {
-		t.Fatalf("the restarted node does not serve the ledger: %v %v", r, err)
-	}
 }
 
 // load runs workers on every node, each making transfers between random
-// accounts, and kills node 3 with SIGKILL halfway; it returns the
-// acknowledged transfers and logs how long the dead node's partitions
-// took to serve again.
-func (c *clusterNodes) load(t *testing.T, accounts, workers, each int) map[string]TransferReq {
+// accounts, and calls kill halfway; it returns the acknowledged transfers
+// and logs how long after the kill every partition served again.
+func (c *clusterNodes) load(t *testing.T, accounts, workers, each int, kill func()) map[string]TransferReq {
 	var mu sync.Mutex
 	acked := map[string]TransferReq{}
 	var done atomic.Int64
@@ -134,12 +156,11 @@ func (c *clusterNodes) load(t *testing.T, accounts, workers, each int) map[strin
 	}
 	<-half
 	killed := time.Now()
-	c.alive[2].Store(false)
-	c.nodes[2].kill()
+	kill()
 	if _, r, err := c.nodes[0].c.Stats(); err != nil || r.Status != http.StatusOK {
 		t.Errorf("stats after the kill: %v %v", r, err)
 	}
-	t.Logf("node 3 killed: every partition served again after %v", time.Since(killed).Round(time.Millisecond))
+	t.Logf("killed: every partition served again after %v", time.Since(killed).Round(time.Millisecond))
 	wg.Wait()
 	return acked
 }
