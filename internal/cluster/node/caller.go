@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -57,21 +58,38 @@ func newCaller(ctx context.Context, c kafkalog.Config, node string, log *slog.Lo
 	return k, nil
 }
 
+// inboxEnd returns the end offset of the node's inbox, asking again for a
+// while if the brokers do not know the topic's partitions yet (just after
+// it was created).
 func inboxEnd(ctx context.Context, c kafkalog.Config, inbox int32) (int64, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, c.RepliesTopic())
-	if err != nil {
-		return 0, err
+	adm := kadm.NewClient(cl)
+	for try := 1; ; try++ {
+		ends, err := adm.ListEndOffsets(ctx, c.RepliesTopic())
+		if err == nil {
+			o, ok := ends.Lookup(c.RepliesTopic(), inbox)
+			switch {
+			case !ok:
+				err = fmt.Errorf("end of %s/%d: no such partition yet", c.RepliesTopic(), inbox)
+			case o.Err != nil:
+				err = fmt.Errorf("end of %s/%d: %w", c.RepliesTopic(), inbox, o.Err)
+			default:
+				return o.Offset, nil
+			}
+		}
+		if try == 30 {
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(time.Second):
+		}
 	}
-	o, ok := ends.Lookup(c.RepliesTopic(), inbox)
-	if !ok || o.Err != nil {
-		return 0, fmt.Errorf("end of %s/%d: %v", c.RepliesTopic(), inbox, o.Err)
-	}
-	return o.Offset, nil
 }
 
 // call appends value to partition and returns the reply.
