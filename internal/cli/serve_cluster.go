@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 	"github.com/surge-dev/surge/internal/kv/kvapi"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/telemetry"
+	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/wallet/auth"
 	"github.com/surge-dev/surge/internal/wallet/rpc"
 	"github.com/surge-dev/surge/internal/wallet/vmr"
 )
@@ -39,9 +42,9 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 	f.DurationVar(&c.session, "session-timeout", 6*time.Second, "with --kafka: how long a silent node keeps its partitions before the others take them (at least the brokers' group.min.session.timeout.ms)")
 }
 
-// serveCluster runs surge as a node of a cluster on Kafka. The ledger's
-// and key-value routes answer on every node; the other workloads answer
-// 501.
+// serveCluster runs surge as a node of a cluster on Kafka. The ledger's,
+// ticketing's and key-value routes answer on every node; the wallet's
+// answer 501.
 func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	logger := telemetry.NewLogger(os.Stderr, c.logLevel, c.logFmt)
 	dir, err := filepath.Abs(c.data)
@@ -76,8 +79,16 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	defer n.Close()
 	api = ledgerapi.New(n.Ledger(), ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
 	api.SetReady(n.Ready())
+	// Hold tokens only authorise cancelling, which cluster mode refuses:
+	// each node may sign them with a secret of its own.
+	holdSecret, err := auth.NewSecret()
+	if err != nil {
+		return err
+	}
+	tix := ticketapi.New(n.Tickets(), ticketapi.Options{APIKey: c.apiKey, HoldSecret: holdSecret, Ready: n.Ready, Registry: reg, Logger: logger})
 	srv := front.New(front.Options{
-		Routes: api.FastRoutes(), Net: clusterRoutes(api, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader)), Limits: c.limits,
+		Routes: slices.Concat(api.FastRoutes(), tix.FastRoutes()),
+		Net:    clusterRoutes(api, tix, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader)), Limits: c.limits,
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
 		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,
 	})
@@ -115,15 +126,18 @@ func worldOnce(ctx context.Context, n *node.Node, logger interface{ Warn(string,
 }
 
 // clusterRoutes is the net/http table of a cluster node: the ledger,
-// key-value entries, and 501 for the workloads cluster mode does not run.
-func clusterRoutes(api *ledgerapi.API, entries http.Handler) http.Handler {
+// ticketing, key-value entries, and 501 for the wallet's RPCs.
+func clusterRoutes(api *ledgerapi.API, tix *ticketapi.API, entries http.Handler) http.Handler {
+	v1 := http.NewServeMux()
+	for _, p := range ticketapi.Routes {
+		v1.Handle(p, tix)
+	}
+	v1.Handle("/", api.Handler())
 	return table{
 		{kvapi.Owns, entries},
-		{under("/v1/event"), notInCluster("ticketing")},
-		{under("/v1/reservation"), notInCluster("ticketing")},
 		{rpc.Owns, notInCluster("the wallet, friends and chat")},
 		{vmr.Owns, notInCluster("the wallet, friends and chat")},
-		{anyPath, api.Handler()},
+		{anyPath, v1},
 	}
 }
 

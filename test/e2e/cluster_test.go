@@ -71,10 +71,11 @@ func (c *clusterNodes) do(i int, method, path string, in, out any) *Response {
 	return nil
 }
 
-// A node's kill -9 under load loses no acknowledged transfer or key-value
-// write: every transfer is there with its amount on the others, balances
-// are what the acknowledged transfers make them, the sum is 0, every
-// acknowledged PUT reads back, and the node rejoins.
+// A node's kill -9 under load loses no acknowledged transfer, key-value
+// write or reservation: every transfer is there with its amount on the
+// others, balances are what the acknowledged transfers make them, the sum
+// is 0, every acknowledged PUT reads back, no seat is held by two
+// reservations, and the node rejoins.
 func TestClusterSurvivesANodesKill(t *testing.T) {
 	c := startCluster(t, 1, 3)
 	c.loseNothing(t, func() {
@@ -115,12 +116,17 @@ func (c *clusterNodes) loseNothing(t *testing.T, kill func()) {
 			t.Fatalf("funding %s: %s", id, r)
 		}
 	}
-	kvDone := make(chan map[string]string, 1)
+	mustCreateEvent(t, c.nodes[0].c, Event{EventName: "gig", Artist: "band", Areas: []EventArea{
+		{AreaID: "A", Price: 50, RowCount: 6, ColCount: 10}, {AreaID: "B", Price: 80, RowCount: 6, ColCount: 10},
+	}})
+	kvDone, seatsDone := make(chan map[string]string, 1), make(chan []string, 1)
 	go func() { kvDone <- c.putEntries(t, 3, 60) }()
+	go func() { seatsDone <- c.reserveSeats(t, 3, 40) }()
 	acked := c.load(t, accounts, 6, 60, kill)
-	entries := <-kvDone
+	entries, reservations := <-kvDone, <-seatsDone
 	c.checkTransfers(t, acked, accounts, fund)
 	c.checkEntries(t, entries)
+	c.checkSeats(t, reservations, 120)
 }
 
 // load runs workers on every node, each making transfers between random
@@ -256,4 +262,76 @@ func (c *clusterNodes) checkEntries(t *testing.T, acked map[string]string) {
 		i++
 	}
 	t.Logf("%d acknowledged key-value writes checked", len(acked))
+}
+
+// reserveSeats has workers reserve 1 to 4 seats in area A or B of event
+// gig through every node while the load runs, retrying on the other nodes;
+// it returns the ids of the acknowledged reservations.
+func (c *clusterNodes) reserveSeats(t *testing.T, workers, each int) []string {
+	var mu sync.Mutex
+	var ids []string
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for n := range each {
+				req := ReserveReq{UserID: fmt.Sprint("u", w), EventID: "gig", AreaID: []string{"A", "B"}[n%2], NumOfSeats: 1 + n%4, Type: "RANDOM"}
+				for try := 0; try < 200; try++ {
+					j := (w + n + try) % len(c.nodes)
+					if !c.alive[j].Load() {
+						continue
+					}
+					if id, _, err := reserve(c.nodes[j].c, req); err == nil {
+						mu.Lock()
+						ids = append(ids, id)
+						mu.Unlock()
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ids
+}
+
+// checkSeats reads every acknowledged reservation back from a survivor:
+// each is decided, and no seat is held by two of them; the event's
+// availability counts at least their seats as sold (a reservation filed
+// but not acknowledged before a kill may hold seats too).
+func (c *clusterNodes) checkSeats(t *testing.T, ids []string, seats int) {
+	held := map[string]string{}
+	reserved := 0
+	for i, id := range ids {
+		var res Reservation
+		r := c.do(i%2, http.MethodGet, "/v1/reservation/"+id, nil, &res)
+		if r.Status != http.StatusOK || (res.State != "RESERVED" && res.State != "FAILED") {
+			t.Errorf("acknowledged reservation %s: %s", id, r)
+			continue
+		}
+		for _, s := range res.Seats {
+			seat := fmt.Sprintf("%s %d/%d", res.AreaID, s.Row, s.Col)
+			if other, taken := held[seat]; taken && res.State == "RESERVED" {
+				t.Errorf("seat %s held by %s and %s", seat, other, id)
+			}
+			if res.State == "RESERVED" {
+				held[seat] = id
+			}
+		}
+		if res.State == "RESERVED" {
+			reserved += len(res.Seats)
+		}
+	}
+	var ev Event
+	if r := c.do(0, http.MethodGet, "/v1/event/gig", nil, &ev); r.Status != http.StatusOK {
+		t.Fatalf("event: %s", r)
+	}
+	available := 0
+	for _, a := range ev.Areas {
+		available += *a.Available
+	}
+	if seats-available < reserved {
+		t.Errorf("event shows %d seats sold, the acknowledged reservations hold %d", seats-available, reserved)
+	}
+	t.Logf("%d acknowledged reservations checked: %d seats held, %d of %d available", len(ids), reserved, available, seats)
 }

@@ -66,6 +66,7 @@ type Node struct {
 	caller *caller
 	ledger *Ledger
 	kv     *KV
+	seats  *Tickets
 	// gen counts the changes of the partitions the member owns; built is
 	// the gen the owner's state was last built for (owner.go).
 	gen, built atomic.Uint64
@@ -101,6 +102,7 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 	}
 	n.ledger = newLedger(n.caller, cfg.Kafka.Partitions)
 	n.kv = &KV{k: n.caller, partitions: int(cfg.Kafka.Partitions)}
+	n.seats = &Tickets{k: n.caller, ledger: n.ledger, partitions: int(cfg.Kafka.Partitions)}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.done.Add(1)
@@ -118,6 +120,9 @@ func (n *Node) Ledger() *Ledger { return n.ledger }
 
 // KV is the key-value entries as the node's clients see them.
 func (n *Node) KV() *KV { return n.kv }
+
+// Tickets is ticketing as the node's clients see it.
+func (n *Node) Tickets() *Tickets { return n.seats }
 
 // Owned returns the partitions the node owns.
 func (n *Node) Owned() []int32 { return n.member.Owned() }

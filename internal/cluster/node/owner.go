@@ -46,6 +46,7 @@ type state struct {
 	eng    *engine.Engine
 	ledger *ledgerengine.Ledger
 	kv     *engine.Port
+	seats  *engine.Port
 	commit *committer
 }
 
@@ -130,6 +131,12 @@ func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
 		return nil, err
 	}
 	st.kv = eng.Attach(newKVSlices(eng.Store(), eng.Shards()))
+	ts, err := newTicketSlices(eng.Store(), eng.Shards())
+	if err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
+	st.seats = eng.Attach(ts)
 	eng.Start()
 	return st, nil
 }
@@ -167,8 +174,9 @@ func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
 
 // The first byte of a command names its workload.
 const (
-	workloadLedger byte = 'l'
-	workloadKV     byte = 'k'
+	workloadLedger  byte = 'l'
+	workloadKV      byte = 'k'
+	workloadTickets byte = 't'
 )
 
 // fed is a command of a round: its call, its outcome once the call
@@ -248,12 +256,19 @@ func decode(st *state, v []byte) (engine.Command, func(context.Context, int, eng
 	case workloadKV:
 		cmd := &kvCommand{}
 		err := json.Unmarshal(v[1:], cmd)
-		return cmd, st.kv.Submit, encodeKV, err
+		return cmd, st.kv.Submit, encodeJSON, err
+	case workloadTickets:
+		cmd := &ticketCommand{}
+		err := json.Unmarshal(v[1:], cmd)
+		if err == nil && (cmd.Event == nil && (cmd.Op == tkCreateEvent || cmd.Op == tkCreateArea) || cmd.Req == nil && cmd.Op == tkReserve) {
+			err = fmt.Errorf("ticket command %q incomplete", cmd.Op)
+		}
+		return cmd, st.seats.Submit, encodeJSON, err
 	}
 	return nil, nil, nil, fmt.Errorf("command of unknown workload %q", v[0])
 }
 
-func encodeKV(cmd engine.Command) []byte {
+func encodeJSON(cmd engine.Command) []byte {
 	b, _ := json.Marshal(cmd) // strings and bytes always encode
 	return b
 }
