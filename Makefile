@@ -20,7 +20,7 @@ ARGS     ?=
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: help proto run build test test-short test-cluster test-cluster-long bench bench-ledger bench-spike bench-all lint fmt-check vet staticcheck fuzz clean
+.PHONY: help proto run build test test-short test-cluster test-cluster-long bench bench-ledger bench-spike bench-h2-overload bench-all lint fmt-check vet staticcheck fuzz clean
 
 help: ## List targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -61,6 +61,9 @@ bench-all: ## Every workload's figures of docs/BENCHMARKS.md in one run (~30 min
 
 bench-spike: ## Ticketing figures of docs/BENCHMARKS.md: surge bench spike, 1M requests (~15 min, idle machine)
 	scripts/bench-spike.sh
+
+bench-h2-overload: ## HTTP/2 spike, light to 100x overload: server CPU per reservation (~12 min, idle machine)
+	scripts/bench-h2-overload.sh
 
 bench-ledger: ## Ledger load figures of docs/BENCHMARKS.md: surge bench transfer, single and batch (~12 min, idle machine)
 	scripts/bench-ledger.sh

@@ -47,6 +47,7 @@ type serveConfig struct {
 	shards   int
 	queue    int
 	maxBatch int
+	sweep    int
 	noSync   bool
 	walLoss  bool
 	memtable int
@@ -117,6 +118,7 @@ trace and read surge.`,
 	f.IntVar(&c.shards, "shards", 0, "number of shards (0: one per CPU)")
 	f.IntVar(&c.queue, "queue", 65536, "commands a shard may queue before requests are refused with 503")
 	f.IntVar(&c.maxBatch, "max-batch", 4096, "most commands a shard applies per storage commit")
+	f.IntVar(&c.sweep, "sweep-entries", 0, "ledger history entries written while a sweep moves every account's recent entries to storage (0: 1048576); bounds the history journal a restart replays, and the recent entries held in memory, to about twice this")
 	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes (ledger and key-value) before fsync: faster, but a crash loses the latest acknowledged writes")
 	f.BoolVar(&c.walLoss, "accept-wal-loss", false, "start even though a WAL is damaged with valid records after the damage, dropping everything in it from the damage on (without it, surge refuses to start and names the file and offset)")
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
@@ -192,7 +194,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 
-	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, Engine: engine.Config{
+	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, SweepEntries: c.sweep, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
 		OnStorageFault: faults.hook("ledger"), AcceptWALLoss: c.walLoss,
@@ -234,13 +236,16 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
 	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
 	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: wl.Tickets}))
+	// One budget for the front door and the gRPC server behind it.
+	admission := front.NewAdmission(c.limits, reg)
+	dash.Register(dashboard.LimitsPanel("front-limits", "Limits in force", limitUses(admission)))
 	dash.Start()
 	defer dash.Close()
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
 	})
 	native, netRoutes := routes(transports{ledger: api, tickets: tickets, kv: kvs, wallet: wallet, vmr: face, dashboard: dash, apiKey: c.apiKey})
-	grpcSrv := wallet.GRPCServer(append(mw.GRPC(), front.GRPCOptions(c.limits, idleTimeout)...)...)
+	grpcSrv := wallet.GRPCServer(append(mw.GRPC(), admission.GRPCOptions(idleTimeout)...)...)
 	face.RegisterGRPC(grpcSrv)
 	srv := front.New(front.Options{
 		Routes:       native,
@@ -255,7 +260,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
 		HeaderTimeout:       c.headerTO,
 		IdleTimeout:         idleTimeout,
-		Limits:              c.limits,
+		Admission:           admission,
 		Authorize:           api.AuthorizedHeader,
 		Registerer:          reg,
 		Logger:              logger,

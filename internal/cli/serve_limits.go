@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 )
@@ -15,7 +16,7 @@ func addLimitFlags(f *pflag.FlagSet, c *serveConfig) {
 	d := front.DefaultLimits
 	f.IntVar(&c.limits.MaxConns, "max-conns", d.MaxConns, "connections open at once; past it a new connection gets 503 and is closed as it is accepted")
 	f.IntVar(&c.bodyMB, "body-budget-mb", int(d.BodyBytes>>20), "MiB of request bodies held at once; a body is read only once its route, key and this budget admit it, else 503 overloaded with Retry-After")
-	f.Int64Var(&c.limits.MaxWork, "max-inflight", d.MaxWork, fmt.Sprintf("units of work in progress: a request in a handler is one, plus one per %d bytes of its body; past it requests get 503 overloaded with Retry-After at once (on HTTP/2, per stream)", front.WorkUnitBytes))
+	f.Int64Var(&c.limits.MaxWork, "max-inflight", d.MaxWork, fmt.Sprintf("units of work in progress: a request in a handler is one, plus one per %d bytes of its body; past it requests get 503 overloaded with Retry-After at once (on HTTP/2, per stream), and gRPC calls UNAVAILABLE", front.WorkUnitBytes))
 	f.Uint32Var(&c.limits.MaxStreams, "max-streams", d.MaxStreams, "concurrent streams per HTTP/2 or gRPC connection")
 	f.DurationVar(&c.headerTO, "header-timeout", 10*time.Second, "longest a request's headers may take to arrive (HTTP/1.1: headers and body), and a new connection its first request")
 	f.DurationVar(&c.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest a request body may take to arrive over HTTP/2 or gRPC-Web/Connect (HTTP/1.1: --header-timeout covers the body)")
@@ -35,6 +36,21 @@ func checkLimits(c *serveConfig) error {
 		return fmt.Errorf("--max-conns, --max-streams, --header-timeout and --body-timeout must be positive")
 	}
 	return nil
+}
+
+// limitUses reads the front door's limits in force and their use, for
+// the dashboard's limits panel.
+func limitUses(a *front.Admission) func() []dashboard.LimitUse {
+	l := a.Limits()
+	return func() []dashboard.LimitUse {
+		u := a.Use()
+		return []dashboard.LimitUse{
+			{Name: "max-conns", Limit: int64(l.MaxConns), Used: u.Conns, Unit: "connections"},
+			{Name: "body-budget-mb", Limit: l.BodyBytes, Used: u.BodyBytes, Unit: "bytes of bodies"},
+			{Name: "max-inflight", Limit: l.MaxWork, Used: u.Work, Unit: "units of work"},
+			{Name: "max-streams", Limit: int64(l.MaxStreams), Used: -1, Unit: "streams"},
+		}
+	}
 }
 
 // idleTimeout closes a keep-alive connection, or a gRPC connection without

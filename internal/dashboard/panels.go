@@ -53,7 +53,27 @@ const (
 	KindTransfers PanelKind = "transfers"
 	// KindEvents is a heatmap per event of []EventSnapshot.
 	KindEvents PanelKind = "events"
+	// KindLimits is a table of []LimitUse.
+	KindLimits PanelKind = "limits"
 )
+
+// LimitUse is one of the server's limits in force and how much of it is
+// in use.
+type LimitUse struct {
+	// Name is the limit's flag ("max-conns").
+	Name  string `json:"name"`
+	Limit int64  `json:"limit"`
+	// Used is how much of it is held now; -1 where the limit holds for
+	// each connection on its own, and no total says how close it is.
+	Used int64 `json:"used"`
+	// Unit says what is counted ("connections", "bytes").
+	Unit string `json:"unit"`
+}
+
+// LimitsPanel lists the limits in force and their use, read from uses.
+func LimitsPanel(id, title string, uses func() []LimitUse) Panel {
+	return Panel{ID: id, Title: title, Kind: KindLimits, data: func() any { return uses() }}
+}
 
 // Panel is one box of the dashboard that a workload plugs in: its data is
 // read once per update and sent to every open page.

@@ -144,6 +144,11 @@ func TestCallCompletesAfterCommitAndPublish(t *testing.T) {
 			t.Fatalf("second put of %s: old %q, %v", key, again.old, err)
 		}
 	}
+	// A call completes before its round finishes the slices (the round's
+	// last step): close the engine so that every round has ended.
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range slices {
 		c.mu.Lock()
 		calls := c.calls

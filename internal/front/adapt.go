@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -101,11 +102,17 @@ func writeResponse(w http.ResponseWriter, resp *fasthttp.Response) {
 			hdr.Add(name, string(v))
 		}
 	}
-	w.WriteHeader(resp.StatusCode())
 	if resp.IsBodyStream() {
+		w.WriteHeader(resp.StatusCode())
 		_ = resp.BodyWriteTo(flushWriter{w, http.NewResponseController(w)})
 		return
 	}
+	// A whole body's length is known: said, as net/http handlers that set
+	// it do, rather than left to net/http's guess from the first write.
+	if n := len(resp.Body()); n > 0 {
+		hdr[fasthttp.HeaderContentLength] = []string{strconv.Itoa(n)}
+	}
+	w.WriteHeader(resp.StatusCode())
 	_, _ = w.Write(resp.Body()) // a client gone mid-reply is no server fault
 }
 

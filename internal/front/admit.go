@@ -113,33 +113,36 @@ func (rt *router) admitFast(ctx *fasthttp.RequestCtx, r *route) (hold, bool) {
 		rt.refuseFast(ctx, no, true)
 		return hold{}, false
 	}
-	if !readFastBody(ctx, n, held) {
-		rt.guard.release(hold{held, workOf(held)})
+	ok, cut := readFastBody(ctx, n, held)
+	if !ok {
+		rt.guard.release(hold{body: held, work: workOf(held)})
 		rt.refuseFast(ctx, refuseBodyRead, true)
 		return hold{}, false
 	}
-	return hold{held, workOf(held)}, true
+	return hold{body: held, work: workOf(held), cut: cut}, true
 }
 
 // readFastBody reads ctx's streamed body, of length n (-1: chunked, at
-// most limit bytes), into the request.
-func readFastBody(ctx *fasthttp.RequestCtx, n int, limit int64) bool {
+// most limit bytes), into the request. It reports whether the read
+// succeeded, and whether a chunked body was cut at limit: such a body is
+// over the route's limit, and the rest of it is still on the connection.
+func readFastBody(ctx *fasthttp.RequestCtx, n int, limit int64) (ok, cut bool) {
 	if n >= 0 {
 		// Body reads the stream; on a failed read it holds the error's
 		// text instead, which is shorter than any body that is not
 		// already whole when the handler is called (8 KiB).
-		return len(ctx.Request.Body()) == n
+		return len(ctx.Request.Body()) == n, false
 	}
 	stream := ctx.RequestBodyStream()
 	if stream == nil {
-		return true
+		return true, false
 	}
 	b, err := io.ReadAll(io.LimitReader(stream, limit))
 	if err != nil {
-		return false
+		return false, false
 	}
 	ctx.Request.SetBodyRaw(b)
-	return true
+	return true, int64(len(b)) == limit
 }
 
 // smuggling reports whether raw request headers hold Content-Length along

@@ -3,7 +3,6 @@ package front
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -55,21 +54,7 @@ func testServer(t *testing.T) string {
 		HeaderTimeout:       5 * time.Second,
 		IdleTimeout:         time.Minute,
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		if err := srv.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve returned %v", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return "http://" + serveFront(t, srv)
 }
 
 func get(t *testing.T, c *http.Client, method, url, body string) (int, string, http.Header) {

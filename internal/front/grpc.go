@@ -23,17 +23,24 @@ type GRPCServer interface {
 // A prior-knowledge HTTP/2 connection names its first request only in a
 // HEADERS frame, after the client's preface and SETTINGS. grpc-go clients
 // send nothing more until the server has sent its own SETTINGS, so the
-// sniffer sends an empty SETTINGS frame first (one that changes nothing),
-// then reads frames up to the first request's headers.
+// sniffer sends a SETTINGS frame first, then reads frames up to the first
+// request's headers. It carries the one setting both servers advertise
+// the same way, the stream limit (Limits.MaxStreams), and no other: a
+// client reads a first SETTINGS without it as "many streams" (Go's: 1,000)
+// and would open that many before the server's own SETTINGS come, to have
+// those past the limit refused (REFUSED_STREAM).
 //
 // The client acknowledges those SETTINGS. grpc-go ignores acknowledgements,
 // but net/http counts them and rejects one it never asked for, so for a
 // connection net/http serves the sniffer also waits for that
 // acknowledgement and cuts it from the bytes it replays.
 
-// emptySettings is a SETTINGS frame without parameters: length 0, type 4,
-// no flags, stream 0.
-var emptySettings = []byte{0, 0, 0, 4, 0, 0, 0, 0, 0}
+// streamSettings is a SETTINGS frame of MAX_CONCURRENT_STREAMS alone.
+func streamSettings(maxStreams uint32) []byte {
+	return []byte{0, 0, 6, 4, 0, 0, 0, 0, 0, // length 6, SETTINGS, no flags, stream 0
+		0, byte(http2.SettingMaxConcurrentStreams),
+		byte(maxStreams >> 24), byte(maxStreams >> 16), byte(maxStreams >> 8), byte(maxStreams)}
+}
 
 // maxHTTP2Sniff bounds what the sniffer reads of a connection's opening:
 // the preface, a few control frames and one request's headers.
@@ -46,10 +53,10 @@ var errSniffTooLong = errors.New("front: HTTP/2 opening too long to route")
 // gRPC and returns the bytes to replay to the server that serves it. On an
 // error the connection is not worth serving: it timed out, closed, or broke
 // the protocol before its first request was known.
-func sniffHTTP2(c net.Conn, head []byte, timeout time.Duration) (replay []byte, isGRPC bool, err error) {
+func sniffHTTP2(c net.Conn, head []byte, timeout time.Duration, maxStreams uint32) (replay []byte, isGRPC bool, err error) {
 	_ = c.SetDeadline(time.Now().Add(timeout))
 	defer func() { _ = c.SetDeadline(time.Time{}) }()
-	if _, err := c.Write(emptySettings); err != nil {
+	if _, err := c.Write(streamSettings(maxStreams)); err != nil {
 		return nil, false, err
 	}
 	r := &sniffReader{c: c, buf: head}

@@ -1,6 +1,7 @@
 package front
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"sync"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 )
 
 // Limits bound what clients can make the server hold before a handler
@@ -54,7 +57,10 @@ const WorkUnitBytes = 128
 func workOf(n int64) int64 { return 1 + n/WorkUnitBytes }
 
 // hold is what an admitted request holds until its handler returns.
-type hold struct{ body, work int64 }
+type hold struct {
+	body, work int64
+	cut        bool // the body was cut at its limit: the connection must close
+}
 
 // withDefaults fills l's zero fields from DefaultLimits.
 func (l Limits) withDefaults() Limits {
@@ -193,16 +199,68 @@ func (c *countedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// GRPCOptions are the gRPC server's options under l: at most MaxStreams
-// streams per connection; a connection without calls for idle closed
-// with a GOAWAY; a silent one pinged every minute and closed if the ping
-// goes unanswered for 20 s; a client that pings more often than every 10 s
-// told GOAWAY (too_many_pings).
-func GRPCOptions(l Limits, idle time.Duration) []grpc.ServerOption {
-	l = l.withDefaults()
+// Admission is the front door's budgets and their metrics, shared by a
+// Server (Options.Admission) and the gRPC server it hands connections to
+// (GRPCOptions), so that a call of either counts against the same limits.
+type Admission struct{ g *guard }
+
+// NewAdmission returns the budgets of l, registering their metrics with
+// reg (nil: none).
+func NewAdmission(l Limits, reg prometheus.Registerer) *Admission {
+	return &Admission{g: newGuard(l.withDefaults(), reg)}
+}
+
+// Limits are the limits in force.
+func (a *Admission) Limits() Limits { return a.g.limits }
+
+// Use is how much of each budget is held now.
+type Use struct {
+	Conns, BodyBytes, Work int64
+}
+
+// Use reads how much of each budget is held now.
+func (a *Admission) Use() Use {
+	return Use{Conns: a.g.conns.used.Load(), BodyBytes: a.g.bodies.used.Load(), Work: a.g.work.used.Load()}
+}
+
+// GRPCOptions are the gRPC server's options under a's limits: each call
+// holds one unit of MaxWork while its handler runs, and a call past it is
+// refused at once with UNAVAILABLE ("overloaded"), the status gRPC clients
+// read as "retry later", as HTTP's 503; at most MaxStreams streams per
+// connection; a connection without calls for idle closed with a GOAWAY; a
+// silent one pinged every minute and closed if the ping goes unanswered
+// for 20 s; a client that pings more often than every 10 s told GOAWAY
+// (too_many_pings).
+func (a *Admission) GRPCOptions(idle time.Duration) []grpc.ServerOption {
+	l := a.g.limits
 	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(a.g.shedUnary),
+		grpc.ChainStreamInterceptor(a.g.shedStream),
 		grpc.MaxConcurrentStreams(l.MaxStreams),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle, Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
 	}
+}
+
+// errGRPCOverloaded is a gRPC call's refusal past MaxWork.
+var errGRPCOverloaded = status.Error(codes.Unavailable, "overloaded: the server has as much work in progress as it may take; retry later")
+
+// shedUnary runs a unary call within the work budget, or refuses it.
+func (g *guard) shedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	if !g.work.take(1) {
+		g.reject(reasonWork)
+		return nil, errGRPCOverloaded
+	}
+	defer g.work.give(1)
+	return next(ctx, req)
+}
+
+// shedStream runs a streaming call within the work budget, or refuses it.
+func (g *guard) shedStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
+	if !g.work.take(1) {
+		g.reject(reasonWork)
+		return errGRPCOverloaded
+	}
+	defer g.work.give(1)
+	return next(srv, ss)
 }

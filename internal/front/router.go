@@ -29,7 +29,8 @@ type router struct {
 	log      *slog.Logger
 	routes   []route
 	fallback fasthttp.RequestHandler
-	net      http.Handler // the native routes for net/http requests
+	handOver func(*fasthttp.RequestCtx) bool // nil: none
+	net      http.Handler                    // the native routes for net/http requests
 	// Admission of bodies (see admit.go).
 	maxBody   int64
 	authorize func(authorization string) bool
@@ -54,8 +55,11 @@ type Wrap func(pattern string, h fasthttp.RequestHandler) fasthttp.RequestHandle
 type routerOptions struct {
 	// Wrap decorates the native routes for the requests fasthttp serves.
 	Wrap Wrap
-	// Fallback serves the fasthttp requests no route matches.
+	// Fallback serves the fasthttp requests no route matches, unless
+	// HandOver, when set, takes the request and its connection first
+	// (reporting true).
 	Fallback fasthttp.RequestHandler
+	HandOver func(*fasthttp.RequestCtx) bool
 	// MaxBody and OnNetRequest are NetHandler's, for the native routes'
 	// requests that arrive through net/http (see Net).
 	MaxBody      int64
@@ -70,7 +74,7 @@ type routerOptions struct {
 
 // newRouter returns a router of routes.
 func newRouter(routes []Route, o routerOptions) *router {
-	rt := &router{log: o.Logger, maxBody: o.MaxBody, authorize: o.Authorize, guard: o.Guard}
+	rt := &router{log: o.Logger, maxBody: o.MaxBody, authorize: o.Authorize, guard: o.Guard, handOver: o.HandOver}
 	if rt.guard == nil {
 		rt.guard = newGuard(DefaultLimits, nil)
 	}
@@ -138,8 +142,16 @@ func (rt *router) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	defer rt.guard.release(held)
+	if held.cut {
+		// The handler refuses the body; the rest of it must not be read
+		// as the connection's next request.
+		defer func() { ctx.SetConnectionClose(); lingerAfter(ctx) }()
+	}
 	if r != nil {
 		r.measured(ctx)
+		return
+	}
+	if rt.handOver != nil && rt.handOver(ctx) {
 		return
 	}
 	rt.fallback(ctx)

@@ -73,6 +73,10 @@ type Options struct {
 	IdleTimeout   time.Duration
 	// Limits bound connections, bodies and streams (see limits.go).
 	Limits Limits
+	// Admission, when set, holds the budgets of the limits instead of
+	// Limits and Registerer: the one the gRPC server's options were made
+	// from (Admission.GRPCOptions), so that its calls count too.
+	Admission *Admission
 	// Authorize reports whether an Authorization header carries the API
 	// key; a body for a route that is not Open is read only if it does.
 	// Nil admits every request.
@@ -97,6 +101,9 @@ type Server struct {
 	mu       sync.Mutex // guards closing and listener
 	closing  bool
 	listener net.Listener
+	// slowQ takes the connections handOver moves to net/http; set by
+	// Serve before either server starts.
+	slowQ *queue
 }
 
 // New returns a Server for opts.
@@ -105,8 +112,11 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	opts.Limits = opts.Limits.withDefaults()
-	s := &Server{opts: opts, log: log, guard: newGuard(opts.Limits, opts.Registerer)}
+	if opts.Admission == nil {
+		opts.Admission = NewAdmission(opts.Limits, opts.Registerer)
+	}
+	opts.Limits = opts.Admission.g.limits
+	s := &Server{opts: opts, log: log, guard: opts.Admission.g}
 	measure := opts.Middleware
 	if measure == nil {
 		measure = func(h http.Handler) http.Handler { return h }
@@ -114,7 +124,7 @@ func New(opts Options) *Server {
 	router := newRouter(opts.Routes, routerOptions{
 		Wrap: opts.Wrap, Fallback: fasthttpadaptor.NewFastHTTPHandler(abortCloses(detach(measure(opts.Net)))),
 		MaxBody: int64(opts.MaxRequestBodyBytes), OnNetRequest: opts.OnNetRequest,
-		Authorize: opts.Authorize, Guard: s.guard, Logger: log,
+		Authorize: opts.Authorize, Guard: s.guard, Logger: log, HandOver: s.handOver,
 	})
 	s.fast = &fasthttp.Server{
 		Handler:                      opts.CORS.Fast(router.Handle),
@@ -158,6 +168,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return http.ErrServerClosed
 	}
 	s.listener = ln
+	s.slowQ = qs.slow
 	s.mu.Unlock()
 	defer qs.fast.Close()
 	defer qs.slow.Close()
@@ -203,7 +214,7 @@ func (s *Server) route(c net.Conn, qs queues) {
 	method, path := requestTarget(head)
 	switch {
 	case bytes.Equal(method, preface) && qs.grpc != nil:
-		replay, isGRPC, err := sniffHTTP2(c, head, s.opts.HeaderTimeout)
+		replay, isGRPC, err := sniffHTTP2(c, head, s.opts.HeaderTimeout, s.opts.Limits.MaxStreams)
 		switch {
 		case err != nil:
 			_ = c.Close()

@@ -536,15 +536,28 @@ func (b *Book) record(rec *Transfer) {
 }
 
 // touch marks a as changed, saving its state first inside an atomic group.
+// Only what changes is saved and restored: an account's ID, currency,
+// limit, metadata and creation time are written once, before it is
+// shown, and readers of the ledger's committed view read them from the
+// Book's account while the shard goes on changing the rest.
 func (b *Book) touch(a *Account) {
 	if b.grouping() {
-		prev := *a
-		b.logUndo(func() { *a = prev })
+		prev := accountState{a.Balance, a.Pending, a.Entries, a.Recent}
+		b.logUndo(func() {
+			a.Balance, a.Pending, a.Entries, a.Recent = prev.balance, prev.pending, prev.entries, prev.recent
+		})
 	}
 	if _, ok := b.dirty[a]; !ok {
 		b.dirty[a] = struct{}{}
 		b.changes.Accounts = append(b.changes.Accounts, a)
 	}
+}
+
+// accountState is what transfers change in an Account.
+type accountState struct {
+	balance, pending int64
+	entries          uint64
+	recent           EntryLog
 }
 
 // grouping reports whether an atomic group is open, so that every change

@@ -395,10 +395,23 @@ func (s *Store) Fault() *Fault { return s.fault.Load() }
 // reader is the Pebble instance reads go to.
 func (s *Store) reader() *pebble.DB { return s.reads.Load() }
 
+// reported returns the store's fault, nil if none, once OnFault has been
+// told of it. Writers return a fault only through it: a client refused
+// for a fault then finds it in the log, /readyz and /metrics, which the
+// hook fills, even when another goroutine's write failed first and is
+// still telling the hook.
+func (s *Store) reported() *Fault {
+	f := s.fault.Load()
+	if f != nil {
+		<-s.faulted
+	}
+	return f
+}
+
 // applyBatch applies b with o (waiting for its fsync unless noWait), or
 // refuses it once the store is faulted.
 func (s *Store) applyBatch(b *pebble.Batch, o *pebble.WriteOptions, noWait bool) (err error) {
-	if f := s.fault.Load(); f != nil {
+	if f := s.reported(); f != nil {
 		return f
 	}
 	defer s.recoverFault(&err)
@@ -410,7 +423,7 @@ func (s *Store) applyBatch(b *pebble.Batch, o *pebble.WriteOptions, noWait bool)
 
 // syncWAL waits for a WAL fsync covering every commit so far.
 func (s *Store) syncWAL() (err error) {
-	if f := s.fault.Load(); f != nil {
+	if f := s.reported(); f != nil {
 		return f
 	}
 	defer s.recoverFault(&err)
@@ -423,7 +436,7 @@ func (s *Store) writeErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if f := s.fault.Load(); f != nil {
+	if f := s.reported(); f != nil {
 		return f
 	}
 	return err
@@ -437,7 +450,7 @@ func (s *Store) recoverFault(err *error) {
 	if r == nil {
 		return
 	}
-	f := s.fault.Load()
+	f := s.reported()
 	if f == nil {
 		panic(r)
 	}

@@ -138,6 +138,9 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
+// Dir returns the directory the store lives in.
+func (s *Store) Dir() string { return s.dir }
+
 // NewBatch returns an empty write batch.
 func (s *Store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
 

@@ -20,6 +20,8 @@ type Config struct {
 	Engine engine.Config
 	// Currency is the currency of @world when the ledger is first created.
 	Currency string
+	// SweepEntries is the ledger's Config.SweepEntries.
+	SweepEntries int
 	// Tickets is ticketing's configuration; its Registerer and Logger are
 	// the engine's.
 	Tickets ticketengine.Config
@@ -40,6 +42,9 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 	}
 	s := &Set{Engine: eng}
 	if err := s.open(ctx, cfg); err != nil {
+		if s.Ledger != nil {
+			s.Ledger.Close()
+		}
 		eng.Close()
 		return nil, err
 	}
@@ -48,7 +53,7 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 
 func (s *Set) open(ctx context.Context, cfg Config) error {
 	var err error
-	s.Ledger, err = ledgerengine.Open(s.Engine, ledgerengine.Config{DefaultCurrency: cfg.Currency, Logger: cfg.Engine.Logger})
+	s.Ledger, err = ledgerengine.Open(s.Engine, ledgerengine.Config{DefaultCurrency: cfg.Currency, SweepEntries: cfg.SweepEntries, Logger: cfg.Engine.Logger})
 	if err != nil {
 		return err
 	}
@@ -66,4 +71,7 @@ func (s *Set) open(ctx context.Context, cfg Config) error {
 }
 
 // Close stops the engine once its logs are drained, and closes its store.
-func (s *Set) Close() error { return s.Engine.Close() }
+func (s *Set) Close() error {
+	s.Ledger.Close()
+	return s.Engine.Close()
+}

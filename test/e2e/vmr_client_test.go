@@ -12,6 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 
 	vmrpb "github.com/surge-dev/surge/internal/gen/vmr"
 	"github.com/surge-dev/surge/internal/gen/vmr/vmrpbconnect"
@@ -201,6 +202,33 @@ func nextOf(t testing.TB, c *websocket.Conn, typ string) json.RawMessage {
 		if m.Type == typ {
 			return m.Data
 		}
+	}
+}
+
+// nextEvent reads c until a message that is not ONLINE or OFFLINE.
+func nextEvent(t testing.TB, c *websocket.Conn) wsMessage {
+	t.Helper()
+	for {
+		_, b, err := c.Read(ctxT(t))
+		if err != nil {
+			t.Fatalf("waiting for a message: %v", err)
+		}
+		var m wsMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("not JSON: %q", b)
+		}
+		if m.Type != "ONLINE" && m.Type != "OFFLINE" {
+			return m
+		}
+	}
+}
+
+// sendChat sends a CHAT message to a user over c, as VMR's app does.
+func sendChat(t testing.TB, c *websocket.Conn, to vmrUser, text string) {
+	t.Helper()
+	msg := map[string]any{"type": "CHAT", "data": map[string]any{"receiverId": to.id, "message": text}}
+	if err := wsjson.Write(ctxT(t), c, msg); err != nil {
+		t.Fatal(err)
 	}
 }
 

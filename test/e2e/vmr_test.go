@@ -125,10 +125,10 @@ func checkVMRRPC(t *testing.T, srv *server, v vmrClients) {
 	wantCode(t, "bad token", err, connect.CodeUnauthenticated)
 	checkVMRFriends(t, v, a, b, c)
 	checkVMRTransfers(t, srv, v, a, b)
-	_, err = v.wallet.RemindTransfer(ctxT(t), vmrReq(a.token, &vmrpb.TransferReminderRequest{UserId: int64(b.id), Amount: 1000}))
-	wantCode(t, "RemindTransfer", err, connect.CodeUnimplemented)
-	_, err = v.wallet.GetTransferReminder(ctxT(t), vmrReq(a.token, &vmrpb.Empty{}))
-	wantCode(t, "GetTransferReminder", err, connect.CodeUnimplemented)
+	_, err = v.wallet.RemindTransfer(ctxT(t), vmrReq("", &vmrpb.TransferReminderRequest{UserId: int64(b.id), Amount: 1000}))
+	wantCode(t, "RemindTransfer without a token", err, connect.CodeUnauthenticated)
+	_, err = v.wallet.GetTransferReminder(ctxT(t), vmrReq("bad", &vmrpb.Empty{}))
+	wantCode(t, "GetTransferReminder with a bad token", err, connect.CodeUnauthenticated)
 }
 
 func setStatus(t *testing.T, v vmrClients, u vmrUser, typ vmrpb.SetFriendStatusRequest_Type, peer vmrUser) *vmrpb.Error {
@@ -175,16 +175,20 @@ func checkVMRFriends(t *testing.T, v vmrClients, a, b, c vmrUser) {
 		t.Errorf("after accept a sees b %v", got)
 	}
 	wantVMRError(t, "accept without a request", setStatus(t, v, c, vmrpb.SetFriendStatusRequest_ACCEPT_FRIEND, a), vmrpb.ErrorCode_FAILUE)
-	if e := setStatus(t, v, c, vmrpb.SetFriendStatusRequest_ADD_FRIEND, a); e != nil {
-		t.Fatal(e)
+	// c asks a; a rejects it, then c withdraws it (the app's "Hủy lời mời").
+	for _, p := range [][2]vmrUser{{a, c}, {c, a}} {
+		if e := setStatus(t, v, c, vmrpb.SetFriendStatusRequest_ADD_FRIEND, a); e != nil {
+			t.Fatal(e)
+		}
+		if e := setStatus(t, v, p[0], vmrpb.SetFriendStatusRequest_REJECT_FRIEND, p[1]); e != nil {
+			t.Fatalf("%s rejects: %v", p[0].username, e)
+		}
+		if got := friendStatus(t, v, a, c); got != vmrpb.FriendStatus_NOTHING {
+			t.Errorf("after %s rejected, a sees c %v", p[0].username, got)
+		}
 	}
-	if e := setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REJECT_FRIEND, c); e != nil {
-		t.Fatalf("reject: %v", e)
-	}
-	if got := friendStatus(t, v, a, c); got != vmrpb.FriendStatus_NOTHING {
-		t.Errorf("after reject a sees c %v", got)
-	}
-	wantVMRError(t, "remove", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REMOVE_FRIEND, b), vmrpb.ErrorCode_FAILUE)
+	wantVMRError(t, "reject without a request", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REJECT_FRIEND, c), vmrpb.ErrorCode_FAILUE)
+	wantVMRError(t, "remove a stranger", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_REMOVE_FRIEND, c), vmrpb.ErrorCode_FAILUE)
 	wantVMRError(t, "add nobody", setStatus(t, v, a, vmrpb.SetFriendStatusRequest_ADD_FRIEND, vmrUser{id: 1 << 40}), vmrpb.ErrorCode_FAILUE)
 
 	info, err := v.friend.GetUserInfo(ctxT(t), vmrReq(a.token, &vmrpb.GetUserInfoRequest{UserId: int64(b.id)}))

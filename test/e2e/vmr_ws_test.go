@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
-	"github.com/coder/websocket/wsjson"
 
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 	vmrpb "github.com/surge-dev/surge/internal/gen/vmr"
@@ -46,13 +45,7 @@ func TestVMRWebSocket(t *testing.T) {
 		t.Errorf("b online in a's chat list: %v %v", cf, err)
 	}
 
-	send := func(ws *websocket.Conn, to vmrUser, text string) {
-		t.Helper()
-		msg := map[string]any{"type": "CHAT", "data": map[string]any{"receiverId": to.id, "message": text}}
-		if err := wsjson.Write(ctxT(t), ws, msg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	send := func(ws *websocket.Conn, to vmrUser, text string) { t.Helper(); sendChat(t, ws, to, text) }
 	send(wa, b, "hi bob")
 	want := func(m wsChat, from, to vmrUser, typ, text string) {
 		t.Helper()

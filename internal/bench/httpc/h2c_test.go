@@ -6,21 +6,28 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // startH2C serves h with net/http's own h2c (HTTP/2 with prior knowledge)
-// on a loopback port.
-func startH2C(t *testing.T, h http.Handler) (*http.Server, string) {
+// on a loopback port, with conf's HTTP/2 settings if given.
+func startH2C(t *testing.T, h http.Handler, conf ...*http.HTTP2Config) (*http.Server, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: h, Protocols: new(http.Protocols)}
+	if len(conf) > 0 {
+		srv.HTTP2 = conf[0]
+	}
 	srv.Protocols.SetUnencryptedHTTP2(true)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -129,7 +136,8 @@ func TestH2CNeedsPlainHTTP(t *testing.T) {
 
 // TestFrameScannerFollowsFramesAcrossReads feeds a server's frames a byte
 // at a time and in one piece: the scanner finds the same GOAWAY and
-// RST_STREAM codes either way, and nothing in the other frames.
+// RST_STREAM codes and SETTINGS either way, and nothing in the other
+// frames.
 func TestFrameScannerFollowsFramesAcrossReads(t *testing.T) {
 	var buf bytes.Buffer
 	fr := http2.NewFramer(&buf, nil)
@@ -140,7 +148,7 @@ func TestFrameScannerFollowsFramesAcrossReads(t *testing.T) {
 	_ = fr.WriteRSTStream(3, http2.ErrCodeRefusedStream)
 	_ = fr.WritePing(false, [8]byte{0, 0, 0, 7, 0, 0, 0, 11})
 	_ = fr.WriteGoAway(5, http2.ErrCodeEnhanceYourCalm, []byte("calm down"))
-	want := []string{"RST_STREAM REFUSED_STREAM", "GOAWAY ENHANCE_YOUR_CALM"}
+	want := []string{"SETTINGS NO_ERROR", "SETTINGS NO_ERROR", "RST_STREAM REFUSED_STREAM", "GOAWAY ENHANCE_YOUR_CALM"}
 	for _, step := range []int{1, buf.Len()} {
 		var s frameScanner
 		var got []string
@@ -150,8 +158,136 @@ func TestFrameScannerFollowsFramesAcrossReads(t *testing.T) {
 			s.feed(data[:n], func(typ http2.FrameType, code http2.ErrCode) { got = append(got, typ.String()+" "+code.String()) })
 			data = data[n:]
 		}
-		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		if !slices.Equal(got, want) {
 			t.Errorf("reads of %d bytes: frames %q, want %q", step, got, want)
+		}
+	}
+}
+
+// TestH2CCompletesWithMoreWorkersThanStreams has far more Endpoints on a
+// connection than the server allows streams, the lab's usual HTTP/2 shape
+// (thousands of workers over 16 connections, 250 streams each): every
+// request must complete. net/http's pooled h2 transport with
+// StrictMaxConcurrentRequests wedges here (golang/go#70809): each waiting
+// request holds a stream reservation, and the request that holds the
+// connection's header lock waits for a slot those reservations fill.
+func TestH2CCompletesWithMoreWorkersThanStreams(t *testing.T) {
+	const streams, workers, each = 4, 64, 20
+	_, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte("ok"))
+	}), &http.HTTP2Config{MaxConcurrentStreams: streams})
+	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2CClient, Conns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A wedged client waits forever; the deadline turns that into a
+	// failure, not a speed check.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		ep := c.Endpoint(ctx, http.MethodPost, "/x")
+		wg.Go(func() {
+			for range each {
+				if status, reply, err := ep.Send([]byte(`{}`)); err != nil || status != 200 || string(reply) != "ok" {
+					t.Errorf("send: %d %q %v", status, reply, err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := done.Load(); n != workers*each {
+		t.Fatalf("%d of %d requests completed", n, workers*each)
+	}
+	if e := c.H2Events(); e.Dials != 1 || len(e.GoAways)+len(e.Resets)+len(e.ConnErrors) != 0 {
+		t.Errorf("events %+v, want one dial and nothing else", e)
+	}
+}
+
+// TestH2CSendsARefusedStreamAgain has a server refuse the first stream
+// (REFUSED_STREAM: not processed, RFC 9113 §8.7) and answer the next: the
+// request succeeds, its body sent twice, and the reset is counted.
+func TestH2CSendsARefusedStreamAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	bodies := make(chan string, 4)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		serveRefusingFirst(c, bodies)
+	}()
+	c, err := NewHTTPClient(HTTPOptions{Target: "http://" + ln.Addr().String(), Client: H2CClient, Conns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	status, reply, err := c.Do(t.Context(), http.MethodPost, "/x", []byte("hello"))
+	if err != nil || status != 200 || string(reply) != "ok" {
+		t.Fatalf("reply %d %q %v; want 200 ok after one retry", status, reply, err)
+	}
+	if e := c.H2Events(); e.Resets["REFUSED_STREAM"] != 1 || e.Dials != 1 {
+		t.Errorf("events %+v, want one REFUSED_STREAM on one connection", e)
+	}
+	close(bodies)
+	var got []string
+	for b := range bodies {
+		got = append(got, b)
+	}
+	if !slices.Equal(got, []string{"hello", "hello"}) {
+		t.Errorf("bodies received %q, want the body twice", got)
+	}
+}
+
+// serveRefusingFirst speaks HTTP/2 on c: it refuses the first stream and
+// answers 200 "ok" to the next, sending each stream's body to bodies.
+func serveRefusingFirst(c net.Conn, bodies chan<- string) {
+	if _, err := io.ReadFull(c, make([]byte, len(http2.ClientPreface))); err != nil {
+		return
+	}
+	fr := http2.NewFramer(c, c)
+	_ = fr.WriteSettings()
+	streams := map[uint32][]byte{}
+	refused := false
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = fr.WriteSettingsAck()
+			}
+		case *http2.HeadersFrame:
+			streams[f.StreamID] = nil
+		case *http2.DataFrame:
+			id := f.StreamID
+			streams[id] = append(streams[id], f.Data()...)
+			if !f.StreamEnded() {
+				continue
+			}
+			bodies <- string(streams[id])
+			if !refused {
+				refused = true
+				_ = fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+				continue
+			}
+			var hdr bytes.Buffer
+			enc := hpack.NewEncoder(&hdr)
+			_ = enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hdr.Bytes(), EndHeaders: true})
+			_ = fr.WriteData(id, true, []byte("ok"))
 		}
 	}
 }

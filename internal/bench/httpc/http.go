@@ -290,6 +290,7 @@ func (e *Endpoint) roundTrip(tmpl *http.Request, body []byte) (status int, reply
 		// in one write instead of flushing the headers first, which halves
 		// the write system calls and the packets the server must read.
 		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	e.buf, e.reuse = body, false
 	resp, err := e.rt.RoundTrip(req)

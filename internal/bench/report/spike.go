@@ -30,8 +30,11 @@ type SpikeReport struct {
 	// Reservations counts final reservations by state, and FAILED ones by
 	// reason code: "RESERVED", "FAILED NOT_AVAILABLE".
 	Reservations map[string]int64 `json:"reservations"`
-	// Retries counts requests sent again after a 503.
+	// Retries counts requests sent again after a 503; Shed counts the 503
+	// overloaded replies among them, requests the server refused at once
+	// (a long poll that ran out is a 503 not_decided).
 	Retries int64 `json:"retries_503"`
+	Shed    int64 `json:"shed_503"`
 	// SeatsSold counts the seats of RESERVED replies; Areas spreads them.
 	SeatsSold int64      `json:"seats_sold"`
 	Areas     AreaSpread `json:"areas"`
@@ -51,6 +54,10 @@ type SpikeReport struct {
 	// (process_resident_memory_bytes on /metrics, sampled each second), or
 	// -1 if unknown.
 	ServerPeakRSS int64 `json:"server_peak_rss_bytes"`
+	// ServerCPU is the CPU time the server used from the start of the run
+	// to its end, in seconds (process_cpu_seconds_total on /metrics, read
+	// before and after), or -1 if unknown.
+	ServerCPU float64 `json:"server_cpu_s"`
 	// HTTP2 is what the server did to the connections of an --http2 run.
 	HTTP2 *SpikeHTTP2 `json:"http2,omitempty"`
 }
@@ -137,9 +144,10 @@ func spikeRows(r *Result) [][2]string {
 		{"sold_out", SoldOutText(s)},
 		{"seats_sold", seatsSoldText(s)},
 		{"reservations", outcomesText(s.Reservations)},
-		{"retries_503", units.Thousands(s.Retries)},
+		{"retries_503", fmt.Sprintf("%s (%s shed: overloaded)", units.Thousands(s.Retries), units.Thousands(s.Shed))},
 		{"double_bookings", doubleBookingText(s)},
 		{"server_peak_rss", RSSText(s.ServerPeakRSS)},
+		{"server_cpu", ServerCPUText(s, r.Totals.Iterations)},
 	}
 	if h := s.HTTP2; h != nil {
 		rows = append(rows,
@@ -153,6 +161,21 @@ func spikeRows(r *Result) [][2]string {
 		}
 	}
 	return rows
+}
+
+// ServerCPUText is the server's CPU time over the run and per reservation
+// (iteration: a POST and its GET, with their retries).
+func ServerCPUText(s *SpikeReport, iterations int64) string {
+	if s.ServerCPU < 0 || iterations <= 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.2f s, %.1f µs per reservation", s.ServerCPU, s.ServerCPUPerReservation(iterations))
+}
+
+// ServerCPUPerReservation is the server's CPU time per reservation in
+// microseconds.
+func (s *SpikeReport) ServerCPUPerReservation(iterations int64) float64 {
+	return s.ServerCPU / float64(iterations) * 1e6
 }
 
 func percentiles(l Latency) string {

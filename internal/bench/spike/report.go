@@ -19,22 +19,25 @@ const (
 // maxUnsoldListed bounds the areas a report lists as not sold out.
 const maxUnsoldListed = 10
 
-// report gathers the workers' tallies and the seat book once the run
-// (which started at start) is over, and the sales curve into sales.
-func (s *spikeRun) report(start time.Time, peakRSS int64, sales *measure.SalesTally) *report.SpikeReport {
+// report gathers the workers' tallies, the seat book and what the server's
+// metrics said once the run (which started at start) is over, and the
+// sales curve into sales.
+func (s *spikeRun) report(start time.Time, server serverSample, sales *measure.SalesTally) *report.SpikeReport {
 	c := s.cfg
 	r := &report.SpikeReport{
 		Shape:           fmt.Sprintf("%d events × %d areas × %d×%d seats", c.Events, c.Areas, c.Rows, c.Cols),
 		Capacity:        int64(len(s.plan.areas) * c.Rows * c.Cols),
 		Reservations:    map[string]int64{},
 		ServerSeatsSold: -1,
-		ServerPeakRSS:   peakRSS,
+		ServerPeakRSS:   server.peakRSS,
+		ServerCPU:       server.cpu,
 	}
 	var lastSale time.Time
 	for _, v := range s.vus {
 		v.flush()
 		measure.AddCounts(r.Reservations, v.tally.outcomes)
 		r.Retries += v.tally.retries
+		r.Shed += v.tally.shed
 		if v.tally.lastSale.After(lastSale) {
 			lastSale = v.tally.lastSale
 		}

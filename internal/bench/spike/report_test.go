@@ -24,7 +24,7 @@ func TestSpikeRunReport(t *testing.T) {
 	cfg.Events, cfg.Areas, cfg.Rows, cfg.Cols = 1, 2, 2, 4
 	s := newSpikeRun(cfg, nil, newSpikePlan(cfg, "e"), "run")
 	vus := []spikeTally{
-		{outcomes: map[string]int64{"RESERVED": 3, "FAILED NOT_AVAILABLE": 5}, retries: 2, lastSale: start.Add(1500 * time.Millisecond),
+		{outcomes: map[string]int64{"RESERVED": 3, "FAILED NOT_AVAILABLE": 5}, retries: 2, shed: 2, lastSale: start.Add(1500 * time.Millisecond),
 			sales: []sale{{start.Add(200 * time.Millisecond), 4}, {start.Add(1200 * time.Millisecond), 2}, {start.Add(1500 * time.Millisecond), 2}}},
 		{outcomes: map[string]int64{"RESERVED": 2, "FAILED NOT_OPEN": 1}, lastSale: start.Add(7 * time.Second),
 			sales: []sale{{start.Add(900 * time.Millisecond), 2}, {start.Add(7 * time.Second), 2}}},
@@ -42,7 +42,7 @@ func TestSpikeRunReport(t *testing.T) {
 	s.book.claim(1, seats(1, 1, 1, 2), "e")
 
 	sales := measure.NewSalesTally(start)
-	r := s.report(start, 123, sales)
+	r := s.report(start, serverSample{peakRSS: 123, cpu: 1.5}, sales)
 	wantCurve := salePoints(0, 6, 10, 10, 10, 10, 10, 10, 12)
 	if got := sales.Curve(); !reflect.DeepEqual(got, wantCurve) {
 		t.Fatalf("sales curve %v; want %v", got, wantCurve)
@@ -60,8 +60,11 @@ func TestSpikeRunReport(t *testing.T) {
 	if want := map[string]int64{"RESERVED": 5, "FAILED NOT_AVAILABLE": 9, "FAILED NOT_OPEN": 1}; !reflect.DeepEqual(r.Reservations, want) {
 		t.Fatalf("reservations %v; want %v", r.Reservations, want)
 	}
-	if r.Retries != 3 || r.ServerPeakRSS != 123 || r.ServerSeatsSold != -1 {
-		t.Fatalf("retries %d, RSS %d, server sold %d", r.Retries, r.ServerPeakRSS, r.ServerSeatsSold)
+	if r.Retries != 3 || r.Shed != 2 || r.ServerPeakRSS != 123 || r.ServerCPU != 1.5 || r.ServerSeatsSold != -1 {
+		t.Fatalf("retries %d, shed %d, RSS %d, CPU %g, server sold %d", r.Retries, r.Shed, r.ServerPeakRSS, r.ServerCPU, r.ServerSeatsSold)
+	}
+	if got := report.ServerCPUText(r, 3); got != "1.50 s, 500000.0 µs per reservation" {
+		t.Fatalf("server CPU text %q", got)
 	}
 	if r.Processing.Min != 1 || r.Processing.Max != 3 || r.Processing.Med != 2 {
 		t.Fatalf("processing %+v; want min 1 ms, median 2 ms, max 3 ms", r.Processing)
@@ -71,9 +74,12 @@ func TestSpikeRunReport(t *testing.T) {
 	}
 
 	s.book.claim(1, seats(0, 0, 0, 3, 1, 0, 1, 3), "f")
-	r = s.report(start, -1, measure.NewSalesTally(start))
+	r = s.report(start, serverSample{peakRSS: -1, cpu: -1}, measure.NewSalesTally(start))
 	if !r.SoldOut() || r.Areas.Unsold != 0 || !strings.HasPrefix(report.SoldOutText(r), "at 7s (last RESERVED reply)") {
 		t.Fatalf("sold out %v, unsold %d, text %q", r.SoldOut(), r.Areas.Unsold, report.SoldOutText(r))
+	}
+	if got := report.ServerCPUText(r, 3); got != "unknown" {
+		t.Fatalf("server CPU text %q with the CPU time unknown", got)
 	}
 }
 
@@ -132,11 +138,11 @@ func TestMetricValue(t *testing.T) {
 		"process_resident_memory_bytes_total 1\n" +
 		"process_resident_memory_bytes 5.12753664e+08\n")
 	if v, ok := metricValue(text, rssMetric); !ok || v != 512753664 {
-		t.Fatalf("metricValue = %d, %v", v, ok)
+		t.Fatalf("metricValue = %g, %v", v, ok)
 	}
 	for _, bad := range []string{"", "process_resident_memory_bytes x\n", "go_goroutines 5\n"} {
 		if v, ok := metricValue([]byte(bad), rssMetric); ok {
-			t.Errorf("metricValue(%q) = %d, true", bad, v)
+			t.Errorf("metricValue(%q) = %g, true", bad, v)
 		}
 	}
 }

@@ -182,18 +182,18 @@ func RunSpike(ctx context.Context, cfg SpikeConfig) (*report.Result, error) {
 
 	s := newSpikeRun(cfg, client, plan, runID)
 	progress.Printf("spike: %s requests by %d workers, %s, run id %s", units.Thousands(cfg.Iterations), cfg.VUs, s.mode(), runID)
-	peakRSS := sampleRSS(ctx, client)
+	server := sampleServer(ctx, client)
 	run, err := cfg.Closed(progress.Tick).Run(ctx, s.prepare)
 	s.closeEndpoints()
 	progress.Done()
-	rss := peakRSS()
+	sample := server()
 	h2 := client.H2Events() // the run's, before the checks' requests
 	if err != nil {
 		return nil, err
 	}
 	// The checks run even after an interrupt: what was sold must be right.
 	sales := measure.NewSalesTally(run.Start)
-	rep := s.report(run.Start, rss, sales)
+	rep := s.report(run.Start, sample, sales)
 	progress.Printf("checking the seat maps of %d areas", len(plan.areas))
 	checkCtx := context.WithoutCancel(ctx)
 	rep.SeatMaps = s.book.checkServer(checkCtx, client, plan)

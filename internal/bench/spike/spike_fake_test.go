@@ -30,6 +30,7 @@ type fakeTickets struct {
 	soldOutAt    map[string]time.Time
 	reservations map[string]*reservationJSON
 	calls        int
+	scrapes      int // of /metrics, each reporting another 0.25 s of CPU
 }
 
 type fakeArea struct {
@@ -43,7 +44,11 @@ func newFakeTickets(t *testing.T, doubleBook, flaky bool) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /readyz", func(http.ResponseWriter, *http.Request) {})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes 2.5e+07")
+		f.mu.Lock()
+		f.scrapes++
+		cpu := 0.25 * float64(f.scrapes)
+		f.mu.Unlock()
+		fmt.Fprintf(w, "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes 2.5e+07\nprocess_cpu_seconds_total %g\n", cpu)
 	})
 	mux.HandleFunc("POST /v1/event", f.createEvent)
 	mux.HandleFunc("POST /v1/event/{event}/reservation", f.overloadable(f.reserve))
@@ -243,6 +248,10 @@ func TestRunSpikeSellsOutWithoutDoubleBooking(t *testing.T) {
 				if s.LastSale == nil || s.ServerSoldOut == nil || s.ServerPeakRSS != 25_000_000 {
 					t.Fatalf("last sale %v, server sold out %v, RSS %d", s.LastSale, s.ServerSoldOut, s.ServerPeakRSS)
 				}
+				// The CPU time is the last scrape's less the first's.
+				if s.ServerCPU < 0.25 || s.ServerCPU != float64(int(s.ServerCPU*4))/4 {
+					t.Fatalf("server CPU %g s; want a positive multiple of 0.25 s", s.ServerCPU)
+				}
 				if s.Processing.Max <= 0 || s.Processing.Max > res.Latency.Max {
 					t.Fatalf("processing max %.3f ms, latency max %.3f ms", s.Processing.Max, res.Latency.Max)
 				}
@@ -281,6 +290,9 @@ func TestRunSpikeRetriesOverload(t *testing.T) {
 	if res.Totals.Failed != 0 || res.Spike.Retries == 0 || !res.Spike.SoldOut() {
 		t.Fatalf("%d failed, %d retries, sold out %v; want every request through after retries",
 			res.Totals.Failed, res.Spike.Retries, res.Spike.SoldOut())
+	}
+	if res.Spike.Shed != res.Spike.Retries {
+		t.Fatalf("%d shed of %d retries; every 503 of this server is overloaded", res.Spike.Shed, res.Spike.Retries)
 	}
 	if err := res.Err(); err != nil {
 		t.Fatal(err)

@@ -14,8 +14,11 @@ import (
 	"github.com/surge-dev/surge/internal/bench/report"
 )
 
-// rssMetric is the Prometheus process collector's resident set size.
-const rssMetric = "process_resident_memory_bytes"
+// The Prometheus process collector's resident set size and CPU time.
+const (
+	rssMetric = "process_resident_memory_bytes"
+	cpuMetric = "process_cpu_seconds_total"
+)
 
 // eventJSON is the part of GET /v1/event/{id} the report uses.
 type eventJSON struct {
@@ -53,20 +56,33 @@ func addServerEvents(ctx context.Context, s *report.SpikeReport, c *httpc.HTTPCl
 	}
 }
 
-// sampleRSS polls the server's resident set size each second until the
-// returned function is called, which returns the largest value seen (-1
-// if the server does not report it).
-func sampleRSS(ctx context.Context, c *httpc.HTTPClient) (peak func() int64) {
+// serverSample is what the server's /metrics said over a run: its peak
+// resident set size (-1 if unknown), and the CPU time it used (-1 if
+// unknown), which the server's own poll of /metrics each second adds to.
+type serverSample struct {
+	peakRSS int64
+	cpu     float64
+}
+
+// sampleServer reads the server's CPU time, then polls its resident set
+// size each second until the returned function is called, which reads
+// both again and returns what it saw.
+func sampleServer(ctx context.Context, c *httpc.HTTPClient) (end func() serverSample) {
 	var (
 		wg      sync.WaitGroup
 		largest int64 = -1
 	)
-	poll := func(ctx context.Context) {
+	poll := func(ctx context.Context) (cpu float64, ok bool) {
 		status, reply, err := c.Do(ctx, http.MethodGet, "/metrics", nil)
-		if v, ok := metricValue(reply, rssMetric); err == nil && status == http.StatusOK && ok {
-			largest = max(largest, v)
+		if err != nil || status != http.StatusOK {
+			return 0, false
 		}
+		if v, ok := metricValue(reply, rssMetric); ok {
+			largest = max(largest, int64(v))
+		}
+		return metricValue(reply, cpuMetric)
 	}
+	cpu0, ok0 := poll(ctx)
 	loopCtx, cancel := context.WithCancel(ctx)
 	wg.Add(1)
 	go func() {
@@ -74,25 +90,30 @@ func sampleRSS(ctx context.Context, c *httpc.HTTPClient) (peak func() int64) {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
-			poll(loopCtx)
 			select {
 			case <-tick.C:
+				poll(loopCtx)
 			case <-loopCtx.Done():
 				return
 			}
 		}
 	}()
-	return func() int64 {
+	return func() serverSample {
 		cancel()
 		wg.Wait()
-		poll(context.WithoutCancel(ctx)) // the end of the run may be the peak
-		return largest
+		// The end of the run may be the peak.
+		cpu1, ok1 := poll(context.WithoutCancel(ctx))
+		s := serverSample{peakRSS: largest, cpu: -1}
+		if ok0 && ok1 {
+			s.cpu = cpu1 - cpu0
+		}
+		return s
 	}
 }
 
 // metricValue finds an unlabelled sample of name in a Prometheus text
 // exposition.
-func metricValue(text []byte, name string) (int64, bool) {
+func metricValue(text []byte, name string) (float64, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	for sc.Scan() {
 		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte(name+" "))
@@ -103,7 +124,7 @@ func metricValue(text []byte, name string) (int64, bool) {
 		if err != nil {
 			return 0, false
 		}
-		return int64(v), true
+		return v, true
 	}
 	return 0, false
 }

@@ -96,8 +96,9 @@ type spikeTally struct {
 	// outcomes counts reservations by final state and, for FAILED, the
 	// reason's code: "RESERVED", "FAILED NOT_AVAILABLE".
 	outcomes map[string]int64
-	// retries counts requests sent again after a 503.
-	retries int64
+	// retries counts requests sent again after a 503; shed counts the
+	// 503 overloaded replies (the server refused the request at once).
+	retries, shed int64
 	// lastSale is when the last RESERVED reply arrived.
 	lastSale time.Time
 	// sales are the RESERVED replies' arrival times and seat counts, for
@@ -342,7 +343,11 @@ func (v *spikeVU) call(method string, uri, body []byte, processing *time.Duratio
 			return status, reply, err
 		}
 		v.tally.retries++
-		if code, _ := httpc.JSONString(reply, "code"); took >= longPollRanOut || code == "not_decided" {
+		code, _ := httpc.JSONString(reply, "code")
+		if code == "overloaded" {
+			v.tally.shed++
+		}
+		if took >= longPollRanOut || code == "not_decided" {
 			continue
 		}
 		if err := sleepCtx(v.ctx, backoff); err != nil {

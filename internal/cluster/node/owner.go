@@ -52,6 +52,7 @@ type state struct {
 
 func (s *state) close() {
 	if s != nil {
+		s.ledger.Close()
 		_ = s.eng.Close()
 	}
 }

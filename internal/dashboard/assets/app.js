@@ -167,7 +167,25 @@ function renderPanels(panels) {
     const body = div.querySelector(".body");
     if (p.kind === "transfers") renderTransfers(body, p.data || []);
     else if (p.kind === "events") renderEvents(body, p.data || []);
+    else if (p.kind === "limits") renderLimits(body, p.data || []);
   }
+}
+
+// renderLimits lists each limit in force, its use and the share used;
+// the exact figures stay in data-used and data-limit.
+function renderLimits(body, limits) {
+  const rows = limits.map(l => {
+    const share = l.used >= 0 && l.limit > 0 ? l.used / l.limit : null;
+    const bar = el("span", { class: "bar" }, el("span", { style: `width: ${Math.min(100, (share || 0) * 100).toFixed(1)}%` }));
+    return el("tr", { "data-limit": l.name, "data-used": String(l.used), "data-max": String(l.limit) },
+      el("td", {}, "--" + l.name),
+      el("td", { class: "num" }, l.used >= 0 ? fmtInt.format(l.used) : "per connection"),
+      el("td", { class: "num" }, `${fmtInt.format(l.limit)} ${l.unit}`),
+      el("td", { class: "share" }, share === null ? "" : bar, share === null ? "" : ` ${(share * 100).toFixed(1)}%`));
+  });
+  body.replaceChildren(el("table", {},
+    el("thead", {}, el("tr", {}, el("th", {}, "limit"), el("th", {}, "in use"), el("th", {}, "at most"), el("th", {}, "used"))),
+    el("tbody", {}, ...rows)));
 }
 
 function clock(iso) { return new Date(iso).toLocaleTimeString("en-GB", { hour12: false }); }

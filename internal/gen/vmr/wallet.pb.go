@@ -452,7 +452,7 @@ func (x *TransferReminderResponse) GetError() *Error {
 type TransferReminder struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Timestamp     int64                  `protobuf:"varint,2,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Timestamp     int64                  `protobuf:"varint,2,opt,name=timestamp,proto3" json:"timestamp,omitempty"` // Unix seconds
 	From          int64                  `protobuf:"varint,3,opt,name=from,proto3" json:"from,omitempty"`
 	To            int64                  `protobuf:"varint,4,opt,name=to,proto3" json:"to,omitempty"`
 	Amount        int64                  `protobuf:"varint,5,opt,name=amount,proto3" json:"amount,omitempty"`

@@ -124,10 +124,10 @@ type route struct {
 // ledgerRoutes are the /v1 routes of docs/API.md.
 var ledgerRoutes = []route{
 	{"POST", "/v1/accounts", (*API).createAccount, nil},
-	{"GET", "/v1/accounts/{id}", (*API).getAccount, nil},
+	{"GET", "/v1/accounts/{id}", nil, (*API).getAccount},
 	{"GET", "/v1/accounts/{id}/transfers", (*API).history, nil},
 	{"POST", "/v1/transfers", nil, (*API).createTransfer},
-	{"POST", "/v1/transfers/batch", (*API).batch, nil},
+	{"POST", "/v1/transfers/batch", nil, (*API).createBatch},
 	{"GET", "/v1/transfers/{id}", (*API).getTransfer, nil},
 	{"POST", "/v1/transfers/{id}/post", (*API).postPending, nil},
 	{"POST", "/v1/transfers/{id}/void", (*API).voidPending, nil},

@@ -54,20 +54,6 @@ func (a *API) createAccount(w http.ResponseWriter, r *http.Request) int {
 	return sendJSON(w, status, ob)
 }
 
-func (a *API) getAccount(w http.ResponseWriter, r *http.Request) int {
-	id, p := pathID(r)
-	if p != nil {
-		return writeProblem(w, p)
-	}
-	acct, err := a.ledger.Account(r.Context(), id)
-	if err != nil {
-		return a.fail(w, r, err)
-	}
-	ob := getBuf()
-	*ob = appendAccount(*ob, &acct)
-	return sendJSON(w, http.StatusOK, ob)
-}
-
 func (a *API) history(w http.ResponseWriter, r *http.Request) int {
 	id, p := pathID(r)
 	if p != nil {

@@ -3,17 +3,20 @@ package ledgerapi
 import (
 	"bytes"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/surge-dev/surge/internal/front"
+	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/telemetry"
 )
 
 // POST /v1/transfers is the ledger's hot route: a small body, a
 // group-committed write and a small reply, tens of thousands a second.
-// It is served natively on fasthttp (see package front for why).
+// It, the batch route and the account read are served natively on
+// fasthttp (see package front for why).
 
 // nativeHandler serves a route natively and returns the status it wrote.
 type nativeHandler func(a *API, ctx *fasthttp.RequestCtx) int
@@ -67,12 +70,41 @@ func (a *API) createTransfer(ctx *fasthttp.RequestCtx) int {
 	}
 	t, replayed, err := a.ledger.Transfer(front.Context(ctx), req)
 	if err != nil {
-		info := requestInfo{telemetry.FastRequestID(ctx), string(ctx.Method()), string(ctx.Path())}
-		return problemFast(ctx, a.ledgerProblem(front.Context(ctx), info, err))
+		return a.failFast(ctx, err)
 	}
 	ob := getBuf()
 	*ob = appendTransfer(*ob, &t)
 	return sendFast(ctx, created(replayed), "application/json", ob)
+}
+
+// getAccount serves GET /v1/accounts/{id} natively, for the same reason as
+// createBatch. The id is the rest of the path, as fasthttp decoded it: the
+// route's pattern has it match one segment, and net/http's (viaNet), whose
+// escaped path may decode to more, is refused by ValidID as PathValue's was.
+func (a *API) getAccount(ctx *fasthttp.RequestCtx) int {
+	id := strings.TrimPrefix(string(ctx.Path()), accountsPrefix)
+	if !ValidID(id) {
+		return problemFast(ctx, newProblem(string(ledger.CodeInvalidArgument), "id in path: "+msgID))
+	}
+	acct, err := a.ledger.Account(front.Context(ctx), id)
+	if err != nil {
+		return a.failFast(ctx, err)
+	}
+	ob := getBuf()
+	*ob = appendAccount(*ob, &acct)
+	return sendFast(ctx, http.StatusOK, "application/json", ob)
+}
+
+const accountsPrefix = "/v1/accounts/"
+
+// failFast answers a request the ledger failed with its problem.
+func (a *API) failFast(ctx *fasthttp.RequestCtx, err error) int {
+	return problemFast(ctx, a.ledgerProblem(front.Context(ctx), fastRequest(ctx), err))
+}
+
+// fastRequest names a request fasthttp read (or NetHandler made) in logs.
+func fastRequest(ctx *fasthttp.RequestCtx) requestInfo {
+	return requestInfo{telemetry.FastRequestID(ctx), string(ctx.Method()), string(ctx.Path())}
 }
 
 var contentJSON = []byte("application/json")

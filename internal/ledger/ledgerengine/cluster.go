@@ -309,16 +309,11 @@ func (s *shard) writeCredits(w *ledgerstore.LedgerBatch) {
 }
 
 // loadCluster reads what a cluster's shards keep beyond the single
-// process's state: their credit sums, and the number of their next journal
-// record, since a cluster keeps its journal records until sweeps have
-// chunked them through rounds (replayJournal).
+// process's state: their credit sums.
 func (l *Ledger) loadCluster() error {
 	for _, s := range l.shards {
 		var err error
 		if s.credits, err = l.db.CreditSums(s.id); err != nil {
-			return err
-		}
-		if s.history.next, err = l.db.NextJournal(s.id); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package ledgerengine
 
 import (
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -56,6 +57,28 @@ func (f *idFilter) add(ids func(yield func(string) bool)) {
 		f.filters[len(f.filters)-1].add(xxhash.Sum64String(id))
 		f.room--
 	}
+}
+
+// idFilterState is a copy of a filter's generations, as a checkpoint
+// stores them.
+type idFilterState struct {
+	filters    []blockFilter
+	size, room uint
+}
+
+// snapshot copies the filter. Only the newest generation takes new ids, so
+// the older ones are shared, not copied.
+func (f *idFilter) snapshot() idFilterState {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	filters := slices.Clone(f.filters)
+	filters[len(filters)-1] = slices.Clone(filters[len(filters)-1])
+	return idFilterState{filters: filters, size: f.size, room: f.room}
+}
+
+// restoreIDFilter returns the filter st copies.
+func restoreIDFilter(st idFilterState) *idFilter {
+	return &idFilter{filters: st.filters, size: st.size, room: st.room}
 }
 
 // blockFilter is a split-block Bloom filter, the layout Apache Parquet

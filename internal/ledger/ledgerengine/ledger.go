@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"strings"
 	"time"
 
@@ -59,6 +58,8 @@ type Ledger struct {
 	inflight *stripedMap[int] // transfer id → shard index
 	// ids answers "is this transfer id new?" without storage, mostly.
 	ids *idFilter
+	// ckpt checkpoints ids (checkpoint.go).
+	ckpt *checkpointer
 	// history keeps the newest history page of recently read accounts.
 	history *historyCache
 	// remote knows other shards' accounts' currencies, in a cluster.
@@ -95,12 +96,14 @@ func Open(eng *engine.Engine, cfg Config) (*Ledger, error) {
 	return l, nil
 }
 
-// Start creates @world if it does not exist yet; the engine must be
-// running. A store that refuses writes cannot create it: reads go on.
+// Start creates @world if it does not exist yet, and checkpoints the
+// transfer-id filter as recovered; the engine must be running. A store that
+// refuses writes cannot create it: reads go on.
 func (l *Ledger) Start(ctx context.Context) error {
 	if l.db.Fault() != nil {
 		return nil
 	}
+	l.ckpt.request()
 	if a, ok := l.account(ledger.WorldID); ok {
 		if a.Currency != l.cfg.DefaultCurrency {
 			l.cfg.Logger.Warn("@world keeps its original currency", "currency", a.Currency, "flag", l.cfg.DefaultCurrency)
@@ -117,15 +120,16 @@ func (l *Ledger) Start(ctx context.Context) error {
 // journal) and its pending sum from its open holds, which is all that
 // transfers write.
 func (l *Ledger) load() error {
-	// The filter grows as it fills, so one pass over the ids sizes it.
 	began := time.Now()
-	var err error
-	l.ids = newIDFilter(0)
-	l.ids.add(l.db.TransferIDs(&err))
+	js, err := l.db.JournalState()
 	if err != nil {
-		return fmt.Errorf("load transfer ids: %w", err)
+		return fmt.Errorf("read the journal's state: %w", err)
 	}
-	l.cfg.Logger.Info("recovery: transfer ids loaded", "elapsed", time.Since(began).Round(time.Millisecond))
+	cp, err := l.loadIDs(js)
+	if err != nil {
+		return err
+	}
+	l.cfg.Logger.Info("recovery: transfer ids loaded", "from_checkpoint", cp != nil, "elapsed", time.Since(began).Round(time.Millisecond))
 	held := make(map[string]int64)
 	err = l.db.EachHold(func(t ledger.Transfer) error {
 		l.shardFor(t.From).book.LoadPending(t)
@@ -135,19 +139,7 @@ func (l *Ledger) load() error {
 	if err != nil {
 		return fmt.Errorf("load pending transfers: %w", err)
 	}
-	err = l.db.EachAccount(func(a ledger.Account) error {
-		last, err := l.db.History(a.ID, math.MaxUint64, 1)
-		if err != nil {
-			return err
-		}
-		if len(last) == 1 {
-			a.Balance, a.Entries = last[0].BalanceAfter, last[0].Seq
-		}
-		a.Pending = held[a.ID]
-		l.shardFor(a.ID).book.Load(a)
-		return nil
-	})
-	if err != nil {
+	if err := l.loadAccounts(held); err != nil {
 		return fmt.Errorf("load accounts: %w", err)
 	}
 	l.cfg.Logger.Info("recovery: accounts and holds loaded", "elapsed", time.Since(began).Round(time.Millisecond))
@@ -156,7 +148,7 @@ func (l *Ledger) load() error {
 			return fmt.Errorf("load cluster sums: %w", err)
 		}
 	}
-	if err := l.replayJournal(); err != nil {
+	if err := l.replayJournal(cp, js.Trimmed); err != nil {
 		return fmt.Errorf("replay history journal: %w", err)
 	}
 	for _, s := range l.shards {
@@ -165,6 +157,37 @@ func (l *Ledger) load() error {
 		}
 	}
 	return nil
+}
+
+// Close waits for a checkpoint being written and starts no other. The
+// engine goes on; close it after.
+func (l *Ledger) Close() { l.ckpt.close() }
+
+// loadAccounts puts every stored account into its shard's Book, with
+// its balance and entry count as of its newest stored history entry and
+// held, by account, its open holds' sum.
+func (l *Ledger) loadAccounts(held map[string]int64) (err error) {
+	tails, err := l.db.Tails()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := tails.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	return l.db.EachAccount(func(a ledger.Account) error {
+		last, ok, err := tails.Newest(a.ID)
+		if err != nil {
+			return err
+		}
+		if ok {
+			a.Balance, a.Entries = last.BalanceAfter, last.Seq
+		}
+		a.Pending = held[a.ID]
+		l.shardFor(a.ID).book.Load(a)
+		return nil
+	})
 }
 
 // PendingIDs returns the ids of the open holds (pending transfers) whose id

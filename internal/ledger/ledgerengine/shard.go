@@ -182,7 +182,8 @@ func (s *shard) Publish(time.Time) {
 
 // Announce adds the shard's new transfer ids to the id filter and takes
 // them out of flight, once every shard shows its accounts: a reader told
-// a transfer is done finds both its accounts changed.
+// a transfer is done finds both its accounts changed. Its journal records
+// so far are then in the filter, and a checkpoint may cover them.
 func (s *shard) Announce() {
 	ch := s.book.Changes()
 	s.l.ids.add(func(yield func(string) bool) {
@@ -194,6 +195,11 @@ func (s *shard) Announce() {
 	})
 	for _, t := range ch.Transfers {
 		deleteIf(s.l.inflight, t.ID, s.id)
+	}
+	s.l.ckpt.announced[s.id].Store(s.history.next)
+	if s.history.swept {
+		s.history.swept = false
+		s.l.ckpt.request()
 	}
 }
 

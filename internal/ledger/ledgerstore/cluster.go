@@ -1,12 +1,10 @@
 package ledgerstore
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 
 	"github.com/surge-dev/surge/internal/ledger"
-	"github.com/surge-dev/surge/internal/store"
 )
 
 // Records a shard keeps in a cluster (internal/cluster), beside the layout
@@ -37,17 +35,4 @@ func (s Store) CreditSums(shard int) (ledger.CreditSums, error) {
 		return sums, fmt.Errorf("ledgerstore: credit sums of shard %d: %w", shard, err)
 	}
 	return sums, nil
-}
-
-// NextJournal returns the number after shard's newest journal record, 0
-// if it has none.
-func (s Store) NextJournal(shard int) (uint64, error) {
-	var next uint64
-	lower := journalKey(nil, shard, 0)
-	upper := store.UpperBound(lower[:len(lower)-8])
-	err := s.Scan(lower, upper, true, func(k, _ []byte) (bool, error) {
-		next = binary.BigEndian.Uint64(k[len(k)-8:]) + 1
-		return false, nil
-	})
-	return next, err
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -58,22 +59,37 @@ func putRun(w *LedgerBatch, account string, entries []ledger.Entry) {
 	w.PutChunk(account, entries[len(entries)-1].Seq, logOf(entries))
 }
 
-// journalOf encodes items as a journal record, an item of one entry each.
+// journalOf encodes items as a journal record, an item of one entry each,
+// with no holds.
 func journalOf(items []ledger.AccountEntry) []byte {
 	b := binary.AppendUvarint([]byte{journalVersion}, uint64(len(items)))
+	return appendItems(binary.AppendUvarint(b, 0), items)
+}
+
+// journalV2Of encodes items as a version 2 journal record, which has no
+// holds.
+func journalV2Of(items []ledger.AccountEntry) []byte {
+	return appendItems(binary.AppendUvarint([]byte{journalVersionV2}, uint64(len(items))), items)
+}
+
+func appendItems(b []byte, items []ledger.AccountEntry) []byte {
 	for i := range items {
 		b = ledger.AppendJournalItem(b, items[i].Account, &items[i].Entry)
 	}
 	return b
 }
 
-// putJournal stores items as the journal record of a shard's batch n.
-func putJournal(w *LedgerBatch, shard int, n uint64, items []ledger.AccountEntry) {
-	var b []byte
-	for i := range items {
-		b = ledger.AppendJournalItem(b, items[i].Account, &items[i].Entry)
-	}
-	w.PutJournal(shard, n, len(items), b)
+// journalEntries decodes a journal record's entries.
+func journalEntries(b []byte) ([]ledger.AccountEntry, error) {
+	var r JournalRecord
+	err := decodeJournal(&r, b)
+	return r.Entries, err
+}
+
+// putJournal stores items and holds as the journal record of a shard's
+// batch n.
+func putJournal(w *LedgerBatch, shard int, n uint64, items []ledger.AccountEntry, holds ...string) {
+	w.PutJournal(shard, n, len(items), appendItems(nil, items), holds)
 }
 
 // chunkNewest is the newest seq the decoding tests give a chunk's key.
@@ -123,8 +139,8 @@ func TestChunkRoundTrip(t *testing.T) {
 
 func TestJournalRoundTrip(t *testing.T) {
 	for _, want := range [][]ledger.AccountEntry{sampleJournal(), sampleJournal()[:1], nil} {
-		for version, enc := range map[int][]byte{journalVersion: journalOf(want)} {
-			got, err := decodeJournal(nil, enc)
+		for version, enc := range map[int][]byte{journalVersion: journalOf(want), journalVersionV2: journalV2Of(want)} {
+			got, err := journalEntries(enc)
 			if err != nil {
 				t.Fatalf("version %d, %d entries: %v", version, len(want), err)
 			}
@@ -195,6 +211,21 @@ func TestHistory(t *testing.T) {
 	if got, _ := s.History("b", math.MaxUint64, 10); !slices.Equal(seqs(got), []uint64{300}) {
 		t.Fatalf("History(b) = %v", seqs(got))
 	}
+	// Tails finds the same newest entry, in any order of accounts.
+	tails, err := s.Tails()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, acct := range []string{"", "@a", "a", "a.", "ab", "b", "nobody", "a", "@a"} {
+		want, _ := s.History(acct, math.MaxUint64, 1)
+		got, ok, err := tails.Newest(acct)
+		if err != nil || ok != (len(want) == 1) || ok && !reflect.DeepEqual(got, want[0]) {
+			t.Fatalf("Tails.Newest(%q) = %+v, %v, %v; want %+v", acct, got, ok, err, want)
+		}
+	}
+	if err := tails.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Paging with the last seq as the next bound visits every entry once.
 	for _, size := range []int{1, 7, 25} {
@@ -235,23 +266,29 @@ func TestJournal(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
 	// Two shards' records, written out of order; each is read back in its
-	// shard's order, and trimming one shard leaves the other alone.
+	// shard's order, with its name and holds, and trimming one shard leaves
+	// the other alone.
 	batch := func(account string, seq uint64) []ledger.AccountEntry {
 		return []ledger.AccountEntry{{Account: account, Entry: entry(account, seq)}, {Account: "x", Entry: entry("x", seq)}}
 	}
 	commit(t, s, func(w *LedgerBatch) {
 		putJournal(w, 1, 0, batch("b", 1))
-		putJournal(w, 0, 1, batch("a", 2))
+		putJournal(w, 0, 1, batch("a", 2), "h1", "h2")
 		putJournal(w, 0, 0, batch("a", 1))
 		putJournal(w, 1, 256, batch("b", 2))
+		putJournal(w, 1, 257, nil, "h3")
 	})
 	read := func() []string {
 		var out []string
-		err := s.EachJournalEntry(func(e *ledger.AccountEntry) error {
-			if want := entry(e.Account, e.Seq); !reflect.DeepEqual(e.Entry, want) {
-				t.Fatalf("journaled %+v, want %+v", e.Entry, want)
+		err := s.EachJournalRecord(func(r *JournalRecord) error {
+			out = append(out, fmt.Sprintf("%d/%d", r.Shard, r.N))
+			for _, e := range r.Entries {
+				if want := entry(e.Account, e.Seq); !reflect.DeepEqual(e.Entry, want) {
+					t.Fatalf("journaled %+v, want %+v", e.Entry, want)
+				}
+				out = append(out, fmt.Sprint(e.Account, e.Seq))
 			}
-			out = append(out, fmt.Sprint(e.Account, e.Seq))
+			out = append(out, r.Holds...)
 			return nil
 		})
 		if err != nil {
@@ -259,8 +296,20 @@ func TestJournal(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := read(), []string{"a1", "x1", "a2", "x2", "b1", "x1", "b2", "x2"}; !slices.Equal(got, want) {
-		t.Fatalf("journal %v, want %v", got, want)
+	all := []string{"0/0", "a1", "x1", "0/1", "a2", "x2", "h1", "h2", "1/0", "b1", "x1", "1/256", "b2", "x2", "1/257", "h3"}
+	if got := read(); !slices.Equal(got, all) {
+		t.Fatalf("journal %v, want %v", got, all)
+	}
+	var shard1 []string
+	err := s.EachShardJournalRecord(1, func(r *JournalRecord) error {
+		shard1 = append(shard1, fmt.Sprintf("%d/%d", r.Shard, r.N))
+		return nil
+	})
+	if want := []string{"1/0", "1/256", "1/257"}; err != nil || !slices.Equal(shard1, want) {
+		t.Fatalf("shard 1's journal: %v %v, want %v", shard1, err, want)
+	}
+	if st, err := s.JournalState(); err != nil || st.Epoch != 0 || len(st.Trimmed) != 0 {
+		t.Fatalf("state of a new journal: %+v, %v", st, err)
 	}
 	commit(t, s, func(w *LedgerBatch) { w.TrimJournal(1, 256) })
 	if err := s.Close(); err != nil {
@@ -268,11 +317,17 @@ func TestJournal(t *testing.T) {
 	}
 	s = openStore(t, dir)
 	defer s.Close()
-	if got, want := read(), []string{"a1", "x1", "a2", "x2", "b2", "x2"}; !slices.Equal(got, want) {
+	if got, want := read(), append(all[:8:8], all[11:]...); !slices.Equal(got, want) {
 		t.Fatalf("journal after trimming shard 1 below 256: %v, want %v", got, want)
 	}
-	commit(t, s, func(w *LedgerBatch) { w.ClearJournal() })
+	if st, err := s.JournalState(); err != nil || !maps.Equal(st.Trimmed, map[int]uint64{1: 256}) {
+		t.Fatalf("state after trimming: %+v, %v", st, err)
+	}
+	commit(t, s, func(w *LedgerBatch) { w.ResetJournal(42) })
 	if got := read(); len(got) != 0 {
-		t.Fatalf("journal after clearing: %v", got)
+		t.Fatalf("journal after a reset: %v", got)
+	}
+	if st, err := s.JournalState(); err != nil || st.Epoch != 42 || len(st.Trimmed) != 0 {
+		t.Fatalf("state after a reset: %+v, %v", st, err)
 	}
 }

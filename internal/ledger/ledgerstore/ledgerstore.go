@@ -22,12 +22,16 @@ import (
 //	lj/<shard:2 BE><n:8 BE>    journal: the history entries of a shard's
 //	                           batch n not yet in chunks (history.go)
 //	lp/<transfer>              an open two-phase hold (value empty)
+//	lk/e                       the journal's epoch (history.go)
+//	lk/t<shard:2 BE>           the shard's journal is trimmed below this
+//	                           record (history.go)
 var (
-	prefixAccount  = []byte("la/")
-	prefixTransfer = []byte("lt/")
-	prefixHistory  = []byte("lh/")
-	prefixJournal  = []byte("lj/")
-	prefixHold     = []byte("lp/")
+	prefixAccount      = []byte("la/")
+	prefixTransfer     = []byte("lt/")
+	prefixHistory      = []byte("lh/")
+	prefixJournal      = []byte("lj/")
+	prefixHold         = []byte("lp/")
+	prefixJournalState = []byte("lk/")
 )
 
 func historyKey(dst []byte, account string, seq uint64) []byte {

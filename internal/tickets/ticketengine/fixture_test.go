@@ -43,6 +43,7 @@ func openEngineWith(t testing.TB, cfg testConfig, tc Config) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(led.Close)
 	tc.Logger = cfg.Logger
 	tk, err := Open(eng, led, tc)
 	if err != nil {
@@ -60,6 +61,7 @@ func openEngineWith(t testing.TB, cfg testConfig, tc Config) *fixture {
 
 func closeEngine(t testing.TB, e *fixture) {
 	t.Helper()
+	e.led.Close()
 	if err := e.eng.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -28,9 +28,10 @@ func messagePB(m *social.Message) *walletv1.Message {
 }
 
 var friendStatusPB = [...]walletv1.Friend_Status{
-	social.StatusFriend:    walletv1.Friend_FRIEND,
-	social.StatusWaiting:   walletv1.Friend_WAITING,
-	social.StatusNotAnswer: walletv1.Friend_NOT_ANSWER,
+	social.StatusFriend:     walletv1.Friend_FRIEND,
+	social.StatusWaiting:    walletv1.Friend_WAITING,
+	social.StatusNotAnswer:  walletv1.Friend_NOT_ANSWER,
+	social.StatusUnfriended: walletv1.Friend_UNFRIENDED,
 }
 
 // Page sizes of GetHistory and GetMessages.

@@ -19,8 +19,9 @@ func errNoTarget() *connect.Error  { return invalid("user_id or username is requ
 // friendService implements FriendService.
 type friendService struct{ *Service }
 
-// changeRelation decides a relation change with decide, makes it durable
-// and applies it; the pair's changes are serialised meanwhile.
+// changeRelation decides a relation change with decide, makes it durable,
+// applies it and tells peer's streams; the pair's changes are serialised
+// meanwhile.
 func (s friendService) changeRelation(me, peer social.UserID, decide func() (social.Relation, error)) (*walletv1.Friend, error) {
 	unlock := s.pairs.lock(social.PairOf(me, peer))
 	defer unlock()
@@ -31,23 +32,40 @@ func (s friendService) changeRelation(me, peer social.UserID, decide func() (soc
 	if err != nil {
 		return nil, socialError(err)
 	}
-	if !existed || old != r {
-		b := s.store.NewSocialBatch()
-		b.PutRelation(&r)
-		if err := s.store.Commit(b.Batch); err != nil {
-			return nil, s.internal("write friendship", err)
-		}
-		s.mu.Lock()
-		s.state.SetRelation(r)
-		s.mu.Unlock()
+	if existed && old == r || !existed && r.State == social.RelationNone {
+		return s.friendOf(me, peer, r), nil
 	}
+	b := s.store.NewSocialBatch()
+	b.PutRelation(&r)
+	if err := s.store.Commit(b.Batch); err != nil {
+		return nil, s.internal("write friendship", err)
+	}
+	s.mu.Lock()
+	s.state.SetRelation(r)
+	s.notify(peer, &walletv1.Event{Event: &walletv1.Event_Friend{Friend: s.friendLocked(peer, me, r)}})
+	s.mu.Unlock()
+	return s.friendOf(me, peer, r), nil
+}
+
+// friendOf is peer as me sees them under r; nil if they have no relation.
+func (s friendService) friendOf(me, peer social.UserID, r social.Relation) *walletv1.Friend {
 	if r.State == social.RelationNone {
-		return nil, nil
+		return nil
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.friendLocked(me, peer, r)
+}
+
+// friendLocked is peer as me sees them under r (STATUS_UNSPECIFIED for
+// none); it runs under s.mu.
+func (s friendService) friendLocked(me, peer social.UserID, r social.Relation) *walletv1.Friend {
 	u, _ := s.state.User(peer)
-	return &walletv1.Friend{User: s.userPB(u), Status: friendStatusPB[r.StatusFor(me)]}, nil
+	f := &walletv1.Friend{User: s.userPB(u)}
+	if r.State != social.RelationNone {
+		f.Status = friendStatusPB[r.StatusFor(me)]
+	}
+	return f
 }
 
 // AddFriend asks a user, by id or username, to be friends.
@@ -85,13 +103,24 @@ func (s friendService) AcceptFriend(ctx context.Context, req *walletv1.AcceptFri
 	return &walletv1.AcceptFriendResponse{Friend: f}, nil
 }
 
-// RejectFriend turns down a pending request from user_id.
+// RejectFriend turns down a pending request from user_id, or withdraws the
+// caller's own request to user_id.
 func (s friendService) RejectFriend(ctx context.Context, req *walletv1.RejectFriendRequest) (*walletv1.RejectFriendResponse, error) {
 	me, peer := caller(ctx), social.UserID(req.UserId)
 	if _, err := s.changeRelation(me, peer, func() (social.Relation, error) { return s.state.Reject(me, peer) }); err != nil {
 		return nil, err
 	}
 	return &walletv1.RejectFriendResponse{}, nil
+}
+
+// RemoveFriend ends the caller's friendship with user_id, for both.
+func (s friendService) RemoveFriend(ctx context.Context, req *walletv1.RemoveFriendRequest) (*walletv1.RemoveFriendResponse, error) {
+	me, peer := caller(ctx), social.UserID(req.UserId)
+	f, err := s.changeRelation(me, peer, func() (social.Relation, error) { return s.state.Remove(me, peer, time.Now().UTC()) })
+	if err != nil {
+		return nil, err
+	}
+	return &walletv1.RemoveFriendResponse{Friend: f}, nil
 }
 
 // GetFriendList lists the caller's friends and open requests.
@@ -121,7 +150,7 @@ func (s friendService) GetChatFriendList(ctx context.Context, req *walletv1.GetC
 	friends := s.state.ChatFriends(me)
 	out := make([]*walletv1.ChatFriend, len(friends))
 	for i, f := range friends {
-		cf := &walletv1.ChatFriend{User: s.userPB(f.User), UnreadCount: f.Unread}
+		cf := &walletv1.ChatFriend{User: s.userPB(f.User), UnreadCount: f.Unread, Status: friendStatusPB[f.Status]}
 		if f.Last != nil {
 			cf.LastMessage = messagePB(f.Last)
 		}

@@ -25,9 +25,10 @@ type subscriber struct {
 	lagged chan struct{}
 }
 
-// hub routes published messages to the streams of their two users. It is
-// guarded by Service.mu, under which messages are published, so every
-// stream sees them in the order they became visible.
+// hub routes published messages to the streams of their two users, and
+// relation changes to the other user's. It is guarded by Service.mu, under
+// which events are published, so every stream sees them in the order they
+// became visible.
 type hub struct {
 	subs map[social.UserID]map[*subscriber]struct{}
 }
@@ -75,11 +76,16 @@ func (s *Service) publish(m social.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.state.AddMessage(m)
-	for _, u := range [2]social.UserID{m.From, m.To} {
-		for _, sub := range s.hub.send(u, ev) {
-			s.unsubscribe(sub)
-			close(sub.lagged)
-		}
+	s.notify(m.From, ev)
+	s.notify(m.To, ev)
+}
+
+// notify sends ev to user's streams, ending those that fell behind; it
+// runs under the write lock.
+func (s *Service) notify(user social.UserID, ev *walletv1.Event) {
+	for _, sub := range s.hub.send(user, ev) {
+		s.unsubscribe(sub)
+		close(sub.lagged)
 	}
 }
 

@@ -51,6 +51,16 @@ func (l Local) GetHistory(ctx context.Context, user uint64, req *walletv1.GetHis
 	return runAs(ctx, user, "", walletService{l.s}.GetHistory, req)
 }
 
+// RemindTransfer is WalletService.RemindTransfer.
+func (l Local) RemindTransfer(ctx context.Context, user uint64, req *walletv1.RemindTransferRequest) (*walletv1.RemindTransferResponse, error) {
+	return runAs(ctx, user, "", walletService{l.s}.RemindTransfer, req)
+}
+
+// GetReminders is WalletService.GetReminders.
+func (l Local) GetReminders(ctx context.Context, user uint64, req *walletv1.GetRemindersRequest) (*walletv1.GetRemindersResponse, error) {
+	return runAs(ctx, user, "", walletService{l.s}.GetReminders, req)
+}
+
 // AddFriend is FriendService.AddFriend.
 func (l Local) AddFriend(ctx context.Context, user, peer uint64) (*walletv1.AddFriendResponse, error) {
 	req := &walletv1.AddFriendRequest{User: &walletv1.AddFriendRequest_UserId{UserId: peer}}
@@ -63,8 +73,13 @@ func (l Local) AcceptFriend(ctx context.Context, user, requester uint64) (*walle
 }
 
 // RejectFriend is FriendService.RejectFriend.
-func (l Local) RejectFriend(ctx context.Context, user, requester uint64) (*walletv1.RejectFriendResponse, error) {
-	return runAs(ctx, user, "", friendService{l.s}.RejectFriend, &walletv1.RejectFriendRequest{UserId: requester})
+func (l Local) RejectFriend(ctx context.Context, user, peer uint64) (*walletv1.RejectFriendResponse, error) {
+	return runAs(ctx, user, "", friendService{l.s}.RejectFriend, &walletv1.RejectFriendRequest{UserId: peer})
+}
+
+// RemoveFriend is FriendService.RemoveFriend.
+func (l Local) RemoveFriend(ctx context.Context, user, peer uint64) (*walletv1.RemoveFriendResponse, error) {
+	return runAs(ctx, user, "", friendService{l.s}.RemoveFriend, &walletv1.RemoveFriendRequest{UserId: peer})
 }
 
 // GetFriendList is FriendService.GetFriendList.

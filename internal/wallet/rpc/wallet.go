@@ -59,6 +59,22 @@ func validRequestID(id string) bool {
 	return true
 }
 
+// checkPayment validates what a transfer and a transfer reminder share:
+// the request id, the amount, and the text in the field named field.
+func (s *Service) checkPayment(requestID string, amount int64, field, text string) error {
+	switch {
+	case !validRequestID(requestID):
+		return invalid("request_id must be 1 to %d characters of A-Z a-z 0-9 . _ : -", maxRequestID)
+	case amount < 1 || amount > ledger.MaxAmount:
+		return invalid("amount must be an integer from 1 to %d", int64(ledger.MaxAmount))
+	case amount < s.minAmt:
+		return refusal(connect.CodeInvalidArgument, reasonBelowMinimum, "amount must be at least %d", s.minAmt)
+	case len(text) > ledger.MaxMemoLength || !utf8.ValidString(text):
+		return invalid("%s must be at most %d bytes of UTF-8", field, ledger.MaxMemoLength)
+	}
+	return nil
+}
+
 // checkTransfer validates a transfer request against everything but the
 // money: it fails before anything is written.
 func (s walletService) checkTransfer(ctx context.Context, m *walletv1.TransferRequest) (social.UserID, error) {
@@ -66,16 +82,10 @@ func (s walletService) checkTransfer(ctx context.Context, m *walletv1.TransferRe
 	if err != nil {
 		return 0, err
 	}
-	switch {
-	case !validRequestID(m.RequestId):
-		return 0, invalid("request_id must be 1 to %d characters of A-Z a-z 0-9 . _ : -", maxRequestID)
-	case m.Amount < 1 || m.Amount > ledger.MaxAmount:
-		return 0, invalid("amount must be an integer from 1 to %d", int64(ledger.MaxAmount))
-	case m.Amount < s.minAmt:
-		return 0, refusal(connect.CodeInvalidArgument, reasonBelowMinimum, "amount must be at least %d", s.minAmt)
-	case len(m.Message) > ledger.MaxMemoLength || !utf8.ValidString(m.Message):
-		return 0, invalid("message must be at most %d bytes of UTF-8", ledger.MaxMemoLength)
-	case social.UserID(m.ToUserId) == me:
+	if err := s.checkPayment(m.RequestId, m.Amount, "message", m.Message); err != nil {
+		return 0, err
+	}
+	if social.UserID(m.ToUserId) == me {
 		return 0, refusal(connect.CodeInvalidArgument, reasonSameAccount, "cannot transfer to yourself")
 	}
 	if _, ok := s.user(social.UserID(m.ToUserId)); !ok {

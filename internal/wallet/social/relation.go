@@ -37,6 +37,10 @@ const (
 	RelationNone RelationState = iota
 	RelationRequested
 	RelationFriends
+	// RelationUnfriended: the pair were friends until one of them removed
+	// the other. Their conversation stays listed and readable; neither can
+	// send the other a text until they are friends again.
+	RelationUnfriended
 )
 
 // Relation is the friendship of a pair.
@@ -44,7 +48,7 @@ type Relation struct {
 	Pair
 	State RelationState
 	// Requester sent the request (for RelationRequested and, historically,
-	// RelationFriends).
+	// RelationFriends), or removed the friend (RelationUnfriended).
 	Requester UserID
 	Since     time.Time
 }
@@ -57,6 +61,7 @@ const (
 	StatusFriend FriendStatus = iota + 1
 	StatusWaiting
 	StatusNotAnswer
+	StatusUnfriended
 )
 
 // StatusFor returns how u sees r.
@@ -64,6 +69,8 @@ func (r Relation) StatusFor(u UserID) FriendStatus {
 	switch {
 	case r.State == RelationFriends:
 		return StatusFriend
+	case r.State == RelationUnfriended:
+		return StatusUnfriended
 	case r.Requester == u:
 		return StatusWaiting
 	default:
@@ -72,15 +79,16 @@ func (r Relation) StatusFor(u UserID) FriendStatus {
 }
 
 // FriendRequest decides what u asking peer to be friends does: a new
-// request, or friendship if peer had already asked u. Asking again while
-// waiting changes nothing and returns the open request.
+// request (also after an unfriending), or friendship if peer had already
+// asked u. Asking again while waiting changes nothing and returns the open
+// request.
 func (s *State) FriendRequest(u, peer UserID, now time.Time) (Relation, error) {
 	if err := s.checkPeer(u, peer); err != nil {
 		return Relation{}, err
 	}
 	r, ok := s.relations[PairOf(u, peer)]
 	switch {
-	case !ok:
+	case !ok || r.State == RelationUnfriended:
 		return Relation{Pair: PairOf(u, peer), State: RelationRequested, Requester: u, Since: now}, nil
 	case r.State == RelationFriends:
 		return Relation{}, errorf(CodeExists, "already friends with user %d", peer)
@@ -100,13 +108,34 @@ func (s *State) Accept(u, requester UserID, now time.Time) (Relation, error) {
 	return Relation{Pair: r.Pair, State: RelationFriends, Requester: requester, Since: now}, nil
 }
 
-// Reject decides u turning down requester's request: the relation goes.
-func (s *State) Reject(u, requester UserID) (Relation, error) {
-	r, err := s.pendingFrom(u, requester)
-	if err != nil {
+// Reject decides u turning down peer's request, or withdrawing u's own
+// request to peer: either way the relation goes.
+func (s *State) Reject(u, peer UserID) (Relation, error) {
+	if err := s.checkPeer(u, peer); err != nil {
 		return Relation{}, err
 	}
+	r, ok := s.relations[PairOf(u, peer)]
+	if !ok || r.State != RelationRequested {
+		return Relation{}, errorf(CodeNoRequest, "no pending friend request between you and user %d", peer)
+	}
 	return Relation{Pair: r.Pair, State: RelationNone}, nil
+}
+
+// Remove decides u removing peer from their friends, for both of them:
+// the relation becomes RelationUnfriended. Removing again changes
+// nothing; removing someone who is not a friend is refused.
+func (s *State) Remove(u, peer UserID, now time.Time) (Relation, error) {
+	if err := s.checkPeer(u, peer); err != nil {
+		return Relation{}, err
+	}
+	r, ok := s.relations[PairOf(u, peer)]
+	switch {
+	case ok && r.State == RelationFriends:
+		return Relation{Pair: r.Pair, State: RelationUnfriended, Requester: u, Since: now}, nil
+	case ok && r.State == RelationUnfriended:
+		return *r, nil
+	}
+	return Relation{}, errorf(CodeNotFriends, "user %d is not your friend", peer)
 }
 
 func (s *State) pendingFrom(u, requester UserID) (*Relation, error) {

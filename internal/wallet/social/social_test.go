@@ -81,13 +81,30 @@ func TestFriendship(t *testing.T) {
 	if _, err := s.FriendRequest(2, 1, t0); codeOf(err) != CodeExists {
 		t.Errorf("request between friends: %v", err)
 	}
-	// Crossing requests make friends; a rejection removes the request.
+	// Crossing requests make friends; a rejection removes the request, and
+	// so does its sender withdrawing it.
 	r, _ = s.FriendRequest(3, 1, t0)
 	s.SetRelation(r)
 	r, _ = s.Reject(1, 3)
 	s.SetRelation(r)
 	if _, ok := s.Relation(1, 3); ok || len(s.Friends(3)) != 0 {
 		t.Errorf("rejected request still there")
+	}
+	if _, err := s.Reject(1, 3); codeOf(err) != CodeNoRequest {
+		t.Errorf("rejecting no request: %v", err)
+	}
+	r, _ = s.FriendRequest(3, 1, t0)
+	s.SetRelation(r)
+	r, err = s.Reject(3, 1)
+	if err != nil {
+		t.Fatalf("withdrawing a request: %v", err)
+	}
+	s.SetRelation(r)
+	if _, ok := s.Relation(1, 3); ok || len(s.Friends(1)) != 1 {
+		t.Errorf("withdrawn request still there: %+v", s.Friends(1))
+	}
+	if _, err := s.Reject(1, 2); codeOf(err) != CodeNoRequest {
+		t.Errorf("rejecting a friend: %v", err)
 	}
 }
 
@@ -214,4 +231,88 @@ func TestFriendListsFollowEveryOrder(t *testing.T) {
 		t.Fatalf("ann's friends: %+v", f)
 	}
 	wantChat(t, s, 2, 1, 1)
+}
+
+// Removing a friend unfriends both users: the friend lists drop them, the
+// chat lists keep the conversation as unfriended, texts are refused both
+// ways (transfers still show), and either may ask to be friends again.
+func TestRemoveFriend(t *testing.T) {
+	s := newUsers(t, "ann", "bob", "cat")
+	if _, err := s.Remove(1, 2, t0); codeOf(err) != CodeNotFriends {
+		t.Errorf("removing a stranger: %v", err)
+	}
+	r, _ := s.FriendRequest(1, 2, t0)
+	s.SetRelation(r)
+	if _, err := s.Remove(1, 2, t0); codeOf(err) != CodeNotFriends {
+		t.Errorf("removing an open request: %v", err)
+	}
+	r, _ = s.Accept(2, 1, t0)
+	s.SetRelation(r)
+	m, _ := s.NewText(1, 2, "hi", t0)
+	s.AddMessage(m)
+
+	r, err := s.Remove(2, 1, t0.Add(time.Minute))
+	if err != nil || r.State != RelationUnfriended || r.StatusFor(1) != StatusUnfriended || r.StatusFor(2) != StatusUnfriended {
+		t.Fatalf("remove: %+v %v", r, err)
+	}
+	s.SetRelation(r)
+	if again, err := s.Remove(1, 2, t0.Add(time.Hour)); err != nil || again != r {
+		t.Errorf("removing again: %+v %v, want the same relation", again, err)
+	}
+	for _, u := range []UserID{1, 2} {
+		if f := s.Friends(u); len(f) != 0 {
+			t.Errorf("friends of %d after removal: %+v", u, f)
+		}
+		if c := s.ChatFriends(u); len(c) != 1 || c[0].Status != StatusUnfriended || c[0].Last == nil || c[0].Last.Text != "hi" {
+			t.Errorf("chat friends of %d after removal: %+v", u, c)
+		}
+	}
+	if s.AreFriends(1, 2) {
+		t.Error("still friends")
+	}
+	for _, from := range []UserID{1, 2} {
+		if _, err := s.NewText(from, 3-from, "still there?", t0); codeOf(err) != CodeNotFriends {
+			t.Errorf("text from %d after removal: %v", from, err)
+		}
+	}
+	s.AddMessage(s.NewTransfer(1, 2, 5, "t1", "", t0))
+
+	r, err = s.FriendRequest(1, 2, t0)
+	if err != nil || r.State != RelationRequested || r.StatusFor(1) != StatusWaiting {
+		t.Fatalf("asking again after removal: %+v %v", r, err)
+	}
+	s.SetRelation(r)
+	if f := s.Friends(2); len(f) != 1 || f[0].Status != StatusNotAnswer {
+		t.Errorf("bob's friends with the new request: %+v", f)
+	}
+	r, _ = s.Accept(2, 1, t0)
+	s.SetRelation(r)
+	if c := s.ChatFriends(2); len(c) != 1 || c[0].Status != StatusFriend || c[0].Last.Kind != KindTransfer {
+		t.Errorf("chat friends of bob, friends again: %+v", c)
+	}
+}
+
+// Only friends remind each other to pay.
+func TestNewReminder(t *testing.T) {
+	s := newUsers(t, "ann", "bob")
+	want := Reminder{ID: 7, From: 1, To: 2, Amount: 1000, Text: "lunch", At: t0}
+	for _, c := range []struct {
+		r    Reminder
+		code Code
+	}{
+		{want, CodeNotFriends},
+		{Reminder{From: 1, To: 1, Amount: 1000}, CodeSelf},
+		{Reminder{From: 1, To: 9, Amount: 1000}, CodeNotFound},
+	} {
+		if _, err := s.NewReminder(c.r); codeOf(err) != c.code {
+			t.Errorf("NewReminder(%+v): %v, want code %d", c.r, err, c.code)
+		}
+	}
+	r, _ := s.FriendRequest(1, 2, t0)
+	s.SetRelation(r)
+	r, _ = s.Accept(2, 1, t0)
+	s.SetRelation(r)
+	if got, err := s.NewReminder(want); err != nil || got != want {
+		t.Errorf("NewReminder between friends: %+v %v", got, err)
+	}
 }

@@ -92,10 +92,14 @@ type Friend struct {
 	Status FriendStatus
 }
 
-// Friends lists u's friends and open requests, by username.
+// Friends lists u's friends and open requests, by username; users u is
+// unfriended with are not listed.
 func (s *State) Friends(u UserID) []Friend {
 	out := make([]Friend, 0, len(s.peers[u]))
 	for _, l := range s.peers[u] {
+		if l.rel.State == RelationUnfriended {
+			continue
+		}
 		out = append(out, Friend{User: l.user, Status: l.rel.StatusFor(u)})
 	}
 	slices.SortFunc(out, func(a, b Friend) int { return cmp.Compare(a.User.Username, b.User.Username) })
@@ -105,20 +109,23 @@ func (s *State) Friends(u UserID) []Friend {
 // ChatFriend is one line of a chat friend list.
 type ChatFriend struct {
 	User *User
+	// Status is StatusFriend, or StatusUnfriended for a former friend.
+	Status FriendStatus
 	// Last is the newest message of the pair; nil if they have none.
 	Last   *Message
 	Unread uint64
 }
 
-// ChatFriends lists u's friends by their newest message, newest first;
-// friends without messages come last, by username.
+// ChatFriends lists u's friends and former friends (unfriended) by their
+// newest message, newest first; those without messages come last, by
+// username.
 func (s *State) ChatFriends(u UserID) []ChatFriend {
 	out := make([]ChatFriend, 0, len(s.peers[u]))
 	for _, l := range s.peers[u] {
-		if l.rel.State != RelationFriends {
+		if l.rel.State != RelationFriends && l.rel.State != RelationUnfriended {
 			continue
 		}
-		cf := ChatFriend{User: l.user}
+		cf := ChatFriend{User: l.user, Status: l.rel.StatusFor(u)}
 		if c := l.conv; c != nil {
 			cf.Last = &c.Last
 			cf.Unread = c.Unread(u)

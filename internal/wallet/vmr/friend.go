@@ -25,6 +25,8 @@ func statusOf(s walletv1.Friend_Status) vmrpb.FriendStatus {
 		return vmrpb.FriendStatus_WAITING
 	case walletv1.Friend_NOT_ANSWER:
 		return vmrpb.FriendStatus_NOT_ANSWER
+	case walletv1.Friend_UNFRIENDED:
+		return vmrpb.FriendStatus_UNFRIENDED
 	}
 	return vmrpb.FriendStatus_NOTHING
 }
@@ -45,8 +47,8 @@ func (s friendService) GetFriendList(ctx context.Context, c caller, _ *vmrpb.Emp
 	return out, nil
 }
 
-// GetChatFriendList lists friends by their newest message, with unread
-// counts and presence.
+// GetChatFriendList lists friends and former friends (UNFRIENDED) by
+// their newest message, with unread counts and presence.
 func (s friendService) GetChatFriendList(ctx context.Context, c caller, _ *vmrpb.Empty) (*vmrpb.FriendListResponse, error) {
 	res, err := s.local.GetChatFriendList(ctx, c.user)
 	if err != nil {
@@ -56,7 +58,7 @@ func (s friendService) GetChatFriendList(ctx context.Context, c caller, _ *vmrpb
 	for i, f := range res.Friends {
 		info := &vmrpb.FriendInfo{
 			Id: int64(f.User.Id), Username: f.User.Username, Name: f.User.Name, Online: f.User.Online,
-			NumUnreadMessage: int64(f.UnreadCount), FriendStatus: vmrpb.FriendStatus_FRIEND,
+			NumUnreadMessage: int64(f.UnreadCount), FriendStatus: statusOf(f.Status),
 		}
 		if m := f.LastMessage; m != nil {
 			msg := chatMessageOf(m)
@@ -96,9 +98,9 @@ func (s friendService) known(id int64) bool {
 	return id > 0 && ok
 }
 
-// SetFriendStatus sends, accepts or rejects a friend request; the
-// requester of an accepted one is told over the WebSocket (ACCEPT).
-// Removing a friend is refused: surge keeps friendships for good.
+// SetFriendStatus sends, accepts, rejects or withdraws a friend request,
+// or removes a friend (for both users). The other user's WebSockets are told of an
+// acceptance (ACCEPT) or a removal (REMOVE_FRIEND) by relayEvents.
 func (s friendService) SetFriendStatus(ctx context.Context, c caller, m *vmrpb.SetFriendStatusRequest) (*vmrpb.SetFriendStatusResponse, error) {
 	if m.FriendId <= 0 {
 		return &vmrpb.SetFriendStatusResponse{Error: replyError(vmrpb.ErrorCode_FAILUE, "no such user")}, nil
@@ -109,14 +111,13 @@ func (s friendService) SetFriendStatus(ctx context.Context, c caller, m *vmrpb.S
 	case vmrpb.SetFriendStatusRequest_ADD_FRIEND:
 		_, err = s.local.AddFriend(ctx, c.user, peer)
 	case vmrpb.SetFriendStatusRequest_ACCEPT_FRIEND:
-		if _, err = s.local.AcceptFriend(ctx, c.user, peer); err == nil {
-			s.sockets.sendTo(peer, wsMessage{Type: typeAccept, Data: map[string]uint64{"userId": c.user}})
-		}
+		_, err = s.local.AcceptFriend(ctx, c.user, peer)
 	case vmrpb.SetFriendStatusRequest_REJECT_FRIEND:
 		_, err = s.local.RejectFriend(ctx, c.user, peer)
+	case vmrpb.SetFriendStatusRequest_REMOVE_FRIEND:
+		_, err = s.local.RemoveFriend(ctx, c.user, peer)
 	default:
-		return &vmrpb.SetFriendStatusResponse{Error: replyError(vmrpb.ErrorCode_FAILUE,
-			fmt.Sprintf("%v is not supported: surge keeps friendships", m.Type))}, nil
+		return &vmrpb.SetFriendStatusResponse{Error: replyError(vmrpb.ErrorCode_FAILUE, fmt.Sprintf("unknown type %v", m.Type))}, nil
 	}
 	if err != nil {
 		return &vmrpb.SetFriendStatusResponse{Error: failure(err)}, nil

@@ -60,7 +60,7 @@ func (s walletService) Transfer(ctx context.Context, c caller, m *vmrpb.Transfer
 		return fail(vmrpb.ErrorCode_AMOUNT_NOT_VALID, "amount too large")
 	}
 	res, err := s.local.Transfer(ctx, c.user, c.peer, &walletv1.TransferRequest{
-		RequestId: "vmr-" + strconv.FormatInt(m.RequestId, 10), ToUserId: uint64(m.Receiver),
+		RequestId: requestID(m.RequestId), ToUserId: uint64(m.Receiver),
 		Amount: int64(m.Amount), Message: m.Message, Password: m.Password,
 	})
 	switch {
@@ -72,7 +72,11 @@ func (s walletService) Transfer(ctx context.Context, c caller, m *vmrpb.Transfer
 	return &vmrpb.TransferResponse{}, nil
 }
 
-// transferFailure maps a surge Transfer error to VMR's codes.
+// requestID is surge's request_id for VMR's.
+func requestID(id int64) string { return "vmr-" + strconv.FormatInt(id, 10) }
+
+// transferFailure maps a surge Transfer or RemindTransfer error to VMR's
+// codes.
 func transferFailure(err error) *vmrpb.Error {
 	msg := messageOf(err)
 	switch reasonOf(err) {
@@ -85,8 +89,11 @@ func transferFailure(err error) *vmrpb.Error {
 	case "BELOW_MINIMUM":
 		return replyError(vmrpb.ErrorCode_AMOUNT_NOT_VALID, msg)
 	}
-	if codeOf(err) == connect.CodeUnauthenticated {
+	switch codeOf(err) {
+	case connect.CodeUnauthenticated:
 		return replyError(vmrpb.ErrorCode_PASSWORD_INVALID, msg)
+	case connect.CodeNotFound:
+		return replyError(vmrpb.ErrorCode_RECEIVER_NOT_EXIST, msg)
 	}
 	return failure(err)
 }
@@ -123,18 +130,48 @@ func historyID(transferID string) int64 {
 	return int64(h.Sum64() >> 1)
 }
 
-var errNoReminders = connect.NewError(connect.CodeUnimplemented, errUnimplemented("transfer reminders are not implemented (VMR's backend never implemented them either)"))
+// remindersListed is how many reminders GetTransferReminder returns, the
+// newest: the most surge.wallet.v1's GetReminders gives at once.
+const remindersListed = 100
 
-type errUnimplemented string
-
-func (e errUnimplemented) Error() string { return string(e) }
-
-// RemindTransfer is UNIMPLEMENTED, as it was in VMR's backend.
-func (s walletService) RemindTransfer(context.Context, caller, *vmrpb.TransferReminderRequest) (*vmrpb.TransferReminderResponse, error) {
-	return nil, errNoReminders
+// RemindTransfer asks a friend (user_id) to transfer the caller amount,
+// with content, once per request_id: a repeated request_id answers
+// REQUEST_EXISTED, as Transfer does.
+func (s walletService) RemindTransfer(ctx context.Context, c caller, m *vmrpb.TransferReminderRequest) (*vmrpb.TransferReminderResponse, error) {
+	fail := func(code vmrpb.ErrorCode, msg string) (*vmrpb.TransferReminderResponse, error) {
+		return &vmrpb.TransferReminderResponse{Error: replyError(code, msg)}, nil
+	}
+	switch {
+	case m.Amount < minTransfer:
+		return fail(vmrpb.ErrorCode_AMOUNT_NOT_VALID, "amount must be at least 1000")
+	case m.UserId <= 0 || uint64(m.UserId) == c.user:
+		return fail(vmrpb.ErrorCode_RECEIVER_NOT_EXIST, "no such user")
+	}
+	res, err := s.local.RemindTransfer(ctx, c.user, &walletv1.RemindTransferRequest{
+		RequestId: requestID(m.RequestId), ToUserId: uint64(m.UserId), Amount: m.Amount, Text: m.Content,
+	})
+	switch {
+	case err != nil:
+		return &vmrpb.TransferReminderResponse{Error: transferFailure(err)}, nil
+	case res.Replayed:
+		return fail(vmrpb.ErrorCode_REQUEST_EXISTED, "request_id was used before")
+	}
+	return &vmrpb.TransferReminderResponse{}, nil
 }
 
-// GetTransferReminder is UNIMPLEMENTED, as it was in VMR's backend.
-func (s walletService) GetTransferReminder(context.Context, caller, *vmrpb.Empty) (*vmrpb.TransferReminderListResponse, error) {
-	return nil, errNoReminders
+// GetTransferReminder lists the newest reminders the caller sent or
+// received, newest first.
+func (s walletService) GetTransferReminder(ctx context.Context, c caller, _ *vmrpb.Empty) (*vmrpb.TransferReminderListResponse, error) {
+	res, err := s.local.GetReminders(ctx, c.user, &walletv1.GetRemindersRequest{PageSize: remindersListed})
+	if err != nil {
+		return &vmrpb.TransferReminderListResponse{Error: failure(err)}, nil
+	}
+	out := &vmrpb.TransferReminderListResponse{Reminder: make([]*vmrpb.TransferReminder, len(res.Reminders))}
+	for i, r := range res.Reminders {
+		out.Reminder[i] = &vmrpb.TransferReminder{
+			Id: int64(r.Id), Timestamp: r.CreatedAt.GetSeconds(), From: int64(r.FromUserId), To: int64(r.ToUserId),
+			Amount: r.Amount, Content: r.Text,
+		}
+	}
+	return out, nil
 }

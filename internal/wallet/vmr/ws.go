@@ -18,12 +18,13 @@ const WebSocketPath = "/ws"
 
 // The types of WebSocket messages, VMR's.
 const (
-	typeChat     = "CHAT"      // to the receiver of a message; from a client: send one
-	typeSendBack = "SEND_BACK" // to the sender of a message, once it is stored
-	typeOnline   = "ONLINE"    // to everyone: a user connected
-	typeOffline  = "OFFLINE"   // to everyone: a user's last connection closed
-	typeAccept   = "ACCEPT"    // to a requester: their friend request was accepted
-	typeTransfer = "TRANSFER"  // a chat message's type for a transfer
+	typeChat     = "CHAT"          // to the receiver of a message; from a client: send one
+	typeSendBack = "SEND_BACK"     // to the sender of a message, once it is stored
+	typeOnline   = "ONLINE"        // to everyone: a user connected
+	typeOffline  = "OFFLINE"       // to everyone: a user's last connection closed
+	typeAccept   = "ACCEPT"        // to a requester: their friend request was accepted
+	typeRemove   = "REMOVE_FRIEND" // to a friend: the other removed them
+	typeTransfer = "TRANSFER"      // a chat message's type for a transfer
 )
 
 // outboxSize is how many messages a connection may fall behind before it
@@ -123,16 +124,6 @@ func (ss *sockets) broadcastLocked(m wsMessage) {
 	}
 }
 
-// sendTo sends m to every socket of user.
-func (ss *sockets) sendTo(user uint64, m wsMessage) {
-	b, _ := json.Marshal(m)
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	for s := range ss.byUser[user] {
-		s.queue(b)
-	}
-}
-
 // serveWebSocket authenticates ?token=, then relays the user's messages
 // both ways until either side closes.
 func (f *Face) serveWebSocket(w http.ResponseWriter, r *http.Request) {
@@ -165,21 +156,17 @@ func (f *Face) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	conn.Close(websocket.StatusNormalClosure, "")
 }
 
-// relayEvents subscribes to the user's messages (which marks them online)
-// and queues each on s as SEND_BACK (sent by them) or CHAT.
+// relayEvents subscribes to the user's events (which marks them online)
+// and queues each on s as VMR's message, if it has one.
 func (f *Face) relayEvents(ctx context.Context, s *socket) {
 	opened := func() error { f.sockets.add(s); return nil }
 	defer f.sockets.remove(s)
 	err := f.local.Subscribe(ctx, s.user, opened, func(ev *walletv1.Event) error {
-		m := ev.GetMessage()
-		if m == nil {
+		m, ok := socketMessage(s.user, ev)
+		if !ok {
 			return nil
 		}
-		typ := typeChat
-		if m.FromUserId == s.user {
-			typ = typeSendBack
-		}
-		b, _ := json.Marshal(wsMessage{Type: typ, Data: chatMessageOf(m)})
+		b, _ := json.Marshal(m)
 		if !s.queue(b) {
 			return context.Canceled
 		}
@@ -188,6 +175,28 @@ func (f *Face) relayEvents(ctx context.Context, s *socket) {
 	if err != nil && ctx.Err() == nil {
 		f.log.Debug("vmr: websocket events ended", "user", s.user, "err", err)
 	}
+}
+
+// socketMessage is VMR's WebSocket message for user of ev: SEND_BACK for a
+// message they sent, CHAT for one they received, ACCEPT or REMOVE_FRIEND
+// (with the other user's id) when a friend request of theirs was accepted
+// or a friend removed them. VMR's server sent nothing for other changes.
+func socketMessage(user uint64, ev *walletv1.Event) (wsMessage, bool) {
+	if m := ev.GetMessage(); m != nil {
+		if m.FromUserId == user {
+			return wsMessage{Type: typeSendBack, Data: chatMessageOf(m)}, true
+		}
+		return wsMessage{Type: typeChat, Data: chatMessageOf(m)}, true
+	}
+	fr := ev.GetFriend()
+	peer := map[string]uint64{"userId": fr.GetUser().GetId()}
+	switch fr.GetStatus() {
+	case walletv1.Friend_FRIEND:
+		return wsMessage{Type: typeAccept, Data: peer}, true
+	case walletv1.Friend_UNFRIENDED:
+		return wsMessage{Type: typeRemove, Data: peer}, true
+	}
+	return wsMessage{}, false
 }
 
 // writeAll writes s's queued messages until ctx ends or s overflows.

@@ -1,6 +1,6 @@
 // Package walletstore is the wallet's storage encoding: users,
-// friendships, conversations and messages of the chat, transfer intents
-// and the token secret, in the engine's Pebble database.
+// friendships, conversations and messages of the chat, transfer intents,
+// transfer reminders and the token secret, in the engine's Pebble database.
 package walletstore
 
 import "github.com/surge-dev/surge/internal/store"

@@ -23,6 +23,8 @@ import (
 //	                           loading ignores: the pair's newest sm/ key is the newest)
 //	sm/<lo><hi><seq>           message
 //	si/<transfer>              transfer intent (value empty), see TransferIntents
+//	sq/<from><request id>      transfer reminder, by its sender's request id
+//	sn/<user><at><id>          transfer reminder, under each of its two users
 //	sk/token                   the secret that signs login tokens
 var (
 	prefixUser     = []byte("su/")

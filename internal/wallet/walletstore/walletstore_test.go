@@ -71,3 +71,50 @@ func openStore(t *testing.T, dir string) Store {
 	}
 	return Store{s}
 }
+
+// TestReminders: a reminder is listed for both its users, newest first,
+// found again by its sender's request id, and kept across a reopen.
+func TestReminders(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	at := time.Date(2026, 11, 23, 20, 0, 0, 0, time.UTC)
+	rs := []social.Reminder{
+		{ID: 11, From: 1, To: 2, Amount: 1000, Text: "lunch", At: at},
+		{ID: 12, From: 2, To: 1, Amount: 2500, Text: "", At: at.Add(time.Second)},
+		{ID: 13, From: 3, To: 2, Amount: 4000, Text: "tickets", At: at.Add(2 * time.Second)},
+	}
+	for i := range rs {
+		b := s.NewSocialBatch()
+		b.PutReminder("r1", &rs[i])
+		if err := s.Commit(b.Batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openStore(t, dir)
+	defer s.Close()
+	for _, c := range []struct {
+		user  social.UserID
+		limit int
+		want  []social.Reminder
+	}{
+		{1, 10, []social.Reminder{rs[1], rs[0]}},
+		{2, 10, []social.Reminder{rs[2], rs[1], rs[0]}},
+		{2, 2, []social.Reminder{rs[2], rs[1]}},
+		{3, 10, []social.Reminder{rs[2]}},
+		{4, 10, []social.Reminder{}},
+	} {
+		got, err := s.Reminders(c.user, c.limit)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Reminders(%d, %d) = %+v, %v; want %+v", c.user, c.limit, got, err, c.want)
+		}
+	}
+	if r, ok, err := s.ReminderFor(3, "r1"); err != nil || !ok || r != rs[2] {
+		t.Errorf("ReminderFor(3, r1) = %+v %v %v", r, ok, err)
+	}
+	if _, ok, err := s.ReminderFor(3, "r2"); err != nil || ok {
+		t.Errorf("ReminderFor(3, r2) found %v, %v", ok, err)
+	}
+}

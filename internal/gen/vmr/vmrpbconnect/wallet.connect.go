@@ -60,7 +60,11 @@ type WalletServiceClient interface {
 	// GetHistoryWithOffset pages through the wallet's history, newest
 	// first, 20 items a page.
 	GetHistoryWithOffset(context.Context, *connect.Request[vmr.GetHistoryWithOffsetRequest]) (*connect.Response[vmr.HistoryResponse], error)
+	// RemindTransfer asks a friend (user_id) to transfer the caller amount,
+	// with content; it moves no money. Once per request_id of the sender.
 	RemindTransfer(context.Context, *connect.Request[vmr.TransferReminderRequest]) (*connect.Response[vmr.TransferReminderResponse], error)
+	// GetTransferReminder lists the newest 100 reminders the caller sent
+	// (from is the caller) or received (to is the caller), newest first.
 	GetTransferReminder(context.Context, *connect.Request[vmr.Empty]) (*connect.Response[vmr.TransferReminderListResponse], error)
 }
 
@@ -151,7 +155,11 @@ type WalletServiceHandler interface {
 	// GetHistoryWithOffset pages through the wallet's history, newest
 	// first, 20 items a page.
 	GetHistoryWithOffset(context.Context, *connect.Request[vmr.GetHistoryWithOffsetRequest]) (*connect.Response[vmr.HistoryResponse], error)
+	// RemindTransfer asks a friend (user_id) to transfer the caller amount,
+	// with content; it moves no money. Once per request_id of the sender.
 	RemindTransfer(context.Context, *connect.Request[vmr.TransferReminderRequest]) (*connect.Response[vmr.TransferReminderResponse], error)
+	// GetTransferReminder lists the newest 100 reminders the caller sent
+	// (from is the caller) or received (to is the caller), newest first.
 	GetTransferReminder(context.Context, *connect.Request[vmr.Empty]) (*connect.Response[vmr.TransferReminderListResponse], error)
 }
 

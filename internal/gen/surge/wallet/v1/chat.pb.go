@@ -379,6 +379,8 @@ type Event struct {
 	// Types that are valid to be assigned to Event:
 	//
 	//	*Event_Message
+	//	*Event_Friend
+	//	*Event_Reminder
 	Event         isEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -430,6 +432,24 @@ func (x *Event) GetMessage() *Message {
 	return nil
 }
 
+func (x *Event) GetFriend() *Friend {
+	if x != nil {
+		if x, ok := x.Event.(*Event_Friend); ok {
+			return x.Friend
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetReminder() *Reminder {
+	if x != nil {
+		if x, ok := x.Event.(*Event_Reminder); ok {
+			return x.Reminder
+		}
+	}
+	return nil
+}
+
 type isEvent_Event interface {
 	isEvent_Event()
 }
@@ -438,13 +458,31 @@ type Event_Message struct {
 	Message *Message `protobuf:"bytes,1,opt,name=message,proto3,oneof"`
 }
 
+type Event_Friend struct {
+	// Friend is the other user of a relation they changed, with the
+	// relation as the caller now sees it: NOT_ANSWER for their request,
+	// FRIEND for their acceptance, UNFRIENDED for their removal,
+	// STATUS_UNSPECIFIED for their rejection of the caller's request or
+	// their withdrawal of their own.
+	Friend *Friend `protobuf:"bytes,2,opt,name=friend,proto3,oneof"`
+}
+
+type Event_Reminder struct {
+	// Reminder is a friend's new WalletService.RemindTransfer to the caller.
+	Reminder *Reminder `protobuf:"bytes,3,opt,name=reminder,proto3,oneof"`
+}
+
 func (*Event_Message) isEvent_Event() {}
+
+func (*Event_Friend) isEvent_Event() {}
+
+func (*Event_Reminder) isEvent_Event() {}
 
 var File_surge_wallet_v1_chat_proto protoreflect.FileDescriptor
 
 const file_surge_wallet_v1_chat_proto_rawDesc = "" +
 	"\n" +
-	"\x1asurge/wallet/v1/chat.proto\x12\x0fsurge.wallet.v1\x1a\x1csurge/wallet/v1/common.proto\"F\n" +
+	"\x1asurge/wallet/v1/chat.proto\x12\x0fsurge.wallet.v1\x1a\x1csurge/wallet/v1/common.proto\x1a\x1csurge/wallet/v1/friend.proto\x1a\x1csurge/wallet/v1/wallet.proto\"F\n" +
 	"\x12SendMessageRequest\x12\x1c\n" +
 	"\n" +
 	"to_user_id\x18\x01 \x01(\x04R\btoUserId\x12\x12\n" +
@@ -465,9 +503,11 @@ const file_surge_wallet_v1_chat_proto_rawDesc = "" +
 	"\x10up_to_message_id\x18\x02 \x01(\x04R\rupToMessageId\"5\n" +
 	"\x10MarkReadResponse\x12!\n" +
 	"\funread_count\x18\x01 \x01(\x04R\vunreadCount\"\x12\n" +
-	"\x10SubscribeRequest\"F\n" +
+	"\x10SubscribeRequest\"\xb2\x01\n" +
 	"\x05Event\x124\n" +
-	"\amessage\x18\x01 \x01(\v2\x18.surge.wallet.v1.MessageH\x00R\amessageB\a\n" +
+	"\amessage\x18\x01 \x01(\v2\x18.surge.wallet.v1.MessageH\x00R\amessage\x121\n" +
+	"\x06friend\x18\x02 \x01(\v2\x17.surge.wallet.v1.FriendH\x00R\x06friend\x127\n" +
+	"\breminder\x18\x03 \x01(\v2\x19.surge.wallet.v1.ReminderH\x00R\breminderB\a\n" +
 	"\x05event2\xe1\x02\n" +
 	"\vChatService\x12X\n" +
 	"\vSendMessage\x12#.surge.wallet.v1.SendMessageRequest\x1a$.surge.wallet.v1.SendMessageResponse\x12]\n" +
@@ -498,24 +538,28 @@ var file_surge_wallet_v1_chat_proto_goTypes = []any{
 	(*SubscribeRequest)(nil),    // 6: surge.wallet.v1.SubscribeRequest
 	(*Event)(nil),               // 7: surge.wallet.v1.Event
 	(*Message)(nil),             // 8: surge.wallet.v1.Message
+	(*Friend)(nil),              // 9: surge.wallet.v1.Friend
+	(*Reminder)(nil),            // 10: surge.wallet.v1.Reminder
 }
 var file_surge_wallet_v1_chat_proto_depIdxs = []int32{
-	8, // 0: surge.wallet.v1.SendMessageResponse.message:type_name -> surge.wallet.v1.Message
-	8, // 1: surge.wallet.v1.GetMessagesResponse.messages:type_name -> surge.wallet.v1.Message
-	8, // 2: surge.wallet.v1.Event.message:type_name -> surge.wallet.v1.Message
-	0, // 3: surge.wallet.v1.ChatService.SendMessage:input_type -> surge.wallet.v1.SendMessageRequest
-	2, // 4: surge.wallet.v1.ChatService.GetMessages:input_type -> surge.wallet.v1.GetMessagesRequest
-	4, // 5: surge.wallet.v1.ChatService.MarkRead:input_type -> surge.wallet.v1.MarkReadRequest
-	6, // 6: surge.wallet.v1.ChatService.Subscribe:input_type -> surge.wallet.v1.SubscribeRequest
-	1, // 7: surge.wallet.v1.ChatService.SendMessage:output_type -> surge.wallet.v1.SendMessageResponse
-	3, // 8: surge.wallet.v1.ChatService.GetMessages:output_type -> surge.wallet.v1.GetMessagesResponse
-	5, // 9: surge.wallet.v1.ChatService.MarkRead:output_type -> surge.wallet.v1.MarkReadResponse
-	7, // 10: surge.wallet.v1.ChatService.Subscribe:output_type -> surge.wallet.v1.Event
-	7, // [7:11] is the sub-list for method output_type
-	3, // [3:7] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	8,  // 0: surge.wallet.v1.SendMessageResponse.message:type_name -> surge.wallet.v1.Message
+	8,  // 1: surge.wallet.v1.GetMessagesResponse.messages:type_name -> surge.wallet.v1.Message
+	8,  // 2: surge.wallet.v1.Event.message:type_name -> surge.wallet.v1.Message
+	9,  // 3: surge.wallet.v1.Event.friend:type_name -> surge.wallet.v1.Friend
+	10, // 4: surge.wallet.v1.Event.reminder:type_name -> surge.wallet.v1.Reminder
+	0,  // 5: surge.wallet.v1.ChatService.SendMessage:input_type -> surge.wallet.v1.SendMessageRequest
+	2,  // 6: surge.wallet.v1.ChatService.GetMessages:input_type -> surge.wallet.v1.GetMessagesRequest
+	4,  // 7: surge.wallet.v1.ChatService.MarkRead:input_type -> surge.wallet.v1.MarkReadRequest
+	6,  // 8: surge.wallet.v1.ChatService.Subscribe:input_type -> surge.wallet.v1.SubscribeRequest
+	1,  // 9: surge.wallet.v1.ChatService.SendMessage:output_type -> surge.wallet.v1.SendMessageResponse
+	3,  // 10: surge.wallet.v1.ChatService.GetMessages:output_type -> surge.wallet.v1.GetMessagesResponse
+	5,  // 11: surge.wallet.v1.ChatService.MarkRead:output_type -> surge.wallet.v1.MarkReadResponse
+	7,  // 12: surge.wallet.v1.ChatService.Subscribe:output_type -> surge.wallet.v1.Event
+	9,  // [9:13] is the sub-list for method output_type
+	5,  // [5:9] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_surge_wallet_v1_chat_proto_init() }
@@ -524,8 +568,12 @@ func file_surge_wallet_v1_chat_proto_init() {
 		return
 	}
 	file_surge_wallet_v1_common_proto_init()
+	file_surge_wallet_v1_friend_proto_init()
+	file_surge_wallet_v1_wallet_proto_init()
 	file_surge_wallet_v1_chat_proto_msgTypes[7].OneofWrappers = []any{
 		(*Event_Message)(nil),
+		(*Event_Friend)(nil),
+		(*Event_Reminder)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

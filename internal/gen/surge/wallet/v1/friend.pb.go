@@ -30,6 +30,8 @@ const (
 	Friend_WAITING Friend_Status = 2
 	// NOT_ANSWER: the other user asked, the caller has not answered.
 	Friend_NOT_ANSWER Friend_Status = 3
+	// UNFRIENDED: the two were friends until one removed the other.
+	Friend_UNFRIENDED Friend_Status = 4
 )
 
 // Enum value maps for Friend_Status.
@@ -39,12 +41,14 @@ var (
 		1: "FRIEND",
 		2: "WAITING",
 		3: "NOT_ANSWER",
+		4: "UNFRIENDED",
 	}
 	Friend_Status_value = map[string]int32{
 		"STATUS_UNSPECIFIED": 0,
 		"FRIEND":             1,
 		"WAITING":            2,
 		"NOT_ANSWER":         3,
+		"UNFRIENDED":         4,
 	}
 )
 
@@ -421,6 +425,95 @@ func (*RejectFriendResponse) Descriptor() ([]byte, []int) {
 	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{6}
 }
 
+type RemoveFriendRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	UserId        uint64                 `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveFriendRequest) Reset() {
+	*x = RemoveFriendRequest{}
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveFriendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveFriendRequest) ProtoMessage() {}
+
+func (x *RemoveFriendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveFriendRequest.ProtoReflect.Descriptor instead.
+func (*RemoveFriendRequest) Descriptor() ([]byte, []int) {
+	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RemoveFriendRequest) GetUserId() uint64 {
+	if x != nil {
+		return x.UserId
+	}
+	return 0
+}
+
+type RemoveFriendResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Friend is the former friend, UNFRIENDED.
+	Friend        *Friend `protobuf:"bytes,1,opt,name=friend,proto3" json:"friend,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveFriendResponse) Reset() {
+	*x = RemoveFriendResponse{}
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveFriendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveFriendResponse) ProtoMessage() {}
+
+func (x *RemoveFriendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveFriendResponse.ProtoReflect.Descriptor instead.
+func (*RemoveFriendResponse) Descriptor() ([]byte, []int) {
+	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RemoveFriendResponse) GetFriend() *Friend {
+	if x != nil {
+		return x.Friend
+	}
+	return nil
+}
+
 type GetFriendListRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// User_id: 0 or the caller.
@@ -431,7 +524,7 @@ type GetFriendListRequest struct {
 
 func (x *GetFriendListRequest) Reset() {
 	*x = GetFriendListRequest{}
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[7]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -443,7 +536,7 @@ func (x *GetFriendListRequest) String() string {
 func (*GetFriendListRequest) ProtoMessage() {}
 
 func (x *GetFriendListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[7]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -456,7 +549,7 @@ func (x *GetFriendListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFriendListRequest.ProtoReflect.Descriptor instead.
 func (*GetFriendListRequest) Descriptor() ([]byte, []int) {
-	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{7}
+	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetFriendListRequest) GetUserId() uint64 {
@@ -475,7 +568,7 @@ type GetFriendListResponse struct {
 
 func (x *GetFriendListResponse) Reset() {
 	*x = GetFriendListResponse{}
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[8]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +580,7 @@ func (x *GetFriendListResponse) String() string {
 func (*GetFriendListResponse) ProtoMessage() {}
 
 func (x *GetFriendListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[8]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +593,7 @@ func (x *GetFriendListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFriendListResponse.ProtoReflect.Descriptor instead.
 func (*GetFriendListResponse) Descriptor() ([]byte, []int) {
-	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{8}
+	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetFriendListResponse) GetFriends() []*Friend {
@@ -520,7 +613,7 @@ type GetChatFriendListRequest struct {
 
 func (x *GetChatFriendListRequest) Reset() {
 	*x = GetChatFriendListRequest{}
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[9]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -532,7 +625,7 @@ func (x *GetChatFriendListRequest) String() string {
 func (*GetChatFriendListRequest) ProtoMessage() {}
 
 func (x *GetChatFriendListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[9]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -545,7 +638,7 @@ func (x *GetChatFriendListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChatFriendListRequest.ProtoReflect.Descriptor instead.
 func (*GetChatFriendListRequest) Descriptor() ([]byte, []int) {
-	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{9}
+	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetChatFriendListRequest) GetUserId() uint64 {
@@ -559,15 +652,17 @@ type ChatFriend struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	User  *User                  `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
 	// Last_message is unset when the pair has no messages yet.
-	LastMessage   *Message `protobuf:"bytes,2,opt,name=last_message,json=lastMessage,proto3" json:"last_message,omitempty"`
-	UnreadCount   uint64   `protobuf:"varint,3,opt,name=unread_count,json=unreadCount,proto3" json:"unread_count,omitempty"`
+	LastMessage *Message `protobuf:"bytes,2,opt,name=last_message,json=lastMessage,proto3" json:"last_message,omitempty"`
+	UnreadCount uint64   `protobuf:"varint,3,opt,name=unread_count,json=unreadCount,proto3" json:"unread_count,omitempty"`
+	// Status is FRIEND or UNFRIENDED.
+	Status        Friend_Status `protobuf:"varint,4,opt,name=status,proto3,enum=surge.wallet.v1.Friend_Status" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ChatFriend) Reset() {
 	*x = ChatFriend{}
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[10]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -579,7 +674,7 @@ func (x *ChatFriend) String() string {
 func (*ChatFriend) ProtoMessage() {}
 
 func (x *ChatFriend) ProtoReflect() protoreflect.Message {
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[10]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -592,7 +687,7 @@ func (x *ChatFriend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatFriend.ProtoReflect.Descriptor instead.
 func (*ChatFriend) Descriptor() ([]byte, []int) {
-	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{10}
+	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ChatFriend) GetUser() *User {
@@ -616,6 +711,13 @@ func (x *ChatFriend) GetUnreadCount() uint64 {
 	return 0
 }
 
+func (x *ChatFriend) GetStatus() Friend_Status {
+	if x != nil {
+		return x.Status
+	}
+	return Friend_STATUS_UNSPECIFIED
+}
+
 type GetChatFriendListResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Friends       []*ChatFriend          `protobuf:"bytes,1,rep,name=friends,proto3" json:"friends,omitempty"`
@@ -625,7 +727,7 @@ type GetChatFriendListResponse struct {
 
 func (x *GetChatFriendListResponse) Reset() {
 	*x = GetChatFriendListResponse{}
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[11]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +739,7 @@ func (x *GetChatFriendListResponse) String() string {
 func (*GetChatFriendListResponse) ProtoMessage() {}
 
 func (x *GetChatFriendListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_surge_wallet_v1_friend_proto_msgTypes[11]
+	mi := &file_surge_wallet_v1_friend_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +752,7 @@ func (x *GetChatFriendListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetChatFriendListResponse.ProtoReflect.Descriptor instead.
 func (*GetChatFriendListResponse) Descriptor() ([]byte, []int) {
-	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{11}
+	return file_surge_wallet_v1_friend_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetChatFriendListResponse) GetFriends() []*ChatFriend {
@@ -664,17 +766,19 @@ var File_surge_wallet_v1_friend_proto protoreflect.FileDescriptor
 
 const file_surge_wallet_v1_friend_proto_rawDesc = "" +
 	"\n" +
-	"\x1csurge/wallet/v1/friend.proto\x12\x0fsurge.wallet.v1\x1a\x1csurge/wallet/v1/common.proto\"\xb6\x01\n" +
+	"\x1csurge/wallet/v1/friend.proto\x12\x0fsurge.wallet.v1\x1a\x1csurge/wallet/v1/common.proto\"\xc6\x01\n" +
 	"\x06Friend\x12)\n" +
 	"\x04user\x18\x01 \x01(\v2\x15.surge.wallet.v1.UserR\x04user\x126\n" +
-	"\x06status\x18\x02 \x01(\x0e2\x1e.surge.wallet.v1.Friend.StatusR\x06status\"I\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x1e.surge.wallet.v1.Friend.StatusR\x06status\"Y\n" +
 	"\x06Status\x12\x16\n" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
 	"\x06FRIEND\x10\x01\x12\v\n" +
 	"\aWAITING\x10\x02\x12\x0e\n" +
 	"\n" +
-	"NOT_ANSWER\x10\x03\"S\n" +
+	"NOT_ANSWER\x10\x03\x12\x0e\n" +
+	"\n" +
+	"UNFRIENDED\x10\x04\"S\n" +
 	"\x10AddFriendRequest\x12\x19\n" +
 	"\auser_id\x18\x01 \x01(\x04H\x00R\x06userId\x12\x1c\n" +
 	"\busername\x18\x02 \x01(\tH\x00R\busernameB\x06\n" +
@@ -687,24 +791,30 @@ const file_surge_wallet_v1_friend_proto_rawDesc = "" +
 	"\x06friend\x18\x01 \x01(\v2\x17.surge.wallet.v1.FriendR\x06friend\".\n" +
 	"\x13RejectFriendRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\x04R\x06userId\"\x16\n" +
-	"\x14RejectFriendResponse\"/\n" +
+	"\x14RejectFriendResponse\".\n" +
+	"\x13RemoveFriendRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\x04R\x06userId\"G\n" +
+	"\x14RemoveFriendResponse\x12/\n" +
+	"\x06friend\x18\x01 \x01(\v2\x17.surge.wallet.v1.FriendR\x06friend\"/\n" +
 	"\x14GetFriendListRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\x04R\x06userId\"J\n" +
 	"\x15GetFriendListResponse\x121\n" +
 	"\afriends\x18\x01 \x03(\v2\x17.surge.wallet.v1.FriendR\afriends\"3\n" +
 	"\x18GetChatFriendListRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\x04R\x06userId\"\x97\x01\n" +
+	"\auser_id\x18\x01 \x01(\x04R\x06userId\"\xcf\x01\n" +
 	"\n" +
 	"ChatFriend\x12)\n" +
 	"\x04user\x18\x01 \x01(\v2\x15.surge.wallet.v1.UserR\x04user\x12;\n" +
 	"\flast_message\x18\x02 \x01(\v2\x18.surge.wallet.v1.MessageR\vlastMessage\x12!\n" +
-	"\funread_count\x18\x03 \x01(\x04R\vunreadCount\"R\n" +
+	"\funread_count\x18\x03 \x01(\x04R\vunreadCount\x126\n" +
+	"\x06status\x18\x04 \x01(\x0e2\x1e.surge.wallet.v1.Friend.StatusR\x06status\"R\n" +
 	"\x19GetChatFriendListResponse\x125\n" +
-	"\afriends\x18\x01 \x03(\v2\x1b.surge.wallet.v1.ChatFriendR\afriends2\xf3\x03\n" +
+	"\afriends\x18\x01 \x03(\v2\x1b.surge.wallet.v1.ChatFriendR\afriends2\xd0\x04\n" +
 	"\rFriendService\x12R\n" +
 	"\tAddFriend\x12!.surge.wallet.v1.AddFriendRequest\x1a\".surge.wallet.v1.AddFriendResponse\x12[\n" +
 	"\fAcceptFriend\x12$.surge.wallet.v1.AcceptFriendRequest\x1a%.surge.wallet.v1.AcceptFriendResponse\x12[\n" +
-	"\fRejectFriend\x12$.surge.wallet.v1.RejectFriendRequest\x1a%.surge.wallet.v1.RejectFriendResponse\x12c\n" +
+	"\fRejectFriend\x12$.surge.wallet.v1.RejectFriendRequest\x1a%.surge.wallet.v1.RejectFriendResponse\x12[\n" +
+	"\fRemoveFriend\x12$.surge.wallet.v1.RemoveFriendRequest\x1a%.surge.wallet.v1.RemoveFriendResponse\x12c\n" +
 	"\rGetFriendList\x12%.surge.wallet.v1.GetFriendListRequest\x1a&.surge.wallet.v1.GetFriendListResponse\"\x03\x90\x02\x01\x12o\n" +
 	"\x11GetChatFriendList\x12).surge.wallet.v1.GetChatFriendListRequest\x1a*.surge.wallet.v1.GetChatFriendListResponse\"\x03\x90\x02\x01BBZ@github.com/surge-dev/surge/internal/gen/surge/wallet/v1;walletv1b\x06proto3"
 
@@ -721,7 +831,7 @@ func file_surge_wallet_v1_friend_proto_rawDescGZIP() []byte {
 }
 
 var file_surge_wallet_v1_friend_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_surge_wallet_v1_friend_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_surge_wallet_v1_friend_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_surge_wallet_v1_friend_proto_goTypes = []any{
 	(Friend_Status)(0),                // 0: surge.wallet.v1.Friend.Status
 	(*Friend)(nil),                    // 1: surge.wallet.v1.Friend
@@ -731,38 +841,44 @@ var file_surge_wallet_v1_friend_proto_goTypes = []any{
 	(*AcceptFriendResponse)(nil),      // 5: surge.wallet.v1.AcceptFriendResponse
 	(*RejectFriendRequest)(nil),       // 6: surge.wallet.v1.RejectFriendRequest
 	(*RejectFriendResponse)(nil),      // 7: surge.wallet.v1.RejectFriendResponse
-	(*GetFriendListRequest)(nil),      // 8: surge.wallet.v1.GetFriendListRequest
-	(*GetFriendListResponse)(nil),     // 9: surge.wallet.v1.GetFriendListResponse
-	(*GetChatFriendListRequest)(nil),  // 10: surge.wallet.v1.GetChatFriendListRequest
-	(*ChatFriend)(nil),                // 11: surge.wallet.v1.ChatFriend
-	(*GetChatFriendListResponse)(nil), // 12: surge.wallet.v1.GetChatFriendListResponse
-	(*User)(nil),                      // 13: surge.wallet.v1.User
-	(*Message)(nil),                   // 14: surge.wallet.v1.Message
+	(*RemoveFriendRequest)(nil),       // 8: surge.wallet.v1.RemoveFriendRequest
+	(*RemoveFriendResponse)(nil),      // 9: surge.wallet.v1.RemoveFriendResponse
+	(*GetFriendListRequest)(nil),      // 10: surge.wallet.v1.GetFriendListRequest
+	(*GetFriendListResponse)(nil),     // 11: surge.wallet.v1.GetFriendListResponse
+	(*GetChatFriendListRequest)(nil),  // 12: surge.wallet.v1.GetChatFriendListRequest
+	(*ChatFriend)(nil),                // 13: surge.wallet.v1.ChatFriend
+	(*GetChatFriendListResponse)(nil), // 14: surge.wallet.v1.GetChatFriendListResponse
+	(*User)(nil),                      // 15: surge.wallet.v1.User
+	(*Message)(nil),                   // 16: surge.wallet.v1.Message
 }
 var file_surge_wallet_v1_friend_proto_depIdxs = []int32{
-	13, // 0: surge.wallet.v1.Friend.user:type_name -> surge.wallet.v1.User
+	15, // 0: surge.wallet.v1.Friend.user:type_name -> surge.wallet.v1.User
 	0,  // 1: surge.wallet.v1.Friend.status:type_name -> surge.wallet.v1.Friend.Status
 	1,  // 2: surge.wallet.v1.AddFriendResponse.friend:type_name -> surge.wallet.v1.Friend
 	1,  // 3: surge.wallet.v1.AcceptFriendResponse.friend:type_name -> surge.wallet.v1.Friend
-	1,  // 4: surge.wallet.v1.GetFriendListResponse.friends:type_name -> surge.wallet.v1.Friend
-	13, // 5: surge.wallet.v1.ChatFriend.user:type_name -> surge.wallet.v1.User
-	14, // 6: surge.wallet.v1.ChatFriend.last_message:type_name -> surge.wallet.v1.Message
-	11, // 7: surge.wallet.v1.GetChatFriendListResponse.friends:type_name -> surge.wallet.v1.ChatFriend
-	2,  // 8: surge.wallet.v1.FriendService.AddFriend:input_type -> surge.wallet.v1.AddFriendRequest
-	4,  // 9: surge.wallet.v1.FriendService.AcceptFriend:input_type -> surge.wallet.v1.AcceptFriendRequest
-	6,  // 10: surge.wallet.v1.FriendService.RejectFriend:input_type -> surge.wallet.v1.RejectFriendRequest
-	8,  // 11: surge.wallet.v1.FriendService.GetFriendList:input_type -> surge.wallet.v1.GetFriendListRequest
-	10, // 12: surge.wallet.v1.FriendService.GetChatFriendList:input_type -> surge.wallet.v1.GetChatFriendListRequest
-	3,  // 13: surge.wallet.v1.FriendService.AddFriend:output_type -> surge.wallet.v1.AddFriendResponse
-	5,  // 14: surge.wallet.v1.FriendService.AcceptFriend:output_type -> surge.wallet.v1.AcceptFriendResponse
-	7,  // 15: surge.wallet.v1.FriendService.RejectFriend:output_type -> surge.wallet.v1.RejectFriendResponse
-	9,  // 16: surge.wallet.v1.FriendService.GetFriendList:output_type -> surge.wallet.v1.GetFriendListResponse
-	12, // 17: surge.wallet.v1.FriendService.GetChatFriendList:output_type -> surge.wallet.v1.GetChatFriendListResponse
-	13, // [13:18] is the sub-list for method output_type
-	8,  // [8:13] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	1,  // 4: surge.wallet.v1.RemoveFriendResponse.friend:type_name -> surge.wallet.v1.Friend
+	1,  // 5: surge.wallet.v1.GetFriendListResponse.friends:type_name -> surge.wallet.v1.Friend
+	15, // 6: surge.wallet.v1.ChatFriend.user:type_name -> surge.wallet.v1.User
+	16, // 7: surge.wallet.v1.ChatFriend.last_message:type_name -> surge.wallet.v1.Message
+	0,  // 8: surge.wallet.v1.ChatFriend.status:type_name -> surge.wallet.v1.Friend.Status
+	13, // 9: surge.wallet.v1.GetChatFriendListResponse.friends:type_name -> surge.wallet.v1.ChatFriend
+	2,  // 10: surge.wallet.v1.FriendService.AddFriend:input_type -> surge.wallet.v1.AddFriendRequest
+	4,  // 11: surge.wallet.v1.FriendService.AcceptFriend:input_type -> surge.wallet.v1.AcceptFriendRequest
+	6,  // 12: surge.wallet.v1.FriendService.RejectFriend:input_type -> surge.wallet.v1.RejectFriendRequest
+	8,  // 13: surge.wallet.v1.FriendService.RemoveFriend:input_type -> surge.wallet.v1.RemoveFriendRequest
+	10, // 14: surge.wallet.v1.FriendService.GetFriendList:input_type -> surge.wallet.v1.GetFriendListRequest
+	12, // 15: surge.wallet.v1.FriendService.GetChatFriendList:input_type -> surge.wallet.v1.GetChatFriendListRequest
+	3,  // 16: surge.wallet.v1.FriendService.AddFriend:output_type -> surge.wallet.v1.AddFriendResponse
+	5,  // 17: surge.wallet.v1.FriendService.AcceptFriend:output_type -> surge.wallet.v1.AcceptFriendResponse
+	7,  // 18: surge.wallet.v1.FriendService.RejectFriend:output_type -> surge.wallet.v1.RejectFriendResponse
+	9,  // 19: surge.wallet.v1.FriendService.RemoveFriend:output_type -> surge.wallet.v1.RemoveFriendResponse
+	11, // 20: surge.wallet.v1.FriendService.GetFriendList:output_type -> surge.wallet.v1.GetFriendListResponse
+	14, // 21: surge.wallet.v1.FriendService.GetChatFriendList:output_type -> surge.wallet.v1.GetChatFriendListResponse
+	16, // [16:22] is the sub-list for method output_type
+	10, // [10:16] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_surge_wallet_v1_friend_proto_init() }
@@ -781,7 +897,7 @@ func file_surge_wallet_v1_friend_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_surge_wallet_v1_friend_proto_rawDesc), len(file_surge_wallet_v1_friend_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -603,6 +603,305 @@ func (x *GetHistoryResponse) GetNextPageToken() string {
 	return ""
 }
 
+type Reminder struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Id numbers the reminder, the same for both users.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// From_user_id asks to be paid; to_user_id is asked to pay.
+	FromUserId    uint64                 `protobuf:"varint,2,opt,name=from_user_id,json=fromUserId,proto3" json:"from_user_id,omitempty"`
+	ToUserId      uint64                 `protobuf:"varint,3,opt,name=to_user_id,json=toUserId,proto3" json:"to_user_id,omitempty"`
+	Amount        int64                  `protobuf:"varint,4,opt,name=amount,proto3" json:"amount,omitempty"`
+	Text          string                 `protobuf:"bytes,5,opt,name=text,proto3" json:"text,omitempty"`
+	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Reminder) Reset() {
+	*x = Reminder{}
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Reminder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Reminder) ProtoMessage() {}
+
+func (x *Reminder) ProtoReflect() protoreflect.Message {
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Reminder.ProtoReflect.Descriptor instead.
+func (*Reminder) Descriptor() ([]byte, []int) {
+	return file_surge_wallet_v1_wallet_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Reminder) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Reminder) GetFromUserId() uint64 {
+	if x != nil {
+		return x.FromUserId
+	}
+	return 0
+}
+
+func (x *Reminder) GetToUserId() uint64 {
+	if x != nil {
+		return x.ToUserId
+	}
+	return 0
+}
+
+func (x *Reminder) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *Reminder) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Reminder) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+type RemindTransferRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Request_id is the idempotency key, as Transfer's, unique per sender.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	ToUserId  uint64 `protobuf:"varint,2,opt,name=to_user_id,json=toUserId,proto3" json:"to_user_id,omitempty"`
+	// Amount in minor units, at least the server's minimum, as Transfer's.
+	Amount int64 `protobuf:"varint,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	// Text: at most 512 bytes of UTF-8.
+	Text          string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemindTransferRequest) Reset() {
+	*x = RemindTransferRequest{}
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemindTransferRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemindTransferRequest) ProtoMessage() {}
+
+func (x *RemindTransferRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemindTransferRequest.ProtoReflect.Descriptor instead.
+func (*RemindTransferRequest) Descriptor() ([]byte, []int) {
+	return file_surge_wallet_v1_wallet_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RemindTransferRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RemindTransferRequest) GetToUserId() uint64 {
+	if x != nil {
+		return x.ToUserId
+	}
+	return 0
+}
+
+func (x *RemindTransferRequest) GetAmount() int64 {
+	if x != nil {
+		return x.Amount
+	}
+	return 0
+}
+
+func (x *RemindTransferRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+type RemindTransferResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Reminder *Reminder              `protobuf:"bytes,1,opt,name=reminder,proto3" json:"reminder,omitempty"`
+	// Replayed is true when this answers a request_id seen before.
+	Replayed      bool `protobuf:"varint,2,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemindTransferResponse) Reset() {
+	*x = RemindTransferResponse{}
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemindTransferResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemindTransferResponse) ProtoMessage() {}
+
+func (x *RemindTransferResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemindTransferResponse.ProtoReflect.Descriptor instead.
+func (*RemindTransferResponse) Descriptor() ([]byte, []int) {
+	return file_surge_wallet_v1_wallet_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RemindTransferResponse) GetReminder() *Reminder {
+	if x != nil {
+		return x.Reminder
+	}
+	return nil
+}
+
+func (x *RemindTransferResponse) GetReplayed() bool {
+	if x != nil {
+		return x.Replayed
+	}
+	return false
+}
+
+type GetRemindersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Page_size: 1 to 100 reminders; 0 means 20.
+	PageSize      int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRemindersRequest) Reset() {
+	*x = GetRemindersRequest{}
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRemindersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRemindersRequest) ProtoMessage() {}
+
+func (x *GetRemindersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRemindersRequest.ProtoReflect.Descriptor instead.
+func (*GetRemindersRequest) Descriptor() ([]byte, []int) {
+	return file_surge_wallet_v1_wallet_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *GetRemindersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type GetRemindersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reminders     []*Reminder            `protobuf:"bytes,1,rep,name=reminders,proto3" json:"reminders,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRemindersResponse) Reset() {
+	*x = GetRemindersResponse{}
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRemindersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRemindersResponse) ProtoMessage() {}
+
+func (x *GetRemindersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_surge_wallet_v1_wallet_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRemindersResponse.ProtoReflect.Descriptor instead.
+func (*GetRemindersResponse) Descriptor() ([]byte, []int) {
+	return file_surge_wallet_v1_wallet_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GetRemindersResponse) GetReminders() []*Reminder {
+	if x != nil {
+		return x.Reminders
+	}
+	return nil
+}
+
 var File_surge_wallet_v1_wallet_proto protoreflect.FileDescriptor
 
 const file_surge_wallet_v1_wallet_proto_rawDesc = "" +
@@ -661,13 +960,39 @@ const file_surge_wallet_v1_wallet_proto_rawDesc = "" +
 	"\aRECEIVE\x10\x02\"p\n" +
 	"\x12GetHistoryResponse\x122\n" +
 	"\x05items\x18\x01 \x03(\v2\x1c.surge.wallet.v1.HistoryItemR\x05items\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x98\x02\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc1\x01\n" +
+	"\bReminder\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12 \n" +
+	"\ffrom_user_id\x18\x02 \x01(\x04R\n" +
+	"fromUserId\x12\x1c\n" +
+	"\n" +
+	"to_user_id\x18\x03 \x01(\x04R\btoUserId\x12\x16\n" +
+	"\x06amount\x18\x04 \x01(\x03R\x06amount\x12\x12\n" +
+	"\x04text\x18\x05 \x01(\tR\x04text\x129\n" +
+	"\n" +
+	"created_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\x80\x01\n" +
+	"\x15RemindTransferRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1c\n" +
+	"\n" +
+	"to_user_id\x18\x02 \x01(\x04R\btoUserId\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\x03R\x06amount\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\"k\n" +
+	"\x16RemindTransferResponse\x125\n" +
+	"\breminder\x18\x01 \x01(\v2\x19.surge.wallet.v1.ReminderR\breminder\x12\x1a\n" +
+	"\breplayed\x18\x02 \x01(\bR\breplayed\"2\n" +
+	"\x13GetRemindersRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\"O\n" +
+	"\x14GetRemindersResponse\x127\n" +
+	"\treminders\x18\x01 \x03(\v2\x19.surge.wallet.v1.ReminderR\treminders2\xdd\x03\n" +
 	"\rWalletService\x12Z\n" +
 	"\n" +
 	"GetBalance\x12\".surge.wallet.v1.GetBalanceRequest\x1a#.surge.wallet.v1.GetBalanceResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\bTransfer\x12 .surge.wallet.v1.TransferRequest\x1a!.surge.wallet.v1.TransferResponse\x12Z\n" +
 	"\n" +
-	"GetHistory\x12\".surge.wallet.v1.GetHistoryRequest\x1a#.surge.wallet.v1.GetHistoryResponse\"\x03\x90\x02\x01BBZ@github.com/surge-dev/surge/internal/gen/surge/wallet/v1;walletv1b\x06proto3"
+	"GetHistory\x12\".surge.wallet.v1.GetHistoryRequest\x1a#.surge.wallet.v1.GetHistoryResponse\"\x03\x90\x02\x01\x12a\n" +
+	"\x0eRemindTransfer\x12&.surge.wallet.v1.RemindTransferRequest\x1a'.surge.wallet.v1.RemindTransferResponse\x12`\n" +
+	"\fGetReminders\x12$.surge.wallet.v1.GetRemindersRequest\x1a%.surge.wallet.v1.GetRemindersResponse\"\x03\x90\x02\x01BBZ@github.com/surge-dev/surge/internal/gen/surge/wallet/v1;walletv1b\x06proto3"
 
 var (
 	file_surge_wallet_v1_wallet_proto_rawDescOnce sync.Once
@@ -682,34 +1007,46 @@ func file_surge_wallet_v1_wallet_proto_rawDescGZIP() []byte {
 }
 
 var file_surge_wallet_v1_wallet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_surge_wallet_v1_wallet_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_surge_wallet_v1_wallet_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_surge_wallet_v1_wallet_proto_goTypes = []any{
-	(HistoryItem_Type)(0),         // 0: surge.wallet.v1.HistoryItem.Type
-	(*GetBalanceRequest)(nil),     // 1: surge.wallet.v1.GetBalanceRequest
-	(*GetBalanceResponse)(nil),    // 2: surge.wallet.v1.GetBalanceResponse
-	(*TransferRequest)(nil),       // 3: surge.wallet.v1.TransferRequest
-	(*TransferResponse)(nil),      // 4: surge.wallet.v1.TransferResponse
-	(*GetHistoryRequest)(nil),     // 5: surge.wallet.v1.GetHistoryRequest
-	(*HistoryItem)(nil),           // 6: surge.wallet.v1.HistoryItem
-	(*GetHistoryResponse)(nil),    // 7: surge.wallet.v1.GetHistoryResponse
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(HistoryItem_Type)(0),          // 0: surge.wallet.v1.HistoryItem.Type
+	(*GetBalanceRequest)(nil),      // 1: surge.wallet.v1.GetBalanceRequest
+	(*GetBalanceResponse)(nil),     // 2: surge.wallet.v1.GetBalanceResponse
+	(*TransferRequest)(nil),        // 3: surge.wallet.v1.TransferRequest
+	(*TransferResponse)(nil),       // 4: surge.wallet.v1.TransferResponse
+	(*GetHistoryRequest)(nil),      // 5: surge.wallet.v1.GetHistoryRequest
+	(*HistoryItem)(nil),            // 6: surge.wallet.v1.HistoryItem
+	(*GetHistoryResponse)(nil),     // 7: surge.wallet.v1.GetHistoryResponse
+	(*Reminder)(nil),               // 8: surge.wallet.v1.Reminder
+	(*RemindTransferRequest)(nil),  // 9: surge.wallet.v1.RemindTransferRequest
+	(*RemindTransferResponse)(nil), // 10: surge.wallet.v1.RemindTransferResponse
+	(*GetRemindersRequest)(nil),    // 11: surge.wallet.v1.GetRemindersRequest
+	(*GetRemindersResponse)(nil),   // 12: surge.wallet.v1.GetRemindersResponse
+	(*timestamppb.Timestamp)(nil),  // 13: google.protobuf.Timestamp
 }
 var file_surge_wallet_v1_wallet_proto_depIdxs = []int32{
-	8, // 0: surge.wallet.v1.TransferResponse.created_at:type_name -> google.protobuf.Timestamp
-	0, // 1: surge.wallet.v1.HistoryItem.type:type_name -> surge.wallet.v1.HistoryItem.Type
-	8, // 2: surge.wallet.v1.HistoryItem.time:type_name -> google.protobuf.Timestamp
-	6, // 3: surge.wallet.v1.GetHistoryResponse.items:type_name -> surge.wallet.v1.HistoryItem
-	1, // 4: surge.wallet.v1.WalletService.GetBalance:input_type -> surge.wallet.v1.GetBalanceRequest
-	3, // 5: surge.wallet.v1.WalletService.Transfer:input_type -> surge.wallet.v1.TransferRequest
-	5, // 6: surge.wallet.v1.WalletService.GetHistory:input_type -> surge.wallet.v1.GetHistoryRequest
-	2, // 7: surge.wallet.v1.WalletService.GetBalance:output_type -> surge.wallet.v1.GetBalanceResponse
-	4, // 8: surge.wallet.v1.WalletService.Transfer:output_type -> surge.wallet.v1.TransferResponse
-	7, // 9: surge.wallet.v1.WalletService.GetHistory:output_type -> surge.wallet.v1.GetHistoryResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	13, // 0: surge.wallet.v1.TransferResponse.created_at:type_name -> google.protobuf.Timestamp
+	0,  // 1: surge.wallet.v1.HistoryItem.type:type_name -> surge.wallet.v1.HistoryItem.Type
+	13, // 2: surge.wallet.v1.HistoryItem.time:type_name -> google.protobuf.Timestamp
+	6,  // 3: surge.wallet.v1.GetHistoryResponse.items:type_name -> surge.wallet.v1.HistoryItem
+	13, // 4: surge.wallet.v1.Reminder.created_at:type_name -> google.protobuf.Timestamp
+	8,  // 5: surge.wallet.v1.RemindTransferResponse.reminder:type_name -> surge.wallet.v1.Reminder
+	8,  // 6: surge.wallet.v1.GetRemindersResponse.reminders:type_name -> surge.wallet.v1.Reminder
+	1,  // 7: surge.wallet.v1.WalletService.GetBalance:input_type -> surge.wallet.v1.GetBalanceRequest
+	3,  // 8: surge.wallet.v1.WalletService.Transfer:input_type -> surge.wallet.v1.TransferRequest
+	5,  // 9: surge.wallet.v1.WalletService.GetHistory:input_type -> surge.wallet.v1.GetHistoryRequest
+	9,  // 10: surge.wallet.v1.WalletService.RemindTransfer:input_type -> surge.wallet.v1.RemindTransferRequest
+	11, // 11: surge.wallet.v1.WalletService.GetReminders:input_type -> surge.wallet.v1.GetRemindersRequest
+	2,  // 12: surge.wallet.v1.WalletService.GetBalance:output_type -> surge.wallet.v1.GetBalanceResponse
+	4,  // 13: surge.wallet.v1.WalletService.Transfer:output_type -> surge.wallet.v1.TransferResponse
+	7,  // 14: surge.wallet.v1.WalletService.GetHistory:output_type -> surge.wallet.v1.GetHistoryResponse
+	10, // 15: surge.wallet.v1.WalletService.RemindTransfer:output_type -> surge.wallet.v1.RemindTransferResponse
+	12, // 16: surge.wallet.v1.WalletService.GetReminders:output_type -> surge.wallet.v1.GetRemindersResponse
+	12, // [12:17] is the sub-list for method output_type
+	7,  // [7:12] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_surge_wallet_v1_wallet_proto_init() }
@@ -723,7 +1060,7 @@ func file_surge_wallet_v1_wallet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_surge_wallet_v1_wallet_proto_rawDesc), len(file_surge_wallet_v1_wallet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

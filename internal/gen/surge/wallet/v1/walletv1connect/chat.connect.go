@@ -52,8 +52,11 @@ type ChatServiceClient interface {
 	// MarkRead marks the peer's messages read up to a message.
 	MarkRead(context.Context, *connect.Request[v1.MarkReadRequest]) (*connect.Response[v1.MarkReadResponse], error)
 	// Subscribe streams every new message of the caller's conversations,
-	// sent or received, TEXT and TRANSFER, in commit order, from the moment
-	// of the call. While it is open the caller shows as online.
+	// sent or received, TEXT and TRANSFER, every change another user makes
+	// to their relation with the caller (a request, an acceptance, a
+	// rejection or withdrawal, a removal) and every reminder to pay the
+	// caller, in commit order, from the moment of the call. While it is
+	// open the caller shows as online.
 	Subscribe(context.Context, *connect.Request[v1.SubscribeRequest]) (*connect.ServerStreamForClient[v1.Event], error)
 }
 
@@ -133,8 +136,11 @@ type ChatServiceHandler interface {
 	// MarkRead marks the peer's messages read up to a message.
 	MarkRead(context.Context, *connect.Request[v1.MarkReadRequest]) (*connect.Response[v1.MarkReadResponse], error)
 	// Subscribe streams every new message of the caller's conversations,
-	// sent or received, TEXT and TRANSFER, in commit order, from the moment
-	// of the call. While it is open the caller shows as online.
+	// sent or received, TEXT and TRANSFER, every change another user makes
+	// to their relation with the caller (a request, an acceptance, a
+	// rejection or withdrawal, a removal) and every reminder to pay the
+	// caller, in commit order, from the moment of the call. While it is
+	// open the caller shows as online.
 	Subscribe(context.Context, *connect.Request[v1.SubscribeRequest], *connect.ServerStream[v1.Event]) error
 }
 

@@ -41,6 +41,9 @@ const (
 	// FriendServiceRejectFriendProcedure is the fully-qualified name of the FriendService's
 	// RejectFriend RPC.
 	FriendServiceRejectFriendProcedure = "/surge.wallet.v1.FriendService/RejectFriend"
+	// FriendServiceRemoveFriendProcedure is the fully-qualified name of the FriendService's
+	// RemoveFriend RPC.
+	FriendServiceRemoveFriendProcedure = "/surge.wallet.v1.FriendService/RemoveFriend"
 	// FriendServiceGetFriendListProcedure is the fully-qualified name of the FriendService's
 	// GetFriendList RPC.
 	FriendServiceGetFriendListProcedure = "/surge.wallet.v1.FriendService/GetFriendList"
@@ -54,13 +57,20 @@ type FriendServiceClient interface {
 	// AddFriend sends a friend request, or accepts one the other user sent.
 	AddFriend(context.Context, *connect.Request[v1.AddFriendRequest]) (*connect.Response[v1.AddFriendResponse], error)
 	AcceptFriend(context.Context, *connect.Request[v1.AcceptFriendRequest]) (*connect.Response[v1.AcceptFriendResponse], error)
-	// RejectFriend turns down a request the caller received.
+	// RejectFriend turns down a request the caller received, or withdraws
+	// one the caller sent.
 	RejectFriend(context.Context, *connect.Request[v1.RejectFriendRequest]) (*connect.Response[v1.RejectFriendResponse], error)
+	// RemoveFriend ends a friendship, for both users: they leave each
+	// other's friend lists, their conversation stays in the chat lists as
+	// UNFRIENDED, and neither can send the other a text. Removing again
+	// succeeds; removing a user who is not a friend is FAILED_PRECONDITION
+	// (NOT_FRIENDS).
+	RemoveFriend(context.Context, *connect.Request[v1.RemoveFriendRequest]) (*connect.Response[v1.RemoveFriendResponse], error)
 	// GetFriendList lists friends and open requests, by username.
 	GetFriendList(context.Context, *connect.Request[v1.GetFriendListRequest]) (*connect.Response[v1.GetFriendListResponse], error)
-	// GetChatFriendList lists friends by their latest message, newest first
-	// (friends without messages last, by username), with that message and
-	// the caller's unread count.
+	// GetChatFriendList lists friends and former friends (UNFRIENDED) by
+	// their latest message, newest first (those without messages last, by
+	// username), with that message and the caller's unread count.
 	GetChatFriendList(context.Context, *connect.Request[v1.GetChatFriendListRequest]) (*connect.Response[v1.GetChatFriendListResponse], error)
 }
 
@@ -93,6 +103,12 @@ func NewFriendServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithSchema(friendServiceMethods.ByName("RejectFriend")),
 			connect.WithClientOptions(opts...),
 		),
+		removeFriend: connect.NewClient[v1.RemoveFriendRequest, v1.RemoveFriendResponse](
+			httpClient,
+			baseURL+FriendServiceRemoveFriendProcedure,
+			connect.WithSchema(friendServiceMethods.ByName("RemoveFriend")),
+			connect.WithClientOptions(opts...),
+		),
 		getFriendList: connect.NewClient[v1.GetFriendListRequest, v1.GetFriendListResponse](
 			httpClient,
 			baseURL+FriendServiceGetFriendListProcedure,
@@ -115,6 +131,7 @@ type friendServiceClient struct {
 	addFriend         *connect.Client[v1.AddFriendRequest, v1.AddFriendResponse]
 	acceptFriend      *connect.Client[v1.AcceptFriendRequest, v1.AcceptFriendResponse]
 	rejectFriend      *connect.Client[v1.RejectFriendRequest, v1.RejectFriendResponse]
+	removeFriend      *connect.Client[v1.RemoveFriendRequest, v1.RemoveFriendResponse]
 	getFriendList     *connect.Client[v1.GetFriendListRequest, v1.GetFriendListResponse]
 	getChatFriendList *connect.Client[v1.GetChatFriendListRequest, v1.GetChatFriendListResponse]
 }
@@ -134,6 +151,11 @@ func (c *friendServiceClient) RejectFriend(ctx context.Context, req *connect.Req
 	return c.rejectFriend.CallUnary(ctx, req)
 }
 
+// RemoveFriend calls surge.wallet.v1.FriendService.RemoveFriend.
+func (c *friendServiceClient) RemoveFriend(ctx context.Context, req *connect.Request[v1.RemoveFriendRequest]) (*connect.Response[v1.RemoveFriendResponse], error) {
+	return c.removeFriend.CallUnary(ctx, req)
+}
+
 // GetFriendList calls surge.wallet.v1.FriendService.GetFriendList.
 func (c *friendServiceClient) GetFriendList(ctx context.Context, req *connect.Request[v1.GetFriendListRequest]) (*connect.Response[v1.GetFriendListResponse], error) {
 	return c.getFriendList.CallUnary(ctx, req)
@@ -149,13 +171,20 @@ type FriendServiceHandler interface {
 	// AddFriend sends a friend request, or accepts one the other user sent.
 	AddFriend(context.Context, *connect.Request[v1.AddFriendRequest]) (*connect.Response[v1.AddFriendResponse], error)
 	AcceptFriend(context.Context, *connect.Request[v1.AcceptFriendRequest]) (*connect.Response[v1.AcceptFriendResponse], error)
-	// RejectFriend turns down a request the caller received.
+	// RejectFriend turns down a request the caller received, or withdraws
+	// one the caller sent.
 	RejectFriend(context.Context, *connect.Request[v1.RejectFriendRequest]) (*connect.Response[v1.RejectFriendResponse], error)
+	// RemoveFriend ends a friendship, for both users: they leave each
+	// other's friend lists, their conversation stays in the chat lists as
+	// UNFRIENDED, and neither can send the other a text. Removing again
+	// succeeds; removing a user who is not a friend is FAILED_PRECONDITION
+	// (NOT_FRIENDS).
+	RemoveFriend(context.Context, *connect.Request[v1.RemoveFriendRequest]) (*connect.Response[v1.RemoveFriendResponse], error)
 	// GetFriendList lists friends and open requests, by username.
 	GetFriendList(context.Context, *connect.Request[v1.GetFriendListRequest]) (*connect.Response[v1.GetFriendListResponse], error)
-	// GetChatFriendList lists friends by their latest message, newest first
-	// (friends without messages last, by username), with that message and
-	// the caller's unread count.
+	// GetChatFriendList lists friends and former friends (UNFRIENDED) by
+	// their latest message, newest first (those without messages last, by
+	// username), with that message and the caller's unread count.
 	GetChatFriendList(context.Context, *connect.Request[v1.GetChatFriendListRequest]) (*connect.Response[v1.GetChatFriendListResponse], error)
 }
 
@@ -184,6 +213,12 @@ func NewFriendServiceHandler(svc FriendServiceHandler, opts ...connect.HandlerOp
 		connect.WithSchema(friendServiceMethods.ByName("RejectFriend")),
 		connect.WithHandlerOptions(opts...),
 	)
+	friendServiceRemoveFriendHandler := connect.NewUnaryHandler(
+		FriendServiceRemoveFriendProcedure,
+		svc.RemoveFriend,
+		connect.WithSchema(friendServiceMethods.ByName("RemoveFriend")),
+		connect.WithHandlerOptions(opts...),
+	)
 	friendServiceGetFriendListHandler := connect.NewUnaryHandler(
 		FriendServiceGetFriendListProcedure,
 		svc.GetFriendList,
@@ -206,6 +241,8 @@ func NewFriendServiceHandler(svc FriendServiceHandler, opts ...connect.HandlerOp
 			friendServiceAcceptFriendHandler.ServeHTTP(w, r)
 		case FriendServiceRejectFriendProcedure:
 			friendServiceRejectFriendHandler.ServeHTTP(w, r)
+		case FriendServiceRemoveFriendProcedure:
+			friendServiceRemoveFriendHandler.ServeHTTP(w, r)
 		case FriendServiceGetFriendListProcedure:
 			friendServiceGetFriendListHandler.ServeHTTP(w, r)
 		case FriendServiceGetChatFriendListProcedure:
@@ -229,6 +266,10 @@ func (UnimplementedFriendServiceHandler) AcceptFriend(context.Context, *connect.
 
 func (UnimplementedFriendServiceHandler) RejectFriend(context.Context, *connect.Request[v1.RejectFriendRequest]) (*connect.Response[v1.RejectFriendResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("surge.wallet.v1.FriendService.RejectFriend is not implemented"))
+}
+
+func (UnimplementedFriendServiceHandler) RemoveFriend(context.Context, *connect.Request[v1.RemoveFriendRequest]) (*connect.Response[v1.RemoveFriendResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("surge.wallet.v1.FriendService.RemoveFriend is not implemented"))
 }
 
 func (UnimplementedFriendServiceHandler) GetFriendList(context.Context, *connect.Request[v1.GetFriendListRequest]) (*connect.Response[v1.GetFriendListResponse], error) {

@@ -41,6 +41,12 @@ const (
 	// WalletServiceGetHistoryProcedure is the fully-qualified name of the WalletService's GetHistory
 	// RPC.
 	WalletServiceGetHistoryProcedure = "/surge.wallet.v1.WalletService/GetHistory"
+	// WalletServiceRemindTransferProcedure is the fully-qualified name of the WalletService's
+	// RemindTransfer RPC.
+	WalletServiceRemindTransferProcedure = "/surge.wallet.v1.WalletService/RemindTransfer"
+	// WalletServiceGetRemindersProcedure is the fully-qualified name of the WalletService's
+	// GetReminders RPC.
+	WalletServiceGetRemindersProcedure = "/surge.wallet.v1.WalletService/GetReminders"
 )
 
 // WalletServiceClient is a client for the surge.wallet.v1.WalletService service.
@@ -54,6 +60,16 @@ type WalletServiceClient interface {
 	Transfer(context.Context, *connect.Request[v1.TransferRequest]) (*connect.Response[v1.TransferResponse], error)
 	// GetHistory pages through the wallet's transfers, newest first.
 	GetHistory(context.Context, *connect.Request[v1.GetHistoryRequest]) (*connect.Response[v1.GetHistoryResponse], error)
+	// RemindTransfer asks a friend to transfer the caller an amount; it
+	// moves no money and is kept, durably, for both users. It is idempotent
+	// on the caller and request_id like Transfer: the same request again
+	// returns the first reminder (replayed), the same request_id with other
+	// fields is ALREADY_EXISTS (IDEMPOTENCY_CONFLICT). A user who is not a
+	// friend is FAILED_PRECONDITION (NOT_FRIENDS).
+	RemindTransfer(context.Context, *connect.Request[v1.RemindTransferRequest]) (*connect.Response[v1.RemindTransferResponse], error)
+	// GetReminders lists the newest reminders the caller sent or received,
+	// newest first.
+	GetReminders(context.Context, *connect.Request[v1.GetRemindersRequest]) (*connect.Response[v1.GetRemindersResponse], error)
 }
 
 // NewWalletServiceClient constructs a client for the surge.wallet.v1.WalletService service. By
@@ -87,14 +103,29 @@ func NewWalletServiceClient(httpClient connect.HTTPClient, baseURL string, opts 
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		remindTransfer: connect.NewClient[v1.RemindTransferRequest, v1.RemindTransferResponse](
+			httpClient,
+			baseURL+WalletServiceRemindTransferProcedure,
+			connect.WithSchema(walletServiceMethods.ByName("RemindTransfer")),
+			connect.WithClientOptions(opts...),
+		),
+		getReminders: connect.NewClient[v1.GetRemindersRequest, v1.GetRemindersResponse](
+			httpClient,
+			baseURL+WalletServiceGetRemindersProcedure,
+			connect.WithSchema(walletServiceMethods.ByName("GetReminders")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // walletServiceClient implements WalletServiceClient.
 type walletServiceClient struct {
-	getBalance *connect.Client[v1.GetBalanceRequest, v1.GetBalanceResponse]
-	transfer   *connect.Client[v1.TransferRequest, v1.TransferResponse]
-	getHistory *connect.Client[v1.GetHistoryRequest, v1.GetHistoryResponse]
+	getBalance     *connect.Client[v1.GetBalanceRequest, v1.GetBalanceResponse]
+	transfer       *connect.Client[v1.TransferRequest, v1.TransferResponse]
+	getHistory     *connect.Client[v1.GetHistoryRequest, v1.GetHistoryResponse]
+	remindTransfer *connect.Client[v1.RemindTransferRequest, v1.RemindTransferResponse]
+	getReminders   *connect.Client[v1.GetRemindersRequest, v1.GetRemindersResponse]
 }
 
 // GetBalance calls surge.wallet.v1.WalletService.GetBalance.
@@ -112,6 +143,16 @@ func (c *walletServiceClient) GetHistory(ctx context.Context, req *connect.Reque
 	return c.getHistory.CallUnary(ctx, req)
 }
 
+// RemindTransfer calls surge.wallet.v1.WalletService.RemindTransfer.
+func (c *walletServiceClient) RemindTransfer(ctx context.Context, req *connect.Request[v1.RemindTransferRequest]) (*connect.Response[v1.RemindTransferResponse], error) {
+	return c.remindTransfer.CallUnary(ctx, req)
+}
+
+// GetReminders calls surge.wallet.v1.WalletService.GetReminders.
+func (c *walletServiceClient) GetReminders(ctx context.Context, req *connect.Request[v1.GetRemindersRequest]) (*connect.Response[v1.GetRemindersResponse], error) {
+	return c.getReminders.CallUnary(ctx, req)
+}
+
 // WalletServiceHandler is an implementation of the surge.wallet.v1.WalletService service.
 type WalletServiceHandler interface {
 	GetBalance(context.Context, *connect.Request[v1.GetBalanceRequest]) (*connect.Response[v1.GetBalanceResponse], error)
@@ -123,6 +164,16 @@ type WalletServiceHandler interface {
 	Transfer(context.Context, *connect.Request[v1.TransferRequest]) (*connect.Response[v1.TransferResponse], error)
 	// GetHistory pages through the wallet's transfers, newest first.
 	GetHistory(context.Context, *connect.Request[v1.GetHistoryRequest]) (*connect.Response[v1.GetHistoryResponse], error)
+	// RemindTransfer asks a friend to transfer the caller an amount; it
+	// moves no money and is kept, durably, for both users. It is idempotent
+	// on the caller and request_id like Transfer: the same request again
+	// returns the first reminder (replayed), the same request_id with other
+	// fields is ALREADY_EXISTS (IDEMPOTENCY_CONFLICT). A user who is not a
+	// friend is FAILED_PRECONDITION (NOT_FRIENDS).
+	RemindTransfer(context.Context, *connect.Request[v1.RemindTransferRequest]) (*connect.Response[v1.RemindTransferResponse], error)
+	// GetReminders lists the newest reminders the caller sent or received,
+	// newest first.
+	GetReminders(context.Context, *connect.Request[v1.GetRemindersRequest]) (*connect.Response[v1.GetRemindersResponse], error)
 }
 
 // NewWalletServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -152,6 +203,19 @@ func NewWalletServiceHandler(svc WalletServiceHandler, opts ...connect.HandlerOp
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	walletServiceRemindTransferHandler := connect.NewUnaryHandler(
+		WalletServiceRemindTransferProcedure,
+		svc.RemindTransfer,
+		connect.WithSchema(walletServiceMethods.ByName("RemindTransfer")),
+		connect.WithHandlerOptions(opts...),
+	)
+	walletServiceGetRemindersHandler := connect.NewUnaryHandler(
+		WalletServiceGetRemindersProcedure,
+		svc.GetReminders,
+		connect.WithSchema(walletServiceMethods.ByName("GetReminders")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/surge.wallet.v1.WalletService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case WalletServiceGetBalanceProcedure:
@@ -160,6 +224,10 @@ func NewWalletServiceHandler(svc WalletServiceHandler, opts ...connect.HandlerOp
 			walletServiceTransferHandler.ServeHTTP(w, r)
 		case WalletServiceGetHistoryProcedure:
 			walletServiceGetHistoryHandler.ServeHTTP(w, r)
+		case WalletServiceRemindTransferProcedure:
+			walletServiceRemindTransferHandler.ServeHTTP(w, r)
+		case WalletServiceGetRemindersProcedure:
+			walletServiceGetRemindersHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -179,4 +247,12 @@ func (UnimplementedWalletServiceHandler) Transfer(context.Context, *connect.Requ
 
 func (UnimplementedWalletServiceHandler) GetHistory(context.Context, *connect.Request[v1.GetHistoryRequest]) (*connect.Response[v1.GetHistoryResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("surge.wallet.v1.WalletService.GetHistory is not implemented"))
+}
+
+func (UnimplementedWalletServiceHandler) RemindTransfer(context.Context, *connect.Request[v1.RemindTransferRequest]) (*connect.Response[v1.RemindTransferResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("surge.wallet.v1.WalletService.RemindTransfer is not implemented"))
+}
+
+func (UnimplementedWalletServiceHandler) GetReminders(context.Context, *connect.Request[v1.GetRemindersRequest]) (*connect.Response[v1.GetRemindersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("surge.wallet.v1.WalletService.GetReminders is not implemented"))
 }

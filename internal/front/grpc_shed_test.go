@@ -1,0 +1,49 @@
+package front
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// TestGRPCCallsPastMaxWorkAreShed holds the whole work budget (MaxWork 2)
+// with two server streams of grpc-go: a third call is refused at once,
+// UNAVAILABLE, as a request over net/http or fasthttp would get 503.
+func TestGRPCCallsPastMaxWorkAreShed(t *testing.T) {
+	adm := NewAdmission(Limits{MaxWork: 2}, nil)
+	grpcSrv := grpc.NewServer(adm.GRPCOptions(time.Minute)...)
+	healthpb.RegisterHealthServer(grpcSrv, health.NewServer())
+	srv := New(Options{GRPC: grpcSrv, Net: http.NotFoundHandler(), Admission: adm, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})
+	cc, err := grpc.NewClient("passthrough:///"+serveFront(t, srv), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	client := healthpb.NewHealthClient(cc)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	watching, stop := context.WithCancel(ctx)
+	for range 2 {
+		w, err := client.Watch(watching, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first status means the handler runs, holding its unit.
+		if _, err := w.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("a call past the work budget: %v; want UNAVAILABLE", err)
+	}
+	stop()
+}
