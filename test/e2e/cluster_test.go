@@ -52,23 +52,36 @@ func startCluster(t *testing.T, brokers, n int) *clusterNodes {
 	return c
 }
 
+// onLive calls try with node i, then the next live nodes, until it
+// returns true; false if no node did in 200 attempts.
+func (c *clusterNodes) onLive(i int, try func(s *server) bool) bool {
+	for n := 0; n < 200; n++ {
+		j := (i + n) % len(c.nodes)
+		if !c.alive[j].Load() {
+			continue
+		}
+		if try(c.nodes[j]) {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
 // do sends a request to node i, then to the next live nodes, until one
 // gives an answer that is not a failure to reach the owner (5xx or a
 // broken connection): the same request, so the same idempotency key.
 func (c *clusterNodes) do(i int, method, path string, in, out any) *Response {
-	for try := 0; try < 200; try++ {
-		j := (i + try) % len(c.nodes)
-		if !c.alive[j].Load() {
-			continue
-		}
-		r, err := c.nodes[j].c.do(method, path, in, out)
-		if err == nil && r.Status < 500 {
-			return r
-		}
-		time.Sleep(50 * time.Millisecond)
+	var r *Response
+	ok := c.onLive(i, func(s *server) bool {
+		var err error
+		r, err = s.c.do(method, path, in, out)
+		return err == nil && r.Status < 500
+	})
+	if !ok {
+		c.t.Fatalf("%s %s: no node answered", method, path)
 	}
-	c.t.Fatalf("%s %s: no node answered", method, path)
-	return nil
+	return r
 }
 
 // A node's kill -9 under load loses no acknowledged transfer, key-value
@@ -235,19 +248,14 @@ func (c *clusterNodes) putEntries(t *testing.T, workers, each int) map[string]st
 // putEntry PUTs key on node i or the next live ones until one
 // acknowledges it.
 func (c *clusterNodes) putEntry(i int, key, value string) bool {
-	for try := 0; try < 200; try++ {
-		j := (i + try) % len(c.nodes)
-		if !c.alive[j].Load() {
-			continue
-		}
-		r, err := c.nodes[j].c.raw(http.MethodPut, "/v0/entity?id="+key, "application/octet-stream", []byte(value))
-		if err == nil && r.Status == http.StatusCreated {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
+	ok := c.onLive(i, func(s *server) bool {
+		r, err := s.c.raw(http.MethodPut, "/v0/entity?id="+key, "application/octet-stream", []byte(value))
+		return err == nil && r.Status == http.StatusCreated
+	})
+	if !ok {
+		c.t.Errorf("PUT %s: no node acknowledged it", key)
 	}
-	c.t.Errorf("PUT %s: no node acknowledged it", key)
-	return false
+	return ok
 }
 
 // checkEntries reads every acknowledged entry back, each from a surviving
@@ -275,19 +283,15 @@ func (c *clusterNodes) reserveSeats(t *testing.T, workers, each int) []string {
 		wg.Go(func() {
 			for n := range each {
 				req := ReserveReq{UserID: fmt.Sprint("u", w), EventID: "gig", AreaID: []string{"A", "B"}[n%2], NumOfSeats: 1 + n%4, Type: "RANDOM"}
-				for try := 0; try < 200; try++ {
-					j := (w + n + try) % len(c.nodes)
-					if !c.alive[j].Load() {
-						continue
-					}
-					if id, _, err := reserve(c.nodes[j].c, req); err == nil {
+				c.onLive(w+n, func(s *server) bool {
+					id, _, err := reserve(s.c, req)
+					if err == nil {
 						mu.Lock()
 						ids = append(ids, id)
 						mu.Unlock()
-						break
 					}
-					time.Sleep(50 * time.Millisecond)
-				}
+					return err == nil
+				})
 			}
 		})
 	}
