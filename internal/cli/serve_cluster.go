@@ -79,9 +79,9 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	defer n.Close()
 	api = ledgerapi.New(n.Ledger(), ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
 	api.SetReady(n.Ready())
-	// Hold tokens only authorise cancelling, which cluster mode refuses:
-	// each node may sign them with a secret of its own.
-	holdSecret, err := auth.NewSecret()
+	// Every node signs hold tokens with the cluster's secret, so that a
+	// token from one node cancels on any.
+	holdSecret, err := clusterHoldSecret(ctx, n.Tickets(), logger)
 	if err != nil {
 		return err
 	}
@@ -120,6 +120,27 @@ func worldOnce(ctx context.Context, n *node.Node, logger interface{ Warn(string,
 		logger.Warn("cluster: creating @world", "err", err)
 		select {
 		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// clusterHoldSecret proposes a new hold secret to the cluster and returns
+// the one it keeps, retrying until the cluster answers.
+func clusterHoldSecret(ctx context.Context, t *node.Tickets, logger interface{ Warn(string, ...any) }) ([]byte, error) {
+	proposed, err := auth.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		secret, err := t.HoldSecret(ctx, proposed)
+		if err == nil {
+			return secret, nil
+		}
+		logger.Warn("cluster: reading the hold secret", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}

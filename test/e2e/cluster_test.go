@@ -24,10 +24,10 @@ type clusterNodes struct {
 	alive []atomic.Bool
 }
 
-// startCluster starts Kafka with brokers brokers and n surge nodes on it.
-// It runs under SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster), since it
-// takes minutes.
-func startCluster(t *testing.T, brokers, n int) *clusterNodes {
+// startCluster starts Kafka with brokers brokers and n surge nodes on it,
+// each given the flags extra too. It runs under
+// SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster), since it takes minutes.
+func startCluster(t *testing.T, brokers, n int, extra ...string) *clusterNodes {
 	if os.Getenv("SURGE_KAFKA_CLUSTER_TESTS") == "" {
 		t.Skip("cluster tests run with SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster)")
 	}
@@ -41,6 +41,7 @@ func startCluster(t *testing.T, brokers, n int) *clusterNodes {
 	t.Cleanup(func() { _ = k.Stop() })
 	c := &clusterNodes{t: t, kafka: k, alive: make([]atomic.Bool, n),
 		args: []string{"--kafka", strings.Join(k.Brokers, ","), "--partitions", "6", "--session-timeout", "3s"}}
+	c.args = append(c.args, extra...)
 	for i := range n {
 		c.dirs = append(c.dirs, t.TempDir())
 		c.nodes = append(c.nodes, start(t, c.dirs[i], c.args...))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -18,16 +19,22 @@ import (
 // (event, area), with the seat map and every reservation of the area: that
 // partition's owner alone allocates the area's seats, with the domain's
 // tickets.Area, so no seat is sold twice. A reservation's id is chosen so
-// that it hashes to its area's partition, where any node reads it. Holds
-// expire on the owner's Ticks; paying and cancelling are not available in
-// cluster mode.
+// that it hashes to its area's partition, where any node reads, cancels
+// it and sees the area's seat map. Holds expire on the owner's Ticks;
+// paying is not available in cluster mode. The cluster's hold secret
+// (which signs reservations' hold tokens on every node) is kept in the
+// partition of holdSecretKey, chosen by the first node that asks.
 
 // Keys of the owner's store (and changelog).
 var (
 	tkEventPrefix = []byte("tc/e/")
 	tkAreaPrefix  = []byte("tc/a/")
 	tkResvPrefix  = []byte("tc/r/")
+	tkSecretKey   = []byte("tc/s")
 )
+
+// holdSecretKey is the partitioning key of the cluster's hold secret.
+const holdSecretKey = "surge hold secret"
 
 func tkKey(prefix []byte, id string) []byte { return append(append([]byte(nil), prefix...), id...) }
 
@@ -42,6 +49,9 @@ const (
 	tkAreaFree    = "area_free"
 	tkReserve     = "reserve"
 	tkGet         = "reservation"
+	tkCancel      = "cancel"
+	tkInspect     = "inspect"
+	tkSecret      = "hold_secret"
 )
 
 // ticketCommand is a ticket command, on the wire and as the owner applies
@@ -60,14 +70,21 @@ type ticketCommand struct {
 	Free        int                  `json:"free,omitempty"`
 	SoldOutAt   time.Time            `json:"sold_out_at,omitzero"`
 	Reservation *tickets.Reservation `json:"reservation,omitempty"`
+	// Refused says why a cancel was refused.
+	Refused string             `json:"refused,omitempty"`
+	Seats   *tickets.AreaSeats `json:"seats,omitempty"`
+	// Secret is the hold secret a node proposes, and the cluster's.
+	Secret []byte `json:"secret,omitempty"`
 }
 
 // tkArea is an area on its owner.
 type tkArea struct {
 	event     *tickets.EventSpec
-	id        string
+	spec      tickets.AreaSpec
 	seats     *tickets.Area
 	soldOutAt time.Time
+	// held is the reservations holding seats in the area, by id.
+	held map[string]*tickets.Reservation
 }
 
 // tkRecord is an area's stored record.
@@ -83,6 +100,7 @@ type ticketSlice struct {
 	areas   map[string]*tkArea
 	resv    map[string]*tickets.Reservation
 	holds   holdHeap
+	secret  []byte      // the cluster's hold secret, in its partition
 	changed [][2][]byte // the round's records: key, value
 }
 
@@ -125,13 +143,25 @@ func newTicketSlices(db *store.Store, shards int) ([]engine.Slice, error) {
 			return nil
 		})
 	}
+	if err == nil {
+		err = loadSecret(db, ts[engine.ShardIndex(holdSecretKey, shards)])
+	}
 	return out, err
+}
+
+// loadSecret gives s the stored hold secret, if any.
+func loadSecret(db *store.Store, s *ticketSlice) error {
+	v, found, err := db.Get(tkSecretKey)
+	if err != nil || !found {
+		return err
+	}
+	return json.Unmarshal(v, &s.secret)
 }
 
 func (s *ticketSlice) addArea(key string, ev *tickets.EventSpec, id string) *tkArea {
 	for _, as := range ev.Areas {
 		if as.AreaID == id {
-			a := &tkArea{event: ev, id: id, seats: tickets.NewArea(as.RowCount, as.ColCount)}
+			a := &tkArea{event: ev, spec: as, seats: tickets.NewArea(as.RowCount, as.ColCount), held: map[string]*tickets.Reservation{}}
 			s.areas[key] = a
 			return a
 		}
@@ -148,6 +178,7 @@ func (s *ticketSlice) loadReservation(r *tickets.Reservation) {
 	}
 	if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
 		a.seats.Take(r.Seats)
+		a.held[r.ID] = r
 		if a.seats.Free() == 0 {
 			a.soldOutAt = r.UpdatedAt
 		}
@@ -194,11 +225,61 @@ func (s *ticketSlice) apply(c *ticketCommand, now time.Time) {
 		cp := *s.reserve(c.ID, c.User, *c.Req, now)
 		c.Reservation = &cp
 	case tkGet:
-		if r, ok := s.resv[c.ID]; ok {
-			cp := *r // the outcome is encoded after the round, maybe during a Tick's
-			c.Reservation = &cp
+		c.Reservation = s.snapshot(c.ID)
+	case tkCancel:
+		s.cancel(c, now)
+	case tkInspect:
+		s.inspect(c)
+	case tkSecret:
+		if s.secret == nil {
+			s.secret = c.Secret
+			s.record(tkSecretKey, s.secret)
 		}
+		c.Secret = s.secret
 	}
+}
+
+// snapshot copies reservation id, nil if there is none: the outcome is
+// encoded after the round, maybe during a Tick's.
+func (s *ticketSlice) snapshot(id string) *tickets.Reservation {
+	r, ok := s.resv[id]
+	if !ok {
+		return nil
+	}
+	cp := *r
+	return &cp
+}
+
+// cancel gives a held reservation's seats back, as the single process
+// does: cancelling a cancelled reservation is a replay, one that holds no
+// seats or is paid is refused.
+func (s *ticketSlice) cancel(c *ticketCommand, now time.Time) {
+	r, ok := s.resv[c.ID]
+	if !ok || r.State == tickets.Cancelled {
+		c.Reservation = s.snapshot(c.ID)
+		return
+	}
+	if !r.HoldsSeats() {
+		c.Refused = fmt.Sprintf("reservation %s is %s and holds no seats", r.ID, r.State)
+	} else if seats, err := r.Cancel(now); err != nil {
+		c.Refused = err.Error()
+	} else {
+		s.release(r, seats)
+	}
+	c.Reservation = s.snapshot(c.ID)
+}
+
+// inspect reads an area's seat map and the reservations holding its seats.
+func (s *ticketSlice) inspect(c *ticketCommand) {
+	a := s.areas[c.ID]
+	if a == nil {
+		return
+	}
+	out := &tickets.AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
+	for _, r := range a.held {
+		out.Holders = append(out.Holders, *r)
+	}
+	c.Seats = out
 }
 
 // reserve decides a reservation with the domain's Area.
@@ -217,6 +298,7 @@ func (s *ticketSlice) reserve(id, user string, req tickets.ReserveRequest, now t
 		err = r.Decide(now, a.event.EffectiveHoldTime(), seats, reason, detail)
 		if reason == "" {
 			heap.Push(&s.holds, r)
+			a.held[id] = r
 			if a.seats.Free() == 0 {
 				a.soldOutAt = now
 			}
@@ -244,14 +326,20 @@ func (s *ticketSlice) expire(now time.Time) {
 		r := heap.Pop(&s.holds).(*tickets.Reservation)
 		seats, err := r.Expire(now)
 		if err != nil {
-			continue // paid or expired meanwhile
+			continue // paid or cancelled meanwhile
 		}
-		if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
-			a.seats.Release(seats)
-			a.soldOutAt = time.Time{}
-		}
-		s.record(tkKey(tkResvPrefix, r.ID), r)
+		s.release(r, seats)
 	}
+}
+
+// release gives r's seats back to its area and records r.
+func (s *ticketSlice) release(r *tickets.Reservation, seats []tickets.Seat) {
+	if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
+		a.seats.Release(seats)
+		a.soldOutAt = time.Time{}
+		delete(a.held, r.ID)
+	}
+	s.record(tkKey(tkResvPrefix, r.ID), r)
 }
 
 // record notes a record the round writes.

@@ -17,16 +17,15 @@ import (
 
 // Tickets is ticketing as a node's clients see it (ticketapi.Box): each
 // call is a command to the partition of its event, area or reservation.
-// Events with a per-user seat limit (which spans areas, so partitions),
-// paying, cancelling and an area's seat map are refused with
-// invalid_argument.
+// Events with a per-user seat limit (which spans areas, so partitions) and
+// paying are refused with invalid_argument.
 type Tickets struct {
 	k          *caller
 	ledger     *Ledger
 	partitions int
 }
 
-var errTicketsInCluster = ledger.Errorf(ledger.CodeInvalidArgument, "paying, cancelling, seat maps and per-user seat limits are not available in cluster mode")
+var errTicketsInCluster = ledger.Errorf(ledger.CodeInvalidArgument, "paying and per-user seat limits are not available in cluster mode")
 
 func (t *Tickets) do(ctx context.Context, key string, c *ticketCommand) (*ticketCommand, error) {
 	v, err := json.Marshal(c)
@@ -145,9 +144,17 @@ func (t *Tickets) Reservation(ctx context.Context, id string, _ time.Duration) (
 	return *out.Reservation, nil
 }
 
-// InspectArea is refused in cluster mode.
-func (t *Tickets) InspectArea(context.Context, string, string) (tickets.AreaSeats, error) {
-	return tickets.AreaSeats{}, errTicketsInCluster
+// InspectArea reads an area's seat map and holders from its partition.
+func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.AreaSeats, error) {
+	key := areaKey(event, area)
+	out, err := t.do(ctx, key, &ticketCommand{Op: tkInspect, ID: key})
+	if err != nil {
+		return tickets.AreaSeats{}, err
+	}
+	if out.Seats == nil {
+		return tickets.AreaSeats{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s has no area %s", event, area)
+	}
+	return *out.Seats, nil
 }
 
 // PayReservation is refused in cluster mode.
@@ -155,7 +162,27 @@ func (t *Tickets) PayReservation(context.Context, string, string) (tickets.Reser
 	return tickets.Reservation{}, errTicketsInCluster
 }
 
-// CancelReservation is refused in cluster mode.
-func (t *Tickets) CancelReservation(context.Context, string) (tickets.Reservation, error) {
-	return tickets.Reservation{}, errTicketsInCluster
+// CancelReservation cancels a held reservation in its partition; a
+// cancelled one is returned as it is (a replay).
+func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
+	out, err := t.do(ctx, id, &ticketCommand{Op: tkCancel, ID: id})
+	switch {
+	case err != nil:
+		return tickets.Reservation{}, err
+	case out.Reservation == nil:
+		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
+	case out.Refused != "":
+		return *out.Reservation, ledger.Errorf(tickets.CodeNotPayable, "%s", out.Refused)
+	}
+	return *out.Reservation, nil
+}
+
+// HoldSecret returns the cluster's hold secret, which signs reservations'
+// hold tokens on every node: the first secret proposed is kept.
+func (t *Tickets) HoldSecret(ctx context.Context, proposed []byte) ([]byte, error) {
+	out, err := t.do(ctx, holdSecretKey, &ticketCommand{Op: tkSecret, Secret: proposed})
+	if err != nil {
+		return nil, err
+	}
+	return out.Secret, nil
 }

@@ -70,3 +70,60 @@ func TestTicketOwnerKeepsSeatsAcrossLoads(t *testing.T) {
 		t.Fatalf("after the holds ran out: %+v, %d free", again.Reservation, s.areas[areaKey("gig", "A")].seats.Free())
 	}
 }
+
+// Cancelling on the area's owner gives the seats back and takes the
+// reservation off the seat map's holders, across loads; a second cancel
+// is a replay, and a reservation that holds no seats is refused.
+func TestTicketOwnerCancelsAndShowsItsSeatMap(t *testing.T) {
+	db, err := store.Open(t.TempDir(), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now().UTC()
+	ev := &tickets.EventSpec{EventName: "gig", Artist: "band", HoldTime: time.Minute, Areas: []tickets.AreaSpec{{AreaID: "A", RowCount: 1, ColCount: 3}}}
+	key := areaKey("gig", "A")
+	reserve := func(id string, n int) *ticketCommand {
+		return &ticketCommand{Op: tkReserve, ID: id, User: "u", Req: &tickets.ReserveRequest{EventID: "gig", AreaID: "A", Kind: tickets.Random, NumOfSeats: n}}
+	}
+	roundOf(t, db, now, &ticketCommand{Op: tkCreateArea, Event: ev, AreaID: "A"}, reserve("r1", 2), reserve("r2", 2))
+	seats := &ticketCommand{Op: tkInspect, ID: key}
+	roundOf(t, db, now, seats)
+	if seats.Seats == nil || seats.Seats.Available != 1 || len(seats.Seats.Holders) != 1 || seats.Seats.Holders[0].ID != "r1" {
+		t.Fatalf("seat map before the cancel: %+v", seats.Seats)
+	}
+	first, again, failed := &ticketCommand{Op: tkCancel, ID: "r1"}, &ticketCommand{Op: tkCancel, ID: "r1"}, &ticketCommand{Op: tkCancel, ID: "r2"}
+	roundOf(t, db, now, first)
+	roundOf(t, db, now, again, failed)
+	if first.Refused != "" || first.Reservation.State != tickets.Cancelled || again.Refused != "" || again.Reservation.State != tickets.Cancelled {
+		t.Fatalf("cancel and its replay: %+v %+v", first, again)
+	}
+	if failed.Refused == "" || failed.Reservation.State != tickets.Failed {
+		t.Fatalf("cancelling a failed reservation: %+v", failed)
+	}
+	seats = &ticketCommand{Op: tkInspect, ID: key}
+	s := roundOf(t, db, now, seats)
+	if seats.Seats.Available != 3 || len(seats.Seats.Holders) != 0 || s.areas[key].seats.Free() != 3 {
+		t.Fatalf("seat map after the cancel: %+v", seats.Seats)
+	}
+	missing := &ticketCommand{Op: tkInspect, ID: areaKey("gig", "Z")}
+	roundOf(t, db, now, missing)
+	if missing.Seats != nil {
+		t.Fatalf("an unknown area has a seat map: %+v", missing.Seats)
+	}
+}
+
+// The first hold secret proposed is the cluster's, across loads.
+func TestTicketOwnerKeepsTheFirstHoldSecret(t *testing.T) {
+	db, err := store.Open(t.TempDir(), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	first, second := &ticketCommand{Op: tkSecret, Secret: []byte("one")}, &ticketCommand{Op: tkSecret, Secret: []byte("two")}
+	roundOf(t, db, time.Now(), first)
+	roundOf(t, db, time.Now(), second)
+	if string(first.Secret) != "one" || string(second.Secret) != "one" {
+		t.Fatalf("secrets %q then %q, want the first twice", first.Secret, second.Secret)
+	}
+}
