@@ -53,12 +53,17 @@ func dialRaw(t *testing.T, base string) (net.Conn, string) {
 // kvRangeChunks sends GET /v0/entities?query on a connection of its own
 // and returns the reply's status, whether it was chunked, and its body as
 // the chunks that came on the wire. Go's HTTP client joins the chunks, and
-// the course's contract is about them: one per entry.
-func kvRangeChunks(t *testing.T, base, query string) (status int, chunked bool, chunks []string) {
+// the course's contract is about them: one per entry. Each of headers is
+// sent as a header line ("Name: value").
+func kvRangeChunks(t *testing.T, base, query string, headers ...string) (status int, chunked bool, chunks []string) {
 	t.Helper()
 	conn, host := dialRaw(t, base)
 	defer conn.Close()
-	fmt.Fprintf(conn, "GET /v0/entities?%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", query, host)
+	var extra strings.Builder
+	for _, h := range headers {
+		extra.WriteString(h + "\r\n")
+	}
+	fmt.Fprintf(conn, "GET /v0/entities?%s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n\r\n", query, host, extra.String())
 	raw, err := io.ReadAll(conn)
 	if err != nil {
 		t.Fatal(err)

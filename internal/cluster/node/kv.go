@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -17,7 +20,9 @@ import (
 // hashes to, as a ledger account does; its owner applies GET, PUT and
 // DELETE as commands in its rounds, so each key's operations are in one
 // order and a GET answered after a PUT was acknowledged sees it
-// (linearizable per key). The owner keeps the entries in its cache store
+// (linearizable per key). A range is read in pages, each a command to one
+// partition answered with the page's entries as of its round; the node
+// that takes the request merges the partitions' pages in key order. The owner keeps the entries in its cache store
 // under kvPrefix, and each round's changes go to the partition's changelog
 // like the ledger's.
 
@@ -31,7 +36,22 @@ const (
 	kvGet    = "get"
 	kvPut    = "put"
 	kvDelete = "delete"
+	kvRange  = "range"
 )
+
+// A range's page holds up to rangePageEntries entries or rangePageBytes of
+// values (and at least one entry), so that its reply stays well below
+// Kafka's default record size limit of 1 MiB.
+const (
+	rangePageEntries = 256
+	rangePageBytes   = 256 << 10
+)
+
+// kvEntry is an entry of a range's page.
+type kvEntry struct {
+	Key   string `json:"k"`
+	Value []byte `json:"v"`
+}
 
 // kvCommand is a key-value command, on the wire and as the owner applies
 // it (its outcome in Found and Value).
@@ -41,11 +61,19 @@ type kvCommand struct {
 	Value []byte `json:"value,omitempty"`
 	Found bool   `json:"found,omitempty"`
 	Fault string `json:"fault,omitempty"`
+	// A range's page: [Key, End) (End "": to the last key); its entries,
+	// and whether the partition has more from Next on.
+	End     string    `json:"end,omitempty"`
+	Entries []kvEntry `json:"entries,omitempty"`
+	More    bool      `json:"more,omitempty"`
+	Next    string    `json:"next,omitempty"`
 }
 
 // kvSlice is the entries of one shard on its owner (an engine.Slice).
 type kvSlice struct {
 	db *store.Store
+	// shard is the slice's partition, of shards.
+	shard, shards int
 	// round holds the round's writes, nil for a delete; order, their keys
 	// as first written.
 	round map[string][]byte
@@ -55,7 +83,7 @@ type kvSlice struct {
 func newKVSlices(db *store.Store, shards int) []engine.Slice {
 	out := make([]engine.Slice, shards)
 	for i := range out {
-		out[i] = &kvSlice{db: db, round: map[string][]byte{}}
+		out[i] = &kvSlice{db: db, shard: i, shards: shards, round: map[string][]byte{}}
 	}
 	return out
 }
@@ -71,6 +99,8 @@ func (s *kvSlice) Apply(cmds []engine.Command, _ time.Time) {
 		switch k.Op {
 		case kvGet:
 			s.get(k)
+		case kvRange:
+			s.page(k)
 		case kvPut, kvDelete:
 			if _, seen := s.round[k.Key]; !seen {
 				s.order = append(s.order, k.Key)
@@ -95,6 +125,65 @@ func (s *kvSlice) get(k *kvCommand) {
 		return
 	}
 	k.Value, k.Found = v, found
+}
+
+// page reads a page of the slice's part of the range [k.Key, k.End):
+// from the store, with the round's earlier writes over it.
+func (s *kvSlice) page(k *kvCommand) {
+	upper := store.UpperBound(kvPrefix)
+	if k.End != "" {
+		upper = kvKey(k.End)
+	}
+	size := 0
+	err := s.db.Scan(kvKey(k.Key), upper, false, func(key, v []byte) (bool, error) {
+		id := string(key[len(kvPrefix):])
+		if engine.ShardIndex(id, s.shards) != s.shard { // another owned partition's
+			return true, nil
+		}
+		k.Entries = append(k.Entries, kvEntry{Key: id, Value: append([]byte(nil), v...)})
+		size += len(v)
+		k.More = len(k.Entries) >= rangePageEntries || size >= rangePageBytes
+		if k.More {
+			k.Next = id + "\x00" // the least key after id
+		}
+		return !k.More, nil
+	})
+	if err != nil {
+		k.Entries, k.Fault = nil, err.Error()
+		return
+	}
+	s.overlay(k)
+}
+
+// overlay puts the round's writes within the page's keys over its entries.
+func (s *kvSlice) overlay(k *kvCommand) {
+	hi := k.End
+	if k.More {
+		hi = k.Next
+	}
+	merged := make(map[string][]byte, len(k.Entries))
+	for _, e := range k.Entries {
+		merged[e.Key] = e.Value
+	}
+	changed := false
+	for key, v := range s.round {
+		if key < k.Key || hi != "" && key >= hi {
+			continue
+		}
+		changed = true
+		if v == nil {
+			delete(merged, key)
+		} else {
+			merged[key] = v
+		}
+	}
+	if !changed {
+		return
+	}
+	k.Entries = k.Entries[:0]
+	for _, key := range slices.Sorted(maps.Keys(merged)) {
+		k.Entries = append(k.Entries, kvEntry{Key: key, Value: merged[key]})
+	}
 }
 
 // Size is the round's writes.
@@ -135,13 +224,18 @@ type KV struct {
 }
 
 func (kv *KV) do(ctx context.Context, c *kvCommand) (*kvCommand, error) {
+	return kv.doOn(ctx, engine.ShardIndex(c.Key, kv.partitions), c)
+}
+
+// doOn sends c to partition and returns its outcome.
+func (kv *KV) doOn(ctx context.Context, partition int, c *kvCommand) (*kvCommand, error) {
 	v, err := json.Marshal(c)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	b, err := kv.k.call(ctx, engine.ShardIndex(c.Key, kv.partitions), append([]byte{workloadKV}, v...))
+	b, err := kv.k.call(ctx, partition, append([]byte{workloadKV}, v...))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -179,3 +273,82 @@ func (kv *KV) Delete(ctx context.Context, key string) error {
 	_, err := kv.do(ctx, &kvCommand{Op: kvDelete, Key: key})
 	return err
 }
+
+// Range opens the entries of [start, end) (end "": to the last key) in key
+// order: it reads each partition's first page at once, then the next page
+// of a partition when the merge has taken its last. Each page is as of its
+// partition's round, so a range is not one snapshot of the cluster: an
+// entry written while it runs may or may not be in it.
+func (kv *KV) Range(ctx context.Context, start, end string) (*Range, error) {
+	r := &Range{kv: kv, ctx: ctx, end: end, parts: make([]rangePart, kv.partitions)}
+	errs := make([]error, len(r.parts))
+	var wg sync.WaitGroup
+	for p := range r.parts {
+		r.parts[p] = rangePart{partition: p, next: start, more: true}
+		wg.Go(func() { errs[p] = r.fill(&r.parts[p]) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Range is a key range being read from every partition (kvapi.Entries).
+type Range struct {
+	kv    *KV
+	ctx   context.Context
+	end   string
+	parts []rangePart
+	err   error
+}
+
+// rangePart is a partition's page being merged, and where its next starts.
+type rangePart struct {
+	partition int
+	entries   []kvEntry
+	next      string
+	more      bool
+}
+
+// fill reads p's next page if the merge took all of its last one.
+func (r *Range) fill(p *rangePart) error {
+	for len(p.entries) == 0 && p.more {
+		out, err := r.kv.doOn(r.ctx, p.partition, &kvCommand{Op: kvRange, Key: p.next, End: r.end})
+		if err != nil {
+			return err
+		}
+		p.entries, p.next, p.more = out.Entries, out.Next, out.More
+	}
+	return nil
+}
+
+// Next returns the least key of the partitions' pages, or ok false at the
+// end of the range or if a partition failed (Err).
+func (r *Range) Next() (key, value []byte, ok bool) {
+	if r.err != nil {
+		return nil, nil, false
+	}
+	best := -1
+	for i := range r.parts {
+		p := &r.parts[i]
+		if r.err = r.fill(p); r.err != nil {
+			return nil, nil, false
+		}
+		if len(p.entries) > 0 && (best < 0 || p.entries[0].Key < r.parts[best].entries[0].Key) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, nil, false
+	}
+	e := r.parts[best].entries[0]
+	r.parts[best].entries = r.parts[best].entries[1:]
+	return []byte(e.Key), e.Value, true
+}
+
+// Err is why Next stopped early, if it did.
+func (r *Range) Err() error { return r.err }
+
+// Close ends the range; it holds nothing on the owners.
+func (r *Range) Close() error { return nil }

@@ -124,50 +124,25 @@ func putBuffer(b *[]byte) {
 // storage snapshot for as long as it kept the connection.
 const rangeStall = 30 * time.Second
 
-// entities streams a range: one chunk per entry, each written and flushed
-// as the iterator reaches it, so that no range is ever held in memory.
+// entities streams a range of the store (ServeRange).
 func (h *Handler) entities(w http.ResponseWriter, r *http.Request) int {
-	if r.Method != http.MethodGet {
-		w.Header()["Allow"] = allowEntities
-		return fail(w, http.StatusMethodNotAllowed, "/v0/entities allows GET")
+	scan := func(start, end string) (Entries, error) {
+		it, err := h.kv.Scan(start, end)
+		if err != nil {
+			return nil, err
+		}
+		return it, nil
 	}
-	start, end, err := rangeParams(r.URL.RawQuery)
-	if err != nil {
-		return fail(w, http.StatusBadRequest, err.Error())
-	}
-	it, err := h.kv.Scan(start, end)
+	return ServeRange(w, r, scan, h.refuseScan, h.log)
+}
+
+// refuseScan answers a store that could not open a range.
+func (h *Handler) refuseScan(w http.ResponseWriter, err error) int {
 	if status, msg := refusal(err); status != 0 {
 		return fail(w, status, msg)
 	}
-	if err != nil {
-		h.logFault(telemetry.RequestID(w), "range", err)
-		return fail(w, http.StatusInternalServerError, "internal error")
-	}
-	defer it.Close()
-	w.Header()["Content-Type"] = octetStream
-	rc := http.NewResponseController(w)
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection lives on
-	buf := getBuffer()
-	defer putBuffer(buf)
-	for k, v, ok := it.Next(); ok; k, v, ok = it.Next() {
-		// One Write per entry into an empty response buffer, then a
-		// flush: net/http makes exactly one chunk of it, however large.
-		*buf = append(append(append((*buf)[:0], k...), '\n'), v...)
-		_ = rc.SetWriteDeadline(time.Now().Add(rangeStall))
-		if _, err := w.Write(*buf); err != nil {
-			return http.StatusOK // the client left; nothing more to do
-		}
-		if err := rc.Flush(); err != nil {
-			return http.StatusOK
-		}
-	}
-	if err := it.Err(); err != nil {
-		h.log.Error("range read failed mid-stream", "request_id", telemetry.RequestID(w), "start", start, "end", end, "err", err)
-		// Ending the reply normally would tell the client the range is
-		// complete; breaking the connection tells it otherwise.
-		panic(http.ErrAbortHandler)
-	}
-	return http.StatusOK
+	h.logFault(telemetry.RequestID(w), "range", err)
+	return fail(w, http.StatusInternalServerError, "internal error")
 }
 
 // fail writes a plain-text error and returns its status.
