@@ -27,11 +27,7 @@ func kvRound(t *testing.T, db *store.Store, shard, shards int, cmds ...engine.Co
 // page from Next, with the round's earlier PUTs and DELETEs over the
 // store's entries.
 func TestKVOwnerReadsItsPartOfARangeInPages(t *testing.T) {
-	db, err := store.Open(t.TempDir(), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openStore(t)
 	const shards = 2
 	var puts [shards][]engine.Command
 	mine := 0 // keys of shard 0 stored

@@ -10,6 +10,18 @@ import (
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
+// openStore opens a store in a temporary directory, closed at the test's
+// end.
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	db, err := store.Open(t.TempDir(), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
 // roundOf applies cmds to a fresh load of db's tickets, as an owner's
 // round, and writes the round's records back.
 func roundOf(t *testing.T, db *store.Store, now time.Time, cmds ...engine.Command) *ticketSlice {
@@ -32,11 +44,7 @@ func roundOf(t *testing.T, db *store.Store, now time.Time, cmds ...engine.Comman
 // An area's owner, loaded again from what its rounds wrote, never sells a
 // held seat twice, and a hold that ran out gives its seats back.
 func TestTicketOwnerKeepsSeatsAcrossLoads(t *testing.T) {
-	db, err := store.Open(t.TempDir(), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openStore(t)
 	now := time.Now().UTC()
 	ev := &tickets.EventSpec{EventName: "gig", Artist: "band", HoldTime: time.Minute, Areas: []tickets.AreaSpec{{AreaID: "A", RowCount: 2, ColCount: 2}}}
 	roundOf(t, db, now, &ticketCommand{Op: tkCreateArea, Event: ev, AreaID: "A"})
@@ -75,11 +83,7 @@ func TestTicketOwnerKeepsSeatsAcrossLoads(t *testing.T) {
 // reservation off the seat map's holders, across loads; a second cancel
 // is a replay, and a reservation that holds no seats is refused.
 func TestTicketOwnerCancelsAndShowsItsSeatMap(t *testing.T) {
-	db, err := store.Open(t.TempDir(), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openStore(t)
 	now := time.Now().UTC()
 	ev := &tickets.EventSpec{EventName: "gig", Artist: "band", HoldTime: time.Minute, Areas: []tickets.AreaSpec{{AreaID: "A", RowCount: 1, ColCount: 3}}}
 	key := areaKey("gig", "A")
@@ -115,11 +119,7 @@ func TestTicketOwnerCancelsAndShowsItsSeatMap(t *testing.T) {
 
 // The first hold secret proposed is the cluster's, across loads.
 func TestTicketOwnerKeepsTheFirstHoldSecret(t *testing.T) {
-	db, err := store.Open(t.TempDir(), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openStore(t)
 	first, second := &ticketCommand{Op: tkSecret, Secret: []byte("one")}, &ticketCommand{Op: tkSecret, Secret: []byte("two")}
 	roundOf(t, db, time.Now(), first)
 	roundOf(t, db, time.Now(), second)
