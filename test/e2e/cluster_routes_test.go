@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // clusterKey is the API key of the nodes of TestClusterServesOnAnyNode.
@@ -118,7 +119,9 @@ func (c *clusterNodes) ranges(t *testing.T) {
 	want := chunks(0, entries)
 	auth := "Authorization: Bearer " + clusterKey
 	for n, s := range c.nodes {
+		began := time.Now()
 		st, chunked, got := kvRangeChunks(t, s.url, "start=rg-&end=rg.", auth)
+		t.Logf("node %d: a range of %d entries read in %v", n, len(got), time.Since(began).Round(time.Millisecond))
 		if st != http.StatusOK || !chunked || !slices.Equal(got, want) {
 			t.Errorf("node %d: range of %d entries: %d chunked %v, %d chunks, want %d", n, entries, st, chunked, len(got), len(want))
 		}
