@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -33,13 +34,36 @@ func (s *Server) handOver(ctx *fasthttp.RequestCtx) bool {
 	replay := b.Bytes()
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
-		// fasthttp closes c once this returns: wait for net/http to end
-		// the connection first.
-		done := &closeNotify{Conn: c, done: make(chan struct{})}
-		s.slowQ.put(&replayConn{Conn: done, head: replay})
+		raw := c
+		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+			raw = u.UnsafeConn()
+		}
+		// net/http gets the connection itself, not fasthttp's wrapper, which
+		// fasthttp recycles once this returns; and fasthttp closes raw then,
+		// so this waits for net/http to end the connection first.
+		done := &closeNotify{Conn: raw, done: make(chan struct{})}
+		s.slowQ.put(&replayConn{Conn: done, head: append(replay, buffered(c, raw)...)})
 		<-done.done
 	})
 	return true
+}
+
+// buffered takes what fasthttp read of raw past the request: reads of c
+// give it before they read raw, which a deadline in the past then stops.
+func buffered(c, raw net.Conn) []byte {
+	if c == raw || raw.SetReadDeadline(time.Unix(1, 0)) != nil {
+		return nil
+	}
+	defer func() { _ = raw.SetReadDeadline(time.Time{}) }()
+	var out []byte
+	buf := make([]byte, 4096)
+	for {
+		n, err := c.Read(buf)
+		out = append(out, buf[:n]...)
+		if err != nil || n == 0 {
+			return out
+		}
+	}
 }
 
 // closeNotify is a connection that reports its Close on done.
