@@ -20,7 +20,7 @@ ARGS     ?=
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: help proto run build test test-short test-cluster bench bench-ledger bench-spike bench-h2-overload bench-all lint fmt-check vet staticcheck fuzz clean
+.PHONY: help proto run build test test-short test-cluster test-cluster-long bench bench-ledger bench-spike bench-h2-overload bench-all lint fmt-check vet staticcheck fuzz clean
 
 help: ## List targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -46,8 +46,12 @@ test: ## THE test command: go test -race -count=1 ./... (fuzz seed corpora inclu
 test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skips long tests)
 	$(GO) test -short -count=1 $(PKGS)
 
-test-cluster: ## Cluster tests that start 3 Kafka brokers and kill one (~2 min; Java + Maven)
+test-cluster: ## Cluster tests: 3 brokers, one killed; 3 surge nodes, one killed (~3 min; Java + Maven)
 	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestBrokerDeath' ./internal/cluster/...
+	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestClusterSurvivesANodesKill' ./test/e2e/
+
+test-cluster-long: ## 3 brokers and 3 surge nodes, one broker killed under load (~9 min; Java + Maven)
+	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -timeout 20m -run 'TestClusterSurvivesABrokersKill' ./test/e2e/
 
 bench: ## Go benchmarks only (no tests): go test -bench=. -benchmem ./...
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)

@@ -80,6 +80,8 @@ transaction.state.log.num.partitions=8
 share.coordinator.state.topic.replication.factor=$n
 share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=2000
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 EOF
   cat >"$dir/node-$i/log4j2.properties" <<EOF
 status = warn

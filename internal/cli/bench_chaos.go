@@ -27,11 +27,18 @@ With --flip, after each kill one byte in the first half of the ledger's
 newest WAL is flipped: surge must refuse to start, naming the damage; the
 byte is then restored and the audit runs as usual.
 
+With --fill-mib N, the data directory is a tmpfs of N MiB that the bench
+mounts (it must run as root; elsewhere it says it cannot), and once per
+cycle, halfway to the kill, it fills that disk: surge must refuse writes,
+say so on /readyz, and take writes again by itself once the disk is
+freed; operations refused meanwhile (507/503) count as unknown.
+
 It prints a table in the manner of Jepsen (operations, acknowledged,
 refused, unknown, lost, anomalies per kind of operation) and exits with
 status 1 on any loss, anomaly or undetected damage.`,
 		Example: `  surge bench chaos --kills 20
-  surge bench chaos --kills 5 --flip --data /tmp/chaos --seed 42`,
+  surge bench chaos --kills 5 --flip --data /tmp/chaos --seed 42
+  sudo surge bench chaos --kills 5 --fill-mib 256`,
 		Args:         cobra.NoArgs,
 		SilenceUsage: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,6 +55,7 @@ status 1 on any loss, anomaly or undetected damage.`,
 	fs.IntVar(&cfg.MinOps, "min-ops", cfg.MinOps, "fewest acknowledged operations before a kill")
 	fs.IntVar(&cfg.MaxOps, "max-ops", cfg.MaxOps, "most acknowledged operations before a kill")
 	fs.BoolVar(&cfg.Flip, "flip", cfg.Flip, "after each kill, flip a byte of the ledger's WAL and check that surge refuses to start")
+	fs.IntVar(&cfg.FillMiB, "fill-mib", cfg.FillMiB, "put the data on a tmpfs of this many MiB (needs root) and fill it once per cycle; 0: no")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the kill points and the load (0: random, printed)")
 	return cmd
 }

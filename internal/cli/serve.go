@@ -63,6 +63,7 @@ type serveConfig struct {
 	headerTO time.Duration
 	outcomes outcomeConfig
 	cors     []string
+	cluster  clusterConfig
 }
 
 // outcomeConfig holds the flags that bound the settled reservations kept
@@ -125,6 +126,7 @@ trace and read surge.`,
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
 	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
 	addLimitFlags(f, &c)
+	addClusterFlags(f, &c.cluster)
 	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug (adds a line per request), info, warn or error")
 	f.Var(&c.logFmt, "log-format", "log format: text (key=value) or json")
 	f.StringVar(&c.tracing.Endpoint, "otlp-endpoint", "", "OpenTelemetry collector to send traces to over OTLP/HTTP, e.g. http://localhost:4318; empty: no tracing")
@@ -161,6 +163,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && c.memLimit > 0 {
 		debug.SetMemoryLimit(int64(c.memLimit) << 20)
+	}
+	if c.cluster.kafka != "" {
+		return serveCluster(ctx, c, out)
 	}
 	logger := telemetry.NewLogger(os.Stderr, c.logLevel, c.logFmt)
 	c.tracing.Version = buildVersion()

@@ -58,6 +58,15 @@
 //     The workloads rebuild their state from storage when the process starts
 //     again (the CLI restarts it in place once the disk takes writes).
 //
+// # Elsewhere than the store
+//
+// With a Committer (Config.Commit) step 3 changes and nothing else does:
+// each shard writes a batch of its own, and the Committer makes the round
+// durable (a cluster node commits a Kafka transaction holding each shard's
+// changes and the commands its slices owe other shards, Forwarder); the
+// store then takes the batches without an fsync, as a cache. The engine
+// knows no Kafka: internal/cluster implements the Committer.
+//
 // A workload reads its state back from storage (Store) after Open and
 // before Start; after Start, only rounds change it.
 package engine

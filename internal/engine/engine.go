@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/surge-dev/surge/internal/store"
@@ -43,6 +42,9 @@ type Config struct {
 	// OnStorageFault, if set, is told once when the store stops taking
 	// writes (store.Options.OnFault).
 	OnStorageFault func(*store.Fault)
+	// Commit, if set, makes rounds durable in place of the store's fsync
+	// (commit.go); nil, the default, commits each round to the store.
+	Commit Committer
 }
 
 // DefaultParallelSize is the default Config.ParallelSize. Handing a step
@@ -193,9 +195,7 @@ func (e *Engine) Store() *store.Store { return e.db }
 func (e *Engine) Shards() int { return len(e.shards) }
 
 // ShardOf returns the shard that owns key.
-func (e *Engine) ShardOf(key string) int {
-	return int(xxhash.Sum64String(key) % uint64(len(e.shards)))
-}
+func (e *Engine) ShardOf(key string) int { return ShardIndex(key, len(e.shards)) }
 
 // Consistent runs read while no round publishes: what read sees of the
 // slices' published state is a cut of whole rounds.

@@ -52,7 +52,7 @@ func (e *Engine) round(busy []*shard) {
 	e.each(busy, stepApply, now, true)
 	exclusives := e.exclusive.Read(e.cfg.MaxBatch)
 	par := e.large()
-	e.startWrite(par)
+	e.startWrite(par || e.cfg.Commit != nil)
 	if len(exclusives) == 0 {
 		e.each(e.shards, stepReceiveWrite, now, par)
 	} else {
@@ -153,6 +153,9 @@ func (e *Engine) startWrite(parallel bool) {
 // at all, and two batches could be torn apart by a crash between their
 // WAL records.
 func (e *Engine) commitRound() error {
+	if e.cfg.Commit != nil {
+		return e.commitElsewhere()
+	}
 	b := e.shards[0].wb
 	var err error
 	for _, s := range e.shards[1:] {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -34,46 +33,54 @@ func (s *Server) handOver(ctx *fasthttp.RequestCtx) bool {
 	replay := b.Bytes()
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(c net.Conn) {
-		raw := c
-		if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
-			raw = u.UnsafeConn()
-		}
-		// net/http gets the connection itself, not fasthttp's wrapper, which
-		// fasthttp recycles once this returns; and fasthttp closes raw then,
-		// so this waits for net/http to end the connection first.
-		done := &closeNotify{Conn: raw, done: make(chan struct{})}
-		s.slowQ.put(&replayConn{Conn: done, head: append(replay, buffered(c, raw)...)})
+		// fasthttp closes c once this returns: wait for net/http to end
+		// the connection first.
+		done := newCloseNotify(c)
+		s.slowQ.put(&replayConn{Conn: done, head: replay})
 		<-done.done
 	})
 	return true
 }
 
-// buffered takes what fasthttp read of raw past the request: reads of c
-// give it before they read raw, which a deadline in the past then stops.
-func buffered(c, raw net.Conn) []byte {
-	if c == raw || raw.SetReadDeadline(time.Unix(1, 0)) != nil {
-		return nil
-	}
-	defer func() { _ = raw.SetReadDeadline(time.Time{}) }()
-	var out []byte
-	buf := make([]byte, 4096)
-	for {
-		n, err := c.Read(buf)
-		out = append(out, buf[:n]...)
-		if err != nil || n == 0 {
-			return out
-		}
-	}
+// closeNotify is a hijacked connection that reports its Close on done once
+// no Read is in flight. fasthttp recycles the hijacked connection and its
+// reader as soon as the hijack handler returns, and net/http closes a
+// connection while its background read may still be reading it; so Close
+// closes the socket under it, which ends that read, and waits for it.
+type closeNotify struct {
+	net.Conn              // fasthttp's hijacked connection
+	raw      net.Conn     // the socket under it
+	mu       sync.RWMutex // held shared by each Read, exclusively by Close
+	closed   bool
+	done     chan struct{}
+	once     sync.Once
 }
 
-// closeNotify is a connection that reports its Close on done.
-type closeNotify struct {
-	net.Conn
-	done chan struct{}
-	once sync.Once
+func newCloseNotify(c net.Conn) *closeNotify {
+	raw := c
+	if u, ok := c.(interface{ UnsafeConn() net.Conn }); ok {
+		raw = u.UnsafeConn()
+	}
+	return &closeNotify{Conn: c, raw: raw, done: make(chan struct{})}
+}
+
+func (c *closeNotify) Read(p []byte) (int, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Read(p)
 }
 
 func (c *closeNotify) Close() error {
-	c.once.Do(func() { close(c.done) })
-	return c.Conn.Close()
+	err := net.ErrClosed
+	c.once.Do(func() {
+		err = c.raw.Close()
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.done)
+	})
+	return err
 }

@@ -192,6 +192,17 @@ type BatchResult struct {
 // Stats summarises the whole ledger.
 type Stats struct {
 	Accounts int64
-	// BalanceSum maps a currency to the sum of balances in it; always 0.
-	BalanceSum map[string]int64
+	// BalanceSum maps a currency to the sum of balances in it; always 0
+	// in one process. In a cluster it is the sum of the partitions'
+	// balances, and CreditsInFlight the credits their transfers forwarded
+	// that the receiving partitions have not applied yet: the two sum to 0.
+	BalanceSum      map[string]int64
+	CreditsInFlight map[string]int64
+}
+
+// CreditSums are the credits one shard of a cluster forwarded to other
+// shards (Sent) and applied from them (Received), by currency.
+type CreditSums struct {
+	Sent     map[string]int64
+	Received map[string]int64
 }

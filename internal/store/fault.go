@@ -312,6 +312,7 @@ func (s *Store) open() error {
 		return err
 	}
 	g := newGuardFS(s.fs, s.fail, s.writeO == pebble.Sync)
+	s.guard = g
 	opts := s.popts.Clone()
 	opts.FS = g
 	type opened struct {
@@ -367,7 +368,9 @@ func (s *Store) openReadOnly(fs vfs.FS) error {
 // fail records f, the store's first write fault, and moves reads to a
 // read-only instance over the fenced files, which shows the committed
 // state only. It is guardFS's onFault, called from the goroutine whose
-// write failed.
+// write failed. Writers hear of the fault once both are done (reported),
+// so that a client refused for it never reads a write in flight at that
+// moment from the failed instance's memtable.
 func (s *Store) fail(f *Fault) {
 	if !s.fault.CompareAndSwap(nil, f) {
 		return
@@ -375,7 +378,13 @@ func (s *Store) fail(f *Fault) {
 	if s.onFault != nil {
 		s.onFault(f)
 	}
+	s.moveReads()
 	close(s.faulted)
+}
+
+// moveReads sends reads to a read-only instance, unless the store is
+// still opening (open does it then) or already reads from one.
+func (s *Store) moveReads() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.db == nil || s.reader() != s.db { // still opening (open does it), or done
@@ -409,25 +418,52 @@ func (s *Store) reported() *Fault {
 }
 
 // applyBatch applies b with o (waiting for its fsync unless noWait), or
-// refuses it once the store is faulted.
-func (s *Store) applyBatch(b *pebble.Batch, o *pebble.WriteOptions, noWait bool) (err error) {
+// refuses it once the store is faulted. abandoned says Pebble may still
+// hold b (see await): the caller must not close or reuse it.
+func (s *Store) applyBatch(b *pebble.Batch, o *pebble.WriteOptions, noWait bool) (abandoned bool, err error) {
 	if f := s.reported(); f != nil {
-		return f
+		return false, f
 	}
-	defer s.recoverFault(&err)
 	if noWait {
-		return s.writeErr(s.db.ApplyNoSyncWait(b, o))
+		return s.await(func() error { return s.db.ApplyNoSyncWait(b, o) })
 	}
-	return s.writeErr(s.db.Apply(b, o))
+	return s.await(func() error { return s.db.Apply(b, o) })
 }
 
 // syncWAL waits for a WAL fsync covering every commit so far.
-func (s *Store) syncWAL() (err error) {
+func (s *Store) syncWAL() error {
 	if f := s.reported(); f != nil {
 		return f
 	}
-	defer s.recoverFault(&err)
-	return s.writeErr(s.db.LogData(nil, pebble.Sync))
+	_, err := s.await(func() error { return s.db.LogData(nil, pebble.Sync) })
+	return err
+}
+
+// await runs call, a Pebble write that may wait for the WAL, and returns
+// its error, or the store's fault if the store faults while it waits: the
+// fence parks the WAL writer for good (guardFS), so a write in flight at
+// that moment would wait forever, and its client with it. Then abandoned
+// is true: the call goes on waiting, holding its batch, and the write it
+// carried was never acknowledged (its WAL record, unsynced, is cut).
+func (s *Store) await(call func() error) (abandoned bool, err error) {
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		defer s.recoverFault(&err)
+		err = s.writeErr(call())
+	}()
+	select {
+	case err := <-done:
+		return false, err
+	case <-s.faulted:
+	}
+	select {
+	case err := <-done:
+		return false, err
+	default:
+		return true, s.reported()
+	}
 }
 
 // writeErr is the error a write returns: the store's fault once it has

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -146,4 +147,72 @@ func put(s *Store, key string, value []byte) error {
 	b := s.NewBatch()
 	_ = b.Set([]byte(key), value, nil)
 	return s.Commit(b)
+}
+
+// walStall holds the next WAL write, once armed, until released: the
+// moment a write is in flight in Pebble.
+type walStall struct {
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (w *walStall) String() string { return "walStall" }
+
+func (w *walStall) MaybeError(op errorfs.Op) error {
+	if op.Kind == errorfs.OpFileWrite && strings.HasSuffix(op.Path, ".log") && w.armed.CompareAndSwap(true, false) {
+		close(w.entered)
+		<-w.release
+	}
+	return nil
+}
+
+// TestWriteInFlightWhenFenced: a write whose WAL record is being written
+// when another write finds the disk full (a flush, the key-value store's
+// compaction) must get the fault. The fence parks the WAL writer for
+// good, so a write waiting for its fsync waited forever: a client's PUT
+// hung instead of getting 507.
+func TestWriteInFlightWhenFenced(t *testing.T) {
+	for _, noWait := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Commit", true: "CommitNoWait"}[noWait], func(t *testing.T) {
+			stall := &walStall{entered: make(chan struct{}), release: make(chan struct{})}
+			s, err := Open(t.TempDir(), Options{FS: errorfs.Wrap(vfs.Default, stall)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := put(s, "acked", []byte("1")); err != nil {
+				t.Fatal(err)
+			}
+			stall.armed.Store(true)
+			res := make(chan error, 1)
+			go func() {
+				b := s.NewBatch()
+				_ = b.Set([]byte("failed"), []byte("2"), nil)
+				if !noWait {
+					res <- s.Commit(b)
+					return
+				}
+				p, err := s.CommitNoWait(b)
+				if err == nil {
+					err = p.Wait()
+				}
+				res <- err
+			}()
+			<-stall.entered
+			// Another file's write finds the disk full while the record
+			// is being written; the fence waits for that write to end.
+			go s.guard.fail(syscall.ENOSPC)
+			for s.guard.fenced() == nil {
+				runtime.Gosched()
+			}
+			close(stall.release)
+			if err := <-res; !errors.Is(err, ErrFull) {
+				t.Fatalf("write in flight when the disk filled: %v, want %v", err, ErrFull)
+			}
+			checkKV(t, s, "served from the faulted store")
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

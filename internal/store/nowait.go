@@ -22,14 +22,11 @@ func (w Pending) Wait() error {
 	if w.b == nil {
 		return nil
 	}
-	err := w.s.writeErr(w.b.SyncWait())
+	abandoned, err := w.s.await(w.b.SyncWait)
 	if w.s.onSync != nil && err == nil {
 		w.s.onSync(time.Since(w.start))
 	}
-	if cerr := w.b.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return closeBatch(w.b, abandoned, err)
 }
 
 // CommitNoWait commits b as Commit does, but returns once it is applied,
@@ -42,8 +39,8 @@ func (s *Store) CommitNoWait(b *pebble.Batch) (Pending, error) {
 		return Pending{}, s.Commit(b)
 	}
 	start := time.Now()
-	if err := s.applyBatch(b, s.writeO, true); err != nil {
-		_ = b.Close() // refused before it reached the WAL: no fsync to wait for
+	if abandoned, err := s.applyBatch(b, s.writeO, true); err != nil {
+		_ = closeBatch(b, abandoned, nil) // no fsync to wait for
 		return Pending{}, err
 	}
 	return Pending{s: s, b: b, start: start}, nil

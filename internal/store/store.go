@@ -61,6 +61,7 @@ type Store struct {
 	dir     string
 	fs      vfs.FS
 	popts   *pebble.Options
+	guard   *guardFS // the read-write instance's file system (fault.go)
 	fault   atomic.Pointer[Fault]
 	faulted chan struct{} // closed with the first fault
 	mu      sync.Mutex    // orders the first fault with opening
@@ -148,9 +149,18 @@ func (s *Store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
 // Concurrent commits share one WAL fsync: Pebble groups them.
 func (s *Store) Commit(b *pebble.Batch) error {
 	start := time.Now()
-	err := s.applyBatch(b, s.writeO, false)
+	abandoned, err := s.applyBatch(b, s.writeO, false)
 	if s.onSync != nil && err == nil {
 		s.onSync(time.Since(start))
+	}
+	return closeBatch(b, abandoned, err)
+}
+
+// closeBatch closes b after a write that returned err, unless Pebble may
+// still hold it (applyBatch), and returns err or the close's error.
+func closeBatch(b *pebble.Batch, abandoned bool, err error) error {
+	if abandoned {
+		return err
 	}
 	if cerr := b.Close(); err == nil {
 		err = cerr
@@ -163,11 +173,8 @@ func (s *Store) Commit(b *pebble.Batch) error {
 // of any writer, and a crash can only lose a suffix of such commits: use it
 // for records that a later synced commit covers, or that recovery rebuilds.
 func (s *Store) CommitNoSync(b *pebble.Batch) error {
-	err := s.applyBatch(b, pebble.NoSync, false)
-	if cerr := b.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	abandoned, err := s.applyBatch(b, pebble.NoSync, false)
+	return closeBatch(b, abandoned, err)
 }
 
 // NewIter returns an iterator over the keys o bounds. The caller closes it.

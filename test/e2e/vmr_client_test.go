@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -183,6 +184,17 @@ func vmrSocket(t testing.TB, base, token string) *websocket.Conn {
 		t.Fatalf("websocket: %v (%v)", err, res)
 	}
 	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+// vmrSocketReady opens u's WebSocket and reads it up to u's own ONLINE,
+// which the server sends once the socket gets u's events: nothing
+// committed after vmrSocketReady returns is missed.
+func vmrSocketReady(t testing.TB, base string, u vmrUser) *websocket.Conn {
+	t.Helper()
+	c := vmrSocket(t, base, u.token)
+	for string(nextOf(t, c, "ONLINE")) != strconv.FormatUint(u.id, 10) {
+	}
 	return c
 }
 

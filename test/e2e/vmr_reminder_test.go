@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -45,13 +44,7 @@ func checkVMRReminders(t *testing.T, srv *server, v vmrClients) vmrUser {
 	a, b, c := vmrRegister(t, srv.url, "rmdann"), vmrRegister(t, srv.url, "rmdbob"), vmrRegister(t, srv.url, "rmdcat")
 	befriendVMR(t, v, a, b)
 	w := newWalletClients(t, srv.url)
-	ctx, cancel := context.WithCancel(ctxT(t))
-	defer cancel()
-	stream, err := w.chat.Subscribe(ctx, withToken(b.token, &walletv1.SubscribeRequest{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = stream.ResponseHeader() // the stream is open
+	stream, _ := subscribeAs(t, w, b.token)
 
 	remind := func(from, to vmrUser, requestID, amount int64, content string) *vmrpb.Error {
 		t.Helper()

@@ -28,18 +28,12 @@ func TestVMRRemoveFriend(t *testing.T) {
 	v := vmrTransports(t, srv.url)["grpc-web"]
 	a, b, c := vmrRegister(t, srv.url, "rmalice"), vmrRegister(t, srv.url, "rmbob"), vmrRegister(t, srv.url, "rmcarol")
 	befriendVMR(t, v, a, b)
-	wa, wb := vmrSocket(t, srv.url, a.token), vmrSocket(t, srv.url, b.token)
+	wa, wb := vmrSocketReady(t, srv.url, a), vmrSocketReady(t, srv.url, b)
 	sendChat(t, wa, b, "hi bob")
 	chatOf(t, wb, "CHAT")
 	chatOf(t, wa, "SEND_BACK")
 	w := newWalletClients(t, srv.url)
-	ctx, cancel := context.WithCancel(ctxT(t))
-	defer cancel()
-	stream, err := w.chat.Subscribe(ctx, withToken(a.token, &walletv1.SubscribeRequest{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = stream.ResponseHeader() // the stream is open
+	stream, cancel := subscribeAs(t, w, a.token)
 
 	if e := setStatus(t, v, b, vmrpb.SetFriendStatusRequest_REMOVE_FRIEND, a); e != nil {
 		t.Fatalf("remove: %v", e)
@@ -68,7 +62,7 @@ func TestVMRRemoveFriend(t *testing.T) {
 		t.Errorf("a's next message %s %s, want the transfer's SEND_BACK", m.Type, m.Data)
 	}
 
-	_, err = w.chat.SendMessage(ctxT(t), withToken(a.token, &walletv1.SendMessageRequest{ToUserId: b.id, Text: "hello?"}))
+	_, err := w.chat.SendMessage(ctxT(t), withToken(a.token, &walletv1.SendMessageRequest{ToUserId: b.id, Text: "hello?"}))
 	wantCode(t, "SendMessage to a former friend", err, connect.CodeFailedPrecondition)
 	_, err = w.friend.RemoveFriend(ctxT(t), withToken(a.token, &walletv1.RemoveFriendRequest{UserId: c.id}))
 	if wantCode(t, "RemoveFriend of a stranger", err, connect.CodeFailedPrecondition); reasonOf(err) != "NOT_FRIENDS" {
@@ -88,7 +82,7 @@ func TestVMRRemoveFriend(t *testing.T) {
 	wantUnfriended(t, v, a, b, "1000;")
 
 	w = newWalletClients(t, srv.url)
-	wa, wb = vmrSocket(t, srv.url, a.token), vmrSocket(t, srv.url, b.token)
+	wa, wb = vmrSocketReady(t, srv.url, a), vmrSocketReady(t, srv.url, b)
 	if _, err := w.friend.AddFriend(ctxT(t), withToken(a.token, &walletv1.AddFriendRequest{User: &walletv1.AddFriendRequest_UserId{UserId: b.id}})); err != nil {
 		t.Fatalf("asking a former friend again: %v", err)
 	}
@@ -150,4 +144,18 @@ func wantUnfriended(t *testing.T, v vmrClients, a, b vmrUser, last string) {
 			t.Errorf("%s's chat list: %v, want %s UNFRIENDED, last %q", p[0].username, f, p[1].username, last)
 		}
 	}
+}
+
+// subscribeAs opens surge.wallet.v1's Subscribe as the token's user and
+// returns once the server has the stream open; cancel ends it.
+func subscribeAs(t *testing.T, w *walletClients, token string) (stream *connect.ServerStreamForClient[walletv1.Event], cancel func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctxT(t))
+	t.Cleanup(cancel)
+	stream, err := w.chat.Subscribe(ctx, withToken(token, &walletv1.SubscribeRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = stream.ResponseHeader()
+	return stream, cancel
 }

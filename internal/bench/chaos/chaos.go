@@ -37,6 +37,11 @@ type Config struct {
 	// refuse to start naming the damage; the byte is then restored and
 	// the audit must find nothing lost.
 	Flip bool
+	// FillMiB, if set, puts the data directory on a tmpfs of that many
+	// MiB, mounted for the run (which needs root), and fills it once per
+	// cycle, halfway to the kill: surge must refuse writes, say so on
+	// /readyz and resume by itself once the disk is freed (fill.go).
+	FillMiB int
 	// Seed makes the kill points and the load repeatable (0: random).
 	Seed uint64
 	// Log receives progress lines; nil: none.
@@ -61,6 +66,22 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		}
 		cfg.Binary = exe
 	}
+	r := &run{cfg: cfg, hist: newHistory(), rep: newReport()}
+	if cfg.FillMiB > 0 {
+		if cfg.Dir != "" {
+			return nil, errors.New("chaos: a run that fills the disk mounts its own; leave the data directory unset")
+		}
+		mnt, err := mountDisk(cfg.FillMiB)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err := unmountDisk(mnt); err != nil {
+				fmt.Fprintln(cfg.Log, err)
+			}
+		}()
+		r.mnt, cfg.Dir = mnt, filepath.Join(mnt, "data")
+	}
 	if cfg.Dir == "" {
 		dir, err := os.MkdirTemp("", "surge-chaos-")
 		if err != nil {
@@ -73,7 +94,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 		cfg.Seed = rand.Uint64()
 	}
 	fmt.Fprintf(cfg.Log, "chaos: %d kills, %d workers, data in %s, seed %d\n", cfg.Kills, cfg.Workers, cfg.Dir, cfg.Seed)
-	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), hist: newHistory(), rep: newReport()}
+	r.cfg, r.rng = cfg, rand.New(rand.NewPCG(cfg.Seed, 1))
 	err := r.cycles(ctx)
 	r.rep.write(out)
 	if err == nil {
@@ -88,10 +109,11 @@ type run struct {
 	hist *history
 	rep  *Report
 	srv  *server
+	mnt  string // the tmpfs under the data directory, with FillMiB
 }
 
 func (r *run) cycles(ctx context.Context) error {
-	srv, err := startServer(ctx, r.cfg.Binary, r.cfg.Dir, r.cfg.Log)
+	srv, err := startServer(ctx, r.cfg.Binary, r.cfg.Dir, r.cfg.Log, r.serveFlags()...)
 	if err != nil {
 		return err
 	}
@@ -110,7 +132,7 @@ func (r *run) cycles(ctx context.Context) error {
 				return err
 			}
 		}
-		if r.srv, err = startServer(ctx, r.cfg.Binary, r.cfg.Dir, r.cfg.Log); err != nil {
+		if r.srv, err = startServer(ctx, r.cfg.Binary, r.cfg.Dir, r.cfg.Log, r.serveFlags()...); err != nil {
 			return fmt.Errorf("restart after kill %d: %w", cycle+1, err)
 		}
 		c = newClient(r.srv.url)
@@ -122,8 +144,20 @@ func (r *run) cycles(ctx context.Context) error {
 	return nil
 }
 
+// serveFlags are the run's flags for surge serve: on a disk to fill, small
+// memtables, so that the server writes table files often and meets the
+// full disk within a few operations (its WAL files are recycled, and a
+// recycled file's space is already taken).
+func (r *run) serveFlags() []string {
+	if r.mnt == "" {
+		return nil
+	}
+	return []string{"--memtable-mb", "1"}
+}
+
 // load drives the workers until killAt operations were acknowledged, then
 // kills the server while they are in flight, and waits for them to stop.
+// With FillMiB it fills the disk halfway.
 func (r *run) load(ctx context.Context, c *client, cycle, killAt int) {
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -133,9 +167,23 @@ func (r *run) load(ctx context.Context, c *client, cycle, killAt int) {
 		wk := &worker{id: w, cycle: cycle, c: c, h: r.hist, rng: rand.New(rand.NewPCG(r.cfg.Seed, uint64(cycle*1000+w+2))), acked: acks}
 		wg.Go(func() { wk.loop(lctx) })
 	}
-	for n := 0; n < killAt; n++ {
+	// fill, with FillMiB, reports the end of the cycle's disk fill, which
+	// runs while the workers do; the kill waits for it.
+	var fill chan bool
+	filling := false
+	for n := 0; n < killAt || filling; {
+		if r.mnt != "" && fill == nil && n >= killAt/2 {
+			fill, filling = make(chan bool, 1), true
+			go func() { fill <- r.fillCycle(ctx) }()
+		}
 		select {
 		case <-acks:
+			n++
+		case resumed := <-fill:
+			filling = false
+			if !resumed {
+				n = killAt
+			}
 		case <-ctx.Done():
 			n = killAt
 		}

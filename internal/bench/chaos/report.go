@@ -21,6 +21,8 @@ type Report struct {
 	restarts      []time.Duration
 	flips         int
 	flipsDetected int
+	fills         int
+	fillsResumed  int
 }
 
 func newReport() *Report { return &Report{} }
@@ -83,6 +85,9 @@ func (r *Report) write(out io.Writer) {
 	if r.flips > 0 {
 		fmt.Fprintf(out, "flipped WAL bytes: %d, refused to start naming the damage: %d\n", r.flips, r.flipsDetected)
 	}
+	if r.fills > 0 {
+		fmt.Fprintf(out, "disk filled: %d, writes refused and then resumed once freed: %d\n", r.fills, r.fillsResumed)
+	}
 	for _, e := range r.examples {
 		fmt.Fprintln(out, "  "+e)
 	}
@@ -96,6 +101,9 @@ func (r *Report) verdict() error {
 	}
 	if n := r.Anomalies(); n > 0 {
 		errs = append(errs, fmt.Errorf("%d anomalies", n))
+	}
+	if r.fills != r.fillsResumed {
+		errs = append(errs, fmt.Errorf("%d of %d full disks not reported or not resumed from", r.fills-r.fillsResumed, r.fills))
 	}
 	if r.flips != r.flipsDetected {
 		errs = append(errs, fmt.Errorf("%d of %d flipped bytes not detected", r.flips-r.flipsDetected, r.flips))

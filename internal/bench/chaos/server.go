@@ -25,11 +25,12 @@ type server struct {
 	exited     chan struct{}
 }
 
-// startServer starts `surge serve` on dir and a free loopback port and
-// waits until /readyz answers 200.
-func startServer(ctx context.Context, bin, dir string, log io.Writer) (*server, error) {
+// startServer starts `surge serve` on dir and a free loopback port, with
+// extra flags, and waits until /readyz answers 200.
+func startServer(ctx context.Context, bin, dir string, log io.Writer, extra ...string) (*server, error) {
 	began := time.Now()
-	cmd := exec.CommandContext(ctx, bin, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--log-level", "warn")
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--log-level", "warn"}, extra...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -70,25 +71,7 @@ func scanListening(r io.Reader, found chan<- string) {
 }
 
 func (s *server) awaitReady(ctx context.Context) error {
-	deadline := time.Now().Add(readyTimeout)
-	hc := &http.Client{Timeout: 2 * time.Second}
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("surge exited while recovering")
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		if resp, err := hc.Get(s.url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
-	}
-	return errNotReady
+	return s.awaitReadyz(ctx, func(status int, _ string) bool { return status == http.StatusOK })
 }
 
 // kill sends SIGKILL and waits for the process to be reaped.

@@ -161,7 +161,14 @@ func (m *Member) Owned() []int32 {
 // transaction, writes the outputs and commits the consumer offsets. Rounds
 // of one member must not run concurrently.
 func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, error) {
-	batch, err := m.poll(ctx, max)
+	return m.RoundWait(ctx, ctx, max, apply)
+}
+
+// RoundWait is Round waiting for commands only until wait ends: a round
+// with no commands then returns wait's error and nothing else. The round
+// that found commands runs under ctx.
+func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (RoundResult, error) {
+	batch, err := m.poll(wait, max)
 	if err != nil || len(batch) == 0 {
 		return RoundResult{}, err
 	}
@@ -193,7 +200,9 @@ func (m *Member) poll(ctx context.Context, max int) ([]Command, error) {
 	if fetches.IsClientClosed() {
 		return nil, kgo.ErrClientClosed
 	}
-	if err := ctx.Err(); err != nil {
+	// Records polled count as consumed: they are applied even if ctx ended
+	// meanwhile, or the next commit would skip them.
+	if err := ctx.Err(); err != nil && fetches.NumRecords() == 0 {
 		return nil, err
 	}
 	for _, fe := range fetches.Errors() {

@@ -124,6 +124,9 @@ func appendEntry(b []byte, e *ledger.Entry) []byte {
 func appendStats(b []byte, s *ledger.Stats) []byte {
 	b = appendInt(b, `{"accounts":`, s.Accounts)
 	b = appendIntMap(appendKey(b, `,"balance_sum":`), s.BalanceSum)
+	if s.CreditsInFlight != nil { // a cluster's (ledger.Stats)
+		b = appendIntMap(appendKey(b, `,"credits_in_flight":`), s.CreditsInFlight)
+	}
 	return append(b, '}')
 }
 

@@ -24,17 +24,20 @@ type cmdCreateAccount struct {
 type cmdTransfer struct {
 	req      ledger.TransferRequest
 	attached []store.Record
-	transfer ledger.Transfer
-	replayed bool
-	err      error
+	// currencies are receivers' currencies sent along in a cluster.
+	currencies map[string]string
+	transfer   ledger.Transfer
+	replayed   bool
+	err        error
 }
 
 // cmdBatch makes many transfers debiting accounts of the shard; with
 // atomic, all or none.
 type cmdBatch struct {
-	reqs    []ledger.TransferRequest
-	atomic  bool
-	results []ledger.BatchResult
+	reqs       []ledger.TransferRequest
+	atomic     bool
+	currencies map[string]string
+	results    []ledger.BatchResult
 }
 
 // cmdPost posts a pending transfer (amount 0: all of it).

@@ -77,8 +77,13 @@ func (s *shard) writeHistory(w *ledgerstore.LedgerBatch) {
 		h.cursor++
 	}
 	// Records the newest checkpoint does not cover stay: they name the
-	// transfers it does not hold.
-	if n := min(h.sweptTo, s.l.ckpt.covered[s.id].Load()); n > h.trimmedTo {
+	// transfers it does not hold. A cluster's owner, which reads every
+	// transfer id at each restore, writes no checkpoint.
+	n := h.sweptTo
+	if !s.l.cfg.Cluster {
+		n = min(n, s.l.ckpt.covered[s.id].Load())
+	}
+	if n > h.trimmedTo {
 		w.TrimJournal(s.id, n)
 		h.trimmedTo = n
 	}
@@ -99,6 +104,12 @@ func storeChunk(w *ledgerstore.LedgerBatch, a *ledger.Account) {
 // journal, so that every shard starts from journal record 0 whatever the
 // number of shards was before.
 func (l *Ledger) replayJournal(cp *checkpoint, trimmed map[int]uint64) error {
+	if cp == nil && l.cfg.Cluster {
+		// A cluster's store is a cache of its changelog: chunks written
+		// here would not reach the changelog. The shards go on with their
+		// journals, which sweeps chunk and trim in rounds.
+		cp = &checkpoint{positions: make([]uint64, len(l.shards))}
+	}
 	if cp == nil {
 		replayed := 0
 		err := l.db.EachJournalRecord(func(r *ledgerstore.JournalRecord) error {

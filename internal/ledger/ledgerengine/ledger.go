@@ -30,6 +30,10 @@ type Config struct {
 	SweepEntries int
 	// Logger receives operational messages; nil means slog.Default().
 	Logger *slog.Logger
+	// Cluster runs the ledger as a cluster node's owner of its shards
+	// (cluster.go): credits between shards are forwarded, and the history
+	// journal is kept for sweeps to chunk through rounds.
+	Cluster bool
 }
 
 // Ledger is the ledger's state on the engine's shards, and its API.
@@ -58,6 +62,8 @@ type Ledger struct {
 	ckpt *checkpointer
 	// history keeps the newest history page of recently read accounts.
 	history *historyCache
+	// remote knows other shards' accounts' currencies, in a cluster.
+	remote remoteCurrencies
 }
 
 // Open loads the ledger from eng's storage into one Book per shard and
@@ -137,6 +143,11 @@ func (l *Ledger) load() error {
 		return fmt.Errorf("load accounts: %w", err)
 	}
 	l.cfg.Logger.Info("recovery: accounts and holds loaded", "elapsed", time.Since(began).Round(time.Millisecond))
+	if l.cfg.Cluster {
+		if err := l.loadCluster(); err != nil {
+			return fmt.Errorf("load cluster sums: %w", err)
+		}
+	}
 	if err := l.replayJournal(cp, js.Trimmed); err != nil {
 		return fmt.Errorf("replay history journal: %w", err)
 	}

@@ -1,7 +1,6 @@
 package ledgerengine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -29,6 +28,9 @@ type shard struct {
 	// attached are the round's records attached to new transfers.
 	attached []store.Record
 	history  historyWriter
+	// credits are the shard's credit sums in a cluster (cluster.go).
+	credits        ledger.CreditSums
+	creditsChanged bool
 }
 
 func newShard(id int, l *Ledger) *shard {
@@ -51,11 +53,13 @@ func (s *shard) apply(c engine.Command, now time.Time) {
 	case *cmdCreateAccount:
 		c.account, c.created, c.err = s.book.CreateAccount(c.spec, now)
 	case *cmdTransfer:
+		s.l.remote.learn(c.currencies)
 		c.transfer, c.replayed, c.err = s.book.Transfer(c.req, now)
 		if c.err == nil && !c.replayed {
 			s.attached = append(s.attached, c.attached...)
 		}
 	case *cmdBatch:
+		s.l.remote.learn(c.currencies)
 		c.results = s.applyBatch(c, now)
 	case *cmdPost:
 		c.transfer, c.err = s.book.Post(c.id, c.amount, now)
@@ -64,7 +68,7 @@ func (s *shard) apply(c engine.Command, now time.Time) {
 	case engine.Tick:
 		s.book.Expire(now)
 	default:
-		panic(fmt.Sprintf("ledgerengine: unknown command %T", c))
+		s.applyCluster(c)
 	}
 }
 
@@ -121,8 +125,11 @@ func (s *shard) Size() int {
 // Receive applies the credits that the round's debits owe the shard's
 // accounts: the shards are parked, so their Changes hold still. The order,
 // by debiting shard and then by debit, is the same whichever goroutine
-// runs it.
+// runs it. In a cluster the credits are forwarded instead (Forwards).
 func (s *shard) Receive() {
+	if s.l.cfg.Cluster {
+		return
+	}
 	for _, from := range s.l.shards {
 		credits := from.book.Changes().Credits
 		for _, i := range from.outgoing[s.id] {
@@ -142,6 +149,9 @@ func (s *shard) Write(b *pebble.Batch) {
 	}
 	writeChanges(w, ch)
 	s.writeHistory(w)
+	if s.l.cfg.Cluster {
+		s.writeCredits(w)
+	}
 	for _, r := range s.attached {
 		_ = w.Set(r.Key, r.Value, nil)
 	}
@@ -221,6 +231,11 @@ func (k lookup) Claim(id string) bool { return !k.s.l.inflight.loadOrStore(id, k
 
 func (k lookup) Release(id string) { deleteIf(k.s.l.inflight, id, k.s.id) }
 
-func (k lookup) Currency(id string) (string, bool) { return k.s.l.accounts.currency(id) }
+func (k lookup) Currency(id string) (string, bool) {
+	if c, ok := k.s.l.accounts.currency(id); ok {
+		return c, true
+	}
+	return k.s.l.remote.currency(id)
+}
 
 func (k lookup) NewID() string { return uuid.Must(uuid.NewV7()).String() }

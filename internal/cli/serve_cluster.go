@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/cluster/node"
+	"github.com/surge-dev/surge/internal/front"
+	"github.com/surge-dev/surge/internal/kv/kvapi"
+	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+	"github.com/surge-dev/surge/internal/telemetry"
+	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/wallet/auth"
+	"github.com/surge-dev/surge/internal/wallet/rpc"
+	"github.com/surge-dev/surge/internal/wallet/vmr"
+)
+
+// clusterConfig holds the flags of cluster mode (docs/CLUSTER.md).
+type clusterConfig struct {
+	kafka      string
+	name       string
+	partitions int
+	session    time.Duration
+}
+
+func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
+	f.StringVar(&c.kafka, "kafka", "", "Kafka brokers (host:port,...) to run as a node of a cluster on; empty: one process on embedded storage")
+	f.StringVar(&c.name, "cluster", kafkalog.DefaultCluster, "with --kafka: the cluster's name, which names its topics and consumer group")
+	f.IntVar(&c.partitions, "partitions", 6, "with --kafka: partitions (shards) of the cluster's topics, used when they are created and checked against them afterwards")
+	f.DurationVar(&c.session, "session-timeout", 6*time.Second, "with --kafka: how long a silent node keeps its partitions before the others take them (at least the brokers' group.min.session.timeout.ms)")
+}
+
+// serveCluster runs surge as a node of a cluster on Kafka. The ledger's,
+// ticketing's and key-value routes answer on every node; the wallet's
+// answer 501.
+func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
+	logger := telemetry.NewLogger(os.Stderr, c.logLevel, c.logFmt)
+	dir, err := filepath.Abs(c.data)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	telemetry.RegisterRuntime(reg)
+	ln, err := listen(c.addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
+	var api *ledgerapi.API
+	n, err := node.Start(ctx, node.Config{
+		Kafka: kafkalog.Config{
+			Brokers: strings.Split(c.cluster.kafka, ","), Cluster: c.cluster.name,
+			Partitions: int32(c.cluster.partitions), SessionTimeout: c.cluster.session,
+		},
+		Dir: dir, Currency: c.currency, MaxBatch: c.maxBatch, Logger: logger,
+	}, func(ready bool) {
+		if api != nil {
+			api.SetReady(ready)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	api = ledgerapi.New(n.Ledger(), ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	api.SetReady(n.Ready())
+	// Hold tokens only authorise cancelling, which cluster mode refuses:
+	// each node may sign them with a secret of its own.
+	holdSecret, err := auth.NewSecret()
+	if err != nil {
+		return err
+	}
+	tix := ticketapi.New(n.Tickets(), ticketapi.Options{APIKey: c.apiKey, HoldSecret: holdSecret, Ready: n.Ready, Registry: reg, Logger: logger})
+	srv := front.New(front.Options{
+		Routes: slices.Concat(api.FastRoutes(), tix.FastRoutes()),
+		Net:    clusterRoutes(api, tix, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader)), Limits: c.limits,
+		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
+		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,
+	})
+	fmt.Fprintf(out, "surge: node %s of cluster %s on %s (%d partitions)\n", n.ID(), c.cluster.name, c.cluster.kafka, c.cluster.partitions)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	go worldOnce(ctx, n, logger)
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	api.SetReady(false)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// worldOnce creates @world, retrying until the cluster answers.
+func worldOnce(ctx context.Context, n *node.Node, logger interface{ Warn(string, ...any) }) {
+	for ctx.Err() == nil {
+		err := n.CreateWorld(ctx)
+		if err == nil {
+			return
+		}
+		logger.Warn("cluster: creating @world", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// clusterRoutes is the net/http table of a cluster node: the ledger,
+// ticketing, key-value entries, and 501 for the wallet's RPCs.
+func clusterRoutes(api *ledgerapi.API, tix *ticketapi.API, entries http.Handler) http.Handler {
+	v1 := http.NewServeMux()
+	for _, p := range ticketapi.Routes {
+		v1.Handle(p, tix)
+	}
+	v1.Handle("/", api.Handler())
+	return table{
+		{kvapi.Owns, entries},
+		{rpc.Owns, notInCluster("the wallet, friends and chat")},
+		{vmr.Owns, notInCluster("the wallet, friends and chat")},
+		{anyPath, v1},
+	}
+}
+
+func notInCluster(what string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusNotImplemented)
+		fmt.Fprintf(w, `{"type":"https://surge.dev/problems/not_in_cluster","title":"Not available in cluster mode","status":501,"code":"not_in_cluster","detail":%q}`,
+			what+" is not available in cluster mode: run it on a single node (without --kafka)")
+	})
+}

@@ -1,0 +1,94 @@
+package node
+
+import (
+	"context"
+	"sync"
+
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+)
+
+var errAtomicAcross = ledger.Errorf(ledger.CodeInvalidArgument, "in cluster mode an atomic batch debits accounts of one partition only")
+
+// TransferBatch applies reqs, each debiting partition its share as one
+// command. Items naming an unknown receiver, or two-phase ones, fail
+// before anything is sent; an atomic batch then fails whole, as it does
+// when its debits span partitions.
+func (l *Ledger) TransferBatch(ctx context.Context, reqs []ledger.TransferRequest, atomic bool) ([]ledger.BatchResult, error) {
+	res := make([]ledger.BatchResult, len(reqs))
+	groups := map[int][]int{} // partition → positions in reqs
+	cur := map[string]string{}
+	failed := -1
+	for i, r := range reqs {
+		res[i].Transfer.ID = r.ID
+		if err := l.checkItem(ctx, r, cur); err != nil {
+			res[i].Err = err
+			failed = max(failed, i)
+			continue
+		}
+		p := l.partition(r.From)
+		groups[p] = append(groups[p], i)
+	}
+	if atomic && (failed >= 0 || len(groups) > 1) {
+		return abortAll(res, failed), nil
+	}
+	var wg sync.WaitGroup
+	for p, idx := range groups {
+		wg.Go(func() { l.sendGroup(ctx, p, reqs, idx, atomic, cur, res) })
+	}
+	wg.Wait()
+	return res, nil
+}
+
+// checkItem refuses a two-phase item, or one whose receiver does not
+// exist, and notes the receiver's currency in cur.
+func (l *Ledger) checkItem(ctx context.Context, r ledger.TransferRequest, cur map[string]string) error {
+	if r.Pending {
+		return errTwoPhase
+	}
+	if _, ok := cur[r.To]; ok {
+		return nil
+	}
+	c, err := l.currencyOf(ctx, r.To)
+	if err == nil {
+		cur[r.To] = c
+	}
+	return err
+}
+
+// abortAll fails every item of an atomic batch: failed's with its own
+// error, or all as debiting several partitions if none failed.
+func abortAll(res []ledger.BatchResult, failed int) []ledger.BatchResult {
+	for i := range res {
+		switch {
+		case failed < 0:
+			res[i].Err = errAtomicAcross
+		case i != failed:
+			res[i].Err = ledger.Errorf(ledger.CodeBatchAborted, "not applied: item %d failed", failed)
+		}
+	}
+	return res
+}
+
+// sendGroup sends the items idx of reqs, which debit partition p, and
+// fills their results.
+func (l *Ledger) sendGroup(ctx context.Context, p int, reqs []ledger.TransferRequest, idx []int, atomic bool, cur map[string]string, res []ledger.BatchResult) {
+	w := &ledgerengine.WireCommand{Op: ledgerengine.OpBatch, Atomic: atomic, Currencies: map[string]string{}}
+	for _, i := range idx {
+		w.Reqs = append(w.Reqs, reqs[i])
+		w.Currencies[reqs[i].To] = cur[reqs[i].To]
+	}
+	o, err := l.do(ctx, p, w)
+	for j, i := range idx {
+		switch {
+		case err != nil:
+			res[i].Err = err
+		case j < len(o.Results):
+			r := o.Results[j]
+			res[i] = ledger.BatchResult{Transfer: r.Transfer, Replayed: r.Replayed}
+			if r.Err != nil {
+				res[i].Err = r.Err
+			}
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+)
+
+// caller sends commands to partitions and waits for their replies in the
+// node's inbox. A command's key is "<inbox>:<request id>": the owner's
+// round writes the reply, keyed by the request id, to that partition of
+// the replies topic in its transaction, so the reply is read
+// (read_committed) only once the command's effects are committed.
+type caller struct {
+	prod  *kafkalog.Producer
+	inbox int32
+	node  string
+	seq   atomic.Uint64
+	cl    *kgo.Client
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	waiting map[string]chan []byte
+	done    chan struct{}
+}
+
+func newCaller(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) (*caller, error) {
+	prod, err := kafkalog.NewProducer(c)
+	if err != nil {
+		return nil, err
+	}
+	k := &caller{prod: prod, inbox: c.InboxPartition(node), node: node, log: log, waiting: map[string]chan []byte{}, done: make(chan struct{})}
+	// Read from the inbox's end as of now, fixed before any command leaves:
+	// a reply can then never come before the point reading starts.
+	from, err := inboxEnd(ctx, c, k.inbox)
+	if err == nil {
+		k.cl, err = kgo.NewClient(
+			kgo.SeedBrokers(c.Brokers...),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.RepliesTopic(): {k.inbox: kgo.NewOffset().At(from)}}),
+			kgo.FetchMaxWait(50e6), // 50 ms: a reply waits no longer for company
+		)
+	}
+	if err != nil {
+		prod.Close()
+		return nil, fmt.Errorf("node: inbox: %w", err)
+	}
+	go k.read()
+	return k, nil
+}
+
+// inboxEnd returns the end offset of the node's inbox, asking again for a
+// while if the brokers do not know the topic's partitions yet (just after
+// it was created).
+func inboxEnd(ctx context.Context, c kafkalog.Config, inbox int32) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for try := 1; ; try++ {
+		ends, err := adm.ListEndOffsets(ctx, c.RepliesTopic())
+		if err == nil {
+			o, ok := ends.Lookup(c.RepliesTopic(), inbox)
+			switch {
+			case !ok:
+				err = fmt.Errorf("end of %s/%d: no such partition yet", c.RepliesTopic(), inbox)
+			case o.Err != nil:
+				err = fmt.Errorf("end of %s/%d: %w", c.RepliesTopic(), inbox, o.Err)
+			default:
+				return o.Offset, nil
+			}
+		}
+		if try == 30 {
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// call appends value to partition and returns the reply.
+func (k *caller) call(ctx context.Context, partition int, value []byte) ([]byte, error) {
+	rid := k.node + "-" + strconv.FormatUint(k.seq.Add(1), 36)
+	ch := make(chan []byte, 1)
+	k.mu.Lock()
+	k.waiting[rid] = ch
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		delete(k.waiting, rid)
+		k.mu.Unlock()
+	}()
+	key := strconv.Itoa(int(k.inbox)) + ":" + rid
+	if _, err := k.prod.Append(ctx, int32(partition), []byte(key), value); err != nil {
+		return nil, err
+	}
+	select {
+	case out := <-ch:
+		return out, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// read hands the inbox's replies to their callers until close.
+func (k *caller) read() {
+	defer close(k.done)
+	for {
+		fetches := k.cl.PollFetches(context.Background())
+		if fetches.IsClientClosed() {
+			return
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			k.log.Warn("cluster: reading the inbox", "topic", t, "partition", p, "err", err)
+		})
+		fetches.EachRecord(func(r *kgo.Record) {
+			k.mu.Lock()
+			ch := k.waiting[string(r.Key)]
+			k.mu.Unlock()
+			if ch != nil {
+				select {
+				case ch <- r.Value:
+				default: // a second reply to one request (not sent by committed rounds)
+				}
+			}
+		})
+	}
+}
+
+func (k *caller) close() {
+	k.cl.Close()
+	<-k.done
+	k.prod.Close()
+}

@@ -1,0 +1,228 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+	"github.com/surge-dev/surge/internal/store"
+)
+
+// callTimeout bounds a request's wait for its partition's owner: longer
+// than a node's death takes to be noticed and its partitions restored
+// (docs/CLUSTER.md), so that a request to a dead owner's partition is
+// answered by the next owner.
+const callTimeout = 30 * time.Second
+
+// Ledger is the ledger's API on a cluster node (ledgerapi.Ledger): each
+// call is a command to the partition owning its account, answered by that
+// partition's owner once its round committed. Two-phase transfers,
+// atomic batches across partitions and records attached to transfers are
+// refused with a clear error.
+type Ledger struct {
+	k          *caller
+	partitions int
+	// currencies caches accounts known to exist, with their currency.
+	currencies sync.Map
+}
+
+func newLedger(k *caller, partitions int32) *Ledger {
+	return &Ledger{k: k, partitions: int(partitions)}
+}
+
+func (l *Ledger) partition(key string) int { return engine.ShardIndex(key, l.partitions) }
+
+// do sends w to partition and decodes the outcome.
+func (l *Ledger) do(ctx context.Context, partition int, w *ledgerengine.WireCommand) (*ledgerengine.WireOutcome, error) {
+	v, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	b, err := l.k.call(ctx, partition, append([]byte{workloadLedger}, v...))
+	if err != nil {
+		return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
+	}
+	var o ledgerengine.WireOutcome
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, fmt.Errorf("cluster: decoding a reply: %w", err)
+	}
+	switch {
+	case o.Fault != "":
+		return nil, errors.New("cluster: " + o.Fault)
+	case o.Err != nil:
+		return &o, o.Err
+	}
+	return &o, nil
+}
+
+// CreateAccount opens an account on its partition.
+func (l *Ledger) CreateAccount(ctx context.Context, spec ledger.AccountSpec) (ledger.Account, bool, error) {
+	o, err := l.do(ctx, l.partition(spec.ID), &ledgerengine.WireCommand{Op: ledgerengine.OpCreateAccount, Spec: &spec})
+	if err != nil {
+		return ledger.Account{}, false, err
+	}
+	l.currencies.Store(o.Account.ID, o.Account.Currency)
+	return *o.Account, o.Created, nil
+}
+
+func (l *Ledger) createWorld(ctx context.Context, currency string) error {
+	_, _, err := l.CreateAccount(ctx, ledger.AccountSpec{ID: ledger.WorldID, Currency: currency})
+	if ledger.CodeOf(err) == ledger.CodeAccountExists {
+		return nil
+	}
+	return err
+}
+
+// Account reads an account from its partition's owner.
+func (l *Ledger) Account(ctx context.Context, id string) (ledger.Account, error) {
+	o, err := l.do(ctx, l.partition(id), &ledgerengine.WireCommand{Op: ledgerengine.OpAccount, ID: id})
+	if err != nil {
+		return ledger.Account{}, err
+	}
+	return *o.Account, nil
+}
+
+// currencyOf returns the currency of account id, which must exist.
+func (l *Ledger) currencyOf(ctx context.Context, id string) (string, error) {
+	if c, ok := l.currencies.Load(id); ok {
+		return c.(string), nil
+	}
+	a, err := l.Account(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	l.currencies.Store(id, a.Currency)
+	return a.Currency, nil
+}
+
+// receivers returns the currencies of reqs' receivers; an unknown receiver
+// is an account_not_found error, before anything is debited.
+func (l *Ledger) receivers(ctx context.Context, reqs []ledger.TransferRequest) (map[string]string, error) {
+	out := make(map[string]string)
+	for _, r := range reqs {
+		if _, ok := out[r.To]; ok || r.To == "" {
+			continue
+		}
+		c, err := l.currencyOf(ctx, r.To)
+		if err != nil {
+			return nil, err
+		}
+		out[r.To] = c
+	}
+	return out, nil
+}
+
+var errTwoPhase = ledger.Errorf(ledger.CodeInvalidArgument, "two-phase (pending) transfers are not available in cluster mode")
+
+// Transfer moves money: the debit's partition applies it and forwards the
+// credit in the same transaction.
+func (l *Ledger) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
+	if req.Pending {
+		return ledger.Transfer{}, false, errTwoPhase
+	}
+	cur, err := l.receivers(ctx, []ledger.TransferRequest{req})
+	if err != nil {
+		return ledger.Transfer{}, false, err
+	}
+	o, err := l.do(ctx, l.partition(req.From), &ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: cur})
+	if err != nil {
+		return ledger.Transfer{}, false, err
+	}
+	return *o.Transfer, o.Replayed, nil
+}
+
+// TransferWith is Transfer; records attached to a transfer (the wallet's)
+// are not carried in cluster mode.
+func (l *Ledger) TransferWith(ctx context.Context, req ledger.TransferRequest, attached []store.Record) (ledger.Transfer, bool, error) {
+	if len(attached) > 0 {
+		return ledger.Transfer{}, false, errors.New("cluster: records attached to a transfer are not carried in cluster mode")
+	}
+	return l.Transfer(ctx, req)
+}
+
+// PostPending is refused: two-phase transfers are not available.
+func (l *Ledger) PostPending(context.Context, string, int64) (ledger.Transfer, error) {
+	return ledger.Transfer{}, errTwoPhase
+}
+
+// VoidPending is refused: two-phase transfers are not available.
+func (l *Ledger) VoidPending(context.Context, string) (ledger.Transfer, error) {
+	return ledger.Transfer{}, errTwoPhase
+}
+
+// GetTransfer asks every partition, since a transfer lives in its debit's
+// partition and its id does not name it.
+func (l *Ledger) GetTransfer(ctx context.Context, id string) (ledger.Transfer, error) {
+	outs, err := l.everyPartition(ctx, &ledgerengine.WireCommand{Op: ledgerengine.OpGetTransfer, ID: id}, ledger.CodeTransferNotFound)
+	if err != nil {
+		return ledger.Transfer{}, err
+	}
+	for _, o := range outs {
+		if o != nil && o.Transfer != nil {
+			return *o.Transfer, nil
+		}
+	}
+	return ledger.Transfer{}, ledger.Errorf(ledger.CodeTransferNotFound, "transfer %s not found", id)
+}
+
+// History reads a page of an account's history from its partition's owner.
+func (l *Ledger) History(ctx context.Context, accountID string, q ledger.HistoryQuery) (ledger.HistoryPage, error) {
+	o, err := l.do(ctx, l.partition(accountID), &ledgerengine.WireCommand{Op: ledgerengine.OpHistory, ID: accountID, Query: &q})
+	if err != nil {
+		return ledger.HistoryPage{}, err
+	}
+	return *o.Page, nil
+}
+
+// Stats sums every partition's totals. Each partition's balances and
+// credit sums are of one round of its own; within a partition, balances
+// minus credits received plus credits sent are 0, so the balances and the
+// credits in flight (sent but not yet received) sum to 0.
+func (l *Ledger) Stats(ctx context.Context) (ledger.Stats, error) {
+	outs, err := l.everyPartition(ctx, &ledgerengine.WireCommand{Op: ledgerengine.OpStats}, "")
+	if err != nil {
+		return ledger.Stats{}, err
+	}
+	st := ledger.Stats{BalanceSum: map[string]int64{}, CreditsInFlight: map[string]int64{}}
+	for _, o := range outs {
+		s := o.Stats
+		st.Accounts += s.Accounts
+		for c, v := range s.Balances {
+			st.BalanceSum[c] += v
+		}
+		for c, v := range s.Credits.Sent {
+			st.CreditsInFlight[c] += v
+		}
+		for c, v := range s.Credits.Received {
+			st.CreditsInFlight[c] -= v
+		}
+	}
+	return st, nil
+}
+
+// everyPartition sends w to every partition at once and returns their
+// outcomes, by partition; an error of code ok leaves that outcome nil.
+func (l *Ledger) everyPartition(ctx context.Context, w *ledgerengine.WireCommand, ok ledger.Code) ([]*ledgerengine.WireOutcome, error) {
+	outs := make([]*ledgerengine.WireOutcome, l.partitions)
+	errs := make([]error, l.partitions)
+	var wg sync.WaitGroup
+	for p := range l.partitions {
+		wg.Go(func() {
+			o, err := l.do(ctx, p, w)
+			if err != nil && ok != "" && ledger.CodeOf(err) == ok {
+				return
+			}
+			outs[p], errs[p] = o, err
+		})
+	}
+	wg.Wait()
+	return outs, errors.Join(errs...)
+}

@@ -1,0 +1,202 @@
+// Package node runs a surge node of a cluster on Apache Kafka
+// (docs/CLUSTER.md): it owns some of the cluster's partitions and runs the
+// engine's rounds over them, each round's outputs in one Kafka transaction,
+// and it sends the requests it takes to the partitions' owners and answers
+// them when their replies come back. internal/cluster/kafkalog is the Kafka
+// layer below it; the engine and the ledger know no Kafka.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+)
+
+// Config sets up a node.
+type Config struct {
+	// Kafka locates the cluster.
+	Kafka kafkalog.Config
+	// Dir is the node's data directory: its id and its cache of the owned
+	// partitions' state.
+	Dir string
+	// Currency is the currency of @world when the ledger is first created.
+	Currency string
+	// MaxBatch bounds the commands a round reads (0: 4096).
+	MaxBatch int
+	// TransactionTimeout is how long the brokers let a round's transaction
+	// stay open before aborting it: a dead owner's last round blocks its
+	// partitions' new owner that long at most (0: 5 s).
+	TransactionTimeout time.Duration
+	// Logger receives operational messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 4096
+	}
+	if c.TransactionTimeout <= 0 {
+		c.TransactionTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Currency == "" {
+		c.Currency = "USD"
+	}
+}
+
+// Node is a running cluster node.
+type Node struct {
+	cfg    Config
+	id     string
+	member *kafkalog.Member
+	caller *caller
+	ledger *Ledger
+	kv     *KV
+	seats  *Tickets
+	// gen counts the changes of the partitions the member owns; built is
+	// the gen the owner's state was last built for (owner.go).
+	gen, built atomic.Uint64
+	ready      atomic.Bool
+	onReady    func(bool)
+	cancel     context.CancelFunc
+	done       sync.WaitGroup
+}
+
+// Start joins the cluster: it creates or checks the topics, reads the
+// node's id from Dir (made on first start), starts reading its replies and
+// joins the consumer group. onReady is told when the node becomes ready
+// (it owns partitions and has restored them) or stops being so.
+func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
+	cfg.setDefaults()
+	id, err := nodeID(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureTopics(ctx, cfg.Kafka); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, id: id, onReady: onReady}
+	if n.caller, err = newCaller(ctx, cfg.Kafka, id, cfg.Logger); err != nil {
+		return nil, err
+	}
+	n.member, err = kafkalog.Join(ctx, cfg.Kafka, id, kafkalog.Handlers{
+		Assigned: n.moved, Revoked: n.moved,
+	}, kgo.TransactionTimeout(cfg.TransactionTimeout))
+	if err != nil {
+		n.caller.close()
+		return nil, err
+	}
+	n.ledger = newLedger(n.caller, cfg.Kafka.Partitions)
+	n.kv = &KV{k: n.caller, partitions: int(cfg.Kafka.Partitions)}
+	n.seats = &Tickets{k: n.caller, ledger: n.ledger, partitions: int(cfg.Kafka.Partitions)}
+	runCtx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	n.done.Add(1)
+	go n.own(runCtx)
+	cfg.Logger.Info("cluster: joined", "node", id, "cluster", cfg.Kafka.Group(), "partitions", cfg.Kafka.Partitions)
+	return n, nil
+}
+
+// ID is the node's id, kept in its data directory.
+func (n *Node) ID() string { return n.id }
+
+// Ledger is the ledger as the node's clients see it: every call goes to the
+// partition owning its account.
+func (n *Node) Ledger() *Ledger { return n.ledger }
+
+// KV is the key-value entries as the node's clients see them.
+func (n *Node) KV() *KV { return n.kv }
+
+// Tickets is ticketing as the node's clients see it.
+func (n *Node) Tickets() *Tickets { return n.seats }
+
+// Owned returns the partitions the node owns.
+func (n *Node) Owned() []int32 { return n.member.Owned() }
+
+// Ready reports whether the node owns its partitions and restored them.
+func (n *Node) Ready() bool { return n.ready.Load() }
+
+// CreateWorld creates @world once the cluster serves; an existing one is
+// kept.
+func (n *Node) CreateWorld(ctx context.Context) error {
+	return n.ledger.createWorld(ctx, n.cfg.Currency)
+}
+
+// moved is the group's callback on a change of the owned partitions.
+func (n *Node) moved(context.Context, []int32) {
+	n.gen.Add(1)
+	n.setReady(false)
+}
+
+func (n *Node) setReady(r bool) {
+	if n.ready.Swap(r) != r && n.onReady != nil {
+		n.onReady(r)
+	}
+}
+
+// Close leaves the group (the node's partitions move to the others) and
+// stops.
+func (n *Node) Close() {
+	n.setReady(false)
+	n.cancel()
+	n.done.Wait()
+	n.member.Close()
+	n.caller.close()
+}
+
+// nodeID reads the node's id from dir, or makes one and keeps it there:
+// stable across restarts, so that a restarted node fences its former
+// incarnation's transactions.
+func nodeID(dir string) (string, error) {
+	path := filepath.Join(dir, "node-id")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" {
+			return id, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("node: reading its id: %w", err)
+	}
+	id := uuid.NewString()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("node: keeping its id: %w", err)
+	}
+	return id, os.Rename(tmp, path)
+}
+
+// ensureTopics creates or checks the cluster's topics. Nodes starting
+// together race to create them: the losers may find a topic the brokers do
+// not serve yet, so they try again for a while.
+func ensureTopics(ctx context.Context, c kafkalog.Config) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	defer cl.Close()
+	for try := 1; ; try++ {
+		err := kafkalog.EnsureTopics(ctx, cl, c)
+		if err == nil || errors.Is(err, kafkalog.ErrTopicMismatch) || try == 30 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}

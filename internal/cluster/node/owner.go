@@ -1,0 +1,317 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+	"github.com/surge-dev/surge/internal/store"
+)
+
+// The owner's side of a node. The partitions a node owns run on an engine
+// of the cluster's N shards whose Committer is the round's Kafka
+// transaction, with the ledger's slices (ledgerengine, Config.Cluster).
+// Each round of the member (kafkalog.Member) feeds the commands it read to
+// the engine, waits for them, and commits, in one transaction, their
+// replies, the changelog records of the engine's batches and the credits
+// owed to other partitions.
+//
+// When the owned partitions change, or a round fails to commit, the node
+// stops its rounds and builds its state again: it wipes its cache, replays
+// the owned partitions' changelogs into it and opens the engine and the
+// ledger on it. A rebuild costs reading every owned partition's compacted
+// changelog, however few partitions moved.
+
+// errMoved aborts a round begun on partitions the node no longer owns as
+// they were built.
+var errMoved = errors.New("node: owned partitions changed")
+
+// idleWait bounds a round's wait for commands, so that a change of the
+// owned partitions is acted on without traffic.
+const idleWait = 200 * time.Millisecond
+
+// state is the owner's engine and ledger over the owned partitions.
+type state struct {
+	gen    uint64
+	eng    *engine.Engine
+	ledger *ledgerengine.Ledger
+	kv     *engine.Port
+	seats  *engine.Port
+	commit *committer
+}
+
+func (s *state) close() {
+	if s != nil {
+		s.ledger.Close()
+		_ = s.eng.Close()
+	}
+}
+
+// own runs the owner's rounds until ctx ends.
+func (n *Node) own(ctx context.Context) {
+	defer n.done.Done()
+	var st *state
+	defer func() { st.close() }()
+	for ctx.Err() == nil {
+		if st == nil || st.gen != n.gen.Load() {
+			st.close()
+			st = n.build(ctx)
+			continue
+		}
+		wait, cancel := context.WithTimeout(ctx, idleWait)
+		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, n.apply(st))
+		cancel()
+		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
+			continue
+		}
+		if err != nil || (res.Commands > 0 && !res.Committed) {
+			if !errors.Is(err, errMoved) {
+				n.cfg.Logger.Warn("cluster: round not committed; rebuilding", "err", err)
+			}
+			n.setReady(false)
+			st.close()
+			st = nil
+		}
+	}
+}
+
+// build rebuilds the owner's state for the partitions owned now, retrying
+// until it succeeds or ctx ends; nil if ctx ended.
+func (n *Node) build(ctx context.Context) *state {
+	for ctx.Err() == nil {
+		gen := n.gen.Load()
+		began := time.Now()
+		st, err := n.restore(ctx, gen)
+		if err == nil {
+			n.built.Store(gen)
+			n.setReady(gen == n.gen.Load())
+			n.cfg.Logger.Info("cluster: partitions restored", "owned", n.member.Owned(), "elapsed", time.Since(began).Round(time.Millisecond))
+			return st
+		}
+		n.cfg.Logger.Warn("cluster: restoring partitions", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
+}
+
+// restore replays the owned partitions' changelogs into a fresh cache and
+// opens the engine and the ledger on it.
+func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
+	dir := filepath.Join(n.cfg.Dir, "cache")
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := n.replayChangelogs(ctx, dir); err != nil {
+		return nil, err
+	}
+	st := &state{gen: gen, commit: &committer{}}
+	eng, err := engine.Open(engine.Config{
+		Dir: dir, Shards: int(n.cfg.Kafka.Partitions), NoSync: true, Commit: st.commit,
+		QueueCapacity: 4 * n.cfg.MaxBatch, MaxBatch: n.cfg.MaxBatch, Logger: n.cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.eng = eng
+	st.ledger, err = ledgerengine.Open(eng, ledgerengine.Config{DefaultCurrency: n.cfg.Currency, Logger: n.cfg.Logger, Cluster: true})
+	if err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
+	st.kv = eng.Attach(newKVSlices(eng.Store(), eng.Shards()))
+	ts, err := newTicketSlices(eng.Store(), eng.Shards())
+	if err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
+	st.seats = eng.Attach(ts)
+	eng.Start()
+	return st, nil
+}
+
+// replayChangelogs writes the owned partitions' changelog records into a
+// store in dir.
+func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
+	db, err := store.Open(dir, store.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, p := range n.member.Owned() {
+		b := db.NewBatch()
+		err := kafkalog.Restore(ctx, n.cfg.Kafka, p, func(k, v []byte) error {
+			if err := replay(b, k, v); err != nil {
+				return err
+			}
+			if b.Len() < 4<<20 {
+				return nil
+			}
+			err := db.CommitNoSync(b)
+			b = db.NewBatch()
+			return err
+		})
+		if err == nil {
+			err = db.CommitNoSync(b)
+		}
+		if err != nil {
+			return fmt.Errorf("node: restoring partition %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// The first byte of a command names its workload.
+const (
+	workloadLedger  byte = 'l'
+	workloadKV      byte = 'k'
+	workloadTickets byte = 't'
+)
+
+// fed is a command of a round: its call, its outcome once the call
+// completed, and where its reply goes.
+type fed struct {
+	call    *engine.Call
+	outcome func() []byte
+	inbox   int32
+	rid     []byte
+}
+
+// apply is the round's transform over st.
+func (n *Node) apply(st *state) kafkalog.Apply {
+	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
+		if n.gen.Load() != st.gen {
+			return nil, errMoved
+		}
+		var outs []kafkalog.Output
+		cmds := make([]fed, 0, len(batch))
+		for _, c := range batch {
+			f, err := n.feed(ctx, st, c)
+			if err != nil {
+				return nil, err
+			}
+			if f.call == nil { // malformed: answered if it can be, not applied
+				if f.rid != nil {
+					outs = append(outs, reply(f.inbox, f.rid, []byte(`{"fault":"malformed command"}`)))
+				}
+				continue
+			}
+			cmds = append(cmds, f)
+		}
+		for _, f := range cmds {
+			if err := f.call.Wait(ctx); err != nil {
+				return nil, err
+			}
+		}
+		outs = append(outs, st.commit.take()...)
+		for _, f := range cmds {
+			if f.rid != nil {
+				outs = append(outs, reply(f.inbox, f.rid, f.outcome()))
+			}
+		}
+		return outs, nil
+	}
+}
+
+// feed decodes c and queues it on its shard.
+func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, error) {
+	f := fed{inbox: -1}
+	if inbox, rid, ok := strings.Cut(string(c.Key), ":"); ok {
+		p, err := strconv.ParseInt(inbox, 10, 32)
+		if err == nil {
+			f.inbox, f.rid = int32(p), []byte(rid)
+		}
+	}
+	cmd, port, outcome, err := decode(st, c.Value)
+	if err != nil {
+		n.cfg.Logger.Error("cluster: dropping a malformed command", "partition", c.Partition, "offset", c.Offset, "err", err)
+		return f, nil
+	}
+	f.outcome = func() []byte { return outcome(cmd) }
+	f.call, err = port(ctx, int(c.Partition), cmd)
+	return f, err
+}
+
+// decode decodes a command for its workload, and returns how to queue it
+// and how to encode its outcome.
+func decode(st *state, v []byte) (engine.Command, func(context.Context, int, engine.Command) (*engine.Call, error), func(engine.Command) []byte, error) {
+	if len(v) == 0 {
+		return nil, nil, nil, errors.New("empty command")
+	}
+	switch v[0] {
+	case workloadLedger:
+		cmd, err := ledgerengine.Decode(v[1:])
+		return cmd, st.ledger.Submit, ledgerengine.Outcome, err
+	case workloadKV:
+		cmd := &kvCommand{}
+		err := json.Unmarshal(v[1:], cmd)
+		return cmd, st.kv.Submit, encodeJSON, err
+	case workloadTickets:
+		cmd := &ticketCommand{}
+		err := json.Unmarshal(v[1:], cmd)
+		if err == nil && (cmd.Event == nil && (cmd.Op == tkCreateEvent || cmd.Op == tkCreateArea) || cmd.Req == nil && cmd.Op == tkReserve) {
+			err = fmt.Errorf("ticket command %q incomplete", cmd.Op)
+		}
+		return cmd, st.seats.Submit, encodeJSON, err
+	}
+	return nil, nil, nil, fmt.Errorf("command of unknown workload %q", v[0])
+}
+
+func encodeJSON(cmd engine.Command) []byte {
+	b, _ := json.Marshal(cmd) // strings and bytes always encode
+	return b
+}
+
+func reply(inbox int32, rid, value []byte) kafkalog.Output {
+	return kafkalog.Output{Kind: kafkalog.Reply, Partition: inbox, Key: rid, Value: value}
+}
+
+// committer is the engine's Committer on a node: it turns each round's
+// batches and forwards into the records of the member's open round, which
+// commits them in its transaction.
+type committer struct {
+	mu   sync.Mutex
+	outs []kafkalog.Output
+}
+
+// Commit implements engine.Committer.
+func (c *committer) Commit(r *engine.Round) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var err error
+	for shard, b := range r.Batches {
+		if c.outs, err = changes(c.outs, b, int32(shard)); err != nil {
+			return err
+		}
+	}
+	for _, f := range r.Forwards {
+		v, err := ledgerengine.Encode(f.Cmd)
+		if err != nil {
+			return err
+		}
+		v = append([]byte{workloadLedger}, v...)
+		c.outs = append(c.outs, kafkalog.Output{Kind: kafkalog.Forward, Partition: int32(f.Shard), Value: v})
+	}
+	return nil
+}
+
+// take returns the records gathered since the last take.
+func (c *committer) take() []kafkalog.Output {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	outs := c.outs
+	c.outs = nil
+	return outs
+}

@@ -1,0 +1,305 @@
+package node
+
+import (
+	"bytes"
+	"container/heap"
+	"encoding/json"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/store"
+	"github.com/surge-dev/surge/internal/tickets"
+)
+
+// Ticket reservations in a cluster. An event's spec lives in the partition
+// its name hashes to, each of its areas in the partition of the area's key
+// (event, area), with the seat map and every reservation of the area: that
+// partition's owner alone allocates the area's seats, with the domain's
+// tickets.Area, so no seat is sold twice. A reservation's id is chosen so
+// that it hashes to its area's partition, where any node reads it. Holds
+// expire on the owner's Ticks; paying and cancelling are not available in
+// cluster mode.
+
+// Keys of the owner's store (and changelog).
+var (
+	tkEventPrefix = []byte("tc/e/")
+	tkAreaPrefix  = []byte("tc/a/")
+	tkResvPrefix  = []byte("tc/r/")
+)
+
+func tkKey(prefix []byte, id string) []byte { return append(append([]byte(nil), prefix...), id...) }
+
+// areaKey is an area's partitioning key, as in single-process mode.
+func areaKey(event, area string) string { return event + "\x00" + area }
+
+// Ticket operations on the wire.
+const (
+	tkCreateEvent = "create_event"
+	tkCreateArea  = "create_area"
+	tkGetEvent    = "event"
+	tkAreaFree    = "area_free"
+	tkReserve     = "reserve"
+	tkGet         = "reservation"
+)
+
+// ticketCommand is a ticket command, on the wire and as the owner applies
+// it, with its outcome.
+type ticketCommand struct {
+	Op     string                  `json:"op"`
+	Event  *tickets.EventSpec      `json:"event,omitempty"`
+	AreaID string                  `json:"area,omitempty"`
+	ID     string                  `json:"id,omitempty"`
+	User   string                  `json:"user,omitempty"`
+	Req    *tickets.ReserveRequest `json:"req,omitempty"`
+	// Outcomes.
+	Created     bool                 `json:"created,omitempty"`
+	Conflict    bool                 `json:"conflict,omitempty"`
+	Found       bool                 `json:"found,omitempty"`
+	Free        int                  `json:"free,omitempty"`
+	SoldOutAt   time.Time            `json:"sold_out_at,omitzero"`
+	Reservation *tickets.Reservation `json:"reservation,omitempty"`
+}
+
+// tkArea is an area on its owner.
+type tkArea struct {
+	event     *tickets.EventSpec
+	id        string
+	seats     *tickets.Area
+	soldOutAt time.Time
+}
+
+// tkRecord is an area's stored record.
+type tkRecord struct {
+	Event tickets.EventSpec `json:"event"`
+	Area  string            `json:"area"`
+}
+
+// ticketSlice is the events, areas and reservations of one shard on its
+// owner (an engine.Slice).
+type ticketSlice struct {
+	events  map[string]*tickets.EventSpec
+	areas   map[string]*tkArea
+	resv    map[string]*tickets.Reservation
+	holds   holdHeap
+	changed [][2][]byte // the round's records: key, value
+}
+
+// newTicketSlices loads the events, areas and reservations in db and hands
+// each to the slice of the shard owning it.
+func newTicketSlices(db *store.Store, shards int) ([]engine.Slice, error) {
+	ts := make([]*ticketSlice, shards)
+	out := make([]engine.Slice, shards)
+	for i := range ts {
+		ts[i] = &ticketSlice{events: map[string]*tickets.EventSpec{}, areas: map[string]*tkArea{}, resv: map[string]*tickets.Reservation{}}
+		out[i] = ts[i]
+	}
+	load := func(prefix []byte, fn func(id string, v []byte) error) error {
+		return db.Scan(prefix, store.UpperBound(prefix), false, func(k, v []byte) (bool, error) {
+			return true, fn(string(bytes.TrimPrefix(k, prefix)), v)
+		})
+	}
+	err := load(tkEventPrefix, func(name string, v []byte) error {
+		ev := &tickets.EventSpec{}
+		ts[engine.ShardIndex(name, shards)].events[name] = ev
+		return json.Unmarshal(v, ev)
+	})
+	if err == nil {
+		err = load(tkAreaPrefix, func(key string, v []byte) error {
+			var rec tkRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			ts[engine.ShardIndex(key, shards)].addArea(key, &rec.Event, rec.Area)
+			return nil
+		})
+	}
+	if err == nil {
+		err = load(tkResvPrefix, func(id string, v []byte) error {
+			r := &tickets.Reservation{}
+			if err := json.Unmarshal(v, r); err != nil {
+				return err
+			}
+			ts[engine.ShardIndex(id, shards)].loadReservation(r)
+			return nil
+		})
+	}
+	return out, err
+}
+
+func (s *ticketSlice) addArea(key string, ev *tickets.EventSpec, id string) *tkArea {
+	for _, as := range ev.Areas {
+		if as.AreaID == id {
+			a := &tkArea{event: ev, id: id, seats: tickets.NewArea(as.RowCount, as.ColCount)}
+			s.areas[key] = a
+			return a
+		}
+	}
+	return nil
+}
+
+// loadReservation puts a stored reservation back: its seats taken while it
+// holds them, its hold to expire.
+func (s *ticketSlice) loadReservation(r *tickets.Reservation) {
+	s.resv[r.ID] = r
+	if !r.HoldsSeats() {
+		return
+	}
+	if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
+		a.seats.Take(r.Seats)
+		if a.seats.Free() == 0 {
+			a.soldOutAt = r.UpdatedAt
+		}
+	}
+	if r.State == tickets.Reserved {
+		heap.Push(&s.holds, r)
+	}
+}
+
+// Apply applies the round's commands in order.
+func (s *ticketSlice) Apply(cmds []engine.Command, now time.Time) {
+	for _, c := range cmds {
+		switch c := c.(type) {
+		case engine.Tick:
+			s.expire(now)
+		case *ticketCommand:
+			s.apply(c, now)
+		}
+	}
+}
+
+func (s *ticketSlice) apply(c *ticketCommand, now time.Time) {
+	switch c.Op {
+	case tkCreateEvent:
+		if ev, ok := s.events[c.Event.EventName]; ok {
+			c.Conflict = !ev.SameAs(c.Event)
+			return
+		}
+		s.events[c.Event.EventName] = c.Event
+		s.record(tkKey(tkEventPrefix, c.Event.EventName), c.Event)
+		c.Created = true
+	case tkGetEvent:
+		c.Event, c.Found = s.events[c.ID], s.events[c.ID] != nil
+	case tkCreateArea:
+		key := areaKey(c.Event.EventName, c.AreaID)
+		if _, ok := s.areas[key]; !ok && s.addArea(key, c.Event, c.AreaID) != nil {
+			s.record(tkKey(tkAreaPrefix, key), tkRecord{Event: *c.Event, Area: c.AreaID})
+		}
+	case tkAreaFree:
+		if a := s.areas[c.ID]; a != nil {
+			c.Found, c.Free, c.SoldOutAt = true, a.seats.Free(), a.soldOutAt
+		}
+	case tkReserve:
+		cp := *s.reserve(c.ID, c.User, *c.Req, now)
+		c.Reservation = &cp
+	case tkGet:
+		if r, ok := s.resv[c.ID]; ok {
+			cp := *r // the outcome is encoded after the round, maybe during a Tick's
+			c.Reservation = &cp
+		}
+	}
+}
+
+// reserve decides a reservation with the domain's Area.
+func (s *ticketSlice) reserve(id, user string, req tickets.ReserveRequest, now time.Time) *tickets.Reservation {
+	if r, ok := s.resv[id]; ok { // a retried request
+		return r
+	}
+	r := tickets.NewReservation(id, user, req, now)
+	a := s.areas[areaKey(req.EventID, req.AreaID)]
+	var err error
+	switch reason, detail := s.open(a, now); {
+	case reason != "":
+		err = r.Decide(now, 0, nil, reason, detail)
+	default:
+		seats, reason, detail := a.seats.Reserve(req)
+		err = r.Decide(now, a.event.EffectiveHoldTime(), seats, reason, detail)
+		if reason == "" {
+			heap.Push(&s.holds, r)
+			if a.seats.Free() == 0 {
+				a.soldOutAt = now
+			}
+		}
+	}
+	if err != nil { // a new reservation is Processing: not reached
+		panic("node: deciding a new reservation: " + err.Error())
+	}
+	s.resv[id] = r
+	s.record(tkKey(tkResvPrefix, id), r)
+	return r
+}
+
+// open says why area a takes no reservation at now, if it does not.
+func (s *ticketSlice) open(a *tkArea, now time.Time) (tickets.Reason, string) {
+	if a == nil {
+		return tickets.ReasonInvalidEventArea, "no such event area"
+	}
+	return a.event.OpenAt(now)
+}
+
+// expire ends the holds that ran out by now.
+func (s *ticketSlice) expire(now time.Time) {
+	for len(s.holds) > 0 && !now.Before(s.holds[0].HoldUntil) {
+		r := heap.Pop(&s.holds).(*tickets.Reservation)
+		seats, err := r.Expire(now)
+		if err != nil {
+			continue // paid or expired meanwhile
+		}
+		if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
+			a.seats.Release(seats)
+			a.soldOutAt = time.Time{}
+		}
+		s.record(tkKey(tkResvPrefix, r.ID), r)
+	}
+}
+
+// record notes a record the round writes.
+func (s *ticketSlice) record(key []byte, v any) {
+	b, _ := json.Marshal(v) // tickets' plain data always encodes
+	s.changed = append(s.changed, [2][]byte{key, b})
+}
+
+// Size is the round's records.
+func (s *ticketSlice) Size() int { return len(s.changed) }
+
+// Receive has nothing to receive: areas never cross shards.
+func (s *ticketSlice) Receive() {}
+
+// Write adds the round's records to b.
+func (s *ticketSlice) Write(b *pebble.Batch) {
+	for _, kv := range s.changed {
+		_ = b.Set(kv[0], kv[1], nil)
+	}
+}
+
+// Publish has nothing to show: reads are commands.
+func (s *ticketSlice) Publish(time.Time) {}
+
+// Announce has nobody to tell.
+func (s *ticketSlice) Announce() {}
+
+// Finish forgets the round's records and asks a Tick for the next hold to
+// end.
+func (s *ticketSlice) Finish() time.Time {
+	clear(s.changed)
+	s.changed = s.changed[:0]
+	if len(s.holds) == 0 {
+		return time.Time{}
+	}
+	return s.holds[0].HoldUntil
+}
+
+// holdHeap orders held reservations by the end of their hold.
+type holdHeap []*tickets.Reservation
+
+func (h holdHeap) Len() int           { return len(h) }
+func (h holdHeap) Less(i, j int) bool { return h[i].HoldUntil.Before(h[j].HoldUntil) }
+func (h holdHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *holdHeap) Push(x any)        { *h = append(*h, x.(*tickets.Reservation)) }
+func (h *holdHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

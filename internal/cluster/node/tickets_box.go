@@ -1,0 +1,161 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/tickets"
+)
+
+// Tickets is ticketing as a node's clients see it (ticketapi.Box): each
+// call is a command to the partition of its event, area or reservation.
+// Events with a per-user seat limit (which spans areas, so partitions),
+// paying, cancelling and an area's seat map are refused with
+// invalid_argument.
+type Tickets struct {
+	k          *caller
+	ledger     *Ledger
+	partitions int
+}
+
+var errTicketsInCluster = ledger.Errorf(ledger.CodeInvalidArgument, "paying, cancelling, seat maps and per-user seat limits are not available in cluster mode")
+
+func (t *Tickets) do(ctx context.Context, key string, c *ticketCommand) (*ticketCommand, error) {
+	v, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	b, err := t.k.call(ctx, engine.ShardIndex(key, t.partitions), append([]byte{workloadTickets}, v...))
+	if err != nil {
+		return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: %s did not answer: %v", c.Op, err)
+	}
+	out := &ticketCommand{}
+	if err := json.Unmarshal(b, out); err != nil {
+		return nil, fmt.Errorf("cluster: decoding a reply: %w", err)
+	}
+	return out, nil
+}
+
+// CreateEvent records the event in its name's partition, then each area
+// in its own; created is false for a replay of an identical event.
+func (t *Tickets) CreateEvent(ctx context.Context, spec tickets.EventSpec) (tickets.EventSpec, bool, error) {
+	if err := spec.Validate(); err != nil {
+		return tickets.EventSpec{}, false, err
+	}
+	if spec.PerUserSeatLimit > 0 {
+		return tickets.EventSpec{}, false, errTicketsInCluster
+	}
+	if spec.Organizer != "" {
+		if _, err := t.ledger.Account(ctx, spec.Organizer); err != nil {
+			return tickets.EventSpec{}, false, err
+		}
+	}
+	out, err := t.do(ctx, spec.EventName, &ticketCommand{Op: tkCreateEvent, Event: &spec})
+	switch {
+	case err != nil:
+		return tickets.EventSpec{}, false, err
+	case out.Conflict:
+		return tickets.EventSpec{}, false, ledger.Errorf(tickets.CodeEventExists, "event %s exists with other settings", spec.EventName)
+	}
+	errs := make([]error, len(spec.Areas))
+	var wg sync.WaitGroup
+	for i, a := range spec.Areas {
+		wg.Go(func() {
+			_, errs[i] = t.do(ctx, areaKey(spec.EventName, a.AreaID), &ticketCommand{Op: tkCreateArea, Event: &spec, AreaID: a.AreaID})
+		})
+	}
+	wg.Wait()
+	return spec, out.Created, errors.Join(errs...)
+}
+
+// Event returns an event and each area's availability.
+func (t *Tickets) Event(name string) (tickets.EventStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	out, err := t.do(ctx, name, &ticketCommand{Op: tkGetEvent, ID: name})
+	if err != nil {
+		return tickets.EventStatus{}, err
+	}
+	if !out.Found {
+		return tickets.EventStatus{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s not found", name)
+	}
+	st := tickets.EventStatus{Spec: *out.Event, Areas: make([]tickets.AreaStatus, len(out.Event.Areas))}
+	soldOut := len(st.Areas) > 0
+	for i, a := range out.Event.Areas {
+		key := areaKey(name, a.AreaID)
+		free, err := t.do(ctx, key, &ticketCommand{Op: tkAreaFree, ID: key})
+		if err != nil {
+			return tickets.EventStatus{}, err
+		}
+		st.Areas[i] = tickets.AreaStatus{Spec: a, Available: free.Free, SoldOutAt: free.SoldOutAt}
+		soldOut = soldOut && !free.SoldOutAt.IsZero()
+		if free.SoldOutAt.After(st.SoldOutAt) {
+			st.SoldOutAt = free.SoldOutAt
+		}
+	}
+	if !soldOut {
+		st.SoldOutAt = time.Time{}
+	}
+	return st, nil
+}
+
+// Reserve files and decides a reservation in its area's partition; the id
+// returned names a decided reservation.
+func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
+	key := areaKey(req.EventID, req.AreaID)
+	id := reservationID(engine.ShardIndex(key, t.partitions), t.partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if _, err := t.do(ctx, key, &ticketCommand{Op: tkReserve, ID: id, User: userID, Req: &req}); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// reservationID returns a random id that hashes to partition: about
+// partitions draws.
+func reservationID(partition, partitions int) string {
+	for {
+		if id := uuid.NewString(); engine.ShardIndex(id, partitions) == partition {
+			return id
+		}
+	}
+}
+
+// Reservation reads a reservation from its partition; it is decided as
+// soon as it exists, so no wait is needed.
+func (t *Tickets) Reservation(ctx context.Context, id string, _ time.Duration) (tickets.Reservation, error) {
+	out, err := t.do(ctx, id, &ticketCommand{Op: tkGet, ID: id})
+	if err != nil {
+		return tickets.Reservation{}, err
+	}
+	if out.Reservation == nil {
+		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
+	}
+	return *out.Reservation, nil
+}
+
+// InspectArea is refused in cluster mode.
+func (t *Tickets) InspectArea(context.Context, string, string) (tickets.AreaSeats, error) {
+	return tickets.AreaSeats{}, errTicketsInCluster
+}
+
+// PayReservation is refused in cluster mode.
+func (t *Tickets) PayReservation(context.Context, string, string) (tickets.Reservation, error) {
+	return tickets.Reservation{}, errTicketsInCluster
+}
+
+// CancelReservation is refused in cluster mode.
+func (t *Tickets) CancelReservation(context.Context, string) (tickets.Reservation, error) {
+	return tickets.Reservation{}, errTicketsInCluster
+}
