@@ -223,12 +223,38 @@ func (rt *router) admitNet(w http.ResponseWriter, req *http.Request, r *route) (
 		}
 		h.Set("Connection", "close") // HTTP/1.1: the body is unread
 		h.Set("Content-Type", "application/problem+json")
+		problem := no.problem()
+		h.Set("Content-Length", strconv.Itoa(len(problem)))
 		w.WriteHeader(no.status)
-		_, _ = w.Write(no.problem())
+		_, _ = w.Write(problem)
+		lingerNet(w, req)
 		return 0, false
 	}
 	req.Body = readCloser{io.LimitReader(req.Body, held), req.Body}
 	return held, true
+}
+
+// lingerNet closes the HTTP/1 connection of a refused request whose body
+// is unread as lingerClose does, once the refusal is sent. net/http would
+// close it itself after half a second at most (CloseWrite is not passed
+// through a connection handed over from fasthttp), and a client still
+// sending a large body would then get a reset instead of the refusal.
+func lingerNet(w http.ResponseWriter, req *http.Request) {
+	hj, ok := w.(http.Hijacker)
+	if !ok || req.ProtoMajor != 1 {
+		return // HTTP/2 refuses the stream, not the connection
+	}
+	if http.NewResponseController(w).Flush() != nil {
+		return
+	}
+	c, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	go func() {
+		lingerClose(c)
+		_ = c.Close()
+	}()
 }
 
 // readCloser reads from one reader and closes another.

@@ -90,3 +90,39 @@ func readReply(t *testing.T, r *bufio.Reader) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// TestRefusalOnAHandedOverConnection refuses a body too large for its
+// route on a connection handed over to net/http, while the client is
+// still sending it: the client must read the 413, not a reset. Each try
+// is a new connection, since the refusal closes it.
+func TestRefusalOnAHandedOverConnection(t *testing.T) {
+	stream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "stream")
+	})
+	native := func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("native") }
+	srv := New(Options{
+		Routes: []Route{{Pattern: "/native", Handler: native}}, Net: stream, SlowPrefixes: []string{"/stream"},
+		MaxRequestBodyBytes: 1 << 10, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
+	})
+	base := "http://" + serveFront(t, srv)
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}, Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+	for try := range 20 {
+		res, err := client.Get(base + "/stream") // hands the connection over
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		req, _ := http.NewRequest(http.MethodPut, base+"/native", strings.NewReader(strings.Repeat("x", 1<<20)))
+		res, err = client.Do(req)
+		if err != nil {
+			t.Fatalf("try %d: %v", try, err)
+		}
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "body_too_large") {
+			t.Fatalf("try %d: status %d, body %q, %v; want 413 body_too_large", try, res.StatusCode, body, err)
+		}
+	}
+}
