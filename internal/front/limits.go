@@ -226,12 +226,12 @@ func (a *Admission) Use() Use {
 
 // GRPCOptions are the gRPC server's options under a's limits: each call
 // holds one unit of MaxWork while its handler runs, and a call past it is
-// refused at once with UNAVAILABLE ("overloaded"), the status gRPC clients
-// read as "retry later", as HTTP's 503, and a pushback of a second; at most MaxStreams streams per
-// connection; a connection without calls for idle closed with a GOAWAY; a
-// silent one pinged every minute and closed if the ping goes unanswered
-// for 20 s; a client that pings more often than every 10 s told GOAWAY
-// (too_many_pings).
+// refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
+// as "retry later", as HTTP's 503) and a pushback of a second; at most
+// MaxStreams streams per connection; a connection without calls for idle
+// closed with a GOAWAY; a silent one pinged every minute and closed if the
+// ping goes unanswered for 20 s; a client that pings more often than every
+// 10 s told GOAWAY (too_many_pings).
 func (a *Admission) GRPCOptions(idle time.Duration) []grpc.ServerOption {
 	l := a.g.limits
 	return []grpc.ServerOption{
