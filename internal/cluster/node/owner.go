@@ -187,6 +187,9 @@ type fed struct {
 	outcome func() []byte
 	inbox   int32
 	rid     []byte
+	// then, if set, turns the outcome into a command for another
+	// partition instead of a reply (a payment's debit, tickets_pay.go).
+	then func([]byte) kafkalog.Output
 }
 
 // apply is the round's transform over st.
@@ -217,8 +220,13 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 		}
 		outs = append(outs, st.commit.take()...)
 		for _, f := range cmds {
-			if f.rid != nil {
-				outs = append(outs, reply(f.inbox, f.rid, f.outcome()))
+			switch {
+			case f.then != nil:
+				outs = append(outs, f.then(f.outcome()))
+			case f.rid != nil:
+				if v := f.outcome(); v != nil { // nil: a later step of a chain answers
+					outs = append(outs, reply(f.inbox, f.rid, v))
+				}
 			}
 		}
 		return outs, nil
@@ -234,7 +242,13 @@ func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, er
 			f.inbox, f.rid = int32(p), []byte(rid)
 		}
 	}
+	if len(c.Value) > 0 && c.Value[0] == workloadPayment {
+		return n.feedPayment(ctx, st, c)
+	}
 	cmd, port, outcome, err := decode(st, c.Value)
+	if tc, ok := cmd.(*ticketCommand); ok {
+		tc.from = addrOf(f.inbox, f.rid)
+	}
 	if err != nil {
 		n.cfg.Logger.Error("cluster: dropping a malformed command", "partition", c.Partition, "offset", c.Offset, "err", err)
 		return f, nil
@@ -261,10 +275,10 @@ func decode(st *state, v []byte) (engine.Command, func(context.Context, int, eng
 	case workloadTickets:
 		cmd := &ticketCommand{}
 		err := json.Unmarshal(v[1:], cmd)
-		if err == nil && (cmd.Event == nil && (cmd.Op == tkCreateEvent || cmd.Op == tkCreateArea) || cmd.Req == nil && cmd.Op == tkReserve) {
+		if err == nil && (cmd.Event == nil && (cmd.Op == tkCreateEvent || cmd.Op == tkCreateArea) || cmd.Req == nil && (cmd.Op == tkReserve || cmd.Op == tkClaim || cmd.Op == tkRelease)) {
 			err = fmt.Errorf("ticket command %q incomplete", cmd.Op)
 		}
-		return cmd, st.seats.Submit, encodeJSON, err
+		return cmd, st.seats.Submit, ticketOutcome, err
 	}
 	return nil, nil, nil, fmt.Errorf("command of unknown workload %q", v[0])
 }
@@ -297,6 +311,10 @@ func (c *committer) Commit(r *engine.Round) error {
 		}
 	}
 	for _, f := range r.Forwards {
+		if o, ok := f.Cmd.(owedOutput); ok { // a ticket slice's, ready made
+			c.outs = append(c.outs, o.out)
+			continue
+		}
 		v, err := ledgerengine.Encode(f.Cmd)
 		if err != nil {
 			return err
