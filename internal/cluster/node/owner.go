@@ -117,6 +117,12 @@ func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
 	if err := n.replayChangelogs(ctx, dir); err != nil {
 		return nil, err
 	}
+	return n.open(dir, gen)
+}
+
+// open opens the engine, the ledger and the other workloads on the cache
+// in dir, restored for gen.
+func (n *Node) open(dir string, gen uint64) (*state, error) {
 	st := &state{gen: gen, commit: &committer{}}
 	eng, err := engine.Open(engine.Config{
 		Dir: dir, Shards: int(n.cfg.Kafka.Partitions), NoSync: true, Commit: st.commit,

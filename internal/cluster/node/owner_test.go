@@ -28,24 +28,9 @@ type owner struct {
 
 // openOwner opens an owner on dir, replaying changelog into it first.
 func openOwner(t *testing.T, changelog map[int32][]kafkalog.Output) *owner {
-	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := db.NewBatch()
-	for p := range int32(testShards) {
-		for _, o := range changelog[p] {
-			if err := replay(b, o.Key, o.Value); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := db.CommitNoSync(b); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	dir := replayed(t, changelog)
 	o := &owner{t: t, commit: &committer{}, changelog: changelog}
+	var err error
 	o.eng, err = engine.Open(engine.Config{Dir: dir, Shards: testShards, Commit: o.commit, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +42,29 @@ func openOwner(t *testing.T, changelog map[int32][]kafkalog.Output) *owner {
 	}
 	o.eng.Start()
 	return o
+}
+
+// replayed returns a new store directory holding changelog's records.
+func replayed(t *testing.T, changelog map[int32][]kafkalog.Output) string {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := store.Open(dir, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := db.NewBatch()
+	for p := range int32(testShards) {
+		for _, o := range changelog[p] {
+			if err := replay(b, o.Key, o.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.CommitNoSync(b); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // do applies w on shard, then keeps the round's changelog records and

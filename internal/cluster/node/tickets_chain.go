@@ -45,7 +45,7 @@ func (s *ticketSlice) answer(a *replyAddr, c *ticketCommand) {
 	if a == nil {
 		return
 	}
-	s.owe(kafkalog.Output{Kind: kafkalog.Reply, Partition: a.Inbox, Key: []byte(a.RID), Value: encodeTicket(c)})
+	s.owe(kafkalog.Output{Kind: kafkalog.Reply, Partition: a.Inbox, Key: []byte(a.RID), Value: encodeJSON(c)})
 }
 
 func (s *ticketSlice) owe(o kafkalog.Output) {

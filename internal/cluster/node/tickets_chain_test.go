@@ -33,7 +33,7 @@ func runChain(t *testing.T, db *store.Store, now time.Time, cmds ...engine.Comma
 		for _, o := range owed {
 			switch {
 			case o.Kind == kafkalog.Reply:
-				run.answers[string(o.Key)] = decodeTicket(t, o.Value)
+				run.answers[string(o.Key)] = decodeTicket(t, append([]byte{workloadTickets}, o.Value...))
 			case o.Value[0] == workloadPayment:
 				var d paymentDebit
 				if err := json.Unmarshal(o.Value[1:], &d); err != nil {
