@@ -72,6 +72,7 @@ func (n *Node) own(ctx context.Context) {
 		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, n.apply(st))
 		cancel()
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
+			n.flush(ctx, st)
 			continue
 		}
 		if err != nil || (res.Commands > 0 && !res.Committed) {

@@ -33,12 +33,14 @@ type userClaims struct {
 }
 
 // seatsAsked is what a reservation request counts against its user's
-// limit, as on a single node (a SELF_PICK counts its listed seats).
+// limit, as on a single node (a SELF_PICK counts its listed seats); a
+// negative count, which fails as INVALID_ARGUMENT, claims nothing rather
+// than lend the user seats until its release.
 func seatsAsked(req *tickets.ReserveRequest) int {
 	if req.Kind == tickets.SelfPick {
 		return len(req.Seats)
 	}
-	return req.NumOfSeats
+	return max(req.NumOfSeats, 0)
 }
 
 // claim claims c's seats for its user unless that passes c.Limit, and
