@@ -13,7 +13,7 @@ import (
 // per-user limit, and users each driven by two workers at once.
 var (
 	saleAreas  = map[string]int64{"A": 50, "B": 80, "C": 30}
-	saleLimit  = 8
+	saleLimit  = 16
 	saleUsers  = 4
 	saleFund   = int64(1_000_000)
 	saleWorker = 8

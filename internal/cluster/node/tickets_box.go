@@ -159,6 +159,19 @@ func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.
 // paid reservation returns it as it is.
 func (t *Tickets) PayReservation(ctx context.Context, id, account string) (tickets.Reservation, error) {
 	out, err := t.do(ctx, id, &ticketCommand{Op: tkPay, ID: id, Account: account})
+	return heldOutcome(id, out, err)
+}
+
+// CancelReservation cancels a held reservation in its partition; a
+// cancelled one is returned as it is (a replay).
+func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
+	out, err := t.do(ctx, id, &ticketCommand{Op: tkCancel, ID: id})
+	return heldOutcome(id, out, err)
+}
+
+// heldOutcome is the answer to a pay or a cancel of reservation id: the
+// reservation, and why the step was refused if it was.
+func heldOutcome(id string, out *ticketCommand, err error) (tickets.Reservation, error) {
 	switch {
 	case err != nil:
 		return tickets.Reservation{}, err
@@ -170,21 +183,6 @@ func (t *Tickets) PayReservation(ctx context.Context, id, account string) (ticke
 		return *out.Reservation, out.Err
 	case out.Fault != "":
 		return *out.Reservation, errors.New("cluster: paying: " + out.Fault)
-	}
-	return *out.Reservation, nil
-}
-
-// CancelReservation cancels a held reservation in its partition; a
-// cancelled one is returned as it is (a replay).
-func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
-	out, err := t.do(ctx, id, &ticketCommand{Op: tkCancel, ID: id})
-	switch {
-	case err != nil:
-		return tickets.Reservation{}, err
-	case out.Reservation == nil:
-		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
-	case out.Refused != "":
-		return *out.Reservation, ledger.Errorf(tickets.CodeNotPayable, "%s", out.Refused)
 	}
 	return *out.Reservation, nil
 }

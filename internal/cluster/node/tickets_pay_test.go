@@ -1,123 +1,13 @@
 package node
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"log/slog"
 	"testing"
 
-	"github.com/surge-dev/surge/internal/cluster/kafkalog"
-	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/tickets"
 )
-
-// rounds runs a node's rounds (Node.apply) over every partition, with the
-// topics kept in memory: the commands waiting, the changelog, and the
-// replies each request id got. A round that does not commit drops the
-// node's state, which is rebuilt from the changelog, and leaves its
-// commands to be read again, as when an owner dies mid-round.
-type rounds struct {
-	t         *testing.T
-	n         *Node
-	st        *state
-	waiting   []kafkalog.Command
-	changelog map[int32][]kafkalog.Output
-	replies   map[string][][]byte
-	seq       int
-}
-
-func newRounds(t *testing.T) *rounds {
-	r := &rounds{t: t, changelog: map[int32][]kafkalog.Output{}, replies: map[string][][]byte{}}
-	r.n = &Node{cfg: Config{Kafka: kafkalog.Config{Partitions: testShards}, MaxBatch: 64, Currency: "USD", Logger: slog.New(slog.DiscardHandler)}}
-	r.rebuild()
-	t.Cleanup(func() { r.st.close() })
-	return r
-}
-
-// rebuild drops the node's state and restores it from the changelog.
-func (r *rounds) rebuild() {
-	r.st.close()
-	var err error
-	if r.st, err = r.n.open(replayed(r.t, r.changelog), 0); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// send appends a client's command for partition, of workload w, and
-// returns its request id.
-func (r *rounds) send(partition int, w byte, cmd any) string {
-	r.seq++
-	rid := fmt.Sprint("req", r.seq)
-	v, _ := json.Marshal(cmd)
-	r.waiting = append(r.waiting, kafkalog.Command{Partition: int32(partition), Key: []byte("0:" + rid), Value: append([]byte{w}, v...)})
-	return rid
-}
-
-// round applies the commands waiting; commit false aborts it.
-func (r *rounds) round(commit bool) {
-	batch := r.waiting
-	outs, err := r.n.apply(r.st)(context.Background(), batch)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if !commit {
-		r.rebuild()
-		return
-	}
-	r.waiting = r.waiting[len(batch):]
-	for _, o := range outs {
-		switch o.Kind {
-		case kafkalog.Change:
-			r.changelog[o.Partition] = append(r.changelog[o.Partition], o)
-		case kafkalog.Forward:
-			r.waiting = append(r.waiting, kafkalog.Command{Partition: o.Partition, Key: o.Key, Value: o.Value})
-		case kafkalog.Reply:
-			r.replies[string(o.Key)] = append(r.replies[string(o.Key)], o.Value)
-		}
-	}
-}
-
-// settle runs rounds until no command waits, each aborted once first if
-// abort.
-func (r *rounds) settle(abort bool) {
-	for len(r.waiting) > 0 {
-		if abort {
-			r.round(false)
-		}
-		r.round(true)
-	}
-}
-
-// reply is request rid's only reply, decoded into out.
-func (r *rounds) reply(rid string, out any) {
-	r.t.Helper()
-	if len(r.replies[rid]) != 1 {
-		r.t.Fatalf("request %s has %d replies, want 1", rid, len(r.replies[rid]))
-	}
-	if err := json.Unmarshal(r.replies[rid][0], out); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-func (r *rounds) ledger(partition int, w ledgerengine.WireCommand) ledgerengine.WireOutcome {
-	rid := r.send(partition, workloadLedger, &w)
-	r.settle(false)
-	var o ledgerengine.WireOutcome
-	r.reply(rid, &o)
-	if o.Fault != "" {
-		r.t.Fatalf("%s: %s", w.Op, o.Fault)
-	}
-	return o
-}
-
-func (r *rounds) balance(id string) int64 {
-	return r.ledger(part(id), ledgerengine.WireCommand{Op: ledgerengine.OpAccount, ID: id}).Account.Balance
-}
-
-func part(key string) int { return engine.ShardIndex(key, testShards) }
 
 // Paying reservations through rounds of which every one is aborted once
 // (its owner dying before it commits, its commands read again) and with a
