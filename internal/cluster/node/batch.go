@@ -11,7 +11,7 @@ import (
 var errAtomicAcross = ledger.Errorf(ledger.CodeInvalidArgument, "in cluster mode an atomic batch debits accounts of one partition only")
 
 // TransferBatch applies reqs, each debiting partition its share as one
-// command. Items naming an unknown receiver, or two-phase ones, fail
+// command. Items naming an unknown receiver fail
 // before anything is sent; an atomic batch then fails whole, as it does
 // when its debits span partitions.
 func (l *Ledger) TransferBatch(ctx context.Context, reqs []ledger.TransferRequest, atomic bool) ([]ledger.BatchResult, error) {
@@ -40,12 +40,9 @@ func (l *Ledger) TransferBatch(ctx context.Context, reqs []ledger.TransferReques
 	return res, nil
 }
 
-// checkItem refuses a two-phase item, or one whose receiver does not
-// exist, and notes the receiver's currency in cur.
+// checkItem refuses an item whose receiver does not exist, and notes the
+// receiver's currency in cur.
 func (l *Ledger) checkItem(ctx context.Context, r ledger.TransferRequest, cur map[string]string) error {
-	if r.Pending {
-		return errTwoPhase
-	}
 	if _, ok := cur[r.To]; ok {
 		return nil
 	}

@@ -37,13 +37,16 @@ const (
 	OpGetTransfer   = "get_transfer"
 	OpHistory       = "history"
 	OpStats         = "stats"
+	OpPost          = "post"
+	OpVoid          = "void"
 )
 
 // WireCommand is a ledger command as a cluster carries it to the owner of
 // its shard.
 type WireCommand struct {
 	Op     string                   `json:"op"`
-	ID     string                   `json:"id,omitempty"` // account or transfer read
+	ID     string                   `json:"id,omitempty"`     // account or transfer read, or posted or voided
+	Amount int64                    `json:"amount,omitempty"` // to post (0: all)
 	Spec   *ledger.AccountSpec      `json:"spec,omitempty"`
 	Req    *ledger.TransferRequest  `json:"req,omitempty"`
 	Reqs   []ledger.TransferRequest `json:"reqs,omitempty"`
@@ -133,6 +136,10 @@ func Decode(b []byte) (engine.Command, error) {
 		return &cmdHistory{id: w.ID, q: *w.Query}, nil
 	case w.Op == OpStats:
 		return &cmdStats{}, nil
+	case w.Op == OpPost:
+		return &cmdPost{id: w.ID, amount: w.Amount}, nil
+	case w.Op == OpVoid:
+		return &cmdVoid{id: w.ID}, nil
 	}
 	return nil, fmt.Errorf("ledgerengine: command %q malformed", w.Op)
 }
@@ -146,6 +153,12 @@ func Outcome(cmd engine.Command) []byte {
 		setErr(&o, c.err)
 	case *cmdTransfer:
 		o.Transfer, o.Replayed = &c.transfer, c.replayed
+		setErr(&o, c.err)
+	case *cmdPost:
+		o.Transfer = &c.transfer
+		setErr(&o, c.err)
+	case *cmdVoid:
+		o.Transfer = &c.transfer
 		setErr(&o, c.err)
 	case *cmdBatch:
 		o.Results = make([]WireResult, len(c.results))
