@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -96,8 +97,11 @@ type transcript struct {
 	out []string
 }
 
+// serverID matches the ids the server gives transfers: each run its own.
+var serverID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
 func (s *transcript) note(format string, args ...any) {
-	s.out = append(s.out, fmt.Sprintf(format, args...))
+	s.out = append(s.out, serverID.ReplaceAllString(fmt.Sprintf(format, args...), "(new id)"))
 }
 
 func (s *transcript) transfer(t ledger.Transfer, err error) {
@@ -137,9 +141,11 @@ func same(t *testing.T, script func(s *transcript)) {
 	script(single)
 	cluster := &transcript{ctx: ctx, l: startNode(t).Ledger()}
 	script(cluster)
-	want, got := strings.Join(single.out, "\n"), strings.Join(cluster.out, "\n")
-	if got != want {
-		t.Fatalf("a cluster node answered\n%s\n\nthe single process\n%s", got, want)
+	for i := range max(len(single.out), len(cluster.out)) {
+		if i >= len(single.out) || i >= len(cluster.out) || single.out[i] != cluster.out[i] {
+			t.Fatalf("a cluster node answered, from line %d,\n%s\n\nthe single process\n%s", i+1,
+				strings.Join(cluster.out[min(i, len(cluster.out)):], "\n"), strings.Join(single.out[min(i, len(single.out)):], "\n"))
+		}
 	}
 }
 
@@ -192,5 +198,57 @@ func TestClusterTwoPhaseAnswersAsOneNode(t *testing.T) {
 			s.transfer(s.l.GetTransfer(s.ctx, id))
 		}
 		s.accounts(a, b, c)
+	})
+}
+
+// batch notes an atomic batch's outcome, item by item.
+func batch(s *transcript, reqs ...ledger.TransferRequest) {
+	res, err := s.l.TransferBatch(s.ctx, reqs, true)
+	s.note("batch of %d err=%v", len(reqs), err)
+	for _, r := range res {
+		s.note("  replayed=%v", r.Replayed)
+		s.transfer(r.Transfer, r.Err)
+	}
+}
+
+func item(id, from, to string, amount int64) ledger.TransferRequest {
+	return ledger.TransferRequest{ID: id, From: from, To: to, Amount: amount, Memo: "m-" + id}
+}
+
+// Atomic batches across partitions give a single node's answers: all
+// applied, credits usable by later items on other partitions, or none
+// applied when an item on any partition fails (funds, an unknown
+// receiver, an id taken with another body); replayed whole or in part; and
+// no effect of an aborted batch shows anywhere.
+func TestClusterAtomicBatchesAnswerAsOneNode(t *testing.T) {
+	a, b, c := idIn("a", 0), idIn("b", 1), idIn("c", 2)
+	a2 := idIn("a-", 0)
+	same(t, func(s *transcript) {
+		open(s, 100, a, b, c, a2)
+		// b is funded by a (partition 0) and spends it at once on c.
+		batch(s, item("x1", a, b, 60), item("x2", b, c, 150), item("x3", c, a2, 10))
+		s.accounts(a, b, c, a2)
+		// the last item, on partition 2, fails: nothing of the batch shows.
+		batch(s, item("y1", a, b, 10), item("y2", b, a, 5), item("y3", c, a, 500))
+		// the first failure in batch order is reported, whichever partition fails.
+		batch(s, item("z1", a, b, 10), item("z2", b, c, 1000), item("z3", a2, c, 1000))
+		// an unknown receiver after an item that fails first; then one that is first to fail.
+		batch(s, item("u1", a, b, 10), item("u2", c, b, 5000), item("u3", a, "ghost", 1))
+		batch(s, item("v1", a, b, 10), item("v2", b, "ghost", 1), item("v3", c, b, 5000))
+		// an id taken with another body.
+		batch(s, item("w1", a, b, 10), item("x2", b, c, 151))
+		s.accounts(a, b, c, a2)
+		// the first batch again: replayed; then in part with new items.
+		batch(s, item("x1", a, b, 60), item("x2", b, c, 150), item("x3", c, a2, 10))
+		batch(s, item("r1", c, b, 30), item("x1", a, b, 60), item("r2", b, a, 90), item("r3", a2, c, 5))
+		// a replayed item whose credit a later item needs: it moves nothing.
+		batch(s, item("q1", a2, b, 1), item("x3", c, a2, 10), item("q2", a2, a, 115))
+		// items without ids, and pending ones.
+		batch(s, ledger.TransferRequest{From: a, To: c, Amount: 1}, ledger.TransferRequest{ID: "pp", From: b, To: a, Amount: 2, Pending: true})
+		s.transfer(s.l.PostPending(s.ctx, "pp", 0))
+		for _, id := range []string{"x1", "x2", "x3", "y1", "y3", "z1", "u1", "v1", "w1", "r1", "r2", "q1", "q2"} {
+			s.transfer(s.l.GetTransfer(s.ctx, id))
+		}
+		s.accounts(a, b, c, a2)
 	})
 }
