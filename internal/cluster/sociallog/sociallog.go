@@ -34,6 +34,9 @@ func Topic(c kafkalog.Config) string {
 	return name + ".social"
 }
 
+// syncTimeout bounds a request for the log's end.
+const syncTimeout = 10 * time.Second
+
 // Apply applies the record at offset and returns the outcome its proposer
 // waits for; an error stops the log (the node's copy can take no more).
 type Apply func(offset int64, record []byte) (any, error)
@@ -50,6 +53,7 @@ type Log struct {
 	// prefix makes the keys of this incarnation's proposals unique.
 	prefix string
 	seq    atomic.Uint64
+	ends   endReader
 
 	mu      sync.Mutex
 	waiting map[string]chan any
@@ -79,7 +83,8 @@ func Open(ctx context.Context, c kafkalog.Config, logger *slog.Logger, opts ...k
 	if err != nil {
 		return nil, fmt.Errorf("sociallog: %w", err)
 	}
-	if err := ensureTopic(ctx, l.prod, c, l.topic); err != nil {
+	l.ends = endReader{cl: l.prod, topic: l.topic}
+	if err := l.ensureTopic(ctx, c); err != nil {
 		l.prod.Close()
 		return nil, err
 	}
@@ -91,9 +96,9 @@ func Open(ctx context.Context, c kafkalog.Config, logger *slog.Logger, opts ...k
 
 // ensureTopic creates the log's topic, one partition kept forever (a node
 // with an empty store rebuilds the social state from the start), or finds
-// it.
-func ensureTopic(ctx context.Context, cl *kgo.Client, c kafkalog.Config, topic string) error {
-	adm := kadm.NewClient(cl)
+// it, and returns once its leader answers.
+func (l *Log) ensureTopic(ctx context.Context, c kafkalog.Config) error {
+	adm := kadm.NewClient(l.prod)
 	rf := c.ReplicationFactor
 	if rf == 0 {
 		rf = -1
@@ -104,12 +109,12 @@ func ensureTopic(ctx context.Context, cl *kgo.Client, c kafkalog.Config, topic s
 		"retention.bytes": kadm.StringPtr("-1"),
 	}
 	for try := 1; ; try++ {
-		resp, err := adm.CreateTopic(ctx, 1, rf, configs, topic)
+		resp, err := adm.CreateTopic(ctx, 1, rf, configs, l.topic)
 		if err == nil {
 			err = resp.Err
 		}
 		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
-			_, err = endOffset(ctx, adm, topic)
+			_, err = l.ends.read()
 		}
 		if err == nil || try == 30 {
 			return err
@@ -122,27 +127,12 @@ func ensureTopic(ctx context.Context, cl *kgo.Client, c kafkalog.Config, topic s
 	}
 }
 
-func endOffset(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return 0, fmt.Errorf("sociallog: end of %s: %w", topic, err)
-	}
-	o, ok := ends.Lookup(topic, 0)
-	switch {
-	case !ok:
-		return 0, fmt.Errorf("sociallog: end of %s: no partition yet", topic)
-	case o.Err != nil:
-		return 0, fmt.Errorf("sociallog: end of %s: %w", topic, o.Err)
-	}
-	return o.Offset, nil
-}
-
 // Run applies the log's records from offset from on, in order, with
 // apply, and returns once every record appended before the call is
 // applied: the node's copy is then at least as new as the log was when it
 // started.
 func (l *Log) Run(ctx context.Context, c kafkalog.Config, from int64, apply Apply, opts ...kgo.Opt) error {
-	end, err := endOffset(ctx, kadm.NewClient(l.prod), l.topic)
+	end, err := l.ends.get(ctx)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,29 @@ type Replicator interface {
 	// Propose appends op to the social log and returns the value this
 	// node's Apply returned for it.
 	Propose(ctx context.Context, op []byte) (any, error)
+	// Sync returns once this node has applied every op appended before
+	// the call: a read that follows sees every change acknowledged
+	// before it began, on any node.
+	Sync(ctx context.Context) error
+}
+
+var errNoLog = connect.NewError(connect.CodeUnavailable, errors.New("the cluster's social log does not answer; try again"))
+
+// sync makes the node's copy of the social state as new as the log was
+// when the call began (Replicator.Sync); it does nothing on a single
+// node.
+func (s *Service) sync(ctx context.Context) error {
+	if s.repl == nil {
+		return nil
+	}
+	if err := s.repl.Sync(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.log.Warn("wallet: syncing with the social log", "err", err)
+		return errNoLog
+	}
+	return nil
 }
 
 // opKind names what an op asks for.
