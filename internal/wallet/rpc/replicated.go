@@ -361,6 +361,9 @@ func (s *Service) proposeTransferMessage(ctx context.Context, t ledger.Transfer,
 // have is dropped. Any node may settle any intent, more than once: a
 // transfer's message is written once whatever the number of its ops.
 func (s *Service) ResolveIntents(ctx context.Context, before time.Time) error {
+	if err := s.sync(ctx); err != nil {
+		return err
+	}
 	ids, err := s.store.TransferIntentsBefore(before)
 	if err != nil {
 		return err
