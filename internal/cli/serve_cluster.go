@@ -88,7 +88,11 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	tix := ticketapi.New(n.Tickets(), ticketapi.Options{APIKey: c.apiKey, HoldSecret: holdSecret, Ready: n.Ready, Registry: reg, Logger: logger})
 	srv := front.New(front.Options{
 		Routes: slices.Concat(api.FastRoutes(), tix.FastRoutes()),
-		Net:    clusterRoutes(api, tix, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger)), Limits: c.limits,
+		Net: table{
+			{under("/debug/pprof/"), telemetry.OperatorOnly(profiles(), c.apiKey)},
+			{anyPath, clusterRoutes(api, tix, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger))},
+		},
+		Limits:              c.limits,
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
 		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,
 		// Ranges stream one flushed chunk per entry: net/http serves them.
