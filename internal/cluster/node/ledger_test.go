@@ -23,42 +23,23 @@ import (
 // answers. kfake serves the node's transactions, consumer group and
 // read_committed fetches; the end-to-end tests run a real broker.
 
-// startNode starts a node of testShards partitions on a fresh kfake
-// cluster and waits until it serves.
-func startNode(t *testing.T) *Node {
+// startLedgerNode starts a node of testShards partitions on a fresh
+// kfake cluster, waits until it serves and creates @world.
+func startLedgerNode(t *testing.T) *Node {
 	t.Helper()
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(kc.Close)
-	ready := make(chan struct{})
-	var once bool
+	n := startNode(t, kafkalog.Config{Brokers: kc.ListenAddrs(), Partitions: testShards}, t.TempDir())
+	awaitReady(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := Start(ctx, Config{
-		Kafka:  kafkalog.Config{Brokers: kc.ListenAddrs(), Partitions: testShards},
-		Dir:    t.TempDir(),
-		Logger: slog.New(slog.DiscardHandler),
-	}, func(r bool) {
-		if r && !once {
-			once = true
-			close(ready)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Close)
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		t.Fatal("the node did not become ready")
-	}
 	if err := n.CreateWorld(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return n.Node
 }
 
 // openSingle opens the single process's ledger on testShards shards.
@@ -139,7 +120,7 @@ func same(t *testing.T, script func(s *transcript)) {
 	ctx := context.Background()
 	single := &transcript{ctx: ctx, l: openSingle(t)}
 	script(single)
-	cluster := &transcript{ctx: ctx, l: startNode(t).Ledger()}
+	cluster := &transcript{ctx: ctx, l: startLedgerNode(t).Ledger()}
 	script(cluster)
 	for i := range max(len(single.out), len(cluster.out)) {
 		if i >= len(single.out) || i >= len(cluster.out) || single.out[i] != cluster.out[i] {
