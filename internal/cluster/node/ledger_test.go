@@ -16,6 +16,8 @@ import (
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
 
 // The ledger of a node on franz-go's in-memory Kafka (kfake), checked
@@ -42,8 +44,9 @@ func startLedgerNode(t *testing.T) *Node {
 	return n.Node
 }
 
-// openSingle opens the single process's ledger on testShards shards.
-func openSingle(t *testing.T) *ledgerengine.Ledger {
+// openSingle opens the single process's ledger and ticketing on
+// testShards shards.
+func openSingle(t *testing.T) (*ledgerengine.Ledger, *ticketengine.Tickets) {
 	t.Helper()
 	eng, err := engine.Open(engine.Config{Dir: t.TempDir(), Shards: testShards, NoSync: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -53,12 +56,19 @@ func openSingle(t *testing.T) *ledgerengine.Ledger {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tk, err := ticketengine.Open(eng, l, ticketengine.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	eng.Start()
 	t.Cleanup(func() { l.Close(); _ = eng.Close() })
 	if err := l.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return l
+	if err := tk.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l, tk
 }
 
 // idIn returns an id with prefix that hashes to partition p.
@@ -73,16 +83,18 @@ func idIn(prefix string, p int) string {
 // transcript records a ledger's answers without their times, to compare
 // two ledgers given the same calls.
 type transcript struct {
-	ctx context.Context
-	l   ledgerapi.Ledger
-	out []string
+	ctx     context.Context
+	l       ledgerapi.Ledger
+	tickets ticketapi.Box
+	out     []string
 }
 
 // serverID matches the ids the server gives transfers: each run its own.
 var serverID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 func (s *transcript) note(format string, args ...any) {
-	s.out = append(s.out, serverID.ReplaceAllString(fmt.Sprintf(format, args...), "(new id)"))
+	line := serverID.ReplaceAllString(fmt.Sprintf(format, args...), "(new id)")
+	s.out = append(s.out, paymentSuffix.ReplaceAllString(line, "$1"))
 }
 
 func (s *transcript) transfer(t ledger.Transfer, err error) {
@@ -114,13 +126,15 @@ func (s *transcript) accounts(ids ...string) {
 	s.note("accounts=%d sum=%v err=%s", st.Accounts, sum, ledger.CodeOf(err))
 }
 
-// same runs script on the single process's ledger and on a cluster node,
-// and fails if their transcripts differ.
+// same runs script on the single process's ledger and ticketing and on a
+// cluster node, and fails if their transcripts differ.
 func same(t *testing.T, script func(s *transcript)) {
 	ctx := context.Background()
-	single := &transcript{ctx: ctx, l: openSingle(t)}
+	l, tk := openSingle(t)
+	single := &transcript{ctx: ctx, l: l, tickets: tk}
 	script(single)
-	cluster := &transcript{ctx: ctx, l: startLedgerNode(t).Ledger()}
+	n := startLedgerNode(t)
+	cluster := &transcript{ctx: ctx, l: n.Ledger(), tickets: n.Tickets()}
 	script(cluster)
 	for i := range max(len(single.out), len(cluster.out)) {
 		if i >= len(single.out) || i >= len(cluster.out) || single.out[i] != cluster.out[i] {
