@@ -81,4 +81,3 @@ func TestSnapshotReadsOnlyTheTail(t *testing.T) {
 		}
 	}
 }
-
