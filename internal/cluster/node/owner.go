@@ -206,8 +206,11 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 		}
 		outs = append(outs, st.commit.take()...)
 		for _, f := range cmds {
-			if f.rid != nil {
-				outs = append(outs, reply(f.inbox, f.rid, f.outcome()))
+			if f.rid == nil {
+				continue
+			}
+			if v := f.outcome(); v != nil { // nil: a later round replies
+				outs = append(outs, reply(f.inbox, f.rid, v))
 			}
 		}
 		return outs, nil
@@ -217,16 +220,16 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 // feed decodes c and queues it on its shard.
 func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, error) {
 	f := fed{inbox: -1}
-	if inbox, rid, ok := strings.Cut(string(c.Key), ":"); ok {
-		p, err := strconv.ParseInt(inbox, 10, 32)
-		if err == nil {
-			f.inbox, f.rid = int32(p), []byte(rid)
-		}
+	if inbox, rid, ok := replyAddress(c.Key); ok {
+		f.inbox, f.rid = inbox, rid
 	}
 	cmd, port, outcome, err := decode(st, c.Value)
 	if err != nil {
 		n.cfg.Logger.Error("cluster: dropping a malformed command", "partition", c.Partition, "offset", c.Offset, "err", err)
 		return f, nil
+	}
+	if f.rid != nil {
+		ledgerengine.SetReplyTo(cmd, c.Key)
 	}
 	f.outcome = func() []byte { return outcome(cmd) }
 	f.call, err = port(ctx, int(c.Partition), cmd)
@@ -263,12 +266,23 @@ func encodeJSON(cmd engine.Command) []byte {
 	return b
 }
 
+// replyAddress parses a command's key, "<inbox>:<request id>".
+func replyAddress(key []byte) (int32, []byte, bool) {
+	inbox, rid, ok := strings.Cut(string(key), ":")
+	if !ok {
+		return 0, nil, false
+	}
+	p, err := strconv.ParseInt(inbox, 10, 32)
+	return int32(p), []byte(rid), err == nil
+}
+
 func reply(inbox int32, rid, value []byte) kafkalog.Output {
 	return kafkalog.Output{Kind: kafkalog.Reply, Partition: inbox, Key: rid, Value: value}
 }
 
 // committer is the engine's Committer on a node: it turns each round's
-// batches and forwards into the records of the member's open round, which
+// batches, forwards and the replies the ledger owes for atomic batches
+// decided in the round into the records of the member's open round, which
 // commits them in its transaction.
 type committer struct {
 	mu   sync.Mutex
@@ -286,6 +300,12 @@ func (c *committer) Commit(r *engine.Round) error {
 		}
 	}
 	for _, f := range r.Forwards {
+		if rp, ok := f.Cmd.(*ledgerengine.Reply); ok {
+			if inbox, rid, ok := replyAddress(rp.To); ok {
+				c.outs = append(c.outs, reply(inbox, rid, rp.Value))
+			}
+			continue
+		}
 		v, err := ledgerengine.Encode(f.Cmd)
 		if err != nil {
 			return err
