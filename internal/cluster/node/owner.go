@@ -213,7 +213,7 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 				outs = append(outs, reply(f.inbox, f.rid, v))
 			}
 		}
-		return outs, nil
+		return packReplies(outs), nil
 	}
 }
 
