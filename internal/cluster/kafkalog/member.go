@@ -72,6 +72,11 @@ type RoundResult struct {
 	// read_committed readers, its commands will be read again by their
 	// owner, and the caller must drop the state changes it made.
 	Committed bool
+	// Changelog holds, for each changelog partition a committed round
+	// wrote, the offset just after the last record it wrote there: a
+	// local copy of the partition's state that took the round's changes
+	// covers the changelog below that offset.
+	Changelog map[int32]int64
 }
 
 // Member is a node's member of the cluster's consumer group: it owns some
@@ -177,8 +182,9 @@ func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (Rou
 		return res, fmt.Errorf("kafkalog: beginning a round: %w", err)
 	}
 	outs, err := apply(ctx, batch)
+	var changelog map[int32]int64
 	if err == nil {
-		err = m.produce(ctx, outs)
+		changelog, err = m.produce(ctx, outs)
 	}
 	if err != nil {
 		if _, endErr := m.s.End(ctx, kgo.TryAbort); endErr != nil {
@@ -190,6 +196,9 @@ func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (Rou
 	res.Committed, err = m.s.End(ctx, kgo.TryCommit)
 	if err != nil {
 		return res, fmt.Errorf("kafkalog: ending a round: %w", err)
+	}
+	if res.Committed {
+		res.Changelog = changelog
 	}
 	return res, nil
 }
@@ -227,20 +236,27 @@ func transient(err error) bool {
 }
 
 // produce writes a round's outputs into the open transaction and waits
-// until every one is acknowledged.
-func (m *Member) produce(ctx context.Context, outs []Output) error {
+// until every one is acknowledged. It returns, per changelog partition
+// written, the offset after the last record written there.
+func (m *Member) produce(ctx context.Context, outs []Output) (map[int32]int64, error) {
 	records := make([]*kgo.Record, len(outs))
 	for i, o := range outs {
 		topic, err := m.topic(o.Kind)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		records[i] = &kgo.Record{Topic: topic, Partition: o.Partition, Key: o.Key, Value: o.Value}
 	}
 	if err := m.s.ProduceSync(ctx, records...).FirstErr(); err != nil {
-		return fmt.Errorf("kafkalog: producing a round's outputs: %w", err)
+		return nil, fmt.Errorf("kafkalog: producing a round's outputs: %w", err)
 	}
-	return nil
+	ends := map[int32]int64{}
+	for i, o := range outs {
+		if o.Kind == Change {
+			ends[o.Partition] = max(ends[o.Partition], records[i].Offset+1)
+		}
+	}
+	return ends, nil
 }
 
 func (m *Member) topic(k Kind) (string, error) {

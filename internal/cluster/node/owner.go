@@ -27,10 +27,11 @@ import (
 // owed to other partitions.
 //
 // When the owned partitions change, or a round fails to commit, the node
-// stops its rounds and builds its state again: it wipes its cache, replays
-// the owned partitions' changelogs into it and opens the engine and the
-// ledger on it. A rebuild costs reading every owned partition's compacted
-// changelog, however few partitions moved.
+// stops its rounds and builds its state again: it wipes its cache, writes
+// the owned partitions' state into it from its local snapshot and the
+// changelog records after it (snapshot.go), and opens the engine and the
+// ledger on it. A partition the node kept reads no changelog record; one
+// it gets back reads those written since it had it.
 
 // errMoved aborts a round begun on partitions the node no longer owns as
 // they were built.
@@ -69,10 +70,14 @@ func (n *Node) own(ctx context.Context) {
 			continue
 		}
 		wait, cancel := context.WithTimeout(ctx, idleWait)
-		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, n.apply(st))
+		var outs []kafkalog.Output
+		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, kept(n.apply(st), &outs))
 		cancel()
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
 			continue
+		}
+		if err == nil && res.Committed {
+			err = n.snaps.commit(outs, res.Changelog)
 		}
 		if err != nil || (res.Commands > 0 && !res.Committed) {
 			if !errors.Is(err, errMoved) {
@@ -90,12 +95,12 @@ func (n *Node) own(ctx context.Context) {
 func (n *Node) build(ctx context.Context) *state {
 	for ctx.Err() == nil {
 		gen := n.gen.Load()
-		began := time.Now()
+		began, read := time.Now(), n.snaps.read.Load()
 		st, err := n.restore(ctx, gen)
 		if err == nil {
 			n.built.Store(gen)
 			n.setReady(gen == n.gen.Load())
-			n.cfg.Logger.Info("cluster: partitions restored", "owned", n.member.Owned(), "elapsed", time.Since(began).Round(time.Millisecond))
+			n.cfg.Logger.Info("cluster: partitions restored", "owned", n.member.Owned(), "elapsed", time.Since(began).Round(time.Millisecond), "changelog records read", n.snaps.read.Load()-read)
 			return st
 		}
 		n.cfg.Logger.Warn("cluster: restoring partitions", "err", err)
@@ -142,8 +147,7 @@ func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
 	return st, nil
 }
 
-// replayChangelogs writes the owned partitions' changelog records into a
-// store in dir.
+// replayChangelogs writes the owned partitions' state into a store in dir.
 func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
 	db, err := store.Open(dir, store.Options{NoSync: true})
 	if err != nil {
@@ -151,22 +155,7 @@ func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
 	}
 	defer db.Close()
 	for _, p := range n.member.Owned() {
-		b := db.NewBatch()
-		err := kafkalog.Restore(ctx, n.cfg.Kafka, p, func(k, v []byte) error {
-			if err := replay(b, k, v); err != nil {
-				return err
-			}
-			if b.Len() < 4<<20 {
-				return nil
-			}
-			err := db.CommitNoSync(b)
-			b = db.NewBatch()
-			return err
-		})
-		if err == nil {
-			err = db.CommitNoSync(b)
-		}
-		if err != nil {
+		if err := n.snaps.restore(ctx, db, p); err != nil {
 			return fmt.Errorf("node: restoring partition %d: %w", p, err)
 		}
 	}

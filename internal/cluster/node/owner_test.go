@@ -36,7 +36,7 @@ func openOwner(t *testing.T, changelog map[int32][]kafkalog.Output) *owner {
 	b := db.NewBatch()
 	for p := range int32(testShards) {
 		for _, o := range changelog[p] {
-			if err := replay(b, o.Key, o.Value); err != nil {
+			if err := replay(b, nil, o.Key, o.Value); err != nil {
 				t.Fatal(err)
 			}
 		}
