@@ -7,11 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
-	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
@@ -23,42 +19,17 @@ import (
 // answers. kfake serves the node's transactions, consumer group and
 // read_committed fetches; the end-to-end tests run a real broker.
 
-// startNode starts a node of testShards partitions on a fresh kfake
-// cluster and waits until it serves.
-func startNode(t *testing.T) *Node {
+// clusterLedger is the ledger of a node on a fresh kfake cluster, once it
+// serves (snapshot_test.go starts it).
+func clusterLedger(t *testing.T) *Ledger {
 	t.Helper()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
-	if err != nil {
+	_, k := fakeKafka(t)
+	n := startNode(t, k, t.TempDir())
+	settled(t, n)
+	if err := n.CreateWorld(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(kc.Close)
-	ready := make(chan struct{})
-	var once bool
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n, err := Start(ctx, Config{
-		Kafka:  kafkalog.Config{Brokers: kc.ListenAddrs(), Partitions: testShards},
-		Dir:    t.TempDir(),
-		Logger: slog.New(slog.DiscardHandler),
-	}, func(r bool) {
-		if r && !once {
-			once = true
-			close(ready)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Close)
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		t.Fatal("the node did not become ready")
-	}
-	if err := n.CreateWorld(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return n.Ledger()
 }
 
 // openSingle opens the single process's ledger on testShards shards.
@@ -139,7 +110,7 @@ func same(t *testing.T, script func(s *transcript)) {
 	ctx := context.Background()
 	single := &transcript{ctx: ctx, l: openSingle(t)}
 	script(single)
-	cluster := &transcript{ctx: ctx, l: startNode(t).Ledger()}
+	cluster := &transcript{ctx: ctx, l: clusterLedger(t)}
 	script(cluster)
 	for i := range max(len(single.out), len(cluster.out)) {
 		if i >= len(single.out) || i >= len(cluster.out) || single.out[i] != cluster.out[i] {
