@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/surge-dev/surge/internal/browser"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/cluster/node"
 	"github.com/surge-dev/surge/internal/front"
@@ -42,9 +43,8 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 	f.DurationVar(&c.session, "session-timeout", 6*time.Second, "with --kafka: how long a silent node keeps its partitions before the others take them (at least the brokers' group.min.session.timeout.ms)")
 }
 
-// serveCluster runs surge as a node of a cluster on Kafka. The ledger's,
-// ticketing's and key-value routes answer on every node; the wallet's
-// answer 501.
+// serveCluster runs surge as a node of a cluster on Kafka: the ledger's,
+// ticketing's, key-value and the wallet's routes answer on every node.
 func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	logger := telemetry.NewLogger(os.Stderr, c.logLevel, c.logFmt)
 	dir, err := filepath.Abs(c.data)
@@ -62,12 +62,13 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
 	var api *ledgerapi.API
+	kc := kafkalog.Config{
+		Brokers: strings.Split(c.cluster.kafka, ","), Cluster: c.cluster.name,
+		Partitions: int32(c.cluster.partitions), SessionTimeout: c.cluster.session,
+	}
 	n, err := node.Start(ctx, node.Config{
-		Kafka: kafkalog.Config{
-			Brokers: strings.Split(c.cluster.kafka, ","), Cluster: c.cluster.name,
-			Partitions: int32(c.cluster.partitions), SessionTimeout: c.cluster.session,
-		},
-		Dir: dir, Currency: c.currency, MaxBatch: c.maxBatch, Logger: logger,
+		Kafka: kc,
+		Dir:   dir, Currency: c.currency, MaxBatch: c.maxBatch, Logger: logger,
 	}, func(ready bool) {
 		if api != nil {
 			api.SetReady(ready)
@@ -86,13 +87,27 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	tix := ticketapi.New(n.Tickets(), ticketapi.Options{APIKey: c.apiKey, HoldSecret: holdSecret, Ready: n.Ready, Registry: reg, Logger: logger})
+	c.data = dir
+	wallet, err := openClusterWallet(ctx, c, kc, n, holdSecret, reg, logger)
+	if err != nil {
+		return err
+	}
+	defer wallet.close()
+	grpcSrv := wallet.svc.GRPCServer()
+	wallet.face.RegisterGRPC(grpcSrv)
 	srv := front.New(front.Options{
 		Routes: slices.Concat(api.FastRoutes(), tix.FastRoutes()),
-		Net:    clusterRoutes(api, tix, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger)), Limits: c.limits,
+		Net: table{
+			{under("/debug/pprof/"), telemetry.OperatorOnly(profiles(), c.apiKey)},
+			{anyPath, clusterRoutes(api, tix, wallet, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger))},
+		},
+		Limits:              c.limits,
+		GRPC:                grpcSrv,
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
 		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,
-		// Ranges stream one flushed chunk per entry: net/http serves them.
-		SlowPrefixes: []string{"/v0/entities"},
+		// Ranges stream one flushed chunk per entry, and the wallet's
+		// RPCs stream too: net/http serves them.
+		SlowPrefixes: slices.Concat([]string{"/v0/entities", "/surge.wallet.v1.", "/grpc."}, vmr.SlowPrefixes),
 	})
 	fmt.Fprintf(out, "surge: node %s of cluster %s on %s (%d partitions)\n", n.ID(), c.cluster.name, c.cluster.kafka, c.cluster.partitions)
 	served := make(chan error, 1)
@@ -149,8 +164,8 @@ func clusterHoldSecret(ctx context.Context, t *node.Tickets, logger interface{ W
 }
 
 // clusterRoutes is the net/http table of a cluster node: the ledger,
-// ticketing, key-value entries, and 501 for the wallet's RPCs.
-func clusterRoutes(api *ledgerapi.API, tix *ticketapi.API, entries http.Handler) http.Handler {
+// ticketing, key-value entries and the wallet's faces.
+func clusterRoutes(api *ledgerapi.API, tix *ticketapi.API, wallet *clusterWallet, entries http.Handler) http.Handler {
 	v1 := http.NewServeMux()
 	for _, p := range ticketapi.Routes {
 		v1.Handle(p, tix)
@@ -158,17 +173,8 @@ func clusterRoutes(api *ledgerapi.API, tix *ticketapi.API, entries http.Handler)
 	v1.Handle("/", api.Handler())
 	return table{
 		{kvapi.Owns, entries},
-		{rpc.Owns, notInCluster("the wallet, friends and chat")},
-		{vmr.Owns, notInCluster("the wallet, friends and chat")},
+		{rpc.Owns, browser.GRPCWebText(wallet.svc.Handler())},
+		{vmr.Owns, wallet.face.Handler()},
 		{anyPath, v1},
 	}
-}
-
-func notInCluster(what string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(http.StatusNotImplemented)
-		fmt.Fprintf(w, `{"type":"https://surge.dev/problems/not_in_cluster","title":"Not available in cluster mode","status":501,"code":"not_in_cluster","detail":%q}`,
-			what+" is not available in cluster mode: run it on a single node (without --kafka)")
-	})
 }

@@ -17,6 +17,10 @@ const (
 	// PaymentPrefix starts the id of a reservation's payment,
 	// "pay-<reservation id>-<attempt>".
 	PaymentPrefix = "pay-"
+	// AtomicPrefix starts the ids of the holds a cluster's atomic batch
+	// across partitions keeps while it is decided,
+	// "atomic:<batch id>.<attempt>.<shard>.<n>".
+	AtomicPrefix = "atomic:"
 )
 
 // ServerAccountID reports whether id is an account id the server assigns.
@@ -24,7 +28,7 @@ func ServerAccountID(id string) bool { return strings.HasPrefix(id, WalletPrefix
 
 // ServerTransferID reports whether id is a transfer id the server assigns.
 func ServerTransferID(id string) bool {
-	if strings.HasPrefix(id, WalletPrefix) {
+	if strings.HasPrefix(id, WalletPrefix) || strings.HasPrefix(id, AtomicPrefix) {
 		return true
 	}
 	rest, ok := strings.CutPrefix(id, PaymentPrefix)

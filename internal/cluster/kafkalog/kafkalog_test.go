@@ -85,6 +85,19 @@ func echo(c Config, node, tag string) Apply {
 	}
 }
 
+// readTo gives fn every record of topic/partition from its start to its
+// high watermark as of the call (see endOffset and readRange).
+func readTo(ctx context.Context, c Config, topic string, partition int32, committed bool, fn func(*kgo.Record) error, opts []kgo.Opt) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	end, err := endOffset(ctx, c, topic, partition, committed, opts)
+	if err != nil {
+		return err
+	}
+	return readRange(ctx, c, topic, partition, 0, end, committed, fn, opts)
+}
+
 // readAll returns the data records of every partition of topic, up to its
 // end now: committed ones only, or all (aborted included).
 func readAll(t *testing.T, ctx context.Context, c Config, topic string, committed bool) []*kgo.Record {

@@ -72,6 +72,11 @@ type RoundResult struct {
 	// read_committed readers, its commands will be read again by their
 	// owner, and the caller must drop the state changes it made.
 	Committed bool
+	// Changelog holds, for each changelog partition a committed round
+	// wrote, the offset just after the last record it wrote there: a
+	// local copy of the partition's state that took the round's changes
+	// covers the changelog below that offset.
+	Changelog map[int32]int64
 }
 
 // Member is a node's member of the cluster's consumer group: it owns some
@@ -79,6 +84,9 @@ type RoundResult struct {
 type Member struct {
 	s   *kgo.GroupTransactSession
 	cfg Config
+
+	// last is the number of commands the previous round read (gather).
+	last int
 
 	mu    sync.Mutex
 	owned map[int32]bool
@@ -169,6 +177,10 @@ func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, 
 // that found commands runs under ctx.
 func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (RoundResult, error) {
 	batch, err := m.poll(wait, max)
+	if err == nil && len(batch) > 0 {
+		batch = m.gather(ctx, batch, max)
+	}
+	m.last = len(batch)
 	if err != nil || len(batch) == 0 {
 		return RoundResult{}, err
 	}
@@ -177,8 +189,9 @@ func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (Rou
 		return res, fmt.Errorf("kafkalog: beginning a round: %w", err)
 	}
 	outs, err := apply(ctx, batch)
+	var changelog map[int32]int64
 	if err == nil {
-		err = m.produce(ctx, outs)
+		changelog, err = m.produce(ctx, outs)
 	}
 	if err != nil {
 		if _, endErr := m.s.End(ctx, kgo.TryAbort); endErr != nil {
@@ -191,10 +204,14 @@ func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (Rou
 	if err != nil {
 		return res, fmt.Errorf("kafkalog: ending a round: %w", err)
 	}
+	if res.Committed {
+		res.Changelog = changelog
+	}
 	return res, nil
 }
 
-// poll reads up to max commands, waiting until some come or ctx ends.
+// poll reads up to max commands, waiting until some come or ctx ends. With
+// an error it returns the commands it read before it.
 func (m *Member) poll(ctx context.Context, max int) ([]Command, error) {
 	fetches := m.s.PollRecords(ctx, max)
 	if fetches.IsClientClosed() {
@@ -205,15 +222,15 @@ func (m *Member) poll(ctx context.Context, max int) ([]Command, error) {
 	if err := ctx.Err(); err != nil && fetches.NumRecords() == 0 {
 		return nil, err
 	}
-	for _, fe := range fetches.Errors() {
-		if !transient(fe.Err) {
-			return nil, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
-		}
-	}
 	batch := make([]Command, 0, fetches.NumRecords())
 	fetches.EachRecord(func(r *kgo.Record) {
 		batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value})
 	})
+	for _, fe := range fetches.Errors() {
+		if !transient(fe.Err) {
+			return batch, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+	}
 	return batch, nil
 }
 
@@ -227,20 +244,27 @@ func transient(err error) bool {
 }
 
 // produce writes a round's outputs into the open transaction and waits
-// until every one is acknowledged.
-func (m *Member) produce(ctx context.Context, outs []Output) error {
+// until every one is acknowledged. It returns, per changelog partition
+// written, the offset after the last record written there.
+func (m *Member) produce(ctx context.Context, outs []Output) (map[int32]int64, error) {
 	records := make([]*kgo.Record, len(outs))
 	for i, o := range outs {
 		topic, err := m.topic(o.Kind)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		records[i] = &kgo.Record{Topic: topic, Partition: o.Partition, Key: o.Key, Value: o.Value}
 	}
 	if err := m.s.ProduceSync(ctx, records...).FirstErr(); err != nil {
-		return fmt.Errorf("kafkalog: producing a round's outputs: %w", err)
+		return nil, fmt.Errorf("kafkalog: producing a round's outputs: %w", err)
 	}
-	return nil
+	ends := map[int32]int64{}
+	for i, o := range outs {
+		if o.Kind == Change {
+			ends[o.Partition] = max(ends[o.Partition], records[i].Offset+1)
+		}
+	}
+	return ends, nil
 }
 
 func (m *Member) topic(k Kind) (string, error) {

@@ -16,25 +16,17 @@ import (
 // keeps at least that one). A new owner of a partition rebuilds the
 // shard's state from it before the partition's first round.
 func Restore(ctx context.Context, c Config, partition int32, fn func(key, value []byte) error, opts ...kgo.Opt) error {
-	return readTo(ctx, c, c.ChangelogTopic(), partition, true, func(r *kgo.Record) error {
-		if r.Attrs.IsControl() {
-			return nil
-		}
-		return fn(r.Key, r.Value)
-	}, opts)
+	_, err := RestoreFrom(ctx, c, partition, 0, fn, opts...)
+	return err
 }
 
-// readTo gives fn every record of topic/partition from its start to its
-// high watermark as of the call (see endOffset), transaction markers
-// included: with committed, without aborted records (read_committed); else
-// aborted records included (read_uncommitted).
-func readTo(ctx context.Context, c Config, topic string, partition int32, committed bool, fn func(*kgo.Record) error, opts []kgo.Opt) error {
-	if err := c.validate(); err != nil {
-		return err
-	}
-	end, err := endOffset(ctx, c, topic, partition, committed, opts)
-	if err != nil || end == 0 {
-		return err
+// readRange gives fn every record of topic/partition from offset from up
+// to end, transaction markers included: with committed, without aborted
+// records (read_committed); else aborted records included
+// (read_uncommitted).
+func readRange(ctx context.Context, c Config, topic string, partition int32, from, end int64, committed bool, fn func(*kgo.Record) error, opts []kgo.Opt) error {
+	if end <= from {
+		return nil
 	}
 	isolation := kgo.ReadUncommitted()
 	if committed {
@@ -47,7 +39,7 @@ func readTo(ctx context.Context, c Config, topic string, partition int32, commit
 		// end may be a marker, and seeing it ends the read.
 		kgo.KeepControlRecords(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
-			topic: {partition: kgo.NewOffset().AtStart()},
+			topic: {partition: kgo.NewOffset().At(from)},
 		}),
 	}
 	cl, err := kgo.NewClient(append(base, opts...)...)

@@ -8,12 +8,10 @@ import (
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 )
 
-var errAtomicAcross = ledger.Errorf(ledger.CodeInvalidArgument, "in cluster mode an atomic batch debits accounts of one partition only")
-
 // TransferBatch applies reqs, each debiting partition its share as one
-// command. Items naming an unknown receiver, or two-phase ones, fail
-// before anything is sent; an atomic batch then fails whole, as it does
-// when its debits span partitions.
+// command. Items naming an unknown receiver fail before anything is sent.
+// An atomic batch whose items span partitions, or one of whose items failed
+// so, runs along the partitions it touches (atomic.go).
 func (l *Ledger) TransferBatch(ctx context.Context, reqs []ledger.TransferRequest, atomic bool) ([]ledger.BatchResult, error) {
 	res := make([]ledger.BatchResult, len(reqs))
 	groups := map[int][]int{} // partition → positions in reqs
@@ -23,14 +21,19 @@ func (l *Ledger) TransferBatch(ctx context.Context, reqs []ledger.TransferReques
 		res[i].Transfer.ID = r.ID
 		if err := l.checkItem(ctx, r, cur); err != nil {
 			res[i].Err = err
-			failed = max(failed, i)
+			if failed < 0 {
+				failed = i
+			}
 			continue
 		}
 		p := l.partition(r.From)
 		groups[p] = append(groups[p], i)
 	}
-	if atomic && (failed >= 0 || len(groups) > 1) {
-		return abortAll(res, failed), nil
+	switch {
+	case atomic && failed == 0:
+		return abortAt(reqs, 0, res[0].Err), nil
+	case atomic && (failed > 0 || len(groups) > 1):
+		return l.atomicAcross(ctx, reqs, cur, failed, res), nil
 	}
 	var wg sync.WaitGroup
 	for p, idx := range groups {
@@ -40,12 +43,9 @@ func (l *Ledger) TransferBatch(ctx context.Context, reqs []ledger.TransferReques
 	return res, nil
 }
 
-// checkItem refuses a two-phase item, or one whose receiver does not
-// exist, and notes the receiver's currency in cur.
+// checkItem refuses an item whose receiver does not exist, and notes the
+// receiver's currency in cur.
 func (l *Ledger) checkItem(ctx context.Context, r ledger.TransferRequest, cur map[string]string) error {
-	if r.Pending {
-		return errTwoPhase
-	}
 	if _, ok := cur[r.To]; ok {
 		return nil
 	}
@@ -56,17 +56,15 @@ func (l *Ledger) checkItem(ctx context.Context, r ledger.TransferRequest, cur ma
 	return err
 }
 
-// abortAll fails every item of an atomic batch: failed's with its own
-// error, or all as debiting several partitions if none failed.
-func abortAll(res []ledger.BatchResult, failed int) []ledger.BatchResult {
-	for i := range res {
-		switch {
-		case failed < 0:
-			res[i].Err = errAtomicAcross
-		case i != failed:
-			res[i].Err = ledger.Errorf(ledger.CodeBatchAborted, "not applied: item %d failed", failed)
-		}
+// abortAt is the outcome of an atomic batch whose item failed failed with
+// err, as the single process answers it.
+func abortAt(reqs []ledger.TransferRequest, failed int, err error) []ledger.BatchResult {
+	res := make([]ledger.BatchResult, len(reqs))
+	for i, r := range reqs {
+		res[i].Transfer.ID = r.ID
+		res[i].Err = ledger.Errorf(ledger.CodeBatchAborted, "not applied: item %d failed", failed)
 	}
+	res[failed].Err = err
 	return res
 }
 

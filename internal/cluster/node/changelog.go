@@ -58,20 +58,29 @@ func changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalo
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
-// replay adds the operation of the changelog record key/value to b.
-func replay(b *pebble.Batch, key, value []byte) error {
+// replay adds the operation of the changelog record key/value to b, on
+// the keys the record names preceded by prefix.
+func replay(b *pebble.Batch, prefix, key, value []byte) error {
 	switch {
 	case len(value) == 0:
-		return b.Delete(key, nil)
+		return b.Delete(prefixed(prefix, key), nil)
 	case value[0] == opSet:
-		return b.Set(key, value[1:], nil)
+		return b.Set(prefixed(prefix, key), value[1:], nil)
 	case value[0] == opRange && len(key) > 0 && key[0] == rangeMark:
 		n, w := binary.Uvarint(key[1:])
 		if w <= 0 || uint64(len(key)-1-w) < n {
 			return fmt.Errorf("node: malformed range delete in the changelog")
 		}
 		start := key[1+w : 1+w+int(n)]
-		return b.DeleteRange(start, key[1+w+int(n):], nil)
+		return b.DeleteRange(prefixed(prefix, start), prefixed(prefix, key[1+w+int(n):]), nil)
 	}
 	return fmt.Errorf("node: changelog record of unknown kind %q", value[0])
+}
+
+// prefixed is key preceded by prefix (key itself if there is none).
+func prefixed(prefix, key []byte) []byte {
+	if len(prefix) == 0 {
+		return key
+	}
+	return append(append(make([]byte, 0, len(prefix)+len(key)), prefix...), key...)
 }

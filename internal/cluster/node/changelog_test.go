@@ -30,7 +30,7 @@ func TestChangelogReplaysABatch(t *testing.T) {
 		if o.Partition != 3 {
 			t.Fatalf("record for partition %d, want 3", o.Partition)
 		}
-		if err := replay(rb, o.Key, o.Value); err != nil {
+		if err := replay(rb, nil, o.Key, o.Value); err != nil {
 			t.Fatal(err)
 		}
 	}

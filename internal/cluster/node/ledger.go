@@ -22,9 +22,8 @@ const callTimeout = 30 * time.Second
 
 // Ledger is the ledger's API on a cluster node (ledgerapi.Ledger): each
 // call is a command to the partition owning its account, answered by that
-// partition's owner once its round committed. Two-phase transfers,
-// atomic batches across partitions and records attached to transfers are
-// refused with a clear error.
+// partition's owner once its round committed. Records attached to
+// transfers are refused with a clear error.
 type Ledger struct {
 	k          *caller
 	partitions int
@@ -120,14 +119,10 @@ func (l *Ledger) receivers(ctx context.Context, reqs []ledger.TransferRequest) (
 	return out, nil
 }
 
-var errTwoPhase = ledger.Errorf(ledger.CodeInvalidArgument, "two-phase (pending) transfers are not available in cluster mode")
-
 // Transfer moves money: the debit's partition applies it and forwards the
-// credit in the same transaction.
+// credit in the same transaction. A pending transfer's hold is on the
+// debit's partition.
 func (l *Ledger) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
-	if req.Pending {
-		return ledger.Transfer{}, false, errTwoPhase
-	}
 	cur, err := l.receivers(ctx, []ledger.TransferRequest{req})
 	if err != nil {
 		return ledger.Transfer{}, false, err
@@ -148,14 +143,16 @@ func (l *Ledger) TransferWith(ctx context.Context, req ledger.TransferRequest, a
 	return l.Transfer(ctx, req)
 }
 
-// PostPending is refused: two-phase transfers are not available.
-func (l *Ledger) PostPending(context.Context, string, int64) (ledger.Transfer, error) {
-	return ledger.Transfer{}, errTwoPhase
+// PostPending posts a pending transfer (amount 0: all it holds) on its
+// debit's partition, found by reading the transfer; the credit is forwarded
+// to the receiver's partition in the post's transaction.
+func (l *Ledger) PostPending(ctx context.Context, id string, amount int64) (ledger.Transfer, error) {
+	return l.settle(ctx, &ledgerengine.WireCommand{Op: ledgerengine.OpPost, ID: id, Amount: amount})
 }
 
-// VoidPending is refused: two-phase transfers are not available.
-func (l *Ledger) VoidPending(context.Context, string) (ledger.Transfer, error) {
-	return ledger.Transfer{}, errTwoPhase
+// VoidPending releases a pending transfer's hold on its debit's partition.
+func (l *Ledger) VoidPending(ctx context.Context, id string) (ledger.Transfer, error) {
+	return l.settle(ctx, &ledgerengine.WireCommand{Op: ledgerengine.OpVoid, ID: id})
 }
 
 // GetTransfer asks every partition, since a transfer lives in its debit's
@@ -171,6 +168,21 @@ func (l *Ledger) GetTransfer(ctx context.Context, id string) (ledger.Transfer, e
 		}
 	}
 	return ledger.Transfer{}, ledger.Errorf(ledger.CodeTransferNotFound, "transfer %s not found", id)
+}
+
+// settle sends w, a post or a void of transfer w.ID, to the partition of
+// the transfer's debit: a transfer never changes accounts, so the read
+// that finds it stays true.
+func (l *Ledger) settle(ctx context.Context, w *ledgerengine.WireCommand) (ledger.Transfer, error) {
+	t, err := l.GetTransfer(ctx, w.ID)
+	if err != nil {
+		return ledger.Transfer{}, err
+	}
+	o, err := l.do(ctx, l.partition(t.From), w)
+	if err != nil {
+		return ledger.Transfer{}, err
+	}
+	return *o.Transfer, nil
 }
 
 // History reads a page of an account's history from its partition's owner.

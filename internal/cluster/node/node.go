@@ -28,8 +28,8 @@ import (
 type Config struct {
 	// Kafka locates the cluster.
 	Kafka kafkalog.Config
-	// Dir is the node's data directory: its id and its cache of the owned
-	// partitions' state.
+	// Dir is the node's data directory: its id, its cache of the owned
+	// partitions' state and its local snapshot of the changelog.
 	Dir string
 	// Currency is the currency of @world when the ledger is first created.
 	Currency string
@@ -67,6 +67,7 @@ type Node struct {
 	ledger *Ledger
 	kv     *KV
 	seats  *Tickets
+	snaps  *snapshots
 	// gen counts the changes of the partitions the member owns; built is
 	// the gen the owner's state was last built for (owner.go).
 	gen, built atomic.Uint64
@@ -90,7 +91,11 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, id: id, onReady: onReady}
+	if n.snaps, err = openSnapshots(cfg.Dir, cfg.Kafka, cfg.Logger); err != nil {
+		return nil, err
+	}
 	if n.caller, err = newCaller(ctx, cfg.Kafka, id, cfg.Logger); err != nil {
+		n.snaps.close()
 		return nil, err
 	}
 	n.member, err = kafkalog.Join(ctx, cfg.Kafka, id, kafkalog.Handlers{
@@ -98,6 +103,7 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 	}, kgo.TransactionTimeout(cfg.TransactionTimeout))
 	if err != nil {
 		n.caller.close()
+		n.snaps.close()
 		return nil, err
 	}
 	n.ledger = newLedger(n.caller, cfg.Kafka.Partitions)
@@ -156,6 +162,7 @@ func (n *Node) Close() {
 	n.done.Wait()
 	n.member.Close()
 	n.caller.close()
+	n.snaps.close()
 }
 
 // nodeID reads the node's id from dir, or makes one and keeps it there:

@@ -27,10 +27,11 @@ import (
 // owed to other partitions.
 //
 // When the owned partitions change, or a round fails to commit, the node
-// stops its rounds and builds its state again: it wipes its cache, replays
-// the owned partitions' changelogs into it and opens the engine and the
-// ledger on it. A rebuild costs reading every owned partition's compacted
-// changelog, however few partitions moved.
+// stops its rounds and builds its state again: it wipes its cache, writes
+// the owned partitions' state into it from its local snapshot and the
+// changelog records after it (snapshot.go), and opens the engine and the
+// ledger on it. A partition the node kept reads no changelog record; one
+// it gets back reads those written since it had it.
 
 // errMoved aborts a round begun on partitions the node no longer owns as
 // they were built.
@@ -69,10 +70,15 @@ func (n *Node) own(ctx context.Context) {
 			continue
 		}
 		wait, cancel := context.WithTimeout(ctx, idleWait)
-		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, n.apply(st))
+		var outs []kafkalog.Output
+		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, kept(n.apply(st), &outs))
 		cancel()
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
+			n.flush(ctx, st)
 			continue
+		}
+		if err == nil && res.Committed {
+			err = n.snaps.commit(outs, res.Changelog)
 		}
 		if err != nil || (res.Commands > 0 && !res.Committed) {
 			if !errors.Is(err, errMoved) {
@@ -90,12 +96,12 @@ func (n *Node) own(ctx context.Context) {
 func (n *Node) build(ctx context.Context) *state {
 	for ctx.Err() == nil {
 		gen := n.gen.Load()
-		began := time.Now()
+		began, read := time.Now(), n.snaps.read.Load()
 		st, err := n.restore(ctx, gen)
 		if err == nil {
 			n.built.Store(gen)
 			n.setReady(gen == n.gen.Load())
-			n.cfg.Logger.Info("cluster: partitions restored", "owned", n.member.Owned(), "elapsed", time.Since(began).Round(time.Millisecond))
+			n.cfg.Logger.Info("cluster: partitions restored", "owned", n.member.Owned(), "elapsed", time.Since(began).Round(time.Millisecond), "changelog records read", n.snaps.read.Load()-read)
 			return st
 		}
 		n.cfg.Logger.Warn("cluster: restoring partitions", "err", err)
@@ -117,6 +123,12 @@ func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
 	if err := n.replayChangelogs(ctx, dir); err != nil {
 		return nil, err
 	}
+	return n.open(dir, gen)
+}
+
+// open opens the engine, the ledger and the other workloads on the cache
+// in dir, restored for gen.
+func (n *Node) open(dir string, gen uint64) (*state, error) {
 	st := &state{gen: gen, commit: &committer{}}
 	eng, err := engine.Open(engine.Config{
 		Dir: dir, Shards: int(n.cfg.Kafka.Partitions), NoSync: true, Commit: st.commit,
@@ -142,8 +154,7 @@ func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
 	return st, nil
 }
 
-// replayChangelogs writes the owned partitions' changelog records into a
-// store in dir.
+// replayChangelogs writes the owned partitions' state into a store in dir.
 func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
 	db, err := store.Open(dir, store.Options{NoSync: true})
 	if err != nil {
@@ -151,22 +162,7 @@ func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
 	}
 	defer db.Close()
 	for _, p := range n.member.Owned() {
-		b := db.NewBatch()
-		err := kafkalog.Restore(ctx, n.cfg.Kafka, p, func(k, v []byte) error {
-			if err := replay(b, k, v); err != nil {
-				return err
-			}
-			if b.Len() < 4<<20 {
-				return nil
-			}
-			err := db.CommitNoSync(b)
-			b = db.NewBatch()
-			return err
-		})
-		if err == nil {
-			err = db.CommitNoSync(b)
-		}
-		if err != nil {
+		if err := n.snaps.restore(ctx, db, p); err != nil {
 			return fmt.Errorf("node: restoring partition %d: %w", p, err)
 		}
 	}
@@ -187,6 +183,9 @@ type fed struct {
 	outcome func() []byte
 	inbox   int32
 	rid     []byte
+	// then, if set, turns the outcome into a command for another
+	// partition instead of a reply (a payment's debit, tickets_pay.go).
+	then func([]byte) kafkalog.Output
 }
 
 // apply is the round's transform over st.
@@ -217,27 +216,38 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 		}
 		outs = append(outs, st.commit.take()...)
 		for _, f := range cmds {
-			if f.rid != nil {
-				outs = append(outs, reply(f.inbox, f.rid, f.outcome()))
+			switch {
+			case f.then != nil:
+				outs = append(outs, f.then(f.outcome()))
+			case f.rid != nil:
+				if v := f.outcome(); v != nil { // nil: a later round, or a chain's later step, replies
+					outs = append(outs, reply(f.inbox, f.rid, v))
+				}
 			}
 		}
-		return outs, nil
+		return packReplies(outs), nil
 	}
 }
 
 // feed decodes c and queues it on its shard.
 func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, error) {
 	f := fed{inbox: -1}
-	if inbox, rid, ok := strings.Cut(string(c.Key), ":"); ok {
-		p, err := strconv.ParseInt(inbox, 10, 32)
-		if err == nil {
-			f.inbox, f.rid = int32(p), []byte(rid)
-		}
+	if inbox, rid, ok := replyAddress(c.Key); ok {
+		f.inbox, f.rid = inbox, rid
+	}
+	if len(c.Value) > 0 && c.Value[0] == workloadPayment {
+		return n.feedPayment(ctx, st, c)
 	}
 	cmd, port, outcome, err := decode(st, c.Value)
+	if tc, ok := cmd.(*ticketCommand); ok {
+		tc.from = addrOf(f.inbox, f.rid)
+	}
 	if err != nil {
 		n.cfg.Logger.Error("cluster: dropping a malformed command", "partition", c.Partition, "offset", c.Offset, "err", err)
 		return f, nil
+	}
+	if f.rid != nil {
+		ledgerengine.SetReplyTo(cmd, c.Key)
 	}
 	f.outcome = func() []byte { return outcome(cmd) }
 	f.call, err = port(ctx, int(c.Partition), cmd)
@@ -261,10 +271,10 @@ func decode(st *state, v []byte) (engine.Command, func(context.Context, int, eng
 	case workloadTickets:
 		cmd := &ticketCommand{}
 		err := json.Unmarshal(v[1:], cmd)
-		if err == nil && (cmd.Event == nil && (cmd.Op == tkCreateEvent || cmd.Op == tkCreateArea) || cmd.Req == nil && cmd.Op == tkReserve) {
+		if err == nil && (cmd.Event == nil && (cmd.Op == tkCreateEvent || cmd.Op == tkCreateArea) || cmd.Req == nil && (cmd.Op == tkReserve || cmd.Op == tkClaim || cmd.Op == tkRelease)) {
 			err = fmt.Errorf("ticket command %q incomplete", cmd.Op)
 		}
-		return cmd, st.seats.Submit, encodeJSON, err
+		return cmd, st.seats.Submit, ticketOutcome, err
 	}
 	return nil, nil, nil, fmt.Errorf("command of unknown workload %q", v[0])
 }
@@ -274,12 +284,23 @@ func encodeJSON(cmd engine.Command) []byte {
 	return b
 }
 
+// replyAddress parses a command's key, "<inbox>:<request id>".
+func replyAddress(key []byte) (int32, []byte, bool) {
+	inbox, rid, ok := strings.Cut(string(key), ":")
+	if !ok {
+		return 0, nil, false
+	}
+	p, err := strconv.ParseInt(inbox, 10, 32)
+	return int32(p), []byte(rid), err == nil
+}
+
 func reply(inbox int32, rid, value []byte) kafkalog.Output {
 	return kafkalog.Output{Kind: kafkalog.Reply, Partition: inbox, Key: rid, Value: value}
 }
 
 // committer is the engine's Committer on a node: it turns each round's
-// batches and forwards into the records of the member's open round, which
+// batches, forwards and the replies the ledger owes for atomic batches
+// decided in the round into the records of the member's open round, which
 // commits them in its transaction.
 type committer struct {
 	mu   sync.Mutex
@@ -297,6 +318,16 @@ func (c *committer) Commit(r *engine.Round) error {
 		}
 	}
 	for _, f := range r.Forwards {
+		if o, ok := f.Cmd.(owedOutput); ok { // a ticket slice's, ready made
+			c.outs = append(c.outs, o.out)
+			continue
+		}
+		if rp, ok := f.Cmd.(*ledgerengine.Reply); ok {
+			if inbox, rid, ok := replyAddress(rp.To); ok {
+				c.outs = append(c.outs, reply(inbox, rid, rp.Value))
+			}
+			continue
+		}
 		v, err := ledgerengine.Encode(f.Cmd)
 		if err != nil {
 			return err

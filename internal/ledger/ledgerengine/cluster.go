@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	"github.com/surge-dev/surge/internal/engine"
@@ -37,13 +38,16 @@ const (
 	OpGetTransfer   = "get_transfer"
 	OpHistory       = "history"
 	OpStats         = "stats"
+	OpPost          = "post"
+	OpVoid          = "void"
 )
 
 // WireCommand is a ledger command as a cluster carries it to the owner of
 // its shard.
 type WireCommand struct {
 	Op     string                   `json:"op"`
-	ID     string                   `json:"id,omitempty"` // account or transfer read
+	ID     string                   `json:"id,omitempty"`     // account or transfer read, or posted or voided
+	Amount int64                    `json:"amount,omitempty"` // to post (0: all)
 	Spec   *ledger.AccountSpec      `json:"spec,omitempty"`
 	Req    *ledger.TransferRequest  `json:"req,omitempty"`
 	Reqs   []ledger.TransferRequest `json:"reqs,omitempty"`
@@ -52,6 +56,8 @@ type WireCommand struct {
 	Currencies map[string]string    `json:"currencies,omitempty"`
 	Credit     *ledger.CreditLeg    `json:"credit,omitempty"`
 	Query      *ledger.HistoryQuery `json:"query,omitempty"`
+	// Batch is an atomic batch across shards (atomic.go).
+	Batch *AtomicBatch `json:"batch,omitempty"`
 }
 
 // WireOutcome is a command's outcome, back to the node that sent it. Err is
@@ -133,19 +139,34 @@ func Decode(b []byte) (engine.Command, error) {
 		return &cmdHistory{id: w.ID, q: *w.Query}, nil
 	case w.Op == OpStats:
 		return &cmdStats{}, nil
+	case w.Op == OpPost:
+		return &cmdPost{id: w.ID, amount: w.Amount}, nil
+	case w.Op == OpVoid:
+		return &cmdVoid{id: w.ID}, nil
+	case (w.Op == OpAtomicPrepare || w.Op == OpAtomicCommit || w.Op == OpAtomicAbort) && w.Batch != nil && w.Batch.valid():
+		return &cmdAtomic{op: w.Op, batch: *w.Batch}, nil
 	}
 	return nil, fmt.Errorf("ledgerengine: command %q malformed", w.Op)
 }
 
-// Outcome encodes the outcome of an applied command for its sender.
+// Outcome encodes the outcome of an applied command for its sender; nil
+// for an atomic batch's step, whose outcome a later round sends (Reply).
 func Outcome(cmd engine.Command) []byte {
 	var o WireOutcome
 	switch c := cmd.(type) {
+	case *cmdAtomic:
+		return nil
 	case *cmdCreateAccount:
 		o.Account, o.Created = &c.account, c.created
 		setErr(&o, c.err)
 	case *cmdTransfer:
 		o.Transfer, o.Replayed = &c.transfer, c.replayed
+		setErr(&o, c.err)
+	case *cmdPost:
+		o.Transfer = &c.transfer
+		setErr(&o, c.err)
+	case *cmdVoid:
+		o.Transfer = &c.transfer
 		setErr(&o, c.err)
 	case *cmdBatch:
 		o.Results = make([]WireResult, len(c.results))
@@ -167,7 +188,11 @@ func Outcome(cmd engine.Command) []byte {
 	case *cmdStats:
 		o.Stats = &c.stats
 	}
-	b, err := json.Marshal(&o)
+	return encodeOutcome(&o)
+}
+
+func encodeOutcome(o *WireOutcome) []byte {
+	b, err := json.Marshal(o)
 	if err != nil {
 		b, _ = json.Marshal(&WireOutcome{Fault: err.Error()})
 	}
@@ -225,19 +250,23 @@ func (r *remoteCurrencies) currency(id string) (string, bool) {
 // Encode encodes a command a shard forwards (engine.Forward) for the
 // receiving shard's partition.
 func Encode(cmd engine.Command) ([]byte, error) {
-	c, ok := cmd.(*cmdCredit)
-	if !ok {
-		return nil, fmt.Errorf("ledgerengine: %T is not forwarded", cmd)
+	switch c := cmd.(type) {
+	case *cmdCredit:
+		return json.Marshal(&WireCommand{Op: OpCredit, Credit: &c.leg})
+	case *cmdAtomic:
+		return json.Marshal(&WireCommand{Op: c.op, Batch: &c.batch})
 	}
-	return json.Marshal(&WireCommand{Op: OpCredit, Credit: &c.leg})
+	return nil, fmt.Errorf("ledgerengine: %T is not forwarded", cmd)
 }
 
 // Forwards appends, in a cluster, the credits the round's debits owe other
-// shards' accounts (engine.Forwarder).
+// shards' accounts, and the steps and replies of atomic batches across
+// shards (engine.Forwarder).
 func (s *shard) Forwards(dst []engine.Forward) []engine.Forward {
 	if !s.l.cfg.Cluster {
 		return dst
 	}
+	dst = append(dst, s.outbox...)
 	for _, leg := range s.book.Changes().Credits {
 		dst = append(dst, engine.Forward{Shard: s.l.eng.ShardOf(leg.To), Cmd: &cmdCredit{leg: leg}})
 	}
@@ -309,7 +338,8 @@ func (s *shard) writeCredits(w *ledgerstore.LedgerBatch) {
 }
 
 // loadCluster reads what a cluster's shards keep beyond the single
-// process's state: their credit sums.
+// process's state: their credit sums, and the claims of the transfer ids
+// of atomic batches prepared and not yet decided, noted with their holds.
 func (l *Ledger) loadCluster() error {
 	for _, s := range l.shards {
 		var err error
@@ -317,5 +347,12 @@ func (l *Ledger) loadCluster() error {
 			return err
 		}
 	}
-	return nil
+	return l.db.EachHold(func(t ledger.Transfer) error {
+		if strings.HasPrefix(t.ID, ledger.AtomicPrefix) && t.Memo != "" {
+			for id := range strings.SplitSeq(t.Memo, "\n") {
+				l.inflight.loadOrStore(id, l.eng.ShardOf(t.From))
+			}
+		}
+		return nil
+	})
 }

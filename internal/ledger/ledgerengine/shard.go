@@ -31,6 +31,9 @@ type shard struct {
 	// credits are the shard's credit sums in a cluster (cluster.go).
 	credits        ledger.CreditSums
 	creditsChanged bool
+	// outbox are the round's commands for other shards and replies of
+	// atomic batches across shards, in a cluster (atomic.go).
+	outbox []engine.Forward
 }
 
 func newShard(id int, l *Ledger) *shard {
@@ -67,6 +70,8 @@ func (s *shard) apply(c engine.Command, now time.Time) {
 		c.transfer, c.err = s.book.Void(c.id, now)
 	case engine.Tick:
 		s.book.Expire(now)
+	case *cmdAtomic:
+		s.applyAtomic(c, now)
 	default:
 		s.applyCluster(c)
 	}
@@ -211,6 +216,8 @@ func (s *shard) Finish() time.Time {
 		s.outgoing[i] = s.outgoing[i][:0]
 	}
 	s.routed = 0
+	clear(s.outbox)
+	s.outbox = s.outbox[:0]
 	clear(s.attached)
 	s.attached = s.attached[:0]
 	return s.book.NextExpiry()

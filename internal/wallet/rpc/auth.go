@@ -76,6 +76,9 @@ func (s authService) Register(ctx context.Context, m *walletv1.RegisterRequest) 
 }
 
 func (s authService) addUser(ctx context.Context, u social.User) (social.User, error) {
+	if s.repl != nil {
+		return s.proposeUser(ctx, u)
+	}
 	s.registering.Lock()
 	defer s.registering.Unlock()
 	s.mu.RLock()
@@ -121,6 +124,11 @@ func (s authService) Login(ctx context.Context, m *walletv1.LoginRequest) (*wall
 	u, err := s.checkPassword(m.Username, m.Password, clientAddr(ctx), errBadLogin)
 	if err != nil {
 		return nil, err
+	}
+	if s.repl != nil {
+		if err := s.ensureWallet(ctx, u.ID); err != nil {
+			return nil, err
+		}
 	}
 	token, exp, err := s.signIn(u)
 	if err != nil {

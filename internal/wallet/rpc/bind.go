@@ -57,6 +57,9 @@ type call struct {
 
 // begin authenticates c and returns the context its method runs in.
 func (s *Service) begin(ctx context.Context, c call) (context.Context, error) {
+	if err := s.sync(ctx); err != nil {
+		return nil, err
+	}
 	info := &callInfo{peer: c.peer}
 	if !c.public {
 		token, ok := strings.CutPrefix(c.authorization, "Bearer ")

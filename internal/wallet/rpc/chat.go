@@ -21,6 +21,9 @@ func (s chatService) SendMessage(ctx context.Context, req *walletv1.SendMessageR
 	if me == to {
 		return nil, invalid("cannot message yourself")
 	}
+	if s.repl != nil {
+		return s.proposeText(ctx, me, to, req.Text)
+	}
 	unlock := s.pairs.lock(social.PairOf(me, to))
 	defer unlock()
 	s.mu.RLock()
@@ -85,6 +88,9 @@ func (s chatService) GetMessages(ctx context.Context, m *walletv1.GetMessagesReq
 // MarkRead moves the caller's read mark in a conversation forward.
 func (s chatService) MarkRead(ctx context.Context, req *walletv1.MarkReadRequest) (*walletv1.MarkReadResponse, error) {
 	me, peer := caller(ctx), social.UserID(req.PeerId)
+	if s.repl != nil {
+		return s.proposeMarkRead(ctx, me, peer, req.UpToMessageId)
+	}
 	p := social.PairOf(me, peer)
 	unlock := s.pairs.lock(p)
 	defer unlock()

@@ -19,14 +19,44 @@ func errNoTarget() *connect.Error  { return invalid("user_id or username is requ
 // friendService implements FriendService.
 type friendService struct{ *Service }
 
-// changeRelation decides a relation change with decide, makes it durable,
-// applies it and tells peer's streams; the pair's changes are serialised
-// meanwhile.
-func (s friendService) changeRelation(me, peer social.UserID, decide func() (social.Relation, error)) (*walletv1.Friend, error) {
+// relAction is a change of a relation a user asks for.
+type relAction uint8
+
+const (
+	relRequest relAction = iota + 1 // AddFriend
+	relAccept                       // AcceptFriend
+	relReject                       // RejectFriend
+	relRemove                       // RemoveFriend
+)
+
+// decideRelation decides what me's action on the pair with peer makes of
+// their relation, at now; it runs under s.mu.
+func (s *Service) decideRelation(a relAction, me, peer social.UserID, now time.Time) (social.Relation, error) {
+	switch a {
+	case relRequest:
+		return s.state.FriendRequest(me, peer, now)
+	case relAccept:
+		return s.state.Accept(me, peer, now)
+	case relReject:
+		return s.state.Reject(me, peer)
+	case relRemove:
+		return s.state.Remove(me, peer, now)
+	}
+	return social.Relation{}, fmt.Errorf("relation action %d", a)
+}
+
+// changeRelation decides me's action on the pair with peer, makes the
+// change durable, applies it and tells peer's streams; the pair's changes
+// are serialised meanwhile.
+func (s friendService) changeRelation(me, peer social.UserID, a relAction) (*walletv1.Friend, error) {
+	now := time.Now().UTC()
+	if s.repl != nil {
+		return s.proposeRelation(me, peer, a, now)
+	}
 	unlock := s.pairs.lock(social.PairOf(me, peer))
 	defer unlock()
 	s.mu.RLock()
-	r, err := decide()
+	r, err := s.decideRelation(a, me, peer, now)
 	old, existed := s.state.Relation(me, peer)
 	s.mu.RUnlock()
 	if err != nil {
@@ -86,7 +116,7 @@ func (s friendService) AddFriend(ctx context.Context, req *walletv1.AddFriendReq
 	default:
 		return nil, errNoTarget()
 	}
-	f, err := s.changeRelation(me, peer, func() (social.Relation, error) { return s.state.FriendRequest(me, peer, time.Now().UTC()) })
+	f, err := s.changeRelation(me, peer, relRequest)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +126,7 @@ func (s friendService) AddFriend(ctx context.Context, req *walletv1.AddFriendReq
 // AcceptFriend accepts a pending request from user_id.
 func (s friendService) AcceptFriend(ctx context.Context, req *walletv1.AcceptFriendRequest) (*walletv1.AcceptFriendResponse, error) {
 	me, peer := caller(ctx), social.UserID(req.UserId)
-	f, err := s.changeRelation(me, peer, func() (social.Relation, error) { return s.state.Accept(me, peer, time.Now().UTC()) })
+	f, err := s.changeRelation(me, peer, relAccept)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +137,7 @@ func (s friendService) AcceptFriend(ctx context.Context, req *walletv1.AcceptFri
 // caller's own request to user_id.
 func (s friendService) RejectFriend(ctx context.Context, req *walletv1.RejectFriendRequest) (*walletv1.RejectFriendResponse, error) {
 	me, peer := caller(ctx), social.UserID(req.UserId)
-	if _, err := s.changeRelation(me, peer, func() (social.Relation, error) { return s.state.Reject(me, peer) }); err != nil {
+	if _, err := s.changeRelation(me, peer, relReject); err != nil {
 		return nil, err
 	}
 	return &walletv1.RejectFriendResponse{}, nil
@@ -116,7 +146,7 @@ func (s friendService) RejectFriend(ctx context.Context, req *walletv1.RejectFri
 // RemoveFriend ends the caller's friendship with user_id, for both.
 func (s friendService) RemoveFriend(ctx context.Context, req *walletv1.RemoveFriendRequest) (*walletv1.RemoveFriendResponse, error) {
 	me, peer := caller(ctx), social.UserID(req.UserId)
-	f, err := s.changeRelation(me, peer, func() (social.Relation, error) { return s.state.Remove(me, peer, time.Now().UTC()) })
+	f, err := s.changeRelation(me, peer, relRemove)
 	if err != nil {
 		return nil, err
 	}

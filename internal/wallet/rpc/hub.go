@@ -72,9 +72,14 @@ func (h *hub) send(user social.UserID, ev *walletv1.Event) (dropped []*subscribe
 
 // publish applies a durable message and sends it to both users' streams.
 func (s *Service) publish(m social.Message) {
-	ev := &walletv1.Event{Event: &walletv1.Event_Message{Message: messagePB(&m)}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.publishLocked(m)
+}
+
+// publishLocked is publish under the write lock.
+func (s *Service) publishLocked(m social.Message) {
+	ev := &walletv1.Event{Event: &walletv1.Event_Message{Message: messagePB(&m)}}
 	s.state.AddMessage(m)
 	s.notify(m.From, ev)
 	s.notify(m.To, ev)

@@ -23,6 +23,11 @@ func runAs[Req, Res any](ctx context.Context, user uint64, peer string, fn func(
 	return fn(context.WithValue(ctx, callInfoKey{}, &callInfo{user: social.UserID(user), peer: peer}), req)
 }
 
+// Sync makes the node's view as new as the cluster's when the call began;
+// a face calls it before it reads (Replicator.Sync). It does nothing on a
+// single node.
+func (l Local) Sync(ctx context.Context) error { return l.s.sync(ctx) }
+
 // Verify returns the user a token was issued to.
 func (l Local) Verify(token string) (uint64, error) { return l.s.tokens.Verify(token) }
 

@@ -19,6 +19,9 @@ func (s walletService) RemindTransfer(ctx context.Context, m *walletv1.RemindTra
 	if err := s.checkPayment(m.RequestId, m.Amount, "text", m.Text); err != nil {
 		return nil, err
 	}
+	if s.repl != nil {
+		return s.proposeReminder(ctx, me, m)
+	}
 	key := transferID(me, m.RequestId)
 	unlock := s.transfers.lock("remind/" + key)
 	defer unlock()
@@ -27,7 +30,7 @@ func (s walletService) RemindTransfer(ctx context.Context, m *walletv1.RemindTra
 	case err != nil:
 		return nil, s.internal("read reminder", err)
 	case found && (prev.To != social.UserID(m.ToUserId) || prev.Amount != m.Amount || prev.Text != m.Text):
-		return nil, refusal(connect.CodeAlreadyExists, reasonIdempotencyConflict, "request_id was used for another reminder")
+		return nil, errReminderConflict()
 	case found:
 		return &walletv1.RemindTransferResponse{Reminder: reminderPB(&prev), Replayed: true}, nil
 	}
@@ -49,6 +52,10 @@ func (s walletService) RemindTransfer(ctx context.Context, m *walletv1.RemindTra
 	s.notify(r.To, &walletv1.Event{Event: &walletv1.Event_Reminder{Reminder: pb}})
 	s.mu.Unlock()
 	return &walletv1.RemindTransferResponse{Reminder: pb}, nil
+}
+
+func errReminderConflict() error {
+	return refusal(connect.CodeAlreadyExists, reasonIdempotencyConflict, "request_id was used for another reminder")
 }
 
 // GetReminders lists the caller's newest reminders, sent or received.

@@ -55,6 +55,9 @@ type Config struct {
 	BcryptCost int
 	// MinAmount is the smallest amount Transfer accepts.
 	MinAmount int64
+	// Replicator, in cluster mode, orders the social changes of every node
+	// (replicated.go); nil on a single node, which decides them itself.
+	Replicator Replicator
 	// LoginLimit rate-limits failed password attempts.
 	LoginLimit auth.LimitConfig
 	// Registerer receives the RPC metrics; nil means none are kept.
@@ -73,6 +76,8 @@ type Service struct {
 	limiter  *auth.LoginLimiter
 	log      *slog.Logger
 	metrics  *metrics
+	// repl is Config.Replicator.
+	repl Replicator
 
 	// mu guards state and hub. Changes are applied under it only after
 	// they are durable.
@@ -90,8 +95,8 @@ type Service struct {
 }
 
 // New loads the social state from cfg.Store, writes the chat message of
-// any transfer a crash interrupted (see recoverTransfers), and returns the
-// Service.
+// any transfer a crash interrupted (see recoverTransfers; on a single
+// node), and returns the Service.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	hasher, err := auth.NewHasher(cfg.BcryptCost)
 	if err != nil {
@@ -113,7 +118,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	s := &Service{
 		ledger: cfg.Ledger, store: walletstore.Store{Store: cfg.Store}, currency: cfg.Currency, minAmt: cfg.MinAmount,
 		tokens: tokens, hasher: hasher, limiter: auth.NewLoginLimiter(cfg.LoginLimit),
-		log: cfg.Logger, metrics: newMetrics(cfg.Registerer),
+		log: cfg.Logger, metrics: newMetrics(cfg.Registerer), repl: cfg.Replicator,
 		state: social.NewState(), hub: newHub(),
 		pairs:     newStripes(pairHash),
 		transfers: newStripes(stringHash),
@@ -123,6 +128,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	if err := (walletstore.Store{Store: cfg.Store}).LoadSocial(s.state); err != nil {
 		return nil, fmt.Errorf("rpc: load social state: %w", err)
+	}
+	if s.repl != nil {
+		return s, nil // the cluster's intents are settled by ResolveIntents
 	}
 	if err := s.recoverTransfers(ctx); err != nil {
 		return nil, fmt.Errorf("rpc: recover transfer messages: %w", err)

@@ -51,6 +51,9 @@ func (s *Service) transfer(ctx context.Context, req ledger.TransferRequest) (led
 	// the caller waits: wait for the outcome regardless, so the message is
 	// written now rather than at the next start.
 	ctx = context.WithoutCancel(ctx)
+	if s.repl != nil {
+		return s.transferReplicated(ctx, req, from, to)
+	}
 	if unlockPair, ok := s.pairs.tryLock(social.PairOf(from, to)); ok {
 		defer unlockPair()
 		return s.transferWithMessage(ctx, req, from, to)

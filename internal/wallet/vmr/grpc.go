@@ -43,6 +43,9 @@ type method struct {
 
 func unary[Req, Res any](f *Face, procedure string, fn func(context.Context, caller, *Req) (*Res, error)) method {
 	run := func(ctx context.Context, token, addr string, req *Req) (*Res, error) {
+		if err := f.local.Sync(ctx); err != nil {
+			return nil, err
+		}
 		user, ok := f.authenticate(token)
 		if !ok {
 			return nil, errNoToken

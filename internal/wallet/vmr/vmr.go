@@ -67,6 +67,8 @@ func (f *Face) Handler() http.Handler {
 		switch p := r.URL.Path; {
 		case strings.HasPrefix(p, "/vmr."):
 			grpcRoutes.ServeHTTP(w, r)
+		case f.local.Sync(r.Context()) != nil:
+			http.Error(w, "the cluster's social log does not answer; try again", http.StatusServiceUnavailable)
 		case p == WebSocketPath:
 			f.serveWebSocket(w, r)
 		default:

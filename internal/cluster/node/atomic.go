@@ -1,0 +1,69 @@
+package node
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+)
+
+// atomicAcross runs an atomic batch along the partitions its items touch
+// (ledgerengine's atomic.go, docs/CLUSTER.md): the first prepares and
+// passes it on, the last decides and replies once its decision is
+// committed. If the front refused item failed (> 0; -1: none), only the
+// items before it are evaluated, none applied, to learn whether one of them
+// fails first, as it would in the single process.
+func (l *Ledger) atomicAcross(ctx context.Context, reqs []ledger.TransferRequest, cur map[string]string, failed int, res []ledger.BatchResult) []ledger.BatchResult {
+	items := slices.Clone(reqs)
+	if failed > 0 {
+		items = items[:failed]
+	}
+	for i := range items {
+		if items[i].ID == "" {
+			items[i].ID = uuid.Must(uuid.NewV7()).String()
+		}
+	}
+	b := &ledgerengine.AtomicBatch{
+		ID: uuid.NewString(), Reqs: items, Currencies: cur, Chain: l.chain(items),
+		Results: make([]ledgerengine.WireResult, len(items)), Failed: -1, EvalOnly: failed > 0,
+	}
+	b.Nows = make([]time.Time, len(b.Chain))
+	o, err := l.do(ctx, b.Chain[0], &ledgerengine.WireCommand{Op: ledgerengine.OpAtomicPrepare, Batch: b})
+	if err == nil && len(o.Results) != len(items) {
+		err = ledger.Errorf(ledger.CodeOverloaded, "cluster: an atomic batch's outcome has %d results for %d items", len(o.Results), len(items))
+	}
+	if err != nil {
+		for i := range res {
+			res[i].Err = err
+		}
+		return res
+	}
+	for i, r := range o.Results {
+		if r.Err != nil && r.Err.Code != ledger.CodeBatchAborted {
+			return abortAt(reqs, i, r.Err)
+		}
+		res[i] = ledger.BatchResult{Transfer: r.Transfer, Replayed: r.Replayed}
+	}
+	if failed > 0 {
+		return abortAt(reqs, failed, res[failed].Err)
+	}
+	return res
+}
+
+// chain lists the partitions the items touch, in the order they first
+// appear, debits before credits.
+func (l *Ledger) chain(items []ledger.TransferRequest) []int {
+	var out []int
+	for _, r := range items {
+		for _, id := range [2]string{r.From, r.To} {
+			if p := l.partition(id); !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,267 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/store"
+)
+
+// A node keeps, besides the engine's cache, a local copy of the state of
+// every changelog partition it owns or owned (--data/snapshot, a Pebble
+// store of its own): each partition's records under 'd' and the partition
+// (4 bytes, big-endian), and under 'm' and the partition what the copy
+// covers (kafkalog.Snapshot: topic id, offset, leader epoch and time, in
+// 36 bytes, big-endian). A rebuild of the engine's cache copies
+// the owned partitions from it and reads only the changelog records after
+// what each copy covers; a partition whose copy is missing or doubtful
+// (kafkalog.CheckSnapshot) is read from the changelog's start, as a node
+// with no copy does.
+//
+// Exactly-once: the copy takes a round's changes only once the round's
+// Kafka transaction committed, in one local batch with the changelog
+// offsets the round reached (snapshots.commit), so it never holds state
+// Kafka does not, and after a kill -9 it holds a whole prefix of the
+// committed rounds with the offset that prefix ends at. The engine's cache
+// runs ahead of Kafka within a round; any round that does not commit makes
+// the node rebuild the cache from the copy, so its changes are gone.
+
+const (
+	snapData byte = 'd'
+	snapMeta byte = 'm'
+)
+
+// snapshots is the node's local copy of its partitions' changelogs.
+type snapshots struct {
+	db     *store.Store
+	cfg    kafkalog.Config
+	logger *slog.Logger
+	// read counts the changelog records restores have read.
+	read atomic.Int64
+}
+
+// openSnapshots opens the copy in dir/snapshot. A copy that cannot be
+// opened (damaged by a crash of the machine, say) is dropped: every
+// partition is then read from the changelog.
+func openSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*snapshots, error) {
+	path := filepath.Join(dir, "snapshot")
+	db, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		logger.Warn("cluster: dropping the local snapshot", "err", err)
+		if err := os.RemoveAll(path); err != nil {
+			return nil, err
+		}
+		if db, err = store.Open(path, store.Options{NoSync: true}); err != nil {
+			return nil, err
+		}
+	}
+	return &snapshots{db: db, cfg: cfg, logger: logger}, nil
+}
+
+func (s *snapshots) close() { _ = s.db.Close() }
+
+// snapKey is kind, partition p, then key.
+func snapKey(kind byte, p int32, key []byte) []byte {
+	return append(binary.BigEndian.AppendUint32([]byte{kind}, uint32(p)), key...)
+}
+
+// meta is what partition p's copy covers; false if there is none.
+func (s *snapshots) meta(p int32) (kafkalog.Snapshot, bool, error) {
+	var m kafkalog.Snapshot
+	v, ok, err := s.db.Get(snapKey(snapMeta, p, nil))
+	if err != nil || !ok {
+		return m, false, err
+	}
+	if len(v) != metaLen {
+		return m, false, fmt.Errorf("node: snapshot meta of partition %d: %d bytes, want %d", p, len(v), metaLen)
+	}
+	copy(m.Topic[:], v)
+	m.Offset = int64(binary.BigEndian.Uint64(v[16:]))
+	m.Epoch = int32(binary.BigEndian.Uint32(v[24:]))
+	m.Taken = time.Unix(0, int64(binary.BigEndian.Uint64(v[28:])))
+	return m, true, nil
+}
+
+const metaLen = 16 + 8 + 4 + 8
+
+func setMeta(b *pebble.Batch, p int32, m kafkalog.Snapshot) error {
+	v := append(make([]byte, 0, metaLen), m.Topic[:]...)
+	v = binary.BigEndian.AppendUint64(v, uint64(m.Offset))
+	v = binary.BigEndian.AppendUint32(v, uint32(m.Epoch))
+	v = binary.BigEndian.AppendUint64(v, uint64(m.Taken.UnixNano()))
+	return b.Set(snapKey(snapMeta, p, nil), v, nil)
+}
+
+// commit adds a committed round's changes to the copies of their
+// partitions, with the changelog offsets the round reached (ends), in one
+// local batch.
+func (s *snapshots) commit(outs []kafkalog.Output, ends map[int32]int64) error {
+	b := s.db.NewBatch()
+	if err := s.fill(b, outs, ends); err != nil {
+		_ = b.Close()
+		return err
+	}
+	return s.db.CommitNoSync(b)
+}
+
+func (s *snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32]int64) error {
+	for _, o := range outs {
+		if o.Kind != kafkalog.Change {
+			continue
+		}
+		if err := replay(b, snapKey(snapData, o.Partition, nil), o.Key, o.Value); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	for p, end := range ends {
+		m, ok, err := s.meta(p)
+		if err != nil {
+			return err
+		}
+		if !ok { // never restored here: its restore sets what it covers
+			continue
+		}
+		m.Offset, m.Taken = end, now
+		if err := setMeta(b, p, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restore writes partition p's state into cache: its copy and the
+// changelog after it, or the whole changelog if the copy is missing or
+// doubtful; the copy takes what is read, and covers the changelog's end
+// afterwards.
+func (s *snapshots) restore(ctx context.Context, cache *store.Store, p int32) error {
+	from, err := s.from(ctx, p)
+	if err != nil {
+		return err
+	}
+	w := &restoreWriter{cache: cache, snap: s.db, cb: cache.NewBatch(), sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}
+	defer w.close()
+	if from == 0 {
+		// Nothing of the copy is kept; without its meta a copy cut short
+		// by a crash is not used.
+		if err := w.sb.DeleteRange(w.prefix, snapKey(snapData, p+1, nil), nil); err != nil {
+			return err
+		}
+		if err := w.sb.Delete(snapKey(snapMeta, p, nil), nil); err != nil {
+			return err
+		}
+	} else if err := w.copy(); err != nil {
+		return err
+	}
+	m, err := kafkalog.RestoreFrom(ctx, s.cfg, p, from, func(k, v []byte) error {
+		s.read.Add(1)
+		return w.add(k, v)
+	})
+	if err != nil {
+		return err
+	}
+	if err := setMeta(w.sb, p, m); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// from is where partition p's changelog must be read from: after its copy,
+// or from the start.
+func (s *snapshots) from(ctx context.Context, p int32) (int64, error) {
+	m, ok, err := s.meta(p)
+	if err != nil || !ok {
+		return 0, err
+	}
+	doubt, err := kafkalog.CheckSnapshot(ctx, s.cfg, p, m)
+	if err != nil {
+		return 0, err
+	}
+	if doubt != "" {
+		s.logger.Warn("cluster: reading a partition's whole changelog", "partition", p, "doubt", doubt)
+		return 0, nil
+	}
+	return m.Offset, nil
+}
+
+// restoreWriter writes a partition's records into the cache and its copy,
+// in batches of a few MiB.
+type restoreWriter struct {
+	cache, snap *store.Store
+	cb, sb      *pebble.Batch
+	prefix      []byte
+}
+
+// copy writes the partition's copy into the cache.
+func (w *restoreWriter) copy() error {
+	upper := store.UpperBound(w.prefix)
+	return w.snap.Scan(w.prefix, upper, false, func(k, v []byte) (bool, error) {
+		if err := w.cb.Set(k[len(w.prefix):], v, nil); err != nil {
+			return false, err
+		}
+		return true, w.spill()
+	})
+}
+
+// add replays a changelog record into the cache and the copy.
+func (w *restoreWriter) add(k, v []byte) error {
+	if err := replay(w.cb, nil, k, v); err != nil {
+		return err
+	}
+	if err := replay(w.sb, w.prefix, k, v); err != nil {
+		return err
+	}
+	return w.spill()
+}
+
+// spill commits the batches once they hold a few MiB. Replaying a copy's
+// records again from its meta's offset is harmless: a record's effect
+// does not depend on what came before it.
+func (w *restoreWriter) spill() error {
+	if w.cb.Len()+w.sb.Len() < 4<<20 {
+		return nil
+	}
+	return w.flush()
+}
+
+// flush commits both batches (which closes them) and begins new ones.
+func (w *restoreWriter) flush() error {
+	cb, sb := w.cb, w.sb
+	w.cb, w.sb = nil, nil
+	if err := w.cache.CommitNoSync(cb); err != nil {
+		_ = sb.Close()
+		return err
+	}
+	if err := w.snap.CommitNoSync(sb); err != nil {
+		return err
+	}
+	w.cb, w.sb = w.cache.NewBatch(), w.snap.NewBatch()
+	return nil
+}
+
+func (w *restoreWriter) close() {
+	for _, b := range []*pebble.Batch{w.cb, w.sb} {
+		if b != nil {
+			_ = b.Close()
+		}
+	}
+}
+
+// kept is apply keeping the outputs it returns in *outs, for the copy to
+// take once the round commits.
+func kept(apply kafkalog.Apply, outs *[]kafkalog.Output) kafkalog.Apply {
+	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
+		o, err := apply(ctx, batch)
+		*outs = o
+		return o, err
+	}
+}

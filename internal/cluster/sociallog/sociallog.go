@@ -1,0 +1,262 @@
+// Package sociallog is the social log of a surge cluster on Apache Kafka
+// (docs/CLUSTER.md, "The wallet in a cluster"): a topic of one partition,
+// C.social, that every node reads whole and in order, applying each record
+// to its own copy of the wallet's social state, so that every node holds
+// all of it. A node appends a change (Propose: acks=all, idempotent) and
+// answers its caller once its own apply has reached the record.
+package sociallog
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+)
+
+// Topic is the social log's topic of cluster c.
+func Topic(c kafkalog.Config) string {
+	name := c.Cluster
+	if name == "" {
+		name = kafkalog.DefaultCluster
+	}
+	return name + ".social"
+}
+
+// syncTimeout bounds a request for the log's end.
+const syncTimeout = 10 * time.Second
+
+// Apply applies the record at offset and returns the outcome its proposer
+// waits for; an error stops the log (the node's copy can take no more).
+type Apply func(offset int64, record []byte) (any, error)
+
+// ErrStopped is returned by Propose once the log stopped applying.
+var ErrStopped = errors.New("sociallog: the log stopped applying")
+
+// Log is a node's handle on the social log.
+type Log struct {
+	topic string
+	prod  *kgo.Client
+	cons  *kgo.Client
+	log   *slog.Logger
+	// prefix makes the keys of this incarnation's proposals unique.
+	prefix string
+	seq    atomic.Uint64
+	ends   endReader
+
+	mu      sync.Mutex
+	waiting map[string]chan any
+	// next is the offset of the next record to apply.
+	next    int64
+	reached chan struct{} // closed and renewed each time next moves
+	failure error
+	dead    chan struct{} // closed with failure
+	done    chan struct{}
+}
+
+// Open connects to the social log of cluster c, creating its topic if need
+// be. Nothing is applied until Run.
+func Open(ctx context.Context, c kafkalog.Config, logger *slog.Logger, opts ...kgo.Opt) (*Log, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	l := &Log{topic: Topic(c), log: logger, waiting: map[string]chan any{}, reached: make(chan struct{}), dead: make(chan struct{}), done: make(chan struct{})}
+	var err error
+	l.prod, err = kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.DefaultProduceTopic(l.topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+	}, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("sociallog: %w", err)
+	}
+	l.ends = endReader{cl: l.prod, topic: l.topic}
+	if err := l.ensureTopic(ctx, c); err != nil {
+		l.prod.Close()
+		return nil, err
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	l.prefix = hex.EncodeToString(id[:]) + "-"
+	return l, nil
+}
+
+// ensureTopic creates the log's topic, one partition kept forever (a node
+// with an empty store rebuilds the social state from the start), or finds
+// it, and returns once its leader answers.
+func (l *Log) ensureTopic(ctx context.Context, c kafkalog.Config) error {
+	adm := kadm.NewClient(l.prod)
+	rf := c.ReplicationFactor
+	if rf == 0 {
+		rf = -1
+	}
+	configs := map[string]*string{
+		"cleanup.policy":  kadm.StringPtr("delete"),
+		"retention.ms":    kadm.StringPtr("-1"),
+		"retention.bytes": kadm.StringPtr("-1"),
+	}
+	for try := 1; ; try++ {
+		resp, err := adm.CreateTopic(ctx, 1, rf, configs, l.topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+			_, err = l.ends.read()
+		}
+		if err == nil || try == 30 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Run applies the log's records from offset from on, in order, with
+// apply, and returns once every record appended before the call is
+// applied: the node's copy is then at least as new as the log was when it
+// started.
+func (l *Log) Run(ctx context.Context, c kafkalog.Config, from int64, apply Apply, opts ...kgo.Opt) error {
+	end, err := l.ends.get(ctx)
+	if err != nil {
+		return err
+	}
+	if from > end {
+		return fmt.Errorf("sociallog: the node's store has applied %s up to %d, past its end %d: another cluster's data?", l.topic, from, end)
+	}
+	l.cons, err = kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.topic: {0: kgo.NewOffset().At(from)}}),
+		kgo.FetchMaxWait(50 * time.Millisecond),
+	}, opts...)...)
+	if err != nil {
+		return fmt.Errorf("sociallog: %w", err)
+	}
+	l.next = from
+	go l.read(apply)
+	return l.wait(ctx, end)
+}
+
+// wait returns once the records below offset are applied.
+func (l *Log) wait(ctx context.Context, offset int64) error {
+	for {
+		l.mu.Lock()
+		next, reached, failure := l.next, l.reached, l.failure
+		l.mu.Unlock()
+		switch {
+		case next >= offset:
+			return nil
+		case failure != nil:
+			return failure
+		}
+		select {
+		case <-reached:
+		case <-l.dead:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// read applies the records until the log is closed or an apply fails.
+func (l *Log) read(apply Apply) {
+	defer close(l.done)
+	for {
+		fetches := l.cons.PollFetches(context.Background())
+		if fetches.IsClientClosed() {
+			l.stop(ErrStopped)
+			return
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			l.log.Warn("cluster: reading the social log", "topic", t, "partition", p, "err", err)
+		})
+		for it := fetches.RecordIter(); !it.Done(); {
+			r := it.Next()
+			out, err := apply(r.Offset, r.Value)
+			if err != nil {
+				l.log.Error("cluster: applying the social log; the wallet stops", "offset", r.Offset, "err", err)
+				l.stop(err)
+				return
+			}
+			l.applied(r, out)
+		}
+	}
+}
+
+// applied hands r's outcome to its proposer, if it waits here, and moves
+// the applied offset on.
+func (l *Log) applied(r *kgo.Record, out any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ch := l.waiting[string(r.Key)]; ch != nil {
+		ch <- out
+	}
+	l.next = r.Offset + 1
+	close(l.reached)
+	l.reached = make(chan struct{})
+}
+
+func (l *Log) stop(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failure == nil {
+		l.failure = err
+		close(l.dead)
+	}
+}
+
+// Propose appends record and returns its outcome, once this node applied
+// it.
+func (l *Log) Propose(ctx context.Context, record []byte) (any, error) {
+	key := l.prefix + strconv.FormatUint(l.seq.Add(1), 36)
+	ch := make(chan any, 1)
+	l.mu.Lock()
+	if l.failure != nil {
+		l.mu.Unlock()
+		return nil, l.failure
+	}
+	l.waiting[key] = ch
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.waiting, key)
+		l.mu.Unlock()
+	}()
+	r := &kgo.Record{Topic: l.topic, Partition: 0, Key: []byte(key), Value: record}
+	if err := l.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return nil, fmt.Errorf("sociallog: appending: %w", err)
+	}
+	select {
+	case out := <-ch:
+		return out, nil
+	case <-l.dead:
+		return nil, ErrStopped
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops applying and closes the connections.
+func (l *Log) Close() {
+	if l.cons != nil {
+		l.cons.Close()
+		<-l.done
+	}
+	l.prod.Close()
+}
