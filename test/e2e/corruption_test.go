@@ -108,22 +108,7 @@ func TestFlippedTableByteIsReported(t *testing.T) {
 		t.Run(filepath.Base(store), func(t *testing.T) {
 			table := flipInLargestTable(t, store)
 			defer flipByte(t, table, 2) // undone for the next store's turn
-			srv := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--memtable-mb", "1"}, nil)
-			select {
-			case srv.url = <-srv.listen:
-			case <-srv.exited:
-			}
-			srv.c = newClient(srv.url, "")
-			poll(t, startTimeout, "a refusal to start or /readyz 503, naming "+table, func() (bool, string) {
-				if srv.isExited() {
-					return true, "exited"
-				}
-				resp, err := srv.c.raw(http.MethodGet, "/readyz", "", nil)
-				if err != nil {
-					return false, err.Error()
-				}
-				return resp.Status == http.StatusServiceUnavailable && strings.Contains(resp.String(), table), resp.String()
-			})
+			srv := startDamaged(t, dir, table, "--memtable-mb", "1")
 			out := srv.out.String()
 			if !strings.Contains(out, table) {
 				t.Fatalf("the damage must be reported naming %s; output:\n%s", table, out)
@@ -143,6 +128,30 @@ func TestFlippedTableByteIsReported(t *testing.T) {
 	}
 }
 
+// startDamaged starts surge on dir, whose table file table was damaged,
+// and returns once it exited or answers /readyz 503 naming table (its
+// check of the table files met the damage; it serves the rest).
+func startDamaged(t *testing.T, dir, table string, extraArgs ...string) *server {
+	t.Helper()
+	srv := launch(t, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, extraArgs...), nil)
+	select {
+	case srv.url = <-srv.listen:
+	case <-srv.exited:
+	}
+	srv.c = newClient(srv.url, "")
+	poll(t, startTimeout, "a refusal to start or /readyz 503, naming "+table, func() (bool, string) {
+		if srv.isExited() {
+			return true, "exited"
+		}
+		resp, err := srv.c.raw(http.MethodGet, "/readyz", "", nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.Status == http.StatusServiceUnavailable && strings.Contains(resp.String(), table), resp.String()
+	})
+	return srv
+}
+
 // TestRangeCutByCorruptionBreaksTheConnection flips a byte in the middle
 // of a key-value table file of a stopped server, then reads the whole
 // range: the read error met mid-stream must break the connection (no
@@ -159,8 +168,11 @@ func TestRangeCutByCorruptionBreaksTheConnection(t *testing.T) {
 		}
 	}
 	srv.stop()
-	flipInLargestTable(t, filepath.Join(dir, "kv"))
-	srv = start(t, dir, "--memtable-mb", "1")
+	table := flipInLargestTable(t, filepath.Join(dir, "kv"))
+	srv = startDamaged(t, dir, table, "--memtable-mb", "1")
+	if srv.isExited() {
+		t.Fatalf("a damaged key-value table must not keep surge from starting; output:\n%s", srv.out.String())
+	}
 
 	t.Run("range first", func(t *testing.T) {
 		conn, host := dialRaw(t, srv.url)
