@@ -225,7 +225,7 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 				}
 			}
 		}
-		return outs, nil
+		return packReplies(outs), nil
 	}
 }
 
