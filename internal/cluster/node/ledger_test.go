@@ -7,11 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
-	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
@@ -25,20 +21,14 @@ import (
 // answers. kfake serves the node's transactions, consumer group and
 // read_committed fetches; the end-to-end tests run a real broker.
 
-// startLedgerNode starts a node of testShards partitions on a fresh
-// kfake cluster, waits until it serves and creates @world.
-func startLedgerNode(t *testing.T) *Node {
+// clusterNode is a node on a fresh kfake cluster, once it serves, with
+// @world created (snapshot_test.go starts it).
+func clusterNode(t *testing.T) *Node {
 	t.Helper()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	n := startNode(t, kafkalog.Config{Brokers: kc.ListenAddrs(), Partitions: testShards}, t.TempDir())
-	awaitReady(t, n)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := n.CreateWorld(ctx); err != nil {
+	_, k := fakeKafka(t)
+	n := startNode(t, k, t.TempDir())
+	settled(t, n)
+	if err := n.CreateWorld(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return n.Node
@@ -133,7 +123,7 @@ func same(t *testing.T, script func(s *transcript)) {
 	l, tk := openSingle(t)
 	single := &transcript{ctx: ctx, l: l, tickets: tk}
 	script(single)
-	n := startLedgerNode(t)
+	n := clusterNode(t)
 	cluster := &transcript{ctx: ctx, l: n.Ledger(), tickets: n.Tickets()}
 	script(cluster)
 	for i := range max(len(single.out), len(cluster.out)) {

@@ -221,7 +221,12 @@ func (r *rounds) round(commit bool) {
 		case kafkalog.Forward:
 			r.waiting = append(r.waiting, kafkalog.Command{Partition: o.Partition, Key: o.Key, Value: o.Value})
 		case kafkalog.Reply:
-			r.replies[string(o.Key)] = append(r.replies[string(o.Key)], o.Value)
+			err := unpackReplies(o.Value, func(rid string, reply []byte) {
+				r.replies[rid] = append(r.replies[rid], reply)
+			})
+			if err != nil {
+				r.t.Fatal(err)
+			}
 		}
 	}
 }
