@@ -176,14 +176,35 @@ func (c *clusterNodes) load(t *testing.T, accounts, workers, each int, kill func
 		})
 	}
 	<-half
+	marks := make([]int, len(c.nodes))
+	for i, s := range c.nodes {
+		marks[i] = len(s.out.String())
+	}
 	killed := time.Now()
 	kill()
 	if _, r, err := c.nodes[0].c.Stats(); err != nil || r.Status != http.StatusOK {
 		t.Errorf("stats after the kill: %v %v", r, err)
 	}
 	t.Logf("killed: every partition served again after %v", time.Since(killed).Round(time.Millisecond))
+	c.logRestores(t, marks)
 	wg.Wait()
 	return acked
+}
+
+// logRestores logs what the live nodes said of their partitions since
+// their output's length was marks: when each rebuild ended, how long it
+// took and how many changelog records it read.
+func (c *clusterNodes) logRestores(t *testing.T, marks []int) {
+	for i, s := range c.nodes {
+		if !c.alive[i].Load() {
+			continue
+		}
+		for line := range strings.Lines(s.out.String()[marks[i]:]) {
+			if strings.Contains(line, "cluster: partitions restored") || strings.Contains(line, "round not committed") {
+				t.Logf("%s: %s", s.name, strings.TrimSpace(line))
+			}
+		}
+	}
 }
 
 // checkTransfers proves every acknowledged transfer is there, the balances
