@@ -185,7 +185,7 @@ func (c *clusterNodes) load(t *testing.T, accounts, workers, each int, kill func
 	if _, r, err := c.nodes[0].c.Stats(); err != nil || r.Status != http.StatusOK {
 		t.Errorf("stats after the kill: %v %v", r, err)
 	}
-	t.Logf("killed: every partition served again after %v", time.Since(killed).Round(time.Millisecond))
+	t.Logf("killed at %s: every partition served again after %v", killed.UTC().Format("15:04:05.000"), time.Since(killed).Round(time.Millisecond))
 	c.logRestores(t, marks)
 	wg.Wait()
 	return acked
