@@ -101,6 +101,7 @@ func TestClusterSurvivesANodesKill(t *testing.T) {
 	if _, r, err := c.nodes[2].c.Stats(); err != nil || r.Status != http.StatusOK {
 		t.Fatalf("the restarted node does not serve the ledger: %v %v", r, err)
 	}
+	logRestores(t, c.nodes[2], 0)
 }
 
 // A broker's kill -9 under load, with 3 brokers (replication factor 3,
@@ -196,13 +197,18 @@ func (c *clusterNodes) load(t *testing.T, accounts, workers, each int, kill func
 // took and how many changelog records it read.
 func (c *clusterNodes) logRestores(t *testing.T, marks []int) {
 	for i, s := range c.nodes {
-		if !c.alive[i].Load() {
-			continue
+		if c.alive[i].Load() {
+			logRestores(t, s, marks[i])
 		}
-		for line := range strings.Lines(s.out.String()[marks[i]:]) {
-			if strings.Contains(line, "cluster: partitions restored") || strings.Contains(line, "round not committed") {
-				t.Logf("%s: %s", s.name, strings.TrimSpace(line))
-			}
+	}
+}
+
+// logRestores logs what s said of its partitions after the first mark
+// bytes of its output.
+func logRestores(t *testing.T, s *server, mark int) {
+	for line := range strings.Lines(s.out.String()[mark:]) {
+		if strings.Contains(line, "cluster: partitions restored") || strings.Contains(line, "round not committed") {
+			t.Logf("%s: %s", s.name, strings.TrimSpace(line))
 		}
 	}
 }
