@@ -7,6 +7,8 @@
 # and of the load generator, read from /proc/PID/stat around the measured run only. Give the
 # binaries in ABBA order: on a shared machine only back-to-back pairs compare.
 #
+# NODES 0 runs one embedded node (no Kafka) the same way, to compare with.
+#
 # Usage: KAFKA=host:port KAFKA_DIR=DIR [OUT=DIR] [PROFILE=DIR] scripts/cluster-ab.sh SECS LABEL:BINARY:NODES ...
 #   KAFKA_DIR is the directory scripts/kafka.sh start -d was given (its node-*/pid are the
 #   brokers). e.g.
@@ -33,10 +35,11 @@ run=0
 for spec in "$@"; do
   IFS=: read -r label bin nodes <<< "$spec"
   run=$((run + 1)); name="ab$$-$run"; targets=()
-  for i in $(seq 1 "$nodes"); do
+  cluster=(--kafka "$KAFKA" --cluster "$name" --partitions "${PARTITIONS:-6}")
+  if [ "$nodes" = 0 ]; then cluster=(); fi # one embedded node, to compare with
+  for i in $(seq 1 "$((nodes > 0 ? nodes : 1))"); do
     addr=127.0.0.1:$((18500 + i))
-    "$bin" serve --addr "$addr" --data "$work/$name-n$i" --kafka "$KAFKA" --cluster "$name" \
-      --partitions "${PARTITIONS:-6}" > "$work/$name-n$i.log" 2>&1 &
+    "$bin" serve --addr "$addr" --data "$work/$name-n$i" "${cluster[@]}" > "$work/$name-n$i.log" 2>&1 &
     pids+=($!); targets+=("http://$addr")
   done
   t=$(IFS=,; echo "${targets[*]}")
