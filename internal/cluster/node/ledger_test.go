@@ -296,3 +296,36 @@ func mixedLoad(ctx context.Context, l *Ledger, ids []string, w, n int) {
 		}
 	}
 }
+
+// An atomic batch across partitions too large to travel as one Kafka
+// record is refused whole with invalid_argument, and nothing of it is
+// applied.
+func TestClusterRefusesAnAtomicBatchTooLargeForARecord(t *testing.T) {
+	ctx := context.Background()
+	l := clusterLedger(t)
+	a, b := idIn("a", 0), idIn("b", 1)
+	s := &transcript{ctx: ctx, l: l}
+	open(s, 10_000, a, b)
+	reqs := make([]ledger.TransferRequest, 4000)
+	for i := range reqs {
+		reqs[i] = ledger.TransferRequest{ID: fmt.Sprint("big-", i), From: a, To: b, Amount: 1}
+		if i%2 == 1 {
+			reqs[i].From, reqs[i].To = b, a
+		}
+	}
+	res, err := l.TransferBatch(ctx, reqs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if ledger.CodeOf(r.Err) != ledger.CodeInvalidArgument {
+			t.Fatalf("item %d: %v", i, r.Err)
+		}
+	}
+	if _, err := l.GetTransfer(ctx, "big-0"); ledger.CodeOf(err) != ledger.CodeTransferNotFound {
+		t.Fatalf("big-0: %v", err)
+	}
+	if res, _ := l.TransferBatch(ctx, reqs[:1000], true); res[999].Err != nil {
+		t.Fatalf("1,000 items: %v", res[999].Err)
+	}
+}
