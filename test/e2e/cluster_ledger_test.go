@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -74,30 +73,16 @@ type twoPhaseOp struct {
 // items (one in four with an item too large to be paid, so refused) and a
 // two-phase transfer settled at once, and calls kill halfway.
 func (l *ledgerLoad) run(workers, each int, kill func()) {
-	var done atomic.Int64
-	half := make(chan struct{})
-	var once sync.Once
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 11))
-			for n := range each {
-				if n%2 == 0 {
-					l.batch(w, rng, fmt.Sprintf("b%d-%d", w, n))
-				} else {
-					l.pendingThenSettle(w, rng, fmt.Sprintf("p%d-%d", w, n))
-				}
-				if done.Add(1) == int64(workers*each/2) {
-					once.Do(func() { close(half) })
-				}
-			}
-		})
-	}
-	<-half
-	killed := time.Now()
-	kill()
-	l.t.Logf("node killed after %d operations; the kill handled in %v", workers*each/2, time.Since(killed).Round(time.Millisecond))
-	wg.Wait()
+	halfwayKill(workers, each, 11, func() {
+		kill()
+		l.t.Logf("node killed after %d operations", workers*each/2)
+	}, func(w, n int, rng *rand.Rand) {
+		if n%2 == 0 {
+			l.batch(w, rng, fmt.Sprintf("b%d-%d", w, n))
+		} else {
+			l.pendingThenSettle(w, rng, fmt.Sprintf("p%d-%d", w, n))
+		}
+	})
 }
 
 func (l *ledgerLoad) pair(rng *rand.Rand) (string, string) {

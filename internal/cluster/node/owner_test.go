@@ -26,15 +26,22 @@ type owner struct {
 	changelog map[int32][]kafkalog.Output
 }
 
-// openOwner opens an owner on dir, replaying changelog into it first.
+// openOwner opens an owner of every partition, replaying changelog into
+// it first.
 func openOwner(t *testing.T, changelog map[int32][]kafkalog.Output) *owner {
+	return openOwnerOf(t, changelog, 0, 1, 2)
+}
+
+// openOwnerOf opens an owner that replays only the changelog of parts, as
+// a node owning those partitions restores them.
+func openOwnerOf(t *testing.T, changelog map[int32][]kafkalog.Output, parts ...int32) *owner {
 	dir := t.TempDir()
 	db, err := store.Open(dir, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := db.NewBatch()
-	for p := range int32(testShards) {
+	for _, p := range parts {
 		for _, o := range changelog[p] {
 			if err := replay(b, nil, o.Key, o.Value); err != nil {
 				t.Fatal(err)
