@@ -97,7 +97,11 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	wallet.face.RegisterGRPC(grpcSrv)
 	srv := front.New(front.Options{
 		Routes: slices.Concat(api.FastRoutes(), tix.FastRoutes()),
-		Net:    clusterRoutes(api, tix, wallet, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger)), Limits: c.limits,
+		Net: table{
+			{under("/debug/pprof/"), telemetry.OperatorOnly(profiles(), c.apiKey)},
+			{anyPath, clusterRoutes(api, tix, wallet, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger))},
+		},
+		Limits:              c.limits,
 		GRPC:                grpcSrv,
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
 		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,

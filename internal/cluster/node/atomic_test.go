@@ -24,21 +24,21 @@ type pending struct {
 	value []byte
 }
 
-// chainRun is an atomic batch's commands in flight and the replies sent,
+// batchRun is an atomic batch's commands in flight and the replies sent,
 // on the owners of the partitions.
-type chainRun struct {
+type batchRun struct {
 	of      [testShards]*owner
 	queue   []pending
 	replies [][]byte
 }
 
 // on is the owner of shard.
-func (r *chainRun) on(shard int) *owner { return r.of[shard] }
+func (r *batchRun) on(shard int) *owner { return r.of[shard] }
 
 // split rebuilds the partitions' state on two new owners, one of
 // partition 0 and one of the others, from the changelog alone: each
 // knows only its own partitions' accounts.
-func (r *chainRun) split() {
+func (r *batchRun) split() {
 	changelog := r.of[0].changelog
 	a, b := openOwnerOf(r.of[0].t, changelog, 0), openOwnerOf(r.of[0].t, changelog, 1, 2)
 	r.of = [testShards]*owner{a, b, b}
@@ -46,7 +46,7 @@ func (r *chainRun) split() {
 
 // conserved fails unless the partitions' balances and credits in flight
 // sum to 0.
-func (r *chainRun) conserved(when string) {
+func (r *batchRun) conserved(when string) {
 	var sum int64
 	for p := range testShards {
 		st := r.on(p).do(p, ledgerengine.WireCommand{Op: ledgerengine.OpStats}).Stats
@@ -58,13 +58,13 @@ func (r *chainRun) conserved(when string) {
 }
 
 // account reads id on its partition's owner.
-func (r *chainRun) account(id string) ledger.Account {
+func (r *batchRun) account(id string) ledger.Account {
 	return r.on(engine.ShardIndex(id, testShards)).account(id)
 }
 
 // apply applies one command on shard, queues what the round forwarded and
 // keeps its replies and changelog records.
-func (r *chainRun) apply(shard int, value []byte, replyTo []byte) {
+func (r *batchRun) apply(shard int, value []byte, replyTo []byte) {
 	o := r.on(shard)
 	cmd, err := ledgerengine.Decode(value)
 	if err != nil {
@@ -94,7 +94,7 @@ func (r *chainRun) apply(shard int, value []byte, replyTo []byte) {
 
 // next applies the oldest queued command, twice if it is a decision, and
 // reports its op; "" once the queue is empty.
-func (r *chainRun) next() string {
+func (r *batchRun) next() string {
 	if len(r.queue) == 0 {
 		return ""
 	}
@@ -113,7 +113,7 @@ func (r *chainRun) next() string {
 
 // startChain sends an atomic batch of items to its first partition as a
 // front node would.
-func startChain(o *owner, items ...ledger.TransferRequest) *chainRun {
+func startChain(o *owner, items ...ledger.TransferRequest) *batchRun {
 	var chain []int
 	for _, it := range items {
 		for _, id := range []string{it.From, it.To} {
@@ -130,7 +130,7 @@ func startChain(o *owner, items ...ledger.TransferRequest) *chainRun {
 		b.Currencies[it.To] = "USD"
 	}
 	v, _ := json.Marshal(&ledgerengine.WireCommand{Op: ledgerengine.OpAtomicPrepare, Batch: &b})
-	r := &chainRun{of: [testShards]*owner{o, o, o}}
+	r := &batchRun{of: [testShards]*owner{o, o, o}}
 	r.apply(chain[0], v, []byte("0:client"))
 	return r
 }

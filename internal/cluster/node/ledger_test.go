@@ -14,6 +14,8 @@ import (
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
 
 // The ledger of a node on franz-go's in-memory Kafka (kfake), checked
@@ -21,9 +23,9 @@ import (
 // answers. kfake serves the node's transactions, consumer group and
 // read_committed fetches; the end-to-end tests run a real broker.
 
-// clusterLedger is the ledger of a node on a fresh kfake cluster, once it
-// serves (snapshot_test.go starts it).
-func clusterLedger(t *testing.T) *Ledger {
+// clusterNode is a node on a fresh kfake cluster, once it serves, with
+// @world created (snapshot_test.go starts it).
+func clusterNode(t *testing.T) *Node {
 	t.Helper()
 	_, k := fakeKafka(t)
 	n := startNode(t, k, t.TempDir())
@@ -31,11 +33,12 @@ func clusterLedger(t *testing.T) *Ledger {
 	if err := n.CreateWorld(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return n.Ledger()
+	return n.Node
 }
 
-// openSingle opens the single process's ledger on testShards shards.
-func openSingle(t *testing.T) *ledgerengine.Ledger {
+// openSingle opens the single process's ledger and ticketing on
+// testShards shards.
+func openSingle(t *testing.T) (*ledgerengine.Ledger, *ticketengine.Tickets) {
 	t.Helper()
 	eng, err := engine.Open(engine.Config{Dir: t.TempDir(), Shards: testShards, NoSync: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -45,12 +48,19 @@ func openSingle(t *testing.T) *ledgerengine.Ledger {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tk, err := ticketengine.Open(eng, l, ticketengine.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	eng.Start()
 	t.Cleanup(func() { l.Close(); _ = eng.Close() })
 	if err := l.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return l
+	if err := tk.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l, tk
 }
 
 // idIn returns an id with prefix that hashes to partition p.
@@ -65,16 +75,18 @@ func idIn(prefix string, p int) string {
 // transcript records a ledger's answers without their times, to compare
 // two ledgers given the same calls.
 type transcript struct {
-	ctx context.Context
-	l   ledgerapi.Ledger
-	out []string
+	ctx     context.Context
+	l       ledgerapi.Ledger
+	tickets ticketapi.Box
+	out     []string
 }
 
 // serverID matches the ids the server gives transfers: each run its own.
 var serverID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 func (s *transcript) note(format string, args ...any) {
-	s.out = append(s.out, serverID.ReplaceAllString(fmt.Sprintf(format, args...), "(new id)"))
+	line := serverID.ReplaceAllString(fmt.Sprintf(format, args...), "(new id)")
+	s.out = append(s.out, paymentSuffix.ReplaceAllString(line, "$1"))
 }
 
 func (s *transcript) transfer(t ledger.Transfer, err error) {
@@ -106,13 +118,15 @@ func (s *transcript) accounts(ids ...string) {
 	s.note("accounts=%d sum=%v err=%s", st.Accounts, sum, ledger.CodeOf(err))
 }
 
-// same runs script on the single process's ledger and on a cluster node,
-// and fails if their transcripts differ.
+// same runs script on the single process's ledger and ticketing and on a
+// cluster node, and fails if their transcripts differ.
 func same(t *testing.T, script func(s *transcript)) {
 	ctx := context.Background()
-	single := &transcript{ctx: ctx, l: openSingle(t)}
+	l, tk := openSingle(t)
+	single := &transcript{ctx: ctx, l: l, tickets: tk}
 	script(single)
-	cluster := &transcript{ctx: ctx, l: clusterLedger(t)}
+	n := clusterNode(t)
+	cluster := &transcript{ctx: ctx, l: n.Ledger(), tickets: n.Tickets()}
 	script(cluster)
 	for i := range max(len(single.out), len(cluster.out)) {
 		if i >= len(single.out) || i >= len(cluster.out) || single.out[i] != cluster.out[i] {
@@ -231,7 +245,7 @@ func TestClusterAtomicBatchesAnswerAsOneNode(t *testing.T) {
 // partition's round with debits whose credits are not yet forwarded.
 func TestClusterStatsSumToZeroUnderLoad(t *testing.T) {
 	ctx := context.Background()
-	l := clusterLedger(t)
+	l := clusterNode(t).Ledger()
 	ids := []string{idIn("a", 0), idIn("a", 1), idIn("a", 2), idIn("b", 0), idIn("b", 1), idIn("b", 2)}
 	s := &transcript{ctx: ctx, l: l}
 	open(s, 10_000, ids...)
@@ -302,7 +316,7 @@ func mixedLoad(ctx context.Context, l *Ledger, ids []string, w, n int) {
 // applied.
 func TestClusterRefusesAnAtomicBatchTooLargeForARecord(t *testing.T) {
 	ctx := context.Background()
-	l := clusterLedger(t)
+	l := clusterNode(t).Ledger()
 	a, b := idIn("a", 0), idIn("b", 1)
 	s := &transcript{ctx: ctx, l: l}
 	open(s, 10_000, a, b)

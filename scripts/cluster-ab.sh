@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Alternating A/B runs of the ledger load on a surge cluster: for every LABEL:BINARY:NODES argument,
+# start NODES nodes of BINARY (`surge serve --kafka`, fresh data directories, a cluster name of its
+# own so that no run reads another's topics) on the broker(s) KAFKA, set up the accounts and warm
+# up (every node learns the receivers), then run `surge bench transfer` for SECS seconds against
+# all the nodes and print the rate, p99, and the CPU per transfer of each node, of the broker(s)
+# and of the load generator, read from /proc/PID/stat around the measured run only. Give the
+# binaries in ABBA order: on a shared machine only back-to-back pairs compare.
+#
+# Usage: KAFKA=host:port KAFKA_DIR=DIR [OUT=DIR] [PROFILE=DIR] scripts/cluster-ab.sh SECS LABEL:BINARY:NODES ...
+#   KAFKA_DIR is the directory scripts/kafka.sh start -d was given (its node-*/pid are the
+#   brokers). e.g.
+#     d=/tmp/k; k=$(scripts/kafka.sh start -d $d)
+#     KAFKA=$k KAFKA_DIR=$d scripts/cluster-ab.sh 15 old:/tmp/surge-old:1 new:/tmp/surge-new:1 \
+#       new:/tmp/surge-new:1 old:/tmp/surge-old:1
+#     scripts/kafka.sh stop $d
+#   BENCHFLAGS (default --vus 200 --accounts 500), PARTITIONS (default 6).
+#   OUT=DIR writes each run's result to DIR/LABEL-NODESnodes.json; PROFILE=DIR writes a 10 s CPU
+#   profile of the first node, taken mid-run, to DIR/LABEL-NODESnodes.pprof.
+set -euo pipefail
+secs=$1; shift
+: "${KAFKA:?KAFKA=host:port of the brokers}" "${KAFKA_DIR:?KAFKA_DIR=the dir given to scripts/kafka.sh start -d}"
+bench=${BENCHFLAGS:---vus 200 --accounts 500}
+work=$(mktemp -d /tmp/cluster-ab.XXXXXX)
+pids=()
+stop_nodes() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=(); }
+trap 'stop_nodes; rm -rf "$work"' EXIT
+hz=$(getconf CLK_TCK)
+ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+brokers() { cat "$KAFKA_DIR"/node-*/pid; }
+sum_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(ticks "$p"))); done; echo "$t"; }
+run=0
+for spec in "$@"; do
+  IFS=: read -r label bin nodes <<< "$spec"
+  run=$((run + 1)); name="ab$$-$run"; targets=()
+  for i in $(seq 1 "$nodes"); do
+    addr=127.0.0.1:$((18500 + i))
+    "$bin" serve --addr "$addr" --data "$work/$name-n$i" --kafka "$KAFKA" --cluster "$name" \
+      --partitions "${PARTITIONS:-6}" > "$work/$name-n$i.log" 2>&1 &
+    pids+=($!); targets+=("http://$addr")
+  done
+  t=$(IFS=,; echo "${targets[*]}")
+  for u in "${targets[@]}"; do until curl -sf "$u/readyz" > /dev/null; do sleep 0.2; done; done
+  # shellcheck disable=SC2086 # bench flags are words
+  "$bin" bench transfer --target "$t" $bench --duration 0 --iterations 2000 --vus 50 > /dev/null 2>&1
+  b0=$(sum_ticks $(brokers)); n0=(); for p in "${pids[@]}"; do n0+=("$(ticks "$p")"); done
+  st0=$(head -1 /proc/stat)
+  if [ -n "${PROFILE:-}" ]; then
+    (sleep $((secs / 3)); curl -s -o "$PROFILE/$label-${nodes}nodes.pprof" "${targets[0]}/debug/pprof/profile?seconds=10") &
+    prof=$!
+  fi
+  # shellcheck disable=SC2086
+  res=$(/usr/bin/time -f "lg %U %S" "$bin" bench transfer --target "$t" $bench --no-setup --duration "${secs}s" \
+    ${OUT:+--out "$OUT/$label-${nodes}nodes.json"} 2>&1 || true)
+  st1=$(head -1 /proc/stat)
+  [ -n "${prof:-}" ] && wait "$prof"
+  n=$(echo "$res" | awk '/http_reqs/ {print $2}')
+  per() { echo $(( $1 * 1000000 / hz / n )); }
+  nodecpu=""; i=0
+  for p in "${pids[@]}"; do nodecpu+=" n$((i + 1)) $(per $(( $(ticks "$p") - n0[i] )))"; i=$((i + 1)); done
+  lg=$(echo "$res" | awk '/^lg / {printf "%d", ($2+$3)*1e6}')
+  machine=$(printf "%s\n%s\n" "$st0" "$st1" | awk 'NR==1{for(i=2;i<=11;i++)a[i]=$i} NR==2{t=0;for(i=2;i<=11;i++){d[i]=$i-a[i];t+=d[i]} printf "steal %.1f%% idle %.1f%%", 100*d[9]/t, 100*d[5]/t}')
+  echo "$label ${nodes}n: $(echo "$res" | awk '/http_reqs/ {print $3}') | $(echo "$res" | grep http_req_duration | grep -oE 'p\(99\)=[^ ]+') | µs CPU per transfer:$nodecpu broker $(per $(( $(sum_ticks $(brokers)) - b0 ))) loadgen $((lg / n)) | $machine"
+  stop_nodes
+done
