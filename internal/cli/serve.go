@@ -50,6 +50,7 @@ type serveConfig struct {
 	sweep    int
 	noSync   bool
 	walLoss  bool
+	recProf  string
 	memtable int
 	gcPct    int
 	kvValue  int
@@ -121,6 +122,7 @@ trace and read surge.`,
 	f.IntVar(&c.sweep, "sweep-entries", 0, "ledger history entries written while a sweep moves every account's recent entries to storage (0: 1048576); bounds the history journal a restart replays, and the recent entries held in memory, to about twice this")
 	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes (ledger and key-value) before fsync: faster, but a crash loses the latest acknowledged writes")
 	f.BoolVar(&c.walLoss, "accept-wal-loss", false, "start even though a WAL is damaged with valid records after the damage, dropping everything in it from the damage on (without it, surge refuses to start and names the file and offset)")
+	f.StringVar(&c.recProf, "recovery-profile", "", "write a CPU profile of recovery, from start until ready, to this file (for go tool pprof)")
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
@@ -180,6 +182,10 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
+	}
+	stopProfile, err := startRecoveryProfile(c.recProf)
+	if err != nil {
+		return err
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
@@ -270,6 +276,9 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err := recovering.stop(logger); err != nil {
 		return err
 	}
+	if err := stopProfile(); err != nil {
+		return fmt.Errorf("--recovery-profile: %w", err)
+	}
 	// Dashboard streams never end on their own; Shutdown would wait for them.
 	srv.RegisterOnShutdown(dash.Close)
 	fmt.Fprintf(out, "surge: data in %s (%d shards)\n", dir, eng.Shards())
@@ -277,10 +286,12 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	go func() { served <- srv.Serve(ln) }()
 	api.SetReady(true)
 	ready.Store(true)
-	faults.reportTo(func(reason string) {
+	unready := func(reason string) {
 		api.SetUnready(reason)
 		ready.Store(false)
-	})
+	}
+	faults.reportTo(unready)
+	defer checkTables(ctx, logger, []namedStore{{"ledger", eng.Store()}, {"kv", kvdb}}, unready)()
 	restart := make(chan error, 1)
 	go func() { restart <- faults.resumeWhenWritable(ctx, dir, ln, func() { stopServing(srv, logger) }) }()
 

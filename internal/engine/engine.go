@@ -121,7 +121,7 @@ func Open(cfg Config) (*Engine, error) {
 	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{
 		NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync, UncompressedL0: true,
-		OnFault: cfg.OnStorageFault, AcceptWALLoss: cfg.AcceptWALLoss,
+		OnFault: cfg.OnStorageFault, AcceptWALLoss: cfg.AcceptWALLoss, HoldCompactions: true,
 	})
 	if err != nil {
 		return nil, err
@@ -153,6 +153,8 @@ func (e *Engine) Attach(slices []Slice) *Port {
 // Start starts running rounds.
 func (e *Engine) Start() {
 	e.started.Store(true)
+	// The workloads have loaded their state: recovery's reads are done.
+	e.db.ReleaseCompactions()
 	for _, s := range e.shards {
 		s.scheduleTick(s.finishSlices())
 		e.wg.Add(1)

@@ -19,7 +19,7 @@ const (
 	PaymentPrefix = "pay-"
 	// AtomicPrefix starts the ids of the holds a cluster's atomic batch
 	// across partitions keeps while it is decided,
-	// "atomic:<batch id>.<attempt>.<n>".
+	// "atomic:<batch id>.<attempt>.<shard>.<n>".
 	AtomicPrefix = "atomic:"
 )
 

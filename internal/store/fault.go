@@ -315,6 +315,9 @@ func (s *Store) open() error {
 	s.guard = g
 	opts := s.popts.Clone()
 	opts.FS = g
+	if s.gate != nil {
+		opts.Experimental.CompactionScheduler = s.gate
+	}
 	type opened struct {
 		db  *pebble.DB
 		err error

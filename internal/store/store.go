@@ -47,6 +47,9 @@ type Options struct {
 	// records after the damage, dropping them (see WALDamage); without it
 	// Open refuses.
 	AcceptWALLoss bool
+	// HoldCompactions starts no compaction until ReleaseCompactions, so
+	// that recovery after a crash has the CPUs (compactgate.go).
+	HoldCompactions bool
 	// FS is the file system under the store (nil: the operating system's);
 	// tests inject faults with Pebble's errorfs through it.
 	FS vfs.FS
@@ -72,6 +75,8 @@ type Store struct {
 	onSync        func(time.Duration)
 	// corruptFiles are the files a read found corrupt, said once each.
 	corruptFiles sync.Map
+	// gate holds compactions with Options.HoldCompactions, else nil.
+	gate *compactionGate
 }
 
 // Open opens (creating if needed) the store in dir.
@@ -119,6 +124,9 @@ func Open(dir string, o Options) (*Store, error) {
 	s := &Store{dir: dir, fs: o.FS, popts: popts, faulted: make(chan struct{}), acceptWALLoss: o.AcceptWALLoss, onFault: o.OnFault, writeO: pebble.Sync, onSync: o.OnSync}
 	if o.NoSync {
 		s.writeO = pebble.NoSync
+	}
+	if o.HoldCompactions {
+		s.gate = newCompactionGate()
 	}
 	popts.Logger = pebbleLogger{s}
 	popts.EventListener = &pebble.EventListener{DataCorruption: s.corrupt}

@@ -45,7 +45,7 @@ func TestClusterWallet(t *testing.T) {
 		t.Fatalf("bob subscribes on node 3: %v", err)
 	}
 	_ = stream.ResponseHeader()
-	ws := vmrSocketReady(t, c.nodes[2].url, vmrUser{id: bob.id, username: bob.username, token: bob.token})
+	ws := vmrSocketReady(t, c.nodes[2].url, vmrUser(bob))
 
 	if _, err := w[0].friend.AddFriend(ctxT(t), as(alice, &walletv1.AddFriendRequest{User: &walletv1.AddFriendRequest_Username{Username: bob.username}})); err != nil {
 		t.Fatalf("alice adds bob on node 1: %v", err)

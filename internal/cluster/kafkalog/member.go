@@ -85,6 +85,9 @@ type Member struct {
 	s   *kgo.GroupTransactSession
 	cfg Config
 
+	// last is the number of commands the previous round read (gather).
+	last int
+
 	mu    sync.Mutex
 	owned map[int32]bool
 }
@@ -174,6 +177,10 @@ func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, 
 // that found commands runs under ctx.
 func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (RoundResult, error) {
 	batch, err := m.poll(wait, max)
+	if err == nil && len(batch) > 0 {
+		batch = m.gather(ctx, batch, max)
+	}
+	m.last = len(batch)
 	if err != nil || len(batch) == 0 {
 		return RoundResult{}, err
 	}
@@ -203,7 +210,8 @@ func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (Rou
 	return res, nil
 }
 
-// poll reads up to max commands, waiting until some come or ctx ends.
+// poll reads up to max commands, waiting until some come or ctx ends. With
+// an error it returns the commands it read before it.
 func (m *Member) poll(ctx context.Context, max int) ([]Command, error) {
 	fetches := m.s.PollRecords(ctx, max)
 	if fetches.IsClientClosed() {
@@ -214,15 +222,15 @@ func (m *Member) poll(ctx context.Context, max int) ([]Command, error) {
 	if err := ctx.Err(); err != nil && fetches.NumRecords() == 0 {
 		return nil, err
 	}
-	for _, fe := range fetches.Errors() {
-		if !transient(fe.Err) {
-			return nil, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
-		}
-	}
 	batch := make([]Command, 0, fetches.NumRecords())
 	fetches.EachRecord(func(r *kgo.Record) {
 		batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value})
 	})
+	for _, fe := range fetches.Errors() {
+		if !transient(fe.Err) {
+			return batch, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+	}
 	return batch, nil
 }
 

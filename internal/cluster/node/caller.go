@@ -17,7 +17,7 @@ import (
 
 // caller sends commands to partitions and waits for their replies in the
 // node's inbox. A command's key is "<inbox>:<request id>": the owner's
-// round writes the reply, keyed by the request id, to that partition of
+// round writes the reply, with the request id (packed: replies.go), to that partition of
 // the replies topic in its transaction, so the reply is read
 // (read_committed) only once the command's effects are committed.
 type caller struct {
@@ -128,16 +128,23 @@ func (k *caller) read() {
 			k.log.Warn("cluster: reading the inbox", "topic", t, "partition", p, "err", err)
 		})
 		fetches.EachRecord(func(r *kgo.Record) {
-			k.mu.Lock()
-			ch := k.waiting[string(r.Key)]
-			k.mu.Unlock()
-			if ch != nil {
-				select {
-				case ch <- r.Value:
-				default: // a second reply to one request (not sent by committed rounds)
-				}
+			if err := unpackReplies(r.Value, k.deliver); err != nil {
+				k.log.Warn("cluster: reading the inbox", "partition", r.Partition, "offset", r.Offset, "err", err)
 			}
 		})
+	}
+}
+
+// deliver hands reply to the call waiting for request rid, if any.
+func (k *caller) deliver(rid string, reply []byte) {
+	k.mu.Lock()
+	ch := k.waiting[rid]
+	k.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- reply:
+		default: // a second reply to one request (not sent by committed rounds)
+		}
 	}
 }
 

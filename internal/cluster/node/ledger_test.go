@@ -7,15 +7,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
-	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
 
 // The ledger of a node on franz-go's in-memory Kafka (kfake), checked
@@ -23,27 +21,22 @@ import (
 // answers. kfake serves the node's transactions, consumer group and
 // read_committed fetches; the end-to-end tests run a real broker.
 
-// startLedgerNode starts a node of testShards partitions on a fresh
-// kfake cluster, waits until it serves and creates @world.
-func startLedgerNode(t *testing.T) *Node {
+// clusterNode is a node on a fresh kfake cluster, once it serves, with
+// @world created (snapshot_test.go starts it).
+func clusterNode(t *testing.T) *Node {
 	t.Helper()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	n := startNode(t, kafkalog.Config{Brokers: kc.ListenAddrs(), Partitions: testShards}, t.TempDir())
-	awaitReady(t, n)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := n.CreateWorld(ctx); err != nil {
+	_, k := fakeKafka(t)
+	n := startNode(t, k, t.TempDir())
+	settled(t, n)
+	if err := n.CreateWorld(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return n.Node
 }
 
-// openSingle opens the single process's ledger on testShards shards.
-func openSingle(t *testing.T) *ledgerengine.Ledger {
+// openSingle opens the single process's ledger and ticketing on
+// testShards shards.
+func openSingle(t *testing.T) (*ledgerengine.Ledger, *ticketengine.Tickets) {
 	t.Helper()
 	eng, err := engine.Open(engine.Config{Dir: t.TempDir(), Shards: testShards, NoSync: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -53,12 +46,19 @@ func openSingle(t *testing.T) *ledgerengine.Ledger {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tk, err := ticketengine.Open(eng, l, ticketengine.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	eng.Start()
 	t.Cleanup(func() { l.Close(); _ = eng.Close() })
 	if err := l.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return l
+	if err := tk.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l, tk
 }
 
 // idIn returns an id with prefix that hashes to partition p.
@@ -73,16 +73,18 @@ func idIn(prefix string, p int) string {
 // transcript records a ledger's answers without their times, to compare
 // two ledgers given the same calls.
 type transcript struct {
-	ctx context.Context
-	l   ledgerapi.Ledger
-	out []string
+	ctx     context.Context
+	l       ledgerapi.Ledger
+	tickets ticketapi.Box
+	out     []string
 }
 
 // serverID matches the ids the server gives transfers: each run its own.
 var serverID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 func (s *transcript) note(format string, args ...any) {
-	s.out = append(s.out, serverID.ReplaceAllString(fmt.Sprintf(format, args...), "(new id)"))
+	line := serverID.ReplaceAllString(fmt.Sprintf(format, args...), "(new id)")
+	s.out = append(s.out, paymentSuffix.ReplaceAllString(line, "$1"))
 }
 
 func (s *transcript) transfer(t ledger.Transfer, err error) {
@@ -114,13 +116,15 @@ func (s *transcript) accounts(ids ...string) {
 	s.note("accounts=%d sum=%v err=%s", st.Accounts, sum, ledger.CodeOf(err))
 }
 
-// same runs script on the single process's ledger and on a cluster node,
-// and fails if their transcripts differ.
+// same runs script on the single process's ledger and ticketing and on a
+// cluster node, and fails if their transcripts differ.
 func same(t *testing.T, script func(s *transcript)) {
 	ctx := context.Background()
-	single := &transcript{ctx: ctx, l: openSingle(t)}
+	l, tk := openSingle(t)
+	single := &transcript{ctx: ctx, l: l, tickets: tk}
 	script(single)
-	cluster := &transcript{ctx: ctx, l: startLedgerNode(t).Ledger()}
+	n := clusterNode(t)
+	cluster := &transcript{ctx: ctx, l: n.Ledger(), tickets: n.Tickets()}
 	script(cluster)
 	for i := range max(len(single.out), len(cluster.out)) {
 		if i >= len(single.out) || i >= len(cluster.out) || single.out[i] != cluster.out[i] {

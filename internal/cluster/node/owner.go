@@ -74,6 +74,7 @@ func (n *Node) own(ctx context.Context) {
 		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, kept(n.apply(st), &outs))
 		cancel()
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
+			n.flush(ctx, st)
 			continue
 		}
 		if err == nil && res.Committed {
@@ -122,6 +123,12 @@ func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
 	if err := n.replayChangelogs(ctx, dir); err != nil {
 		return nil, err
 	}
+	return n.open(dir, gen)
+}
+
+// open opens the engine, the ledger and the other workloads on the cache
+// in dir, restored for gen.
+func (n *Node) open(dir string, gen uint64) (*state, error) {
 	st := &state{gen: gen, commit: &committer{}}
 	eng, err := engine.Open(engine.Config{
 		Dir: dir, Shards: int(n.cfg.Kafka.Partitions), NoSync: true, Commit: st.commit,
@@ -171,6 +178,9 @@ type fed struct {
 	outcome func() []byte
 	inbox   int32
 	rid     []byte
+	// then, if set, turns the outcome into a command for another
+	// partition instead of a reply (a payment's debit, tickets_pay.go).
+	then func([]byte) kafkalog.Output
 }
 
 // apply is the round's transform over st.
@@ -201,14 +211,16 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 		}
 		outs = append(outs, st.commit.take()...)
 		for _, f := range cmds {
-			if f.rid == nil {
-				continue
-			}
-			if v := f.outcome(); v != nil { // nil: a later round replies
-				outs = append(outs, reply(f.inbox, f.rid, v))
+			switch {
+			case f.then != nil:
+				outs = append(outs, f.then(f.outcome()))
+			case f.rid != nil:
+				if v := f.outcome(); v != nil { // nil: a later round, or a chain's later step, replies
+					outs = append(outs, reply(f.inbox, f.rid, v))
+				}
 			}
 		}
-		return outs, nil
+		return packReplies(outs), nil
 	}
 }
 
@@ -218,7 +230,13 @@ func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, er
 	if inbox, rid, ok := replyAddress(c.Key); ok {
 		f.inbox, f.rid = inbox, rid
 	}
+	if len(c.Value) > 0 && c.Value[0] == workloadPayment {
+		return n.feedPayment(ctx, st, c)
+	}
 	cmd, port, outcome, err := decode(st, c.Value)
+	if tc, ok := cmd.(*ticketCommand); ok {
+		tc.from = addrOf(f.inbox, f.rid)
+	}
 	if err != nil {
 		n.cfg.Logger.Error("cluster: dropping a malformed command", "partition", c.Partition, "offset", c.Offset, "err", err)
 		return f, nil
@@ -248,10 +266,10 @@ func decode(st *state, v []byte) (engine.Command, func(context.Context, int, eng
 	case workloadTickets:
 		cmd := &ticketCommand{}
 		err := json.Unmarshal(v[1:], cmd)
-		if err == nil && (cmd.Event == nil && (cmd.Op == tkCreateEvent || cmd.Op == tkCreateArea) || cmd.Req == nil && cmd.Op == tkReserve) {
+		if err == nil && (cmd.Event == nil && (cmd.Op == tkCreateEvent || cmd.Op == tkCreateArea) || cmd.Req == nil && (cmd.Op == tkReserve || cmd.Op == tkClaim || cmd.Op == tkRelease)) {
 			err = fmt.Errorf("ticket command %q incomplete", cmd.Op)
 		}
-		return cmd, st.seats.Submit, encodeJSON, err
+		return cmd, st.seats.Submit, ticketOutcome, err
 	}
 	return nil, nil, nil, fmt.Errorf("command of unknown workload %q", v[0])
 }
@@ -295,6 +313,10 @@ func (c *committer) Commit(r *engine.Round) error {
 		}
 	}
 	for _, f := range r.Forwards {
+		if o, ok := f.Cmd.(owedOutput); ok { // a ticket slice's, ready made
+			c.outs = append(c.outs, o.out)
+			continue
+		}
 		if rp, ok := f.Cmd.(*ledgerengine.Reply); ok {
 			if inbox, rid, ok := replyAddress(rp.To); ok {
 				c.outs = append(c.outs, reply(inbox, rid, rp.Value))

@@ -28,24 +28,9 @@ type owner struct {
 
 // openOwner opens an owner on dir, replaying changelog into it first.
 func openOwner(t *testing.T, changelog map[int32][]kafkalog.Output) *owner {
-	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := db.NewBatch()
-	for p := range int32(testShards) {
-		for _, o := range changelog[p] {
-			if err := replay(b, nil, o.Key, o.Value); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := db.CommitNoSync(b); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	dir := replayed(t, changelog)
 	o := &owner{t: t, commit: &committer{}, changelog: changelog}
+	var err error
 	o.eng, err = engine.Open(engine.Config{Dir: dir, Shards: testShards, Commit: o.commit, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +42,29 @@ func openOwner(t *testing.T, changelog map[int32][]kafkalog.Output) *owner {
 	}
 	o.eng.Start()
 	return o
+}
+
+// replayed returns a new store directory holding changelog's records.
+func replayed(t *testing.T, changelog map[int32][]kafkalog.Output) string {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := store.Open(dir, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := db.NewBatch()
+	for p := range int32(testShards) {
+		for _, o := range changelog[p] {
+			if err := replay(b, nil, o.Key, o.Value); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.CommitNoSync(b); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // do applies w on shard, then keeps the round's changelog records and
@@ -151,3 +159,113 @@ func TestOwnerRebuildsFromItsChangelog(t *testing.T) {
 		}
 	}
 }
+
+// rounds runs a node's rounds (Node.apply) over every partition, with the
+// topics kept in memory: the commands waiting, the changelog, and the
+// replies each request id got. A round that does not commit drops the
+// node's state, which is rebuilt from the changelog, and leaves its
+// commands to be read again, as when an owner dies mid-round.
+type rounds struct {
+	t         *testing.T
+	n         *Node
+	st        *state
+	waiting   []kafkalog.Command
+	changelog map[int32][]kafkalog.Output
+	replies   map[string][][]byte
+	seq       int
+}
+
+func newRounds(t *testing.T) *rounds {
+	r := &rounds{t: t, changelog: map[int32][]kafkalog.Output{}, replies: map[string][][]byte{}}
+	r.n = &Node{cfg: Config{Kafka: kafkalog.Config{Partitions: testShards}, MaxBatch: 64, Currency: "USD", Logger: slog.New(slog.DiscardHandler)}}
+	r.rebuild()
+	t.Cleanup(func() { r.st.close() })
+	return r
+}
+
+// rebuild drops the node's state and restores it from the changelog.
+func (r *rounds) rebuild() {
+	r.st.close()
+	var err error
+	if r.st, err = r.n.open(replayed(r.t, r.changelog), 0); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// send appends a client's command for partition, of workload w, and
+// returns its request id.
+func (r *rounds) send(partition int, w byte, cmd any) string {
+	r.seq++
+	rid := fmt.Sprint("req", r.seq)
+	v, _ := json.Marshal(cmd)
+	r.waiting = append(r.waiting, kafkalog.Command{Partition: int32(partition), Key: []byte("0:" + rid), Value: append([]byte{w}, v...)})
+	return rid
+}
+
+// round applies the commands waiting; commit false aborts it.
+func (r *rounds) round(commit bool) {
+	batch := r.waiting
+	outs, err := r.n.apply(r.st)(context.Background(), batch)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if !commit {
+		r.rebuild()
+		return
+	}
+	r.waiting = r.waiting[len(batch):]
+	for _, o := range outs {
+		switch o.Kind {
+		case kafkalog.Change:
+			r.changelog[o.Partition] = append(r.changelog[o.Partition], o)
+		case kafkalog.Forward:
+			r.waiting = append(r.waiting, kafkalog.Command{Partition: o.Partition, Key: o.Key, Value: o.Value})
+		case kafkalog.Reply:
+			err := unpackReplies(o.Value, func(rid string, reply []byte) {
+				r.replies[rid] = append(r.replies[rid], reply)
+			})
+			if err != nil {
+				r.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// settle runs rounds until no command waits, each aborted once first if
+// abort.
+func (r *rounds) settle(abort bool) {
+	for len(r.waiting) > 0 {
+		if abort {
+			r.round(false)
+		}
+		r.round(true)
+	}
+}
+
+// reply is request rid's only reply, decoded into out.
+func (r *rounds) reply(rid string, out any) {
+	r.t.Helper()
+	if len(r.replies[rid]) != 1 {
+		r.t.Fatalf("request %s has %d replies, want 1", rid, len(r.replies[rid]))
+	}
+	if err := json.Unmarshal(r.replies[rid][0], out); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rounds) ledger(partition int, w ledgerengine.WireCommand) ledgerengine.WireOutcome {
+	rid := r.send(partition, workloadLedger, &w)
+	r.settle(false)
+	var o ledgerengine.WireOutcome
+	r.reply(rid, &o)
+	if o.Fault != "" {
+		r.t.Fatalf("%s: %s", w.Op, o.Fault)
+	}
+	return o
+}
+
+func (r *rounds) balance(id string) int64 {
+	return r.ledger(part(id), ledgerengine.WireCommand{Op: ledgerengine.OpAccount, ID: id}).Account.Balance
+}
+
+func part(key string) int { return engine.ShardIndex(key, testShards) }

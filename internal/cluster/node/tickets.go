@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets"
 )
@@ -20,8 +21,10 @@ import (
 // partition's owner alone allocates the area's seats, with the domain's
 // tickets.Area, so no seat is sold twice. A reservation's id is chosen so
 // that it hashes to its area's partition, where any node reads, cancels
-// it and sees the area's seat map. Holds expire on the owner's Ticks;
-// paying is not available in cluster mode. The cluster's hold secret
+// it and sees the area's seat map. Holds expire on the owner's Ticks.
+// Paying (tickets_pay.go) and per-user seat limits (tickets_limit.go) are
+// chains of commands, each forwarded in its sender's round transaction
+// (tickets_chain.go). The cluster's hold secret
 // (which signs reservations' hold tokens on every node) is kept in the
 // partition of holdSecretKey, chosen by the first node that asks.
 
@@ -31,6 +34,8 @@ var (
 	tkAreaPrefix  = []byte("tc/a/")
 	tkResvPrefix  = []byte("tc/r/")
 	tkSecretKey   = []byte("tc/s")
+	tkPayPrefix   = []byte("tc/p/")
+	tkUserPrefix  = []byte("tc/u/")
 )
 
 // holdSecretKey is the partitioning key of the cluster's hold secret.
@@ -52,6 +57,11 @@ const (
 	tkCancel      = "cancel"
 	tkInspect     = "inspect"
 	tkSecret      = "hold_secret"
+	tkPay         = "pay"
+	tkPayEnd      = "pay_end"
+	tkClaim       = "limit_claim"
+	tkRelease     = "limit_release"
+	tkFlush       = "flush"
 )
 
 // ticketCommand is a ticket command, on the wire and as the owner applies
@@ -75,12 +85,32 @@ type ticketCommand struct {
 	Seats   *tickets.AreaSeats `json:"seats,omitempty"`
 	// Secret is the hold secret a node proposes, and the cluster's.
 	Secret []byte `json:"secret,omitempty"`
+	// Currency is the organizer's, with create_area.
+	Currency string `json:"currency,omitempty"`
+	// Account pays, with pay.
+	Account string `json:"account,omitempty"`
+	// Chains of commands (tickets_chain.go): where the chain's answer
+	// goes, a limited reservation's claim and its limit, a payment's
+	// attempt and its debit's outcome.
+	ReplyTo *replyAddr      `json:"reply_to,omitempty"`
+	Claim   string          `json:"claim,omitempty"`
+	Limit   int             `json:"limit,omitempty"`
+	Attempt int             `json:"attempt,omitempty"`
+	Ledger  json.RawMessage `json:"ledger,omitempty"`
+	// Err is a payment's refusal by the ledger; Fault, the ledger's fault.
+	Err   *ledger.Error `json:"err,omitempty"`
+	Fault string        `json:"fault,omitempty"`
+	// from is where the command's own reply goes (its key), if anywhere;
+	// deferred says a later step of its chain answers it.
+	from     *replyAddr
+	deferred bool
 }
 
 // tkArea is an area on its owner.
 type tkArea struct {
 	event     *tickets.EventSpec
 	spec      tickets.AreaSpec
+	currency  string // the organizer's
 	seats     *tickets.Area
 	soldOutAt time.Time
 	// held is the reservations holding seats in the area, by id.
@@ -89,8 +119,9 @@ type tkArea struct {
 
 // tkRecord is an area's stored record.
 type tkRecord struct {
-	Event tickets.EventSpec `json:"event"`
-	Area  string            `json:"area"`
+	Event    tickets.EventSpec `json:"event"`
+	Area     string            `json:"area"`
+	Currency string            `json:"currency,omitempty"`
 }
 
 // ticketSlice is the events, areas and reservations of one shard on its
@@ -101,7 +132,15 @@ type ticketSlice struct {
 	resv    map[string]*tickets.Reservation
 	holds   holdHeap
 	secret  []byte      // the cluster's hold secret, in its partition
-	changed [][2][]byte // the round's records: key, value
+	changed [][2][]byte // the round's records: key, value (nil: deleted)
+	// pays are the payments of the shard's reservations that have begun,
+	// users the seats users claimed in limited events, by limitKey.
+	pays  map[string]*payState
+	users map[string]*userClaims
+	// owed is what the round owes other partitions and waiting nodes.
+	owed []engine.Forward
+	// shards is the number of the cluster's partitions.
+	shards int
 }
 
 // newTicketSlices loads the events, areas and reservations in db and hands
@@ -110,7 +149,8 @@ func newTicketSlices(db *store.Store, shards int) ([]engine.Slice, error) {
 	ts := make([]*ticketSlice, shards)
 	out := make([]engine.Slice, shards)
 	for i := range ts {
-		ts[i] = &ticketSlice{events: map[string]*tickets.EventSpec{}, areas: map[string]*tkArea{}, resv: map[string]*tickets.Reservation{}}
+		ts[i] = &ticketSlice{events: map[string]*tickets.EventSpec{}, areas: map[string]*tkArea{}, resv: map[string]*tickets.Reservation{},
+			pays: map[string]*payState{}, users: map[string]*userClaims{}, shards: shards}
 		out[i] = ts[i]
 	}
 	load := func(prefix []byte, fn func(id string, v []byte) error) error {
@@ -129,9 +169,14 @@ func newTicketSlices(db *store.Store, shards int) ([]engine.Slice, error) {
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return err
 			}
-			ts[engine.ShardIndex(key, shards)].addArea(key, &rec.Event, rec.Area)
+			if a := ts[engine.ShardIndex(key, shards)].addArea(key, &rec.Event, rec.Area); a != nil {
+				a.currency = rec.Currency
+			}
 			return nil
 		})
+	}
+	if err == nil {
+		err = loadChains(db, ts, load)
 	}
 	if err == nil {
 		err = load(tkResvPrefix, func(id string, v []byte) error {
@@ -214,16 +259,19 @@ func (s *ticketSlice) apply(c *ticketCommand, now time.Time) {
 		c.Event, c.Found = s.events[c.ID], s.events[c.ID] != nil
 	case tkCreateArea:
 		key := areaKey(c.Event.EventName, c.AreaID)
-		if _, ok := s.areas[key]; !ok && s.addArea(key, c.Event, c.AreaID) != nil {
-			s.record(tkKey(tkAreaPrefix, key), tkRecord{Event: *c.Event, Area: c.AreaID})
+		if _, ok := s.areas[key]; ok {
+			return
+		}
+		if a := s.addArea(key, c.Event, c.AreaID); a != nil {
+			a.currency = c.Currency
+			s.record(tkKey(tkAreaPrefix, key), tkRecord{Event: *c.Event, Area: c.AreaID, Currency: c.Currency})
 		}
 	case tkAreaFree:
 		if a := s.areas[c.ID]; a != nil {
 			c.Found, c.Free, c.SoldOutAt = true, a.seats.Free(), a.soldOutAt
 		}
 	case tkReserve:
-		cp := *s.reserve(c.ID, c.User, *c.Req, now)
-		c.Reservation = &cp
+		s.reserveLimited(c, now)
 	case tkGet:
 		c.Reservation = s.snapshot(c.ID)
 	case tkCancel:
@@ -236,6 +284,8 @@ func (s *ticketSlice) apply(c *ticketCommand, now time.Time) {
 			s.record(tkSecretKey, s.secret)
 		}
 		c.Secret = s.secret
+	default:
+		s.applyChain(c, now)
 	}
 }
 
@@ -261,6 +311,8 @@ func (s *ticketSlice) cancel(c *ticketCommand, now time.Time) {
 	}
 	if !r.HoldsSeats() {
 		c.Refused = fmt.Sprintf("reservation %s is %s and holds no seats", r.ID, r.State)
+	} else if s.paying(r.ID) {
+		c.Refused = fmt.Sprintf("reservation %s is being paid", r.ID)
 	} else if seats, err := r.Cancel(now); err != nil {
 		c.Refused = err.Error()
 	} else {
@@ -282,8 +334,9 @@ func (s *ticketSlice) inspect(c *ticketCommand) {
 	c.Seats = out
 }
 
-// reserve decides a reservation with the domain's Area.
-func (s *ticketSlice) reserve(id, user string, req tickets.ReserveRequest, now time.Time) *tickets.Reservation {
+// reserve decides a reservation with the domain's Area; overLimit fails
+// it for its user's seat limit if nothing else fails it first.
+func (s *ticketSlice) reserve(id, user string, req tickets.ReserveRequest, now time.Time, overLimit bool) *tickets.Reservation {
 	if r, ok := s.resv[id]; ok { // a retried request
 		return r
 	}
@@ -293,6 +346,8 @@ func (s *ticketSlice) reserve(id, user string, req tickets.ReserveRequest, now t
 	switch reason, detail := s.open(a, now); {
 	case reason != "":
 		err = r.Decide(now, 0, nil, reason, detail)
+	case overLimit:
+		err = r.Decide(now, 0, nil, tickets.ReasonSeatLimit, seatLimitDetail(a.event))
 	default:
 		seats, reason, detail := a.seats.Reserve(req)
 		err = r.Decide(now, a.event.EffectiveHoldTime(), seats, reason, detail)
@@ -324,6 +379,9 @@ func (s *ticketSlice) open(a *tkArea, now time.Time) (tickets.Reason, string) {
 func (s *ticketSlice) expire(now time.Time) {
 	for len(s.holds) > 0 && !now.Before(s.holds[0].HoldUntil) {
 		r := heap.Pop(&s.holds).(*tickets.Reservation)
+		if s.paying(r.ID) {
+			continue // its payment's end settles it
+		}
 		seats, err := r.Expire(now)
 		if err != nil {
 			continue // paid or cancelled meanwhile
@@ -332,12 +390,16 @@ func (s *ticketSlice) expire(now time.Time) {
 	}
 }
 
-// release gives r's seats back to its area and records r.
+// release gives r's seats back to its area, and its user's claim in a
+// limited event, and records r.
 func (s *ticketSlice) release(r *tickets.Reservation, seats []tickets.Seat) {
 	if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
 		a.seats.Release(seats)
 		a.soldOutAt = time.Time{}
 		delete(a.held, r.ID)
+		if a.event.PerUserSeatLimit > 0 {
+			s.releaseClaim(r)
+		}
 	}
 	s.record(tkKey(tkResvPrefix, r.ID), r)
 }
@@ -346,6 +408,11 @@ func (s *ticketSlice) release(r *tickets.Reservation, seats []tickets.Seat) {
 func (s *ticketSlice) record(key []byte, v any) {
 	b, _ := json.Marshal(v) // tickets' plain data always encodes
 	s.changed = append(s.changed, [2][]byte{key, b})
+}
+
+// forget notes a record the round deletes.
+func (s *ticketSlice) forget(key []byte) {
+	s.changed = append(s.changed, [2][]byte{key, nil})
 }
 
 // Size is the round's records.
@@ -357,6 +424,10 @@ func (s *ticketSlice) Receive() {}
 // Write adds the round's records to b.
 func (s *ticketSlice) Write(b *pebble.Batch) {
 	for _, kv := range s.changed {
+		if kv[1] == nil {
+			_ = b.Delete(kv[0], nil)
+			continue
+		}
 		_ = b.Set(kv[0], kv[1], nil)
 	}
 }
@@ -367,11 +438,19 @@ func (s *ticketSlice) Publish(time.Time) {}
 // Announce has nobody to tell.
 func (s *ticketSlice) Announce() {}
 
+// Forwards hands the round's owed commands and replies to the round's
+// transaction (engine.Forwarder).
+func (s *ticketSlice) Forwards(dst []engine.Forward) []engine.Forward {
+	return append(dst, s.owed...)
+}
+
 // Finish forgets the round's records and asks a Tick for the next hold to
 // end.
 func (s *ticketSlice) Finish() time.Time {
 	clear(s.changed)
 	s.changed = s.changed[:0]
+	clear(s.owed)
+	s.owed = s.owed[:0]
 	if len(s.holds) == 0 {
 		return time.Time{}
 	}

@@ -16,16 +16,14 @@ import (
 )
 
 // Tickets is ticketing as a node's clients see it (ticketapi.Box): each
-// call is a command to the partition of its event, area or reservation.
-// Events with a per-user seat limit (which spans areas, so partitions) and
-// paying are refused with invalid_argument.
+// call is a command to the partition of its event, area or reservation;
+// paying and reserving in an event with a per-user seat limit go on from
+// there as chains of commands (tickets_chain.go).
 type Tickets struct {
 	k          *caller
 	ledger     *Ledger
 	partitions int
 }
-
-var errTicketsInCluster = ledger.Errorf(ledger.CodeInvalidArgument, "paying and per-user seat limits are not available in cluster mode")
 
 func (t *Tickets) do(ctx context.Context, key string, c *ticketCommand) (*ticketCommand, error) {
 	v, err := json.Marshal(c)
@@ -51,11 +49,10 @@ func (t *Tickets) CreateEvent(ctx context.Context, spec tickets.EventSpec) (tick
 	if err := spec.Validate(); err != nil {
 		return tickets.EventSpec{}, false, err
 	}
-	if spec.PerUserSeatLimit > 0 {
-		return tickets.EventSpec{}, false, errTicketsInCluster
-	}
+	var currency string // the organizer's, which its areas' payments need
 	if spec.Organizer != "" {
-		if _, err := t.ledger.Account(ctx, spec.Organizer); err != nil {
+		var err error
+		if currency, err = t.ledger.currencyOf(ctx, spec.Organizer); err != nil {
 			return tickets.EventSpec{}, false, err
 		}
 	}
@@ -70,7 +67,7 @@ func (t *Tickets) CreateEvent(ctx context.Context, spec tickets.EventSpec) (tick
 	var wg sync.WaitGroup
 	for i, a := range spec.Areas {
 		wg.Go(func() {
-			_, errs[i] = t.do(ctx, areaKey(spec.EventName, a.AreaID), &ticketCommand{Op: tkCreateArea, Event: &spec, AreaID: a.AreaID})
+			_, errs[i] = t.do(ctx, areaKey(spec.EventName, a.AreaID), &ticketCommand{Op: tkCreateArea, Event: &spec, AreaID: a.AreaID, Currency: currency})
 		})
 	}
 	wg.Wait()
@@ -157,15 +154,24 @@ func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.
 	return *out.Seats, nil
 }
 
-// PayReservation is refused in cluster mode.
-func (t *Tickets) PayReservation(context.Context, string, string) (tickets.Reservation, error) {
-	return tickets.Reservation{}, errTicketsInCluster
+// PayReservation pays a reserved hold from account to the event's
+// organizer (tickets_pay.go) and returns the reservation PAID; paying a
+// paid reservation returns it as it is.
+func (t *Tickets) PayReservation(ctx context.Context, id, account string) (tickets.Reservation, error) {
+	out, err := t.do(ctx, id, &ticketCommand{Op: tkPay, ID: id, Account: account})
+	return heldOutcome(id, out, err)
 }
 
 // CancelReservation cancels a held reservation in its partition; a
 // cancelled one is returned as it is (a replay).
 func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
 	out, err := t.do(ctx, id, &ticketCommand{Op: tkCancel, ID: id})
+	return heldOutcome(id, out, err)
+}
+
+// heldOutcome is the answer to a pay or a cancel of reservation id: the
+// reservation, and why the step was refused if it was.
+func heldOutcome(id string, out *ticketCommand, err error) (tickets.Reservation, error) {
 	switch {
 	case err != nil:
 		return tickets.Reservation{}, err
@@ -173,6 +179,10 @@ func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Res
 		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
 	case out.Refused != "":
 		return *out.Reservation, ledger.Errorf(tickets.CodeNotPayable, "%s", out.Refused)
+	case out.Err != nil:
+		return *out.Reservation, out.Err
+	case out.Fault != "":
+		return *out.Reservation, errors.New("cluster: paying: " + out.Fault)
 	}
 	return *out.Reservation, nil
 }

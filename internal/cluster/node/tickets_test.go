@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets"
@@ -26,6 +27,14 @@ func openStore(t *testing.T) *store.Store {
 // round, and writes the round's records back.
 func roundOf(t *testing.T, db *store.Store, now time.Time, cmds ...engine.Command) *ticketSlice {
 	t.Helper()
+	s, _ := roundOwing(t, db, now, cmds...)
+	return s
+}
+
+// roundOwing is roundOf, returning also the records the round owes other
+// partitions and waiting nodes.
+func roundOwing(t *testing.T, db *store.Store, now time.Time, cmds ...engine.Command) (*ticketSlice, []kafkalog.Output) {
+	t.Helper()
 	slices, err := newTicketSlices(db, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -37,8 +46,12 @@ func roundOf(t *testing.T, db *store.Store, now time.Time, cmds ...engine.Comman
 	if err := db.CommitNoSync(b); err != nil {
 		t.Fatal(err)
 	}
+	var owed []kafkalog.Output
+	for _, f := range s.Forwards(nil) {
+		owed = append(owed, f.Cmd.(owedOutput).out)
+	}
 	s.Finish()
-	return s
+	return s, owed
 }
 
 // An area's owner, loaded again from what its rounds wrote, never sells a

@@ -137,17 +137,19 @@ func (b *AtomicBatch) limit() int {
 func (s *shard) prepareAtomic(b *AtomicBatch, now time.Time) {
 	s.l.remote.learn(b.Currencies)
 	b.Nows[b.Step] = now
-	sp := s.book.Begin()
 	start := map[string]int64{} // debited account → available before the steps
 	need := map[string]int64{}  // debited account → most the steps took from it at once
 	var debited []string
+	for _, r := range b.Reqs[:b.limit()] {
+		if _, seen := start[r.From]; !seen && s.shardOf(r.From) == s.id {
+			start[r.From], debited = s.available(r.From), append(debited, r.From)
+		}
+	}
+	sp := s.book.Begin()
 	failed, err := -1, error(nil)
 	for i, r := range b.Reqs[:b.limit()] {
 		switch {
 		case s.shardOf(r.From) == s.id:
-			if _, seen := start[r.From]; !seen {
-				start[r.From], debited = s.available(r.From), append(debited, r.From)
-			}
 			var res WireResult
 			if res.Transfer, res.Replayed, err = s.book.Transfer(r, now); err != nil {
 				failed = i
@@ -209,7 +211,7 @@ func (s *shard) reserveAtomic(b *AtomicBatch, debited []string, need map[string]
 		debited = []string{s.firstCredited(b)}
 	}
 	for n, acct := range debited {
-		if err := s.book.Reserve(holdID(b, n), acct, need[acct], strings.Join(ids[acct], "\n"), now); err != nil {
+		if err := s.book.Reserve(s.holdID(b, n), acct, need[acct], strings.Join(ids[acct], "\n"), now); err != nil {
 			s.l.cfg.Logger.Error("atomic batch: reserving", "batch", b.ID, "err", err)
 		}
 	}
@@ -234,9 +236,10 @@ func (s *shard) firstCredited(b *AtomicBatch) string {
 	return ""
 }
 
-// holdID names the batch's n-th hold on a shard.
-func holdID(b *AtomicBatch, n int) string {
-	return fmt.Sprintf("%s%s.%d.%d", ledger.AtomicPrefix, b.ID, b.Attempt, n)
+// holdID names the batch's n-th hold on the shard: ids are the same
+// namespace on every shard.
+func (s *shard) holdID(b *AtomicBatch, n int) string {
+	return fmt.Sprintf("%s%s.%d.%d.%d", ledger.AtomicPrefix, b.ID, b.Attempt, s.id, n)
 }
 
 // forwardAtomic sends a prepared batch to the next shard of its chain;
@@ -313,11 +316,11 @@ func (s *shard) again(b *AtomicBatch) (AtomicBatch, bool) {
 // attempt, and reports whether it held them: a commit or abort of a batch
 // the shard holds nothing for is a replay, and does nothing.
 func (s *shard) releaseAtomic(b *AtomicBatch, now time.Time) bool {
-	if !s.book.Reserved(holdID(b, 0)) {
+	if !s.book.Reserved(s.holdID(b, 0)) {
 		return false
 	}
-	for n := 0; s.book.Reserved(holdID(b, n)); n++ {
-		s.book.Unreserve(holdID(b, n), now)
+	for n := 0; s.book.Reserved(s.holdID(b, n)); n++ {
+		s.book.Unreserve(s.holdID(b, n), now)
 	}
 	for i, r := range b.Reqs {
 		if s.shardOf(r.From) == s.id && !b.Results[i].Replayed {

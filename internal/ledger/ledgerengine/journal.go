@@ -58,6 +58,9 @@ func (s *shard) writeHistory(w *ledgerstore.LedgerBatch) {
 	h := &s.history
 	w.PutJournal(s.id, h.next, ch.JournalEntries, ch.Journal, ch.HoldsOpened)
 	h.next++
+	if !s.l.cfg.Cluster {
+		w.MarkTails(s.id, s.l.ckpt.epoch, h.next)
+	}
 	for _, a := range ch.Accounts {
 		if a.Recent.Len() >= chunkEntries {
 			storeChunk(w, a)
@@ -91,7 +94,7 @@ func (s *shard) writeHistory(w *ledgerstore.LedgerBatch) {
 
 // storeChunk moves a's Recent entries into a chunk.
 func storeChunk(w *ledgerstore.LedgerBatch, a *ledger.Account) {
-	w.PutChunk(a.ID, a.Entries, a.Recent)
+	w.PutChunk(a.ID, a.Entries, a.Balance, a.Recent)
 	// A new log, not the old one emptied: published copies of a still
 	// read its bytes.
 	a.Recent = ledger.EntryLog{}
@@ -222,6 +225,7 @@ func (l *Ledger) resetJournal() error {
 	}
 	epoch := rand.Uint64() | 1 // 0 is no epoch
 	w.ResetJournal(epoch)
+	w.ResetTailMarks(epoch, l.everyShard(nil))
 	if l.db.Fault() != nil {
 		// A store that refuses writes keeps its journal, to be replayed
 		// again at the next start; the Books hold the same state meanwhile.

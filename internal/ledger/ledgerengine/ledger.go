@@ -64,6 +64,9 @@ type Ledger struct {
 	history *historyCache
 	// remote knows other shards' accounts' currencies, in a cluster.
 	remote remoteCurrencies
+	// tailsRead says that recovery read the accounts' history tails from
+	// their tail records, not from the chunks (tails.go).
+	tailsRead bool
 }
 
 // Open loads the ledger from eng's storage into one Book per shard and
@@ -139,10 +142,10 @@ func (l *Ledger) load() error {
 	if err != nil {
 		return fmt.Errorf("load pending transfers: %w", err)
 	}
-	if err := l.loadAccounts(held); err != nil {
+	if l.tailsRead, err = l.loadAccounts(held, js); err != nil {
 		return fmt.Errorf("load accounts: %w", err)
 	}
-	l.cfg.Logger.Info("recovery: accounts and holds loaded", "elapsed", time.Since(began).Round(time.Millisecond))
+	l.cfg.Logger.Info("recovery: accounts and holds loaded", "from_tail_records", l.tailsRead, "elapsed", time.Since(began).Round(time.Millisecond))
 	if l.cfg.Cluster {
 		if err := l.loadCluster(); err != nil {
 			return fmt.Errorf("load cluster sums: %w", err)
@@ -162,33 +165,6 @@ func (l *Ledger) load() error {
 // Close waits for a checkpoint being written and starts no other. The
 // engine goes on; close it after.
 func (l *Ledger) Close() { l.ckpt.close() }
-
-// loadAccounts puts every stored account into its shard's Book, with
-// its balance and entry count as of its newest stored history entry and
-// held, by account, its open holds' sum.
-func (l *Ledger) loadAccounts(held map[string]int64) (err error) {
-	tails, err := l.db.Tails()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := tails.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	return l.db.EachAccount(func(a ledger.Account) error {
-		last, ok, err := tails.Newest(a.ID)
-		if err != nil {
-			return err
-		}
-		if ok {
-			a.Balance, a.Entries = last.BalanceAfter, last.Seq
-		}
-		a.Pending = held[a.ID]
-		l.shardFor(a.ID).book.Load(a)
-		return nil
-	})
-}
 
 // PendingIDs returns the ids of the open holds (pending transfers) whose id
 // starts with prefix, as stored: another workload's payments that a crash

@@ -56,7 +56,7 @@ func chunkOf(entries []ledger.Entry) []byte {
 // putRun stores entries, consecutive ones of account oldest first, as a
 // chunk.
 func putRun(w *LedgerBatch, account string, entries []ledger.Entry) {
-	w.PutChunk(account, entries[len(entries)-1].Seq, logOf(entries))
+	w.PutChunk(account, entries[len(entries)-1].Seq, entries[len(entries)-1].BalanceAfter, logOf(entries))
 }
 
 // journalOf encodes items as a journal record, an item of one entry each,

@@ -22,6 +22,9 @@ import (
 //	lj/<shard:2 BE><n:8 BE>    journal: the history entries of a shard's
 //	                           batch n not yet in chunks (history.go)
 //	lp/<transfer>              an open two-phase hold (value empty)
+//	lc/<account>               the account's newest chunk's seq and balance
+//	                           after it (tails.go)
+//	lv/tails                   every chunk has its lc/ record (tails.go)
 //	lk/e                       the journal's epoch (history.go)
 //	lk/t<shard:2 BE>           the shard's journal is trimmed below this
 //	                           record (history.go)

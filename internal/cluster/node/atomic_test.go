@@ -1,0 +1,240 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+)
+
+// An atomic batch across partitions, step by step on an owner whose
+// forwarded commands wait in a queue: the test chooses when each is
+// applied, rebuilds the owner from its changelog mid-protocol (a new owner
+// takes the partitions) and applies every decision twice (a command read
+// again).
+
+// pending is a forwarded command not yet applied.
+type pending struct {
+	shard int
+	value []byte
+}
+
+// batchRun is an atomic batch's commands in flight and the replies sent.
+type batchRun struct {
+	o       *owner
+	queue   []pending
+	replies [][]byte
+}
+
+// apply applies one command on shard, queues what the round forwarded and
+// keeps its replies and changelog records.
+func (r *batchRun) apply(shard int, value []byte, replyTo []byte) {
+	cmd, err := ledgerengine.Decode(value)
+	if err != nil {
+		r.o.t.Fatal(err)
+	}
+	if replyTo != nil {
+		ledgerengine.SetReplyTo(cmd, replyTo)
+	}
+	call, err := r.o.led.Submit(context.Background(), shard, cmd)
+	if err == nil {
+		err = call.Wait(context.Background())
+	}
+	if err != nil {
+		r.o.t.Fatal(err)
+	}
+	for _, out := range r.o.commit.take() {
+		switch out.Kind {
+		case kafkalog.Change:
+			r.o.changelog[out.Partition] = append(r.o.changelog[out.Partition], out)
+		case kafkalog.Forward:
+			r.queue = append(r.queue, pending{int(out.Partition), out.Value[1:]})
+		case kafkalog.Reply:
+			r.replies = append(r.replies, out.Value)
+		}
+	}
+}
+
+// next applies the oldest queued command, twice if it is a decision, and
+// reports its op; "" once the queue is empty.
+func (r *batchRun) next() string {
+	if len(r.queue) == 0 {
+		return ""
+	}
+	p := r.queue[0]
+	r.queue = r.queue[1:]
+	var w ledgerengine.WireCommand
+	if err := json.Unmarshal(p.value, &w); err != nil {
+		r.o.t.Fatal(err)
+	}
+	r.apply(p.shard, p.value, nil)
+	if w.Op == ledgerengine.OpAtomicCommit || w.Op == ledgerengine.OpAtomicAbort {
+		r.apply(p.shard, p.value, nil)
+	}
+	return w.Op
+}
+
+// startChain sends an atomic batch of items to its first partition as a
+// front node would.
+func startChain(o *owner, items ...ledger.TransferRequest) *batchRun {
+	var chain []int
+	for _, it := range items {
+		for _, id := range []string{it.From, it.To} {
+			if p := engine.ShardIndex(id, testShards); !contains(chain, p) {
+				chain = append(chain, p)
+			}
+		}
+	}
+	b := ledgerengine.AtomicBatch{
+		ID: "b1", Reqs: items, Currencies: map[string]string{}, Chain: chain,
+		Results: make([]ledgerengine.WireResult, len(items)), Nows: make([]time.Time, len(chain)), Failed: -1,
+	}
+	for _, it := range items {
+		b.Currencies[it.To] = "USD"
+	}
+	v, _ := json.Marshal(&ledgerengine.WireCommand{Op: ledgerengine.OpAtomicPrepare, Batch: &b})
+	r := &batchRun{o: o}
+	r.apply(chain[0], v, []byte("0:client"))
+	return r
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// fundedOwner opens an owner with a, b, c on partitions 0, 1, 2, each
+// funded with 100.
+func fundedOwner(t *testing.T) (*owner, []string) {
+	o := openOwner(t, map[int32][]kafkalog.Output{})
+	ids := []string{idIn("a", 0), idIn("b", 1), idIn("c", 2)}
+	for _, id := range append([]string{ledger.WorldID}, ids...) {
+		o.do(engine.ShardIndex(id, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpCreateAccount, Spec: &ledger.AccountSpec{ID: id, Currency: "USD"}})
+	}
+	for _, id := range ids {
+		req := ledger.TransferRequest{ID: "fund-" + id, From: ledger.WorldID, To: id, Amount: 100}
+		o.do(engine.ShardIndex(ledger.WorldID, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{id: "USD"}})
+	}
+	return o, ids
+}
+
+// account reads id on o.
+func (o *owner) account(id string) ledger.Account {
+	return *o.do(engine.ShardIndex(id, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpAccount, ID: id}).Account
+}
+
+// conserved fails unless o's balances and credits in flight sum to 0.
+func (o *owner) conserved(when string) {
+	var sum int64
+	for p := range testShards {
+		st := o.do(p, ledgerengine.WireCommand{Op: ledgerengine.OpStats}).Stats
+		sum += st.Balances["USD"] + st.Credits.Sent["USD"] - st.Credits.Received["USD"]
+	}
+	if sum != 0 {
+		o.t.Fatalf("%s: balances and credits in flight sum to %d", when, sum)
+	}
+}
+
+// transferCode is the code of reading transfer id on shard.
+func (o *owner) transferCode(shard int, id string) ledger.Code {
+	out := o.do(shard, ledgerengine.WireCommand{Op: ledgerengine.OpGetTransfer, ID: id})
+	if out.Err != nil {
+		return out.Err.Code
+	}
+	return ""
+}
+
+// A committed batch: while prepared, its debits are held and nothing else
+// shows, across an owner's rebuild too (holds and id claims come back from
+// the changelog); each decision applied twice takes effect once; the
+// client gets one reply; money is conserved at every step.
+func TestAtomicChainCommitsOnceAcrossRebuilds(t *testing.T) {
+	o, ids := fundedOwner(t)
+	a, b, c := ids[0], ids[1], ids[2]
+	r := startChain(o, item("x1", a, b, 60), item("x2", b, c, 150), item("x3", c, a, 10))
+	if op := r.next(); op != ledgerengine.OpAtomicPrepare { // b's partition prepares
+		t.Fatalf("second step %q", op)
+	}
+	midway := func(when string) {
+		// a holds x1's 60, b the 90 its steps take below its 100.
+		if got := [4]int64{r.o.account(a).Balance, r.o.account(a).Pending, r.o.account(b).Balance, r.o.account(b).Pending}; got != [4]int64{100, 60, 100, 90} {
+			t.Fatalf("%s: a's and b's balance and pending %v", when, got)
+		}
+		if code := r.o.transferCode(0, "x1"); code != ledger.CodeTransferNotFound {
+			t.Fatalf("%s: x1 read as %q before the decision", when, code)
+		}
+		req := ledger.TransferRequest{ID: "x1", From: a, To: c, Amount: 1}
+		out := r.o.do(0, ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{c: "USD"}})
+		if out.Err == nil || out.Err.Code != ledger.CodeIdempotencyConflict {
+			t.Fatalf("%s: another transfer x1 while the batch holds the id: %+v", when, out.Err)
+		}
+		r.o.conserved(when)
+	}
+	midway("prepared on two partitions")
+	r.o = openOwner(t, r.o.changelog)
+	midway("rebuilt while prepared")
+	for op := r.next(); op != ""; op = r.next() {
+		r.o.conserved("after " + op)
+	}
+	if len(r.replies) != 1 {
+		t.Fatalf("%d replies", len(r.replies))
+	}
+	var out ledgerengine.WireOutcome
+	if err := json.Unmarshal(r.replies[0], &out); err != nil || len(out.Results) != 3 {
+		t.Fatalf("reply %s: %v", r.replies[0], err)
+	}
+	for i, res := range out.Results {
+		if res.Err != nil || res.Transfer.State != ledger.StatePosted {
+			t.Fatalf("item %d: %+v", i, res)
+		}
+	}
+	for id, want := range map[string][3]int64{a: {50, 0, 3}, b: {10, 0, 3}, c: {240, 0, 3}} {
+		acc := r.o.account(id)
+		if got := [3]int64{acc.Balance, acc.Pending, int64(acc.Entries)}; got != want {
+			t.Fatalf("%s: balance, pending, entries %v, want %v", id, got, want)
+		}
+	}
+}
+
+// An aborted batch, one item failing on the last partition: the holds of
+// the partitions that prepared are released, also when the abort is read
+// twice and after a rebuild, and nothing of the batch shows anywhere.
+func TestAtomicChainAbortLeavesNoTrace(t *testing.T) {
+	o, ids := fundedOwner(t)
+	a, b, c := ids[0], ids[1], ids[2]
+	before := o.state(append(ids, ledger.WorldID))
+	r := startChain(o, item("y1", a, b, 10), item("y2", b, c, 5), item("y3", c, a, 500))
+	r.next() // b prepares
+	r.o = openOwner(t, r.o.changelog)
+	for op := r.next(); op != ""; op = r.next() {
+		r.o.conserved("after " + op)
+	}
+	if after := r.o.state(append(ids, ledger.WorldID)); after != before {
+		t.Fatalf("after the abort\n%s\nbefore\n%s", after, before)
+	}
+	for _, id := range []string{a, b} {
+		if p := r.o.account(id).Pending; p != 0 {
+			t.Fatalf("%s still holds %d", id, p)
+		}
+	}
+	for i, id := range []string{"y1", "y2", "y3"} {
+		if code := r.o.transferCode(i, id); code != ledger.CodeTransferNotFound {
+			t.Fatalf("%s read as %q", id, code)
+		}
+	}
+	var out ledgerengine.WireOutcome
+	if len(r.replies) != 1 || json.Unmarshal(r.replies[0], &out) != nil || len(out.Results) != 3 ||
+		out.Results[2].Err == nil || out.Results[2].Err.Code != ledger.CodeInsufficientFunds ||
+		out.Results[0].Err == nil || out.Results[0].Err.Code != ledger.CodeBatchAborted {
+		t.Fatalf("replies %q", r.replies)
+	}
+}
