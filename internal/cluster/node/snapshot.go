@@ -51,12 +51,17 @@ type snapshots struct {
 	read atomic.Int64
 }
 
-// openSnapshots opens the copy in dir/snapshot. A copy that cannot be
-// opened (damaged by a crash of the machine, say) is dropped: every
-// partition is then read from the changelog.
+// openSnapshots opens the copy in dir/snapshot. A copy damaged by a crash
+// of the machine (a WAL cut in its middle, a corrupt file) is dropped:
+// every partition is then read from the changelog. Other errors (another
+// process holds the directory, a failing disk) are returned.
 func openSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*snapshots, error) {
 	path := filepath.Join(dir, "snapshot")
 	db, err := store.Open(path, store.Options{NoSync: true})
+	var damage *store.WALDamage
+	if err != nil && !errors.As(err, &damage) && !errors.Is(err, pebble.ErrCorruption) {
+		return nil, err
+	}
 	if err != nil {
 		logger.Warn("cluster: dropping the local snapshot", "err", err)
 		if err := os.RemoveAll(path); err != nil {
