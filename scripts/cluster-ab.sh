@@ -7,6 +7,8 @@
 # and of the load generator, read from /proc/PID/stat around the measured run only. Give the
 # binaries in ABBA order: on a shared machine only back-to-back pairs compare.
 #
+# NODES 0 runs one embedded node (no Kafka) the same way, to compare with.
+#
 # Usage: KAFKA=host:port KAFKA_DIR=DIR [OUT=DIR] [PROFILE=DIR] scripts/cluster-ab.sh SECS LABEL:BINARY:NODES ...
 #   KAFKA_DIR is the directory scripts/kafka.sh start -d was given (its node-*/pid are the
 #   brokers). e.g.
@@ -33,16 +35,27 @@ run=0
 for spec in "$@"; do
   IFS=: read -r label bin nodes <<< "$spec"
   run=$((run + 1)); name="ab$$-$run"; targets=()
-  for i in $(seq 1 "$nodes"); do
+  cluster=(--kafka "$KAFKA" --cluster "$name" --partitions "${PARTITIONS:-6}")
+  if [ "$nodes" = 0 ]; then cluster=(); fi # one embedded node, to compare with
+  for i in $(seq 1 "$((nodes > 0 ? nodes : 1))"); do
     addr=127.0.0.1:$((18500 + i))
-    "$bin" serve --addr "$addr" --data "$work/$name-n$i" --kafka "$KAFKA" --cluster "$name" \
-      --partitions "${PARTITIONS:-6}" > "$work/$name-n$i.log" 2>&1 &
+    "$bin" serve --addr "$addr" --data "$work/$name-n$i" "${cluster[@]}" > "$work/$name-n$i.log" 2>&1 &
     pids+=($!); targets+=("http://$addr")
   done
   t=$(IFS=,; echo "${targets[*]}")
-  for u in "${targets[@]}"; do until curl -sf "$u/readyz" > /dev/null; do sleep 0.2; done; done
+  # every node ready at once, 6 times in a row: a node joining the group moves the others' partitions
+  steady=0
+  until [ "$steady" = 6 ]; do
+    steady=$((steady + 1))
+    for i in "${!targets[@]}"; do
+      kill -0 "${pids[i]}" 2> /dev/null || { tail -3 "$work/$name-n$((i + 1)).log" >&2; exit 1; }
+      curl -sf "${targets[i]}/readyz" > /dev/null || steady=0
+    done
+    sleep 0.5
+  done
   # shellcheck disable=SC2086 # bench flags are words
-  "$bin" bench transfer --target "$t" $bench --duration 0 --iterations 2000 --vus 50 > /dev/null 2>&1
+  "$bin" bench transfer --target "$t" $bench --duration 0 --iterations 2000 --vus 50 > "$work/warmup.log" 2>&1 ||
+    { echo "$label: the setup and warm-up failed:" >&2; tail -5 "$work/warmup.log" >&2; }
   b0=$(sum_ticks $(brokers)); n0=(); for p in "${pids[@]}"; do n0+=("$(ticks "$p")"); done
   st0=$(head -1 /proc/stat)
   if [ -n "${PROFILE:-}" ]; then
@@ -55,6 +68,7 @@ for spec in "$@"; do
   st1=$(head -1 /proc/stat)
   [ -n "${prof:-}" ] && wait "$prof"
   n=$(echo "$res" | awk '/http_reqs/ {print $2}')
+  [ "${n:-0}" -gt 0 ] || { echo "$label: no transfer done: $res" | tail -5 >&2; stop_nodes; continue; }
   per() { echo $(( $1 * 1000000 / hz / n )); }
   nodecpu=""; i=0
   for p in "${pids[@]}"; do nodecpu+=" n$((i + 1)) $(per $(( $(ticks "$p") - n0[i] )))"; i=$((i + 1)); done

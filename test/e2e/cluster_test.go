@@ -101,6 +101,7 @@ func TestClusterSurvivesANodesKill(t *testing.T) {
 	if _, r, err := c.nodes[2].c.Stats(); err != nil || r.Status != http.StatusOK {
 		t.Fatalf("the restarted node does not serve the ledger: %v %v", r, err)
 	}
+	logRestores(t, c.nodes[2], 0)
 }
 
 // A broker's kill -9 under load, with 3 brokers (replication factor 3,
@@ -149,41 +150,77 @@ func (c *clusterNodes) loseNothing(t *testing.T, kill func()) {
 func (c *clusterNodes) load(t *testing.T, accounts, workers, each int, kill func()) map[string]TransferReq {
 	var mu sync.Mutex
 	acked := map[string]TransferReq{}
+	halfwayKill(workers, each, 7, func() {
+		marks := make([]int, len(c.nodes))
+		for i, s := range c.nodes {
+			marks[i] = len(s.out.String())
+		}
+		killed := time.Now()
+		kill()
+		if _, r, err := c.nodes[0].c.Stats(); err != nil || r.Status != http.StatusOK {
+			t.Errorf("stats after the kill: %v %v", r, err)
+		}
+		t.Logf("killed at %s: every partition served again after %v", killed.UTC().Format("15:04:05.000"), time.Since(killed).Round(time.Millisecond))
+		c.logRestores(t, marks)
+	}, func(w, n int, rng *rand.Rand) {
+		from, to := rng.IntN(accounts), rng.IntN(accounts-1)
+		if to >= from {
+			to++
+		}
+		tr := TransferReq{ID: fmt.Sprintf("w%d-%d", w, n), From: fmt.Sprint("acct-", from), To: fmt.Sprint("acct-", to), Amount: int64(1 + rng.IntN(100))}
+		if r := c.do(w, http.MethodPost, "/v1/transfers", tr, nil); r.Status != http.StatusCreated && r.Status != http.StatusOK {
+			t.Errorf("transfer %s: %s", tr.ID, r)
+			return
+		}
+		mu.Lock()
+		acked[tr.ID] = tr
+		mu.Unlock()
+	})
+	return acked
+}
+
+// halfwayKill runs op each times on each of workers workers, each with its
+// own random source (seeded with seed), calls kill once half the
+// operations are done, and returns when all are.
+func halfwayKill(workers, each int, seed uint64, kill func(), op func(w, n int, rng *rand.Rand)) {
 	var done atomic.Int64
 	half := make(chan struct{})
-	var once sync.Once
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			rng := rand.New(rand.NewPCG(uint64(w), seed))
 			for n := range each {
-				from, to := rng.IntN(accounts), rng.IntN(accounts-1)
-				if to >= from {
-					to++
-				}
-				tr := TransferReq{ID: fmt.Sprintf("w%d-%d", w, n), From: fmt.Sprint("acct-", from), To: fmt.Sprint("acct-", to), Amount: int64(1 + rng.IntN(100))}
-				if r := c.do(w, http.MethodPost, "/v1/transfers", tr, nil); r.Status != http.StatusCreated && r.Status != http.StatusOK {
-					t.Errorf("transfer %s: %s", tr.ID, r)
-					continue
-				}
-				mu.Lock()
-				acked[tr.ID] = tr
-				mu.Unlock()
+				op(w, n, rng)
 				if done.Add(1) == int64(workers*each/2) {
-					once.Do(func() { close(half) })
+					close(half)
 				}
 			}
 		})
 	}
 	<-half
-	killed := time.Now()
 	kill()
-	if _, r, err := c.nodes[0].c.Stats(); err != nil || r.Status != http.StatusOK {
-		t.Errorf("stats after the kill: %v %v", r, err)
-	}
-	t.Logf("killed: every partition served again after %v", time.Since(killed).Round(time.Millisecond))
 	wg.Wait()
-	return acked
+}
+
+// logRestores logs what the live nodes said of their partitions since
+// their output's length was marks: when each rebuild ended, how long it
+// took and how many changelog records it read.
+func (c *clusterNodes) logRestores(t *testing.T, marks []int) {
+	for i, s := range c.nodes {
+		if c.alive[i].Load() {
+			logRestores(t, s, marks[i])
+		}
+	}
+}
+
+// logRestores logs what s said of its partitions after the first mark
+// bytes of its output.
+func logRestores(t *testing.T, s *server, mark int) {
+	for line := range strings.Lines(s.out.String()[mark:]) {
+		if strings.Contains(line, "cluster: partitions restored") || strings.Contains(line, "round not committed") || strings.Contains(line, "whole changelog") {
+			t.Logf("%s: %s", s.name, strings.TrimSpace(line))
+		}
+	}
 }
 
 // checkTransfers proves every acknowledged transfer is there, the balances

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -26,6 +27,12 @@ func (l *Ledger) atomicAcross(ctx context.Context, reqs []ledger.TransferRequest
 		if items[i].ID == "" {
 			items[i].ID = uuid.Must(uuid.NewV7()).String()
 		}
+	}
+	if err := fitsOneRecord(items); err != nil {
+		for i := range res {
+			res[i].Err = err
+		}
+		return res
 	}
 	b := &ledgerengine.AtomicBatch{
 		ID: uuid.NewString(), Reqs: items, Currencies: cur, Chain: l.chain(items),
@@ -66,4 +73,25 @@ func (l *Ledger) chain(items []ledger.TransferRequest) []int {
 		}
 	}
 	return out
+}
+
+// maxAtomicBytes bounds an atomic batch across partitions as its command
+// carries it: under Kafka's default record limit (1 MiB: the brokers'
+// message.max.bytes, the producer's batch size), with room for the
+// chain's fields. A command too large to forward would fail its round
+// each time it is read.
+const maxAtomicBytes = 900_000
+
+// fitsOneRecord refuses items whose batch could not travel as one record
+// once every item's result is added: a result repeats the request's
+// strings and adds about 300 bytes of fixed fields.
+func fitsOneRecord(items []ledger.TransferRequest) error {
+	b, err := json.Marshal(items)
+	if err != nil {
+		return err
+	}
+	if size := 2*len(b) + 320*len(items); size > maxAtomicBytes {
+		return ledger.Errorf(ledger.CodeInvalidArgument, "in cluster mode an atomic batch across partitions carries at most %d bytes of items (this one about %d): split it, or send it non-atomic", maxAtomicBytes, size)
+	}
+	return nil
 }

@@ -24,34 +24,66 @@ type pending struct {
 	value []byte
 }
 
-// batchRun is an atomic batch's commands in flight and the replies sent.
+// batchRun is an atomic batch's commands in flight and the replies sent,
+// on the owners of the partitions.
 type batchRun struct {
-	o       *owner
+	of      [testShards]*owner
 	queue   []pending
 	replies [][]byte
+}
+
+// on is the owner of shard.
+func (r *batchRun) on(shard int) *owner { return r.of[shard] }
+
+// split rebuilds the partitions' state on two new owners, one of
+// partition 0 and one of the others, from the changelog alone: each
+// knows only its own partitions' accounts.
+func (r *batchRun) split() {
+	changelog := r.of[0].changelog
+	a, b := openOwnerOf(r.of[0].t, changelog, 0), openOwnerOf(r.of[0].t, changelog, 1, 2)
+	r.of = [testShards]*owner{a, b, b}
+}
+
+// conserved fails unless the partitions' balances and credits in flight
+// sum to 0.
+func (r *batchRun) conserved(when string) {
+	var sum int64
+	for p := range testShards {
+		st := r.on(p).do(p, ledgerengine.WireCommand{Op: ledgerengine.OpStats}).Stats
+		sum += st.Balances["USD"] + st.Credits.Sent["USD"] - st.Credits.Received["USD"]
+	}
+	if sum != 0 {
+		r.of[0].t.Fatalf("%s: balances and credits in flight sum to %d", when, sum)
+	}
+}
+
+// account reads id on its partition's owner.
+func (r *batchRun) account(id string) ledger.Account {
+	return r.on(engine.ShardIndex(id, testShards)).account(id)
 }
 
 // apply applies one command on shard, queues what the round forwarded and
 // keeps its replies and changelog records.
 func (r *batchRun) apply(shard int, value []byte, replyTo []byte) {
+	o := r.on(shard)
 	cmd, err := ledgerengine.Decode(value)
 	if err != nil {
-		r.o.t.Fatal(err)
+		o.t.Fatal(err)
 	}
 	if replyTo != nil {
 		ledgerengine.SetReplyTo(cmd, replyTo)
 	}
-	call, err := r.o.led.Submit(context.Background(), shard, cmd)
+	call, err := o.led.Submit(context.Background(), shard, cmd)
 	if err == nil {
 		err = call.Wait(context.Background())
 	}
 	if err != nil {
-		r.o.t.Fatal(err)
+		o.t.Fatal(err)
 	}
-	for _, out := range r.o.commit.take() {
+	for _, out := range o.commit.take() {
 		switch out.Kind {
 		case kafkalog.Change:
-			r.o.changelog[out.Partition] = append(r.o.changelog[out.Partition], out)
+			o.changelog[out.Partition] = append(o.changelog[out.Partition], out)
 		case kafkalog.Forward:
 			r.queue = append(r.queue, pending{int(out.Partition), out.Value[1:]})
 		case kafkalog.Reply:
@@ -70,7 +102,7 @@ func (r *batchRun) next() string {
 	r.queue = r.queue[1:]
 	var w ledgerengine.WireCommand
 	if err := json.Unmarshal(p.value, &w); err != nil {
-		r.o.t.Fatal(err)
+		r.on(p.shard).t.Fatal(err)
 	}
 	r.apply(p.shard, p.value, nil)
 	if w.Op == ledgerengine.OpAtomicCommit || w.Op == ledgerengine.OpAtomicAbort {
@@ -98,7 +130,7 @@ func startChain(o *owner, items ...ledger.TransferRequest) *batchRun {
 		b.Currencies[it.To] = "USD"
 	}
 	v, _ := json.Marshal(&ledgerengine.WireCommand{Op: ledgerengine.OpAtomicPrepare, Batch: &b})
-	r := &batchRun{o: o}
+	r := &batchRun{of: [testShards]*owner{o, o, o}}
 	r.apply(chain[0], v, []byte("0:client"))
 	return r
 }
@@ -132,18 +164,6 @@ func (o *owner) account(id string) ledger.Account {
 	return *o.do(engine.ShardIndex(id, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpAccount, ID: id}).Account
 }
 
-// conserved fails unless o's balances and credits in flight sum to 0.
-func (o *owner) conserved(when string) {
-	var sum int64
-	for p := range testShards {
-		st := o.do(p, ledgerengine.WireCommand{Op: ledgerengine.OpStats}).Stats
-		sum += st.Balances["USD"] + st.Credits.Sent["USD"] - st.Credits.Received["USD"]
-	}
-	if sum != 0 {
-		o.t.Fatalf("%s: balances and credits in flight sum to %d", when, sum)
-	}
-}
-
 // transferCode is the code of reading transfer id on shard.
 func (o *owner) transferCode(shard int, id string) ledger.Code {
 	out := o.do(shard, ledgerengine.WireCommand{Op: ledgerengine.OpGetTransfer, ID: id})
@@ -166,24 +186,24 @@ func TestAtomicChainCommitsOnceAcrossRebuilds(t *testing.T) {
 	}
 	midway := func(when string) {
 		// a holds x1's 60, b the 90 its steps take below its 100.
-		if got := [4]int64{r.o.account(a).Balance, r.o.account(a).Pending, r.o.account(b).Balance, r.o.account(b).Pending}; got != [4]int64{100, 60, 100, 90} {
+		if got := [4]int64{r.account(a).Balance, r.account(a).Pending, r.account(b).Balance, r.account(b).Pending}; got != [4]int64{100, 60, 100, 90} {
 			t.Fatalf("%s: a's and b's balance and pending %v", when, got)
 		}
-		if code := r.o.transferCode(0, "x1"); code != ledger.CodeTransferNotFound {
+		if code := r.on(0).transferCode(0, "x1"); code != ledger.CodeTransferNotFound {
 			t.Fatalf("%s: x1 read as %q before the decision", when, code)
 		}
 		req := ledger.TransferRequest{ID: "x1", From: a, To: c, Amount: 1}
-		out := r.o.do(0, ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{c: "USD"}})
+		out := r.on(0).do(0, ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{c: "USD"}})
 		if out.Err == nil || out.Err.Code != ledger.CodeIdempotencyConflict {
 			t.Fatalf("%s: another transfer x1 while the batch holds the id: %+v", when, out.Err)
 		}
-		r.o.conserved(when)
+		r.conserved(when)
 	}
 	midway("prepared on two partitions")
-	r.o = openOwner(t, r.o.changelog)
-	midway("rebuilt while prepared")
+	r.split()
+	midway("rebuilt while prepared, on two owners")
 	for op := r.next(); op != ""; op = r.next() {
-		r.o.conserved("after " + op)
+		r.conserved("after " + op)
 	}
 	if len(r.replies) != 1 {
 		t.Fatalf("%d replies", len(r.replies))
@@ -198,7 +218,7 @@ func TestAtomicChainCommitsOnceAcrossRebuilds(t *testing.T) {
 		}
 	}
 	for id, want := range map[string][3]int64{a: {50, 0, 3}, b: {10, 0, 3}, c: {240, 0, 3}} {
-		acc := r.o.account(id)
+		acc := r.account(id)
 		if got := [3]int64{acc.Balance, acc.Pending, int64(acc.Entries)}; got != want {
 			t.Fatalf("%s: balance, pending, entries %v, want %v", id, got, want)
 		}
@@ -214,20 +234,22 @@ func TestAtomicChainAbortLeavesNoTrace(t *testing.T) {
 	before := o.state(append(ids, ledger.WorldID))
 	r := startChain(o, item("y1", a, b, 10), item("y2", b, c, 5), item("y3", c, a, 500))
 	r.next() // b prepares
-	r.o = openOwner(t, r.o.changelog)
+	r.split()
 	for op := r.next(); op != ""; op = r.next() {
-		r.o.conserved("after " + op)
+		r.conserved("after " + op)
 	}
-	if after := r.o.state(append(ids, ledger.WorldID)); after != before {
+	r.of = [testShards]*owner{openOwner(t, o.changelog)}
+	r.of[1], r.of[2] = r.of[0], r.of[0]
+	if after := r.on(0).state(append(ids, ledger.WorldID)); after != before {
 		t.Fatalf("after the abort\n%s\nbefore\n%s", after, before)
 	}
 	for _, id := range []string{a, b} {
-		if p := r.o.account(id).Pending; p != 0 {
+		if p := r.account(id).Pending; p != 0 {
 			t.Fatalf("%s still holds %d", id, p)
 		}
 	}
 	for i, id := range []string{"y1", "y2", "y3"} {
-		if code := r.o.transferCode(i, id); code != ledger.CodeTransferNotFound {
+		if code := r.on(i).transferCode(i, id); code != ledger.CodeTransferNotFound {
 			t.Fatalf("%s read as %q", id, code)
 		}
 	}

@@ -26,9 +26,16 @@ type owner struct {
 	changelog map[int32][]kafkalog.Output
 }
 
-// openOwner opens an owner on dir, replaying changelog into it first.
+// openOwner opens an owner of every partition, replaying changelog into
+// it first.
 func openOwner(t *testing.T, changelog map[int32][]kafkalog.Output) *owner {
-	dir := replayed(t, changelog)
+	return openOwnerOf(t, changelog, 0, 1, 2)
+}
+
+// openOwnerOf opens an owner that replays only the changelog of parts, as
+// a node owning those partitions restores them.
+func openOwnerOf(t *testing.T, changelog map[int32][]kafkalog.Output, parts ...int32) *owner {
+	dir := replayed(t, changelog, parts...)
 	o := &owner{t: t, commit: &committer{}, changelog: changelog}
 	var err error
 	o.eng, err = engine.Open(engine.Config{Dir: dir, Shards: testShards, Commit: o.commit, Logger: slog.New(slog.DiscardHandler)})
@@ -44,8 +51,9 @@ func openOwner(t *testing.T, changelog map[int32][]kafkalog.Output) *owner {
 	return o
 }
 
-// replayed returns a new store directory holding changelog's records.
-func replayed(t *testing.T, changelog map[int32][]kafkalog.Output) string {
+// replayed returns a new store directory holding the records of parts in
+// changelog.
+func replayed(t *testing.T, changelog map[int32][]kafkalog.Output, parts ...int32) string {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(dir, store.Options{NoSync: true})
@@ -54,7 +62,7 @@ func replayed(t *testing.T, changelog map[int32][]kafkalog.Output) string {
 	}
 	defer db.Close()
 	b := db.NewBatch()
-	for p := range int32(testShards) {
+	for _, p := range parts {
 		for _, o := range changelog[p] {
 			if err := replay(b, nil, o.Key, o.Value); err != nil {
 				t.Fatal(err)
@@ -187,7 +195,7 @@ func newRounds(t *testing.T) *rounds {
 func (r *rounds) rebuild() {
 	r.st.close()
 	var err error
-	if r.st, err = r.n.open(replayed(r.t, r.changelog), 0); err != nil {
+	if r.st, err = r.n.open(replayed(r.t, r.changelog, 0, 1, 2), 0); err != nil {
 		r.t.Fatal(err)
 	}
 }

@@ -3,10 +3,12 @@ package node
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,12 +51,17 @@ type snapshots struct {
 	read atomic.Int64
 }
 
-// openSnapshots opens the copy in dir/snapshot. A copy that cannot be
-// opened (damaged by a crash of the machine, say) is dropped: every
-// partition is then read from the changelog.
+// openSnapshots opens the copy in dir/snapshot. A copy damaged by a crash
+// of the machine (a WAL cut in its middle, a corrupt file) is dropped:
+// every partition is then read from the changelog. Other errors (another
+// process holds the directory, a failing disk) are returned.
 func openSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*snapshots, error) {
 	path := filepath.Join(dir, "snapshot")
 	db, err := store.Open(path, store.Options{NoSync: true})
+	var damage *store.WALDamage
+	if err != nil && !errors.As(err, &damage) && !errors.Is(err, pebble.ErrCorruption) {
+		return nil, err
+	}
 	if err != nil {
 		logger.Warn("cluster: dropping the local snapshot", "err", err)
 		if err := os.RemoveAll(path); err != nil {
@@ -137,6 +144,23 @@ func (s *snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32
 		}
 	}
 	return nil
+}
+
+// restoreAll restores partitions into cache (see restore), all at once:
+// a moved partition's restore waits for its former owner's transaction to
+// end, and the others need not wait behind it.
+func (s *snapshots) restoreAll(ctx context.Context, cache *store.Store, partitions []int32) error {
+	errs := make([]error, len(partitions))
+	var wg sync.WaitGroup
+	for i, p := range partitions {
+		wg.Go(func() {
+			if err := s.restore(ctx, cache, p); err != nil {
+				errs[i] = fmt.Errorf("node: restoring partition %d: %w", p, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // restore writes partition p's state into cache: its copy and the

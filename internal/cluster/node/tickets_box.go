@@ -23,6 +23,10 @@ type Tickets struct {
 	k          *caller
 	ledger     *Ledger
 	partitions int
+	// limits are the per-user seat limits of events, learnt from the
+	// answers of their reservations (an event never changes), so that a
+	// reservation in a limited event goes to its user's partition first.
+	limits sync.Map
 }
 
 func (t *Tickets) do(ctx context.Context, key string, c *ticketCommand) (*ticketCommand, error) {
@@ -105,15 +109,24 @@ func (t *Tickets) Event(name string) (tickets.EventStatus, error) {
 	return st, nil
 }
 
-// Reserve files and decides a reservation in its area's partition; the id
-// returned names a decided reservation.
+// Reserve files and decides a reservation in its area's partition (in an
+// event known to be limited, its user's partition first: tickets_limit.go);
+// the id returned names a decided reservation.
 func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
 	key := areaKey(req.EventID, req.AreaID)
 	id := reservationID(engine.ShardIndex(key, t.partitions), t.partitions)
+	c := &ticketCommand{Op: tkReserve, ID: id, User: userID, Req: &req}
+	if limit, ok := t.limits.Load(req.EventID); ok {
+		c.Op, c.Limit, key = tkClaim, limit.(int), limitKey(req.EventID, userID)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if _, err := t.do(ctx, key, &ticketCommand{Op: tkReserve, ID: id, User: userID, Req: &req}); err != nil {
+	out, err := t.do(ctx, key, c)
+	if err != nil {
 		return "", err
+	}
+	if out.Limit > 0 {
+		t.limits.Store(req.EventID, out.Limit)
 	}
 	return id, nil
 }

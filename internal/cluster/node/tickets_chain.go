@@ -89,10 +89,11 @@ func (s *ticketSlice) applyChain(c *ticketCommand, now time.Time) {
 }
 
 // reserveLimited decides a reservation. In an event with a per-user seat
-// limit, a reservation a node filed goes first to its user's partition,
-// which claims its seats and sends it back with the verdict (claim);
-// the area's owner then decides it, answers the node, and gives the claim
-// back if the reservation failed.
+// limit, a reservation a node filed here goes first to its user's
+// partition, which claims its seats and sends it back with the verdict
+// (claim); the area's owner then decides it, answers the node (with the
+// limit, which the node keeps), and gives the claim back if the
+// reservation failed.
 func (s *ticketSlice) reserveLimited(c *ticketCommand, now time.Time) {
 	a := s.areas[areaKey(c.Req.EventID, c.Req.AreaID)]
 	limited := a != nil && a.event.PerUserSeatLimit > 0
@@ -109,8 +110,8 @@ func (s *ticketSlice) reserveLimited(c *ticketCommand, now time.Time) {
 	r := s.reserve(c.ID, c.User, *c.Req, now, c.Claim == claimRefused)
 	cp := *r
 	c.Reservation = &cp
-	if limited && c.Claim == claimGranted && !known && !r.HoldsSeats() {
-		s.releaseClaim(r)
+	if c.Claim == claimGranted && !known && !r.HoldsSeats() {
+		s.releaseClaim(r) // an unknown area's too: its claim came from the node
 	}
 	if c.Claim != "" {
 		s.answer(c.ReplyTo, c)

@@ -301,3 +301,27 @@ func TestTicketPaymentAfterTheHoldMovesNothing(t *testing.T) {
 		t.Fatalf("paying an event without an organizer: %+v %q", run, p.Refused)
 	}
 }
+
+// A claim sent straight by a node that knows the event's limit is
+// answered to that node, with the limit; one for an area the event does
+// not have fails as INVALID_EVENT_AREA and gives its claim back.
+func TestTicketLimitTakesClaimsFromNodes(t *testing.T) {
+	db := openStore(t)
+	now := time.Now().UTC()
+	gig(t, db, now, 4)
+	direct := func(rid, area string) *ticketCommand {
+		return &ticketCommand{Op: tkClaim, ID: "r-" + rid, User: "u", Limit: 4, from: &replyAddr{RID: rid},
+			Req: &tickets.ReserveRequest{EventID: "gig", AreaID: area, Kind: tickets.Random, NumOfSeats: 3}}
+	}
+	a := runChain(t, db, now, direct("1", "A")).answers["1"]
+	if a == nil || a.Reservation.State != tickets.Reserved || a.Limit != 4 {
+		t.Fatalf("a claim from a node: %+v", a)
+	}
+	a = runChain(t, db, now, direct("2", "Z")).answers["2"]
+	if a == nil || a.Reservation.FailedReason != tickets.ReasonInvalidEventArea {
+		t.Fatalf("a claim for an unknown area: %+v", a)
+	}
+	if n := heldBy(t, db, "u"); n != 3 {
+		t.Fatalf("u holds %d, want 3: the unknown area's claim is given back", n)
+	}
+}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"cmp"
+
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
@@ -45,7 +47,9 @@ func seatsAsked(req *tickets.ReserveRequest) int {
 
 // claim claims c's seats for its user unless that passes c.Limit, and
 // sends the reservation back to its area's partition with the verdict. A
-// claim made already (a retried step) is granted again.
+// claim made already (a retried step) is granted again. The claim comes
+// from the area's partition, or straight from a node that knows the
+// event's limit (Tickets.Reserve).
 func (s *ticketSlice) claim(c *ticketCommand) {
 	key := limitKey(c.Req.EventID, c.User)
 	u := s.users[key]
@@ -65,7 +69,7 @@ func (s *ticketSlice) claim(c *ticketCommand) {
 		}
 	}
 	s.forward(s.partitionOf(areaKey(c.Req.EventID, c.Req.AreaID)), &ticketCommand{
-		Op: tkReserve, ID: c.ID, User: c.User, Req: c.Req, Claim: verdict, ReplyTo: c.ReplyTo,
+		Op: tkReserve, ID: c.ID, User: c.User, Req: c.Req, Claim: verdict, Limit: c.Limit, ReplyTo: cmp.Or(c.ReplyTo, c.from),
 	})
 	c.deferred = true
 }

@@ -105,6 +105,9 @@ func (s *shard) shardOf(id string) int { return s.l.eng.ShardOf(id) }
 // applyAtomic applies a step of an atomic batch at the round's time now.
 func (s *shard) applyAtomic(c *cmdAtomic, now time.Time) {
 	b := &c.batch
+	// A commit may come to an owner that did not see the prepare: the
+	// receivers' currencies come again with every step.
+	s.l.remote.learn(b.Currencies)
 	switch c.op {
 	case OpAtomicPrepare:
 		s.prepareAtomic(b, now)
@@ -135,7 +138,6 @@ func (b *AtomicBatch) limit() int {
 // prepareAtomic evaluates the shard's steps and, if they succeed and no
 // item failed before, reserves what they need.
 func (s *shard) prepareAtomic(b *AtomicBatch, now time.Time) {
-	s.l.remote.learn(b.Currencies)
 	b.Nows[b.Step] = now
 	start := map[string]int64{} // debited account → available before the steps
 	need := map[string]int64{}  // debited account → most the steps took from it at once

@@ -305,11 +305,17 @@ func (s *shard) applyCluster(c engine.Command) {
 	}
 }
 
-// stats are the shard's totals as of the command.
+// stats are the shard's totals as of the command. The credits the round's
+// debits owe other shards so far are counted as sent: their sum is added
+// to the shard's when the round is written (writeCredits), and the
+// balances already show their debits.
 func (s *shard) stats() ShardStats {
 	st := ShardStats{Balances: map[string]int64{}, Credits: ledger.CreditSums{
 		Sent: maps.Clone(s.credits.Sent), Received: maps.Clone(s.credits.Received),
 	}}
+	for _, leg := range s.book.Changes().Credits {
+		addSum(&st.Credits.Sent, s.book.Currency(leg.From), leg.Amount)
+	}
 	for _, a := range s.book.Accounts() {
 		st.Accounts++
 		st.Balances[a.Currency] += a.Balance
