@@ -44,10 +44,15 @@ alive() { # alive PID: running and not a zombie waiting to be reaped
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-free_ports() { # free_ports K: K distinct free loopback ports, one per line
-  local want=$1 got=() p
+# free_ports K: K distinct free loopback ports, one per line. They are drawn below the kernel's
+# ephemeral range: a port in it can be taken by any outgoing connection between this check and the
+# broker's bind (a load test's thousands of client sockets do), which no check here can see.
+free_ports() {
+  local want=$1 got=() p low=32768
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  [ "$low" -gt 12000 ] || die "the ephemeral port range starts at $low: no room below it for the brokers"
   while [ "${#got[@]}" -lt "$want" ]; do
-    p=$(( 20000 + RANDOM % 30000 ))
+    p=$(( 10000 + RANDOM % (low - 10000) ))
     case " ${got[*]} " in *" $p "*) continue ;; esac
     port_free "$p" && got+=("$p")
   done

@@ -25,7 +25,11 @@ have happened; both are accepted.
 
 With --flip, after each kill one byte in the first half of the ledger's
 newest WAL is flipped: surge must refuse to start, naming the damage; the
-byte is then restored and the audit runs as usual.
+byte is then restored. Then one byte of a random table file (the
+ledger's or the key-value store's) is flipped: surge must refuse to
+start naming the file, or answer /readyz 503 naming it once its check of
+the table files meets it; the byte is restored and the audit runs as
+usual.
 
 With --fill-mib N, the data directory is a tmpfs of N MiB that the bench
 mounts (it must run as root; elsewhere it says it cannot), and once per
@@ -54,7 +58,7 @@ status 1 on any loss, anomaly or undetected damage.`,
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent clients")
 	fs.IntVar(&cfg.MinOps, "min-ops", cfg.MinOps, "fewest acknowledged operations before a kill")
 	fs.IntVar(&cfg.MaxOps, "max-ops", cfg.MaxOps, "most acknowledged operations before a kill")
-	fs.BoolVar(&cfg.Flip, "flip", cfg.Flip, "after each kill, flip a byte of the ledger's WAL and check that surge refuses to start")
+	fs.BoolVar(&cfg.Flip, "flip", cfg.Flip, "after each kill, flip a byte of the ledger's WAL, then of a table file, and check that surge reports each, naming the file")
 	fs.IntVar(&cfg.FillMiB, "fill-mib", cfg.FillMiB, "put the data on a tmpfs of this many MiB (needs root) and fill it once per cycle; 0: no")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the kill points and the load (0: random, printed)")
 	return cmd

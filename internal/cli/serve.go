@@ -286,10 +286,12 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	go func() { served <- srv.Serve(ln) }()
 	api.SetReady(true)
 	ready.Store(true)
-	faults.reportTo(func(reason string) {
+	unready := func(reason string) {
 		api.SetUnready(reason)
 		ready.Store(false)
-	})
+	}
+	faults.reportTo(unready)
+	defer checkTables(ctx, logger, []namedStore{{"ledger", eng.Store()}, {"kv", kvdb}}, unready)()
 	restart := make(chan error, 1)
 	go func() { restart <- faults.resumeWhenWritable(ctx, dir, ln, func() { stopServing(srv, logger) }) }()
 

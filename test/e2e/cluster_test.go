@@ -101,6 +101,7 @@ func TestClusterSurvivesANodesKill(t *testing.T) {
 	if _, r, err := c.nodes[2].c.Stats(); err != nil || r.Status != http.StatusOK {
 		t.Fatalf("the restarted node does not serve the ledger: %v %v", r, err)
 	}
+	logRestores(t, c.nodes[2], 0)
 }
 
 // A broker's kill -9 under load, with 3 brokers (replication factor 3,
@@ -176,14 +177,40 @@ func (c *clusterNodes) load(t *testing.T, accounts, workers, each int, kill func
 		})
 	}
 	<-half
+	marks := make([]int, len(c.nodes))
+	for i, s := range c.nodes {
+		marks[i] = len(s.out.String())
+	}
 	killed := time.Now()
 	kill()
 	if _, r, err := c.nodes[0].c.Stats(); err != nil || r.Status != http.StatusOK {
 		t.Errorf("stats after the kill: %v %v", r, err)
 	}
-	t.Logf("killed: every partition served again after %v", time.Since(killed).Round(time.Millisecond))
+	t.Logf("killed at %s: every partition served again after %v", killed.UTC().Format("15:04:05.000"), time.Since(killed).Round(time.Millisecond))
+	c.logRestores(t, marks)
 	wg.Wait()
 	return acked
+}
+
+// logRestores logs what the live nodes said of their partitions since
+// their output's length was marks: when each rebuild ended, how long it
+// took and how many changelog records it read.
+func (c *clusterNodes) logRestores(t *testing.T, marks []int) {
+	for i, s := range c.nodes {
+		if c.alive[i].Load() {
+			logRestores(t, s, marks[i])
+		}
+	}
+}
+
+// logRestores logs what s said of its partitions after the first mark
+// bytes of its output.
+func logRestores(t *testing.T, s *server, mark int) {
+	for line := range strings.Lines(s.out.String()[mark:]) {
+		if strings.Contains(line, "cluster: partitions restored") || strings.Contains(line, "round not committed") || strings.Contains(line, "whole changelog") {
+			t.Logf("%s: %s", s.name, strings.TrimSpace(line))
+		}
+	}
 }
 
 // checkTransfers proves every acknowledged transfer is there, the balances

@@ -3,10 +3,12 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // The sale of TestClusterSellsSeatsOnce: three areas, their prices, a
@@ -69,6 +71,7 @@ func (c *clusterNodes) sell(t *testing.T, each int, kill func()) (map[string]Res
 	var mu sync.Mutex
 	paid := map[string]Reservation{}
 	var done, limited atomic.Int64
+	lat := &latencies{d: map[string][]time.Duration{}}
 	var wg sync.WaitGroup
 	half := make(chan struct{})
 	var once sync.Once
@@ -76,7 +79,7 @@ func (c *clusterNodes) sell(t *testing.T, each int, kill func()) (map[string]Res
 		wg.Go(func() {
 			user := fmt.Sprint("fan", w%saleUsers)
 			for n := range each {
-				res, ok := c.buy(t, w+n, user, n)
+				res, ok := c.buy(t, lat, w+n, user, n)
 				if ok {
 					mu.Lock()
 					paid[res.ReservationID] = res
@@ -95,14 +98,17 @@ func (c *clusterNodes) sell(t *testing.T, each int, kill func()) (map[string]Res
 	kill()
 	wg.Wait()
 	t.Logf("%d payments acknowledged, %d reservations over the limit", len(paid), limited.Load())
+	lat.log(t)
 	return paid, limited.Load()
 }
 
 // buy reserves through node i and pays (or cancels) through the next one;
 // it returns the reservation if its payment was acknowledged.
-func (c *clusterNodes) buy(t *testing.T, i int, user string, n int) (Reservation, bool) {
+func (c *clusterNodes) buy(t *testing.T, lat *latencies, i int, user string, n int) (Reservation, bool) {
 	req := ReserveReq{UserID: user, EventID: "sale", AreaID: []string{"A", "B", "C"}[n%3], NumOfSeats: 1 + n%3, Type: "RANDOM"}
 	var res Reservation
+	began := time.Now()
+	defer func() { lat.add("reserve", began) }()
 	c.onLive(i, func(s *server) bool {
 		id, _, err := reserve(s.c, req)
 		if err == nil {
@@ -126,7 +132,9 @@ func (c *clusterNodes) buy(t *testing.T, i int, user string, n int) (Reservation
 		return res, false
 	}
 	var out Reservation
+	paying := time.Now()
 	r := c.do(i+1, http.MethodPost, "/v1/reservation/"+res.ReservationID+"/pay", map[string]string{"account": user}, &out)
+	lat.add("pay", paying)
 	if r.Status != http.StatusOK || out.State != "PAID" || out.PaymentID == "" {
 		t.Errorf("pay %s: %s %+v", res.ReservationID, r, out)
 		return res, false
@@ -212,4 +220,25 @@ func (c *clusterNodes) auditSeats(t *testing.T, paid map[string]Reservation) {
 		}
 	}
 	t.Logf("seats held per user: %v", perUser)
+}
+
+// latencies collects how long calls took, retries included, to log their
+// spread (a figure, not a check).
+type latencies struct {
+	mu sync.Mutex
+	d  map[string][]time.Duration
+}
+
+func (l *latencies) add(what string, began time.Time) {
+	l.mu.Lock()
+	l.d[what] = append(l.d[what], time.Since(began))
+	l.mu.Unlock()
+}
+
+func (l *latencies) log(t *testing.T) {
+	for what, d := range l.d {
+		slices.Sort(d)
+		t.Logf("%s: %d calls, p50 %v, p90 %v, max %v", what, len(d), d[len(d)/2].Round(time.Millisecond),
+			d[len(d)*9/10].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
+	}
 }

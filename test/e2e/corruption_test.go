@@ -77,6 +77,72 @@ func flipByte(t *testing.T, path string, part int) {
 	t.Logf("flipped byte %d of %s (%d bytes)", len(b)/part, path, len(b))
 }
 
+// TestFlippedTableByteIsReported writes acknowledged key-value entries and
+// transfers, stops the server, flips a byte in the middle of each store's
+// largest table file and restarts it: without any client reading the
+// damaged part, the server must find the damage, log it naming the file,
+// and answer /readyz 503 saying so, rather than serve on as if whole until
+// a client needs the lost data.
+func TestFlippedTableByteIsReported(t *testing.T) {
+	dir := t.TempDir()
+	srv := start(t, dir, "--memtable-mb", "1")
+	mustCreateAccount(t, srv.c, NewAccount{ID: "alice", Currency: "USD"})
+	value := []byte(strings.Repeat("x", 512))
+	for i := range 4000 {
+		if r, err := srv.c.kvPut(fmt.Sprintf("k%05d", i), value); err != nil || r.Status != http.StatusCreated {
+			t.Fatalf("PUT %d: %v %v", i, r, err)
+		}
+	}
+	// Enough transfers for the ledger's 1 MiB memtable to be flushed.
+	for b := range 8 {
+		batch := BatchReq{}
+		for i := range 1000 {
+			batch.Transfers = append(batch.Transfers, TransferReq{ID: fmt.Sprintf("t%d-%d", b, i), From: "@world", To: "alice", Amount: 1})
+		}
+		if _, r, err := srv.c.Batch(batch); err != nil || r.Status != http.StatusOK {
+			t.Fatalf("batch %d: %v %v", b, r, err)
+		}
+	}
+	srv.stop()
+	for _, store := range []string{dir, filepath.Join(dir, "kv")} {
+		t.Run(filepath.Base(store), func(t *testing.T) {
+			table := flipInLargestTable(t, store)
+			defer flipByte(t, table, 2) // undone for the next store's turn
+			srv := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir, "--memtable-mb", "1"}, nil)
+			select {
+			case srv.url = <-srv.listen:
+			case <-srv.exited:
+			}
+			srv.c = newClient(srv.url, "")
+			poll(t, startTimeout, "a refusal to start or /readyz 503, naming "+table, func() (bool, string) {
+				if srv.isExited() {
+					return true, "exited"
+				}
+				resp, err := srv.c.raw(http.MethodGet, "/readyz", "", nil)
+				if err != nil {
+					return false, err.Error()
+				}
+				return resp.Status == http.StatusServiceUnavailable && strings.Contains(resp.String(), table), resp.String()
+			})
+			out := srv.out.String()
+			if !strings.Contains(out, table) {
+				t.Fatalf("the damage must be reported naming %s; output:\n%s", table, out)
+			}
+			if srv.isExited() {
+				if srv.err == nil {
+					t.Fatalf("exited cleanly over a damaged table; output:\n%s", out)
+				}
+				t.Logf("refused to start: %s", srv.out.tail(300))
+				return
+			}
+			if !strings.Contains(out, "storage damaged") {
+				t.Errorf("the damage must be logged as such; output:\n%s", out)
+			}
+			srv.stop()
+		})
+	}
+}
+
 // TestRangeCutByCorruptionBreaksTheConnection flips a byte in the middle
 // of a key-value table file of a stopped server, then reads the whole
 // range: the read error met mid-stream must break the connection (no
@@ -138,8 +204,8 @@ func checkCutRange(t *testing.T, br *bufio.Reader) {
 }
 
 // flipInLargestTable flips a byte in the middle of the largest table file
-// of the store in dir.
-func flipInLargestTable(t *testing.T, dir string) {
+// of the store in dir and returns the file's path.
+func flipInLargestTable(t *testing.T, dir string) string {
 	t.Helper()
 	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
 	if err != nil || len(tables) == 0 {
@@ -153,4 +219,5 @@ func flipInLargestTable(t *testing.T, dir string) {
 		}
 	}
 	flipByte(t, largest, 2)
+	return largest
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -59,6 +60,11 @@ func testCrashRecovery(t *testing.T, args ...string) {
 		}
 
 		srv = start(t, dir, args...)
+		// Accounts come from their tail records, whose marks every batch
+		// wrote up to the kill: what follows checks them.
+		if !strings.Contains(srv.out.String(), "from_tail_records=true") {
+			t.Errorf("restart %d did not load accounts from their tail records", round+1)
+		}
 		wantConserved(t, srv.c)
 		wantStored(t, srv.c, res.acked)
 		wantNotStored(t, srv.c, res.rejected)

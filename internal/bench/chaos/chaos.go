@@ -33,9 +33,11 @@ type Config struct {
 	// each kill; the kill lands at a random count between them.
 	MinOps, MaxOps int
 	// Flip damages the stopped data directory after every kill: one byte
-	// of the ledger's newest WAL, in its first half. The server must
-	// refuse to start naming the damage; the byte is then restored and
-	// the audit must find nothing lost.
+	// of the ledger's newest WAL, in its first half, then one byte of a
+	// random table file. The server must refuse to start naming the WAL
+	// damage, and refuse to start or answer /readyz 503 naming the
+	// damaged table; each byte is then restored and the audit must find
+	// nothing lost.
 	Flip bool
 	// FillMiB, if set, puts the data directory on a tmpfs of that many
 	// MiB, mounted for the run (which needs root), and fills it once per
@@ -129,6 +131,9 @@ func (r *run) cycles(ctx context.Context) error {
 		fmt.Fprintf(r.cfg.Log, "chaos: cycle %d: killed after %d acknowledged operations\n", cycle+1, killAt)
 		if r.cfg.Flip {
 			if err := r.flipCycle(ctx); err != nil {
+				return err
+			}
+			if err := r.tableFlipCycle(ctx); err != nil {
 				return err
 			}
 		}

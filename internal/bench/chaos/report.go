@@ -21,8 +21,12 @@ type Report struct {
 	restarts      []time.Duration
 	flips         int
 	flipsDetected int
-	fills         int
-	fillsResumed  int
+	// tableFlips and tableFlipsReported count the table bytes flipped
+	// and those surge named as damaged.
+	tableFlips         int
+	tableFlipsReported int
+	fills              int
+	fillsResumed       int
 }
 
 func newReport() *Report { return &Report{} }
@@ -85,6 +89,9 @@ func (r *Report) write(out io.Writer) {
 	if r.flips > 0 {
 		fmt.Fprintf(out, "flipped WAL bytes: %d, refused to start naming the damage: %d\n", r.flips, r.flipsDetected)
 	}
+	if r.tableFlips > 0 {
+		fmt.Fprintf(out, "flipped table bytes: %d, reported naming the file: %d\n", r.tableFlips, r.tableFlipsReported)
+	}
 	if r.fills > 0 {
 		fmt.Fprintf(out, "disk filled: %d, writes refused and then resumed once freed: %d\n", r.fills, r.fillsResumed)
 	}
@@ -107,6 +114,9 @@ func (r *Report) verdict() error {
 	}
 	if r.flips != r.flipsDetected {
 		errs = append(errs, fmt.Errorf("%d of %d flipped bytes not detected", r.flips-r.flipsDetected, r.flips))
+	}
+	if r.tableFlips != r.tableFlipsReported {
+		errs = append(errs, fmt.Errorf("%d of %d flipped table bytes not reported", r.tableFlips-r.tableFlipsReported, r.tableFlips))
 	}
 	return errors.Join(errs...)
 }

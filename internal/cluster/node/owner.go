@@ -161,12 +161,7 @@ func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
 		return err
 	}
 	defer db.Close()
-	for _, p := range n.member.Owned() {
-		if err := n.snaps.restore(ctx, db, p); err != nil {
-			return fmt.Errorf("node: restoring partition %d: %w", p, err)
-		}
-	}
-	return nil
+	return n.snaps.restoreAll(ctx, db, n.member.Owned())
 }
 
 // The first byte of a command names its workload.

@@ -3,10 +3,12 @@ package node
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -137,6 +139,23 @@ func (s *snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32
 		}
 	}
 	return nil
+}
+
+// restoreAll restores partitions into cache (see restore), all at once:
+// a moved partition's restore waits for its former owner's transaction to
+// end, and the others need not wait behind it.
+func (s *snapshots) restoreAll(ctx context.Context, cache *store.Store, partitions []int32) error {
+	errs := make([]error, len(partitions))
+	var wg sync.WaitGroup
+	for i, p := range partitions {
+		wg.Go(func() {
+			if err := s.restore(ctx, cache, p); err != nil {
+				errs[i] = fmt.Errorf("node: restoring partition %d: %w", p, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // restore writes partition p's state into cache: its copy and the

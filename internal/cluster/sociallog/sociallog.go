@@ -205,7 +205,10 @@ func (l *Log) applied(r *kgo.Record, out any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ch := l.waiting[string(r.Key)]; ch != nil {
-		ch <- out
+		select {
+		case ch <- out:
+		default: // a second record under one key (not written by Propose)
+		}
 	}
 	l.next = r.Offset + 1
 	close(l.reached)
