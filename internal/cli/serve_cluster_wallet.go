@@ -63,12 +63,16 @@ func openClusterWallet(ctx context.Context, c serveConfig, k kafkalog.Config, n 
 	if err == nil {
 		err = w.catchUp(ctx, k)
 	}
+	if err == nil {
+		err = w.svc.StartPresence(ctx)
+	}
 	if err != nil {
 		w.close()
 		return nil, err
 	}
 	w.face = vmr.New(w.svc.Local(), vmr.Options{Origins: c.cors, Logger: logger})
 	go w.sweep(ctx, logger)
+	go w.svc.BeatPresence(ctx)
 	return w, nil
 }
 

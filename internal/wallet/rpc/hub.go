@@ -94,19 +94,22 @@ func (s *Service) notify(user social.UserID, ev *walletv1.Event) {
 	}
 }
 
-// subscribe opens a stream for user; it counts as online while open.
+// subscribe opens a stream for user; it counts as online while open (in
+// a cluster, once the node has announced it: presence.go).
 func (s *Service) subscribe(user social.UserID) *subscriber {
 	sub := &subscriber{user: user, events: make(chan *walletv1.Event, streamBuffer), lagged: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hub.add(sub)
-	s.state.SetOnline(user, 1)
+	if s.presence == nil {
+		s.state.SetOnline(user, 1)
+	}
 	return sub
 }
 
 // unsubscribe closes sub's registration; it runs under the write lock.
 func (s *Service) unsubscribe(sub *subscriber) {
-	if s.hub.remove(sub) {
+	if s.hub.remove(sub) && s.presence == nil {
 		s.state.SetOnline(sub.user, -1)
 	}
 }
@@ -119,7 +122,9 @@ func (s chatService) Subscribe(ctx context.Context, _ *walletv1.SubscribeRequest
 		s.mu.Lock()
 		s.unsubscribe(sub)
 		s.mu.Unlock()
+		s.announce(sub.user)
 	}()
+	s.announce(sub.user)
 	// Headers first, so the client knows the stream is open before any
 	// message arrives.
 	if err := stream.Open(); err != nil {

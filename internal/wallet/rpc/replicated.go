@@ -68,6 +68,10 @@ const (
 	opIntent      // a transfer is about to be submitted to the ledger
 	opTransferMsg // a transfer is posted: its TRANSFER message
 	opDropIntent  // a transfer was not made
+	opOnline      // a node incarnation holds a user's stream (presence.go)
+	opOffline     // it holds no stream of the user any more
+	opSnapshot    // it holds exactly Users; Start: it just started
+	opBeat        // it is alive
 )
 
 // op is one record of the social log.
@@ -88,6 +92,12 @@ type op struct {
 	RequestID string `json:"rid,omitempty"`
 	Amount    int64  `json:"amount,omitempty"`
 	Transfer  string `json:"t,omitempty"`
+	// Node and Inc name the node and incarnation of a presence op; Users
+	// and Start are a snapshot's.
+	Node  string          `json:"n,omitempty"`
+	Inc   string          `json:"i,omitempty"`
+	Users []social.UserID `json:"us,omitempty"`
+	Start bool            `json:"st,omitempty"`
 }
 
 // outcome is what an op's apply decided, for the node that proposed it.
@@ -176,6 +186,8 @@ func (s *Service) decideOp(o *op, b walletstore.SocialBatch) (out *outcome, afte
 	case opDropIntent:
 		b.DeleteTransferIntent(o.Transfer)
 		return &outcome{}, nil, nil
+	case opOnline, opOffline, opSnapshot, opBeat:
+		return &outcome{}, func() { s.applyPresence(o) }, nil
 	}
 	return &outcome{err: errInternal}, nil, nil
 }

@@ -200,10 +200,11 @@ func TestReplicaStreamsGetOtherNodesEvents(t *testing.T) {
 	nodes, _ := startMemCluster(t, 2)
 	ann, bob := register(t, nodes[0], "ann"), register(t, nodes[0], "bob")
 	events := make(chan *walletv1.Event, 8)
-	opened := make(chan struct{})
+	opened, done := make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	defer func() { cancel(); <-done }() // its close appends before the stores close
 	go func() {
+		defer close(done)
 		_ = nodes[1].svc.Local().Subscribe(ctx, bob.id, func() error { close(opened); return nil },
 			func(e *walletv1.Event) error { events <- e; return nil })
 	}()
@@ -261,6 +262,97 @@ func TestReplicaTransferMessageOnce(t *testing.T) {
 		left, err := n.svc.store.TransferIntentsBefore(time.Now())
 		if err != nil || len(left) != 0 {
 			t.Errorf("node %d: intents left %v %v", i+1, left, err)
+		}
+	}
+}
+
+// friendOnline is whether friend shows online in user's friend list read
+// on node n.
+func friendOnline(t *testing.T, n *memNode, user memUser, friend uint64) bool {
+	t.Helper()
+	list, err := n.friend.GetFriendList(context.Background(), bearer(user, &walletv1.GetFriendListRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range list.Msg.Friends {
+		if f.User.Id == friend {
+			return f.User.Online
+		}
+	}
+	t.Fatalf("user %d not in user %d's friend list", friend, user.id)
+	return false
+}
+
+// subscribeOn opens a stream of user on n and returns once it is open;
+// its cancel returns once the stream has closed.
+func subscribeOn(t *testing.T, n *memNode, user memUser) (cancel func()) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	opened, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = n.svc.Local().Subscribe(ctx, user.id, func() error { close(opened); return nil },
+			func(*walletv1.Event) error { return nil })
+	}()
+	select {
+	case <-opened:
+	case <-done:
+		t.Fatal("the stream ended before it opened")
+	}
+	cancel = func() { stop(); <-done }
+	t.Cleanup(cancel)
+	return cancel
+}
+
+// A user is online on every node while any node holds a stream of theirs,
+// and offline once the last one closes; the users of a node that stops
+// renewing its entries go offline once the log's clock is presenceTTL
+// past its last record, on every node alike.
+func TestReplicaPresenceIsClusterWide(t *testing.T) {
+	nodes, _ := startMemCluster(t, 3)
+	ctx := context.Background()
+	base := time.Now()
+	for _, n := range nodes {
+		n.svc.presence.now = func() time.Time { return base }
+	}
+	ann, bob := register(t, nodes[0], "ann"), register(t, nodes[1], "bob")
+	if _, err := nodes[0].friend.AddFriend(ctx, bearer(ann, &walletv1.AddFriendRequest{User: &walletv1.AddFriendRequest_UserId{UserId: bob.id}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[1].friend.AcceptFriend(ctx, bearer(bob, &walletv1.AcceptFriendRequest{UserId: ann.id})); err != nil {
+		t.Fatal(err)
+	}
+	closeFirst := subscribeOn(t, nodes[0], ann)
+	closeSecond := subscribeOn(t, nodes[0], ann)
+	for i, n := range nodes {
+		if !friendOnline(t, n, bob, ann.id) {
+			t.Fatalf("ann's streams are open on node 1; bob's friend list on node %d shows her offline", i+1)
+		}
+	}
+	closeFirst()
+	if !friendOnline(t, nodes[1], bob, ann.id) {
+		t.Fatal("ann still has a stream on node 1; node 2 shows her offline")
+	}
+	closeSecond()
+	for i, n := range nodes {
+		if friendOnline(t, n, bob, ann.id) {
+			t.Fatalf("ann's last stream closed; node %d shows her online", i+1)
+		}
+	}
+
+	// Node 1 holds a stream of ann's, then stops appending (it died):
+	// node 2's beats move the log's clock on.
+	subscribeOn(t, nodes[0], ann)
+	for _, beatAt := range []time.Duration{presenceTTL, presenceTTL + time.Second} {
+		nodes[1].svc.presence.now = func() time.Time { return base.Add(beatAt) }
+		if err := nodes[1].svc.beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := beatAt <= presenceTTL
+		for i, n := range nodes[1:] {
+			if got := friendOnline(t, n, bob, ann.id); got != want {
+				t.Fatalf("log clock %v after node 1's last record: node %d shows ann online=%v, want %v", beatAt, i+2, got, want)
+			}
 		}
 	}
 }

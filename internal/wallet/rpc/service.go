@@ -78,6 +78,8 @@ type Service struct {
 	metrics  *metrics
 	// repl is Config.Replicator.
 	repl Replicator
+	// presence is the cluster-wide presence; nil on a single node.
+	presence *presence
 
 	// mu guards state and hub. Changes are applied under it only after
 	// they are durable.
@@ -130,7 +132,9 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("rpc: load social state: %w", err)
 	}
 	if s.repl != nil {
-		return s, nil // the cluster's intents are settled by ResolveIntents
+		// The cluster's intents are settled by ResolveIntents.
+		s.presence, err = newPresence(cfg.Store.Secret)
+		return s, err
 	}
 	if err := s.recoverTransfers(ctx); err != nil {
 		return nil, fmt.Errorf("rpc: recover transfer messages: %w", err)

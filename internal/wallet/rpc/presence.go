@@ -1,0 +1,322 @@
+package rpc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/surge-dev/surge/internal/wallet/social"
+)
+
+// In cluster mode (docs/CLUSTER.md, "Presence in a cluster") a user is
+// online if any node holds a stream of theirs. Each node incarnation
+// appends to the social log when a user's first stream on it opens and
+// when their last one closes, a snapshot of the users it holds when it
+// starts or when another node starts, and a beat every presenceBeat while
+// any incarnation holds a user. Every node applies these records in log
+// order into the same table; an incarnation whose latest record is older
+// than presenceTTL by the log's own clock (the latest time carried by a
+// presence record) loses its users, so every node expires a dead node's
+// users at the same record.
+
+// presenceBeat is how often a node renews its incarnation's entries while
+// any incarnation holds a user; presenceTTL is how long an incarnation's
+// entries last without a record of it.
+const (
+	presenceBeat = 5 * time.Second
+	presenceTTL  = 15 * time.Second
+)
+
+// presenceCall bounds a presence append made on a stream's behalf.
+const presenceCall = 10 * time.Second
+
+// keyPresenceNode holds the node's presence name in its store, so a node
+// that restarts on its data clears its former incarnation's entries.
+var keyPresenceNode = []byte("sk/presence-node")
+
+// incarnation is what the log says one node incarnation holds.
+type incarnation struct {
+	node  string
+	seen  time.Time // the latest time of its records
+	users map[social.UserID]struct{}
+}
+
+// presence is a cluster node's presence: the table applied from the log
+// (guarded by Service.mu) and what this incarnation has announced.
+type presence struct {
+	node, inc string
+	now       func() time.Time // the time presence records carry
+
+	// Guarded by Service.mu.
+	incs  map[string]*incarnation
+	clock time.Time // the latest time of the presence records applied
+	owed  bool      // a snapshot of this incarnation is owed
+	watch func(user social.UserID, online bool)
+
+	// kick wakes the beat loop when a snapshot is owed.
+	kick chan struct{}
+
+	// mu serialises this incarnation's presence appends.
+	mu        sync.Mutex
+	announced map[social.UserID]bool
+}
+
+// newPresence names the node (a name kept by secret, the store's
+// Secret) and its incarnation.
+func newPresence(secret func(key []byte, generate func() ([]byte, error)) ([]byte, error)) (*presence, error) {
+	name, err := secret(keyPresenceNode, func() ([]byte, error) { return randomID() })
+	if err != nil {
+		return nil, fmt.Errorf("rpc: presence node name: %w", err)
+	}
+	inc, err := randomID()
+	if err != nil {
+		return nil, err
+	}
+	return &presence{
+		node: hex.EncodeToString(name), inc: hex.EncodeToString(inc), now: time.Now,
+		incs: map[string]*incarnation{}, kick: make(chan struct{}, 1), announced: map[social.UserID]bool{},
+	}, nil
+}
+
+func randomID() ([]byte, error) {
+	b := make([]byte, 8)
+	_, err := rand.Read(b)
+	return b, err
+}
+
+// applyPresence applies a presence op under the write lock.
+func (s *Service) applyPresence(o *op) {
+	p := s.presence
+	if p == nil {
+		return
+	}
+	if o.At.After(p.clock) {
+		p.clock = o.At
+	}
+	inc := p.incs[o.Inc]
+	if inc == nil {
+		inc = &incarnation{node: o.Node, users: map[social.UserID]struct{}{}}
+		p.incs[o.Inc] = inc
+	}
+	if o.At.After(inc.seen) {
+		inc.seen = o.At
+	}
+	switch o.Kind {
+	case opOnline:
+		s.holdLocked(inc, o.Me)
+	case opOffline:
+		s.releaseLocked(inc, o.Me)
+	case opSnapshot:
+		s.applySnapshot(o, inc)
+	}
+	s.expireLocked()
+}
+
+// applySnapshot makes inc hold exactly o.Users; a start also drops the
+// node's other incarnations and owes the start a snapshot of this one.
+func (s *Service) applySnapshot(o *op, inc *incarnation) {
+	p := s.presence
+	if o.Start {
+		for id, other := range p.incs {
+			if other.node == o.Node && id != o.Inc {
+				s.dropLocked(id, other)
+			}
+		}
+		if o.Inc != p.inc {
+			p.oweLocked()
+		}
+	}
+	keep := make(map[social.UserID]struct{}, len(o.Users))
+	for _, u := range o.Users {
+		keep[u] = struct{}{}
+		s.holdLocked(inc, u)
+	}
+	for u := range inc.users {
+		if _, ok := keep[u]; !ok {
+			s.releaseLocked(inc, u)
+		}
+	}
+}
+
+// expireLocked drops the incarnations not heard of for presenceTTL.
+func (s *Service) expireLocked() {
+	p := s.presence
+	for id, inc := range p.incs {
+		if p.clock.Sub(inc.seen) > presenceTTL {
+			s.dropLocked(id, inc)
+		}
+	}
+}
+
+// dropLocked forgets incarnation id; if it is this one (its beats did not
+// reach the log in time), a snapshot is owed to bring its users back.
+func (s *Service) dropLocked(id string, inc *incarnation) {
+	for u := range inc.users {
+		s.releaseLocked(inc, u)
+	}
+	delete(s.presence.incs, id)
+	if id == s.presence.inc {
+		s.presence.oweLocked()
+	}
+}
+
+// oweLocked owes the log a snapshot of this incarnation and wakes the
+// beat loop.
+func (p *presence) oweLocked() {
+	p.owed = true
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// holdLocked records that inc holds u, telling the watcher if u comes
+// online.
+func (s *Service) holdLocked(inc *incarnation, u social.UserID) {
+	if _, ok := inc.users[u]; ok {
+		return
+	}
+	inc.users[u] = struct{}{}
+	was := s.state.Online(u)
+	s.state.SetOnline(u, 1)
+	if w := s.presence.watch; w != nil && !was {
+		w(u, true)
+	}
+}
+
+// releaseLocked records that inc no longer holds u, telling the watcher if
+// u goes offline.
+func (s *Service) releaseLocked(inc *incarnation, u social.UserID) {
+	if _, ok := inc.users[u]; !ok {
+		return
+	}
+	delete(inc.users, u)
+	s.state.SetOnline(u, -1)
+	if w := s.presence.watch; w != nil && !s.state.Online(u) {
+		w(u, false)
+	}
+}
+
+// announce appends user's presence on this incarnation if it changed
+// since it was last appended: online while the node holds a stream of
+// theirs. A failed append owes the log a snapshot, which the next beat
+// makes.
+func (s *Service) announce(user social.UserID) {
+	p := s.presence
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.mu.RLock()
+	want := len(s.hub.subs[user]) > 0
+	s.mu.RUnlock()
+	if p.announced[user] == want {
+		return
+	}
+	kind := opOffline
+	if want {
+		kind = opOnline
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), presenceCall)
+	defer cancel()
+	if _, err := s.proposePresence(ctx, &op{Kind: kind, Me: user}); err != nil {
+		s.log.Warn("wallet: appending a user's presence", "user", user, "err", err)
+		s.mu.Lock()
+		p.oweLocked()
+		s.mu.Unlock()
+		return
+	}
+	if want {
+		p.announced[user] = true
+	} else {
+		delete(p.announced, user)
+	}
+}
+
+// proposePresence appends o as this incarnation's, at now.
+func (s *Service) proposePresence(ctx context.Context, o *op) (outcome, error) {
+	o.At, o.Node, o.Inc = s.presence.now().UTC(), s.presence.node, s.presence.inc
+	return s.propose(ctx, o)
+}
+
+// StartPresence appends that this node's new incarnation holds no
+// streams, which drops the entries of the node's former incarnations and
+// asks every other node for a snapshot of its own; a node calls it once
+// it has caught up with the log, before serving. It does nothing on a
+// single node.
+func (s *Service) StartPresence(ctx context.Context) error {
+	if s.presence == nil {
+		return nil
+	}
+	s.presence.mu.Lock()
+	defer s.presence.mu.Unlock()
+	_, err := s.proposePresence(ctx, &op{Kind: opSnapshot, Start: true})
+	return err
+}
+
+// BeatPresence renews this incarnation's entries every presenceBeat while
+// any incarnation holds a user, and appends a snapshot of the users it
+// holds when one is owed, until ctx ends. It does nothing on a single
+// node.
+func (s *Service) BeatPresence(ctx context.Context) {
+	if s.presence == nil {
+		return
+	}
+	t := time.NewTicker(presenceBeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.presence.kick:
+		}
+		if err := s.beat(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("wallet: renewing the node's presence", "err", err)
+		}
+	}
+}
+
+// beat appends one beat, or a snapshot if one is owed; none if no
+// incarnation holds a user and none is owed.
+func (s *Service) beat(ctx context.Context) error {
+	p := s.presence
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s.mu.Lock()
+	owed, needed := p.owed, p.owed
+	p.owed = false
+	for _, inc := range p.incs {
+		needed = needed || len(inc.users) > 0
+	}
+	held := slices.Collect(maps.Keys(s.hub.subs))
+	s.mu.Unlock()
+	if !needed {
+		return nil
+	}
+	o := &op{Kind: opBeat}
+	if owed {
+		o = &op{Kind: opSnapshot, Users: held}
+	}
+	if _, err := s.proposePresence(ctx, o); err != nil {
+		if owed {
+			s.mu.Lock()
+			p.owed = true
+			s.mu.Unlock()
+		}
+		return err
+	}
+	if owed {
+		clear(p.announced)
+		for _, u := range held {
+			p.announced[u] = true
+		}
+	}
+	return nil
+}
