@@ -356,3 +356,40 @@ func TestReplicaPresenceIsClusterWide(t *testing.T) {
 		}
 	}
 }
+
+// Every node tells its presence watcher (VMR's ONLINE and OFFLINE) when a
+// user comes online or goes offline on any node.
+func TestReplicaPresenceWatchOnEveryNode(t *testing.T) {
+	nodes, _ := startMemCluster(t, 2)
+	type flip struct {
+		user   uint64
+		online bool
+	}
+	flips := make(chan flip, 8)
+	next := func() flip { // the watcher runs within the apply Sync waits for
+		select {
+		case f := <-flips:
+			return f
+		default:
+			return flip{}
+		}
+	}
+	if !nodes[1].svc.Local().WatchPresence(func(u uint64, online bool) { flips <- flip{u, online} }) {
+		t.Fatal("WatchPresence reports a single node")
+	}
+	ann := register(t, nodes[0], "ann")
+	closeStream := subscribeOn(t, nodes[0], ann)
+	if err := nodes[1].repl.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f := next(); f != (flip{ann.id, true}) {
+		t.Fatalf("node 2's watcher: %v, want ann online", f)
+	}
+	closeStream()
+	if err := nodes[1].repl.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f := next(); f != (flip{ann.id, false}) {
+		t.Fatalf("node 2's watcher: %v, want ann offline", f)
+	}
+}

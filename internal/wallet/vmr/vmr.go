@@ -41,6 +41,7 @@ type Face struct {
 // New returns the VMR face of local.
 func New(local rpc.Local, opts Options) *Face {
 	f := &Face{local: local, log: opts.Logger, revoked: revocations{until: map[string]time.Time{}}, sockets: newSockets()}
+	f.sockets.cluster = local.WatchPresence(f.sockets.presenceChanged)
 	if f.log == nil {
 		f.log = slog.Default()
 	}

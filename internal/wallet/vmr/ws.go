@@ -20,8 +20,8 @@ const WebSocketPath = "/ws"
 const (
 	typeChat     = "CHAT"          // to the receiver of a message; from a client: send one
 	typeSendBack = "SEND_BACK"     // to the sender of a message, once it is stored
-	typeOnline   = "ONLINE"        // to everyone: a user connected
-	typeOffline  = "OFFLINE"       // to everyone: a user's last connection closed
+	typeOnline   = "ONLINE"        // to everyone: a user connected (in a cluster: came online on any node)
+	typeOffline  = "OFFLINE"       // to everyone: a user's last connection closed (in a cluster: on every node)
 	typeAccept   = "ACCEPT"        // to a requester: their friend request was accepted
 	typeRemove   = "REMOVE_FRIEND" // to a friend: the other removed them
 	typeTransfer = "TRANSFER"      // a chat message's type for a transfer
@@ -85,6 +85,9 @@ func (s *socket) queue(b []byte) bool {
 type sockets struct {
 	mu     sync.Mutex
 	byUser map[uint64]map[*socket]struct{}
+	// cluster is set in cluster mode, where ONLINE and OFFLINE follow the
+	// cluster-wide presence (presenceChanged), not this node's sockets.
+	cluster bool
 }
 
 func newSockets() sockets { return sockets{byUser: map[uint64]map[*socket]struct{}{}} }
@@ -97,7 +100,9 @@ func (ss *sockets) add(s *socket) {
 		ss.byUser[s.user] = map[*socket]struct{}{}
 	}
 	ss.byUser[s.user][s] = struct{}{}
-	ss.broadcastLocked(wsMessage{Type: typeOnline, Data: s.user})
+	if !ss.cluster {
+		ss.broadcastLocked(wsMessage{Type: typeOnline, Data: s.user})
+	}
 }
 
 // remove unregisters s and, if it was its user's last, tells everyone the
@@ -111,8 +116,22 @@ func (ss *sockets) remove(s *socket) {
 	delete(ss.byUser[s.user], s)
 	if len(ss.byUser[s.user]) == 0 {
 		delete(ss.byUser, s.user)
-		ss.broadcastLocked(wsMessage{Type: typeOffline, Data: s.user})
+		if !ss.cluster {
+			ss.broadcastLocked(wsMessage{Type: typeOffline, Data: s.user})
+		}
 	}
+}
+
+// presenceChanged tells this node's sockets that user came online or went
+// offline across the cluster.
+func (ss *sockets) presenceChanged(user uint64, online bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	typ := typeOffline
+	if online {
+		typ = typeOnline
+	}
+	ss.broadcastLocked(wsMessage{Type: typ, Data: user})
 }
 
 func (ss *sockets) broadcastLocked(m wsMessage) {
