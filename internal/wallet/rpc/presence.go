@@ -61,9 +61,14 @@ type presence struct {
 	// kick wakes the beat loop when a snapshot is owed.
 	kick chan struct{}
 
-	// mu serialises this incarnation's presence appends.
-	mu        sync.Mutex
-	announced map[social.UserID]bool
+	// mu is held shared by a user's append (announce), which also holds
+	// the user's stripe, and exclusively by a snapshot or beat.
+	mu    sync.RWMutex
+	users stripes[social.UserID]
+	// announced is what this incarnation last appended of each user it
+	// holds; guarded by announcedMu, or by mu held exclusively.
+	announcedMu sync.Mutex
+	announced   map[social.UserID]bool
 }
 
 // newPresence names the node (a name kept by secret, the store's
@@ -80,6 +85,7 @@ func newPresence(secret func(key []byte, generate func() ([]byte, error)) ([]byt
 	return &presence{
 		node: hex.EncodeToString(name), inc: hex.EncodeToString(inc), now: time.Now,
 		incs: map[string]*incarnation{}, kick: make(chan struct{}, 1), announced: map[social.UserID]bool{},
+		users: newStripes(func(u social.UserID) uint64 { return uint64(u) }),
 	}, nil
 }
 
@@ -211,12 +217,16 @@ func (s *Service) announce(user social.UserID) {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	defer p.users.lock(user)()
 	s.mu.RLock()
 	want := len(s.hub.subs[user]) > 0
 	s.mu.RUnlock()
-	if p.announced[user] == want {
+	p.announcedMu.Lock()
+	same := p.announced[user] == want
+	p.announcedMu.Unlock()
+	if same {
 		return
 	}
 	kind := opOffline
@@ -232,6 +242,8 @@ func (s *Service) announce(user social.UserID) {
 		s.mu.Unlock()
 		return
 	}
+	p.announcedMu.Lock()
+	defer p.announcedMu.Unlock()
 	if want {
 		p.announced[user] = true
 	} else {

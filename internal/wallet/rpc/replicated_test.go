@@ -283,8 +283,9 @@ func friendOnline(t *testing.T, n *memNode, user memUser, friend uint64) bool {
 	return false
 }
 
-// subscribeOn opens a stream of user on n and returns once it is open;
-// its cancel returns once the stream has closed.
+// subscribeOn opens a stream of user on n and returns once it is open (or
+// failed, which fails the test); its cancel returns once the stream has
+// closed.
 func subscribeOn(t *testing.T, n *memNode, user memUser) (cancel func()) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
@@ -297,7 +298,7 @@ func subscribeOn(t *testing.T, n *memNode, user memUser) (cancel func()) {
 	select {
 	case <-opened:
 	case <-done:
-		t.Fatal("the stream ended before it opened")
+		t.Error("the stream ended before it opened") // callers may run on other goroutines
 	}
 	cancel = func() { stop(); <-done }
 	t.Cleanup(cancel)
@@ -391,5 +392,47 @@ func TestReplicaPresenceWatchOnEveryNode(t *testing.T) {
 	}
 	if f := next(); f != (flip{ann.id, false}) {
 		t.Fatalf("node 2's watcher: %v, want ann offline", f)
+	}
+}
+
+// Streams of several users opening and closing at once on one node leave
+// each user online exactly while one of their streams is open.
+func TestReplicaPresenceUnderConcurrentStreams(t *testing.T) {
+	nodes, _ := startMemCluster(t, 2)
+	ann, bob := register(t, nodes[0], "ann"), register(t, nodes[0], "bob")
+	if _, err := nodes[0].friend.AddFriend(context.Background(), bearer(ann, &walletv1.AddFriendRequest{User: &walletv1.AddFriendRequest_UserId{UserId: bob.id}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[1].friend.AcceptFriend(context.Background(), bearer(bob, &walletv1.AcceptFriendRequest{UserId: ann.id})); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var closers []func()
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := subscribeOn(t, nodes[0], []memUser{ann, bob}[i%2])
+			if i%4 < 2 {
+				c()
+				return
+			}
+			mu.Lock()
+			closers = append(closers, c)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if !friendOnline(t, nodes[1], bob, ann.id) || !friendOnline(t, nodes[1], ann, bob.id) {
+		t.Fatal("ann and bob hold streams on node 1; node 2 shows one offline")
+	}
+	for _, c := range closers {
+		wg.Add(1)
+		go func() { defer wg.Done(); c() }()
+	}
+	wg.Wait()
+	if friendOnline(t, nodes[1], bob, ann.id) || friendOnline(t, nodes[1], ann, bob.id) {
+		t.Fatal("every stream closed; node 2 shows ann or bob online")
 	}
 }
