@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -56,6 +57,7 @@ func TestClusterWallet(t *testing.T) {
 	if _, err := w[1].friend.AcceptFriend(ctxT(t), as(bob, &walletv1.AcceptFriendRequest{UserId: alice.id})); err != nil {
 		t.Fatalf("bob accepts on node 2: %v", err)
 	}
+	wantPresence(t, w[0], c.nodes[0].url, ws, alice, bob)
 	fundWallet(t, c.nodes[1].c, alice, 1000)
 
 	var want []string
@@ -98,6 +100,27 @@ func TestClusterWallet(t *testing.T) {
 		}
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
+}
+
+// wantPresence checks that presence is cluster-wide: bob, whose streams
+// are open on node 3, shows online in alice's friend list read on node 1
+// (n1); a VMR WebSocket of alice's opened on node 1 is announced ONLINE on
+// bob's on node 3 (bobWS), and OFFLINE once it closes.
+func wantPresence(t *testing.T, n1 *walletClients, url1 string, bobWS *websocket.Conn, alice, bob member) {
+	t.Helper()
+	list, err := n1.friend.GetFriendList(ctxT(t), as(alice, &walletv1.GetFriendListRequest{}))
+	if err != nil || len(list.Msg.Friends) != 1 || !list.Msg.Friends[0].User.Online {
+		t.Fatalf("alice's friend list on node 1 while bob's streams are open on node 3: %v %v", list, err)
+	}
+	aliceID := strconv.FormatUint(alice.id, 10)
+	aliceWS := vmrSocketReady(t, url1, vmrUser(alice))
+	if got := string(nextOf(t, bobWS, "ONLINE")); got != aliceID {
+		t.Errorf("bob's WebSocket on node 3 after alice's opened on node 1: ONLINE %s, want %s", got, aliceID)
+	}
+	aliceWS.Close(websocket.StatusNormalClosure, "")
+	if got := string(nextOf(t, bobWS, "OFFLINE")); got != aliceID {
+		t.Errorf("bob's WebSocket on node 3 after alice's closed on node 1: OFFLINE %s, want %s", got, aliceID)
+	}
 }
 
 // restart kills node i with kill -9 and starts it again on its data

@@ -147,15 +147,15 @@ func (f funcSender) Send(e *walletv1.Event) error { return f.send(e) }
 
 // WatchPresence has watch called, under the service's lock (it must not
 // block nor call the service), each time a user comes online or goes
-// offline across the cluster, and reports true; on a single node it does
-// nothing and reports false.
-func (l Local) WatchPresence(watch func(user uint64, online bool)) bool {
+// offline across the cluster (here: through a stream of this node), and
+// reports true; on a single node it does nothing and reports false.
+func (l Local) WatchPresence(watch func(user uint64, online, here bool)) bool {
 	if l.s.presence == nil {
 		return false
 	}
 	l.s.mu.Lock()
 	defer l.s.mu.Unlock()
-	l.s.presence.watch = func(u social.UserID, online bool) { watch(uint64(u), online) }
+	l.s.presence.watch = func(u social.UserID, online, here bool) { watch(uint64(u), online, here) }
 	return true
 }
 

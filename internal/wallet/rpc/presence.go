@@ -56,7 +56,9 @@ type presence struct {
 	incs  map[string]*incarnation
 	clock time.Time // the latest time of the presence records applied
 	owed  bool      // a snapshot of this incarnation is owed
-	watch func(user social.UserID, online bool)
+	// watch is told of each flip; here if this incarnation's record
+	// made it.
+	watch func(user social.UserID, online, here bool)
 
 	// kick wakes the beat loop when a snapshot is owed.
 	kick chan struct{}
@@ -191,7 +193,7 @@ func (s *Service) holdLocked(inc *incarnation, u social.UserID) {
 	was := s.state.Online(u)
 	s.state.SetOnline(u, 1)
 	if w := s.presence.watch; w != nil && !was {
-		w(u, true)
+		w(u, true, inc == s.presence.incs[s.presence.inc])
 	}
 }
 
@@ -204,7 +206,7 @@ func (s *Service) releaseLocked(inc *incarnation, u social.UserID) {
 	delete(inc.users, u)
 	s.state.SetOnline(u, -1)
 	if w := s.presence.watch; w != nil && !s.state.Online(u) {
-		w(u, false)
+		w(u, false, inc == s.presence.incs[s.presence.inc])
 	}
 }
 

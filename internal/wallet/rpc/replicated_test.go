@@ -375,7 +375,11 @@ func TestReplicaPresenceWatchOnEveryNode(t *testing.T) {
 			return flip{}
 		}
 	}
-	if !nodes[1].svc.Local().WatchPresence(func(u uint64, online bool) { flips <- flip{u, online} }) {
+	if !nodes[1].svc.Local().WatchPresence(func(u uint64, online, here bool) {
+		if !here {
+			flips <- flip{u, online}
+		}
+	}) {
 		t.Fatal("WatchPresence reports a single node")
 	}
 	ann := register(t, nodes[0], "ann")

@@ -20,8 +20,8 @@ const WebSocketPath = "/ws"
 const (
 	typeChat     = "CHAT"          // to the receiver of a message; from a client: send one
 	typeSendBack = "SEND_BACK"     // to the sender of a message, once it is stored
-	typeOnline   = "ONLINE"        // to everyone: a user connected (in a cluster: came online on any node)
-	typeOffline  = "OFFLINE"       // to everyone: a user's last connection closed (in a cluster: on every node)
+	typeOnline   = "ONLINE"        // to everyone: a user connected (in a cluster: here, or came online on another node)
+	typeOffline  = "OFFLINE"       // to everyone: a user's last connection closed (in a cluster: no node holds a stream of theirs)
 	typeAccept   = "ACCEPT"        // to a requester: their friend request was accepted
 	typeRemove   = "REMOVE_FRIEND" // to a friend: the other removed them
 	typeTransfer = "TRANSFER"      // a chat message's type for a transfer
@@ -85,8 +85,9 @@ func (s *socket) queue(b []byte) bool {
 type sockets struct {
 	mu     sync.Mutex
 	byUser map[uint64]map[*socket]struct{}
-	// cluster is set in cluster mode, where ONLINE and OFFLINE follow the
-	// cluster-wide presence (presenceChanged), not this node's sockets.
+	// cluster is set in cluster mode, where OFFLINE and the ONLINE of
+	// other nodes' users follow the cluster-wide presence
+	// (presenceChanged).
 	cluster bool
 }
 
@@ -100,9 +101,7 @@ func (ss *sockets) add(s *socket) {
 		ss.byUser[s.user] = map[*socket]struct{}{}
 	}
 	ss.byUser[s.user][s] = struct{}{}
-	if !ss.cluster {
-		ss.broadcastLocked(wsMessage{Type: typeOnline, Data: s.user})
-	}
+	ss.broadcastLocked(wsMessage{Type: typeOnline, Data: s.user})
 }
 
 // remove unregisters s and, if it was its user's last, tells everyone the
@@ -122,9 +121,13 @@ func (ss *sockets) remove(s *socket) {
 	}
 }
 
-// presenceChanged tells this node's sockets that user came online or went
-// offline across the cluster.
-func (ss *sockets) presenceChanged(user uint64, online bool) {
+// presenceChanged tells this node's sockets that user came online on
+// another node (one of this node's is told by add) or went offline across
+// the cluster.
+func (ss *sockets) presenceChanged(user uint64, online, here bool) {
+	if online && here {
+		return
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	typ := typeOffline
