@@ -71,8 +71,10 @@ func openClusterWallet(ctx context.Context, c serveConfig, k kafkalog.Config, n 
 		return nil, err
 	}
 	w.face = vmr.New(w.svc.Local(), vmr.Options{Origins: c.cors, Logger: logger})
-	go w.sweep(ctx, logger)
-	go w.svc.BeatPresence(ctx)
+	go repeat(ctx, intentSweep, nil, logger, "cluster: settling wallet transfer intents", func(ctx context.Context) error {
+		return w.svc.ResolveIntents(ctx, time.Now().Add(-intentAge))
+	})
+	go repeat(ctx, rpc.PresenceBeat, w.svc.PresenceOwed(), logger, "cluster: renewing the node's presence", w.svc.BeatPresence)
 	return w, nil
 }
 
@@ -86,18 +88,20 @@ func (w *clusterWallet) catchUp(ctx context.Context, k kafkalog.Config) error {
 	return w.log.Run(ctx, k, applied+1, w.svc.Apply)
 }
 
-// sweep settles the transfer intents whose calls did not, until ctx ends.
-func (w *clusterWallet) sweep(ctx context.Context, logger *slog.Logger) {
-	t := time.NewTicker(intentSweep)
+// repeat runs fn every interval and whenever wake fires (nil: never),
+// logging its errors as what, until ctx ends.
+func repeat(ctx context.Context, interval time.Duration, wake <-chan struct{}, logger *slog.Logger, what string, fn func(context.Context) error) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-wake:
 		}
-		if err := w.svc.ResolveIntents(ctx, time.Now().Add(-intentAge)); err != nil && ctx.Err() == nil {
-			logger.Warn("cluster: settling wallet transfer intents", "err", err)
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			logger.Warn(what, "err", err)
 		}
 	}
 }

@@ -17,18 +17,18 @@ import (
 // online if any node holds a stream of theirs. Each node incarnation
 // appends to the social log when a user's first stream on it opens and
 // when their last one closes, a snapshot of the users it holds when it
-// starts or when another node starts, and a beat every presenceBeat while
+// starts or when another node starts, and a beat every PresenceBeat while
 // any incarnation holds a user. Every node applies these records in log
 // order into the same table; an incarnation whose latest record is older
 // than presenceTTL by the log's own clock (the latest time carried by a
 // presence record) loses its users, so every node expires a dead node's
 // users at the same record.
 
-// presenceBeat is how often a node renews its incarnation's entries while
-// any incarnation holds a user; presenceTTL is how long an incarnation's
-// entries last without a record of it.
+// PresenceBeat is how often a node renews its incarnation's entries while
+// any incarnation holds a user (BeatPresence); presenceTTL is how long an
+// incarnation's entries last without a record of it.
 const (
-	presenceBeat = 5 * time.Second
+	PresenceBeat = 5 * time.Second
 	presenceTTL  = 15 * time.Second
 )
 
@@ -274,27 +274,24 @@ func (s *Service) StartPresence(ctx context.Context) error {
 	return err
 }
 
-// BeatPresence renews this incarnation's entries every presenceBeat while
-// any incarnation holds a user, and appends a snapshot of the users it
-// holds when one is owed, until ctx ends. It does nothing on a single
-// node.
-func (s *Service) BeatPresence(ctx context.Context) {
+// PresenceOwed fires when this node owes the log a snapshot of its
+// presence (BeatPresence appends it); nil on a single node.
+func (s *Service) PresenceOwed() <-chan struct{} {
 	if s.presence == nil {
-		return
+		return nil
 	}
-	t := time.NewTicker(presenceBeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-s.presence.kick:
-		}
-		if err := s.beat(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("wallet: renewing the node's presence", "err", err)
-		}
+	return s.presence.kick
+}
+
+// BeatPresence is called every PresenceBeat and when PresenceOwed fires:
+// it renews this incarnation's entries while any incarnation holds a
+// user, and appends a snapshot of the users it holds when one is owed. It
+// does nothing on a single node.
+func (s *Service) BeatPresence(ctx context.Context) error {
+	if s.presence == nil {
+		return nil
 	}
+	return s.beat(ctx)
 }
 
 // beat appends one beat, or a snapshot if one is owed; none if no
