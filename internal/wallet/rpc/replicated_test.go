@@ -17,6 +17,7 @@ import (
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/wallet/auth"
+	"github.com/surge-dev/surge/internal/wallet/social"
 	"github.com/surge-dev/surge/internal/workloads"
 )
 
@@ -438,5 +439,44 @@ func TestReplicaPresenceUnderConcurrentStreams(t *testing.T) {
 	wg.Wait()
 	if friendOnline(t, nodes[1], bob, ann.id) || friendOnline(t, nodes[1], ann, bob.id) {
 		t.Fatal("every stream closed; node 2 shows ann or bob online")
+	}
+}
+
+// A node's start record drops its former incarnation's entries at once,
+// and every other node owes (and appends) a snapshot of its own users.
+func TestReplicaPresenceStartDropsFormerIncarnation(t *testing.T) {
+	nodes, _ := startMemCluster(t, 2)
+	ctx := context.Background()
+	ann, bob := register(t, nodes[0], "ann"), register(t, nodes[1], "bob")
+	if _, err := nodes[0].friend.AddFriend(ctx, bearer(ann, &walletv1.AddFriendRequest{User: &walletv1.AddFriendRequest_UserId{UserId: bob.id}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[1].friend.AcceptFriend(ctx, bearer(bob, &walletv1.AcceptFriendRequest{UserId: ann.id})); err != nil {
+		t.Fatal(err)
+	}
+	subscribeOn(t, nodes[1], ann)
+	former := &op{Kind: opOnline, At: time.Now().UTC(), Node: nodes[0].svc.presence.node, Inc: "former", Me: social.UserID(bob.id)}
+	if _, err := nodes[0].svc.propose(ctx, former); err != nil {
+		t.Fatal(err)
+	}
+	if !friendOnline(t, nodes[1], ann, bob.id) {
+		t.Fatal("node 1's former incarnation holds bob; node 2 shows him offline")
+	}
+	if err := nodes[0].svc.StartPresence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if friendOnline(t, nodes[1], ann, bob.id) {
+		t.Fatal("node 1 started again; node 2 still shows its former incarnation's bob online")
+	}
+	select {
+	case <-nodes[1].svc.PresenceOwed():
+	default:
+		t.Fatal("node 1 started; node 2 owes no snapshot")
+	}
+	if err := nodes[1].svc.BeatPresence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !friendOnline(t, nodes[0], bob, ann.id) {
+		t.Fatal("node 2's snapshot after node 1's start dropped ann, whose stream it holds")
 	}
 }
