@@ -17,12 +17,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/surge-dev/surge/internal/browser"
-	"github.com/surge-dev/surge/internal/wallet/auth"
-	"github.com/surge-dev/surge/internal/workloads"
-
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/front"
@@ -35,8 +33,10 @@ import (
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 	"github.com/surge-dev/surge/internal/tickets/ticketstore"
+	"github.com/surge-dev/surge/internal/wallet/auth"
 	"github.com/surge-dev/surge/internal/wallet/rpc"
 	"github.com/surge-dev/surge/internal/wallet/vmr"
+	"github.com/surge-dev/surge/internal/workloads"
 )
 
 type serveConfig struct {
@@ -144,27 +144,9 @@ trace and read surge.`,
 }
 
 func serve(ctx context.Context, c serveConfig, out io.Writer) error {
-	if err := checkExposure(c.addr, c.apiKey); err != nil {
-		return err
-	}
-	if !ledgerapi.ValidCurrency(c.currency) {
-		return fmt.Errorf("--currency %q: want 1-12 characters of A-Z and 0-9", c.currency)
-	}
-	if err := kv.CheckMaxValue(c.kvValue); err != nil {
-		return fmt.Errorf("--kv-max-value: %w", err)
-	}
-	if err := checkLimits(&c); err != nil {
-		return err
-	}
-	cors, err := browser.NewCORS(c.cors)
+	cors, err := checkServeConfig(&c)
 	if err != nil {
-		return fmt.Errorf("--cors-origins: %w", err)
-	}
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(c.gcPct)
-	}
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && c.memLimit > 0 {
-		debug.SetMemoryLimit(int64(c.memLimit) << 20)
+		return err
 	}
 	if c.cluster.kafka != "" {
 		return serveCluster(ctx, c, out)
@@ -199,7 +181,73 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	p, err := openProcess(ctx, c, dir, reg, faults, tracing.Provider() != nil, logger)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	srv := p.front(c, cors, tracing.Provider(), reg, logger)
+	if err := recovering.stop(logger); err != nil {
+		return err
+	}
+	if err := stopProfile(); err != nil {
+		return fmt.Errorf("--recovery-profile: %w", err)
+	}
+	fmt.Fprintf(out, "surge: data in %s (%d shards)\n", dir, p.eng.Shards())
+	return p.run(ctx, srv, ln, dir, faults, logger)
+}
 
+// checkServeConfig refuses flags that cannot work together and applies
+// the GC settings the environment does not set. It returns the CORS
+// policy of --cors-origins.
+func checkServeConfig(c *serveConfig) (*browser.CORS, error) {
+	if err := checkExposure(c.addr, c.apiKey); err != nil {
+		return nil, err
+	}
+	if !ledgerapi.ValidCurrency(c.currency) {
+		return nil, fmt.Errorf("--currency %q: want 1-12 characters of A-Z and 0-9", c.currency)
+	}
+	if err := kv.CheckMaxValue(c.kvValue); err != nil {
+		return nil, fmt.Errorf("--kv-max-value: %w", err)
+	}
+	if err := checkLimits(c); err != nil {
+		return nil, err
+	}
+	cors, err := browser.NewCORS(c.cors)
+	if err != nil {
+		return nil, fmt.Errorf("--cors-origins: %w", err)
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(c.gcPct)
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && c.memLimit > 0 {
+		debug.SetMemoryLimit(int64(c.memLimit) << 20)
+	}
+	return cors, nil
+}
+
+// process is a single process's workloads on their stores, with the
+// transports that serve them.
+type process struct {
+	eng       *engine.Engine
+	kvdb      *store.Store
+	feed      *dashboard.LedgerFeed
+	sales     dashboard.TicketEvents
+	api       *ledgerapi.API
+	tickets   *ticketapi.API
+	kvs       *kvapi.Handler
+	wallet    *rpc.Service
+	face      *vmr.Face
+	dash      *dashboard.Dashboard
+	admission *front.Admission
+	// ready is what ticketing's routes are told; the ledger's API keeps
+	// its own (SetReady, SetUnready).
+	ready atomic.Bool
+}
+
+// openProcess opens the workloads on dir, recovering their state, and
+// their transports; traced wraps the ledger and ticketing in spans.
+func openProcess(ctx context.Context, c serveConfig, dir string, reg *prometheus.Registry, faults *storageFaults, traced bool, logger *slog.Logger) (*process, error) {
 	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, SweepEntries: c.sweep, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
@@ -208,51 +256,63 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		OutcomeRetention: c.outcomes.retention, OutcomeMemoryBytes: int64(c.outcomes.memoryMB) << 20,
 	}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	eng := wl.Engine
-	defer eng.Close()
-	feed := dashboard.NewLedgerFeed(wl.Ledger)
-	var ledger ledgerapi.Ledger = feed
+	p := &process{eng: wl.Engine, feed: dashboard.NewLedgerFeed(wl.Ledger), sales: dashboard.TicketEvents{Source: wl.Tickets}}
+	var ledger ledgerapi.Ledger = p.feed
 	var box ticketapi.Box = wl.Tickets
-	if tracing.Provider() != nil {
+	if traced {
 		ledger, box = ledgerapi.Traced(ledger), ticketapi.Traced(box)
 	}
-	api := ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	kvdb, err := openKV(dir, c, faults.hook("kv"))
-	if err != nil {
-		return err
+	p.api = ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	if p.kvdb, err = openKV(dir, c, faults.hook("kv")); err != nil {
+		p.close()
+		return nil, err
 	}
-	defer kvdb.Close()
-	kvs := kvapi.New(kvstore.New(kvdb, reg), kvapi.Options{
-		MaxValueBytes: c.kvValue, Authorize: api.AuthorizedHeader, Registry: reg, Logger: logger,
+	p.kvs = kvapi.New(kvstore.New(p.kvdb, reg), kvapi.Options{
+		MaxValueBytes: c.kvValue, Authorize: p.api.AuthorizedHeader, Registry: reg, Logger: logger,
 	})
-	var ready atomic.Bool
 	holdSecret, err := ticketstore.Store{Store: wl.Engine.Store()}.HoldSecret(auth.NewSecret)
 	if err != nil {
-		return fmt.Errorf("reservation hold secret: %w", err)
+		p.close()
+		return nil, fmt.Errorf("reservation hold secret: %w", err)
 	}
-	tickets := ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, HoldSecret: holdSecret, Ready: ready.Load, Registry: reg, Logger: logger})
-	wallet, err := newWallet(ctx, eng, ledger, c, reg, logger)
-	if err != nil {
-		return err
+	p.tickets = ticketapi.New(box, ticketapi.Options{APIKey: c.apiKey, HoldSecret: holdSecret, Ready: p.ready.Load, Registry: reg, Logger: logger})
+	if p.wallet, err = newWallet(ctx, p.eng, ledger, c, reg, logger); err != nil {
+		p.close()
+		return nil, err
 	}
-	face := vmr.New(wallet.Local(), vmr.Options{Origins: c.cors, Logger: logger})
-	meter := telemetry.NewMeter(telemetry.Workloads...)
-	dash := dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
-	dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", feed))
-	dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", dashboard.TicketEvents{Source: wl.Tickets}))
+	p.face = vmr.New(p.wallet.Local(), vmr.Options{Origins: c.cors, Logger: logger})
 	// One budget for the front door and the gRPC server behind it.
-	admission := front.NewAdmission(c.limits, reg)
-	dash.Register(dashboard.LimitsPanel("front-limits", "Limits in force", limitUses(admission)))
-	dash.Start()
-	defer dash.Close()
+	p.admission = front.NewAdmission(c.limits, reg)
+	return p, nil
+}
+
+// close closes what openProcess opened.
+func (p *process) close() {
+	if p.dash != nil {
+		p.dash.Close()
+	}
+	if p.kvdb != nil {
+		_ = p.kvdb.Close()
+	}
+	_ = p.eng.Close()
+}
+
+// front builds the dashboard and the front door over every transport.
+func (p *process) front(c serveConfig, cors *browser.CORS, tp trace.TracerProvider, reg *prometheus.Registry, logger *slog.Logger) *front.Server {
+	meter := telemetry.NewMeter(telemetry.Workloads...)
+	p.dash = dashboard.New(dashboard.Options{Meter: meter, Logger: logger})
+	p.dash.Register(dashboard.TransfersPanel("ledger-transfers", "Recent transfers", p.feed))
+	p.dash.Register(dashboard.EventsPanel("ticket-sales", "Ticket sales", p.sales))
+	p.dash.Register(dashboard.LimitsPanel("front-limits", "Limits in force", limitUses(p.admission)))
+	p.dash.Start()
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
-		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tracing.Provider(),
+		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tp,
 	})
-	native, netRoutes := routes(transports{ledger: api, tickets: tickets, kv: kvs, wallet: wallet, vmr: face, dashboard: dash, apiKey: c.apiKey})
-	grpcSrv := wallet.GRPCServer(append(mw.GRPC(), admission.GRPCOptions(idleTimeout)...)...)
-	face.RegisterGRPC(grpcSrv)
+	native, netRoutes := routes(transports{ledger: p.api, tickets: p.tickets, kv: p.kvs, wallet: p.wallet, vmr: p.face, dashboard: p.dash, apiKey: c.apiKey})
+	grpcSrv := p.wallet.GRPCServer(append(mw.GRPC(), p.admission.GRPCOptions(idleTimeout)...)...)
+	p.face.RegisterGRPC(grpcSrv)
 	srv := front.New(front.Options{
 		Routes:       native,
 		Net:          netRoutes,
@@ -266,35 +326,32 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
 		HeaderTimeout:       c.headerTO,
 		IdleTimeout:         idleTimeout,
-		Admission:           admission,
-		Authorize:           api.AuthorizedHeader,
+		Admission:           p.admission,
+		Authorize:           p.api.AuthorizedHeader,
 		Registerer:          reg,
 		Logger:              logger,
 		CORS:                cors,
 	})
-
-	if err := recovering.stop(logger); err != nil {
-		return err
-	}
-	if err := stopProfile(); err != nil {
-		return fmt.Errorf("--recovery-profile: %w", err)
-	}
 	// Dashboard streams never end on their own; Shutdown would wait for them.
-	srv.RegisterOnShutdown(dash.Close)
-	fmt.Fprintf(out, "surge: data in %s (%d shards)\n", dir, eng.Shards())
+	srv.RegisterOnShutdown(p.dash.Close)
+	return srv
+}
+
+// run serves ln until ctx ends, then shuts down; a storage fault's
+// restart in place (resumeWhenWritable) ends it too.
+func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, dir string, faults *storageFaults, logger *slog.Logger) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	api.SetReady(true)
-	ready.Store(true)
+	p.api.SetReady(true)
+	p.ready.Store(true)
 	unready := func(reason string) {
-		api.SetUnready(reason)
-		ready.Store(false)
+		p.api.SetUnready(reason)
+		p.ready.Store(false)
 	}
 	faults.reportTo(unready)
-	defer checkTables(ctx, logger, []namedStore{{"ledger", eng.Store()}, {"kv", kvdb}}, unready)()
+	defer checkTables(ctx, logger, []namedStore{{"ledger", p.eng.Store()}, {"kv", p.kvdb}}, unready)()
 	restart := make(chan error, 1)
 	go func() { restart <- faults.resumeWhenWritable(ctx, dir, ln, func() { stopServing(srv, logger) }) }()
-
 	select {
 	case err := <-served:
 		if errors.Is(err, http.ErrServerClosed) { // stopped for a restart in place
@@ -304,14 +361,14 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	api.SetReady(false)
-	ready.Store(false)
+	p.api.SetReady(false)
+	p.ready.Store(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return eng.Close()
+	return p.eng.Close()
 }
 
 // slowPrefixes are the paths whose connections net/http serves from the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -93,22 +94,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	defer wallet.close()
-	grpcSrv := wallet.svc.GRPCServer()
-	wallet.face.RegisterGRPC(grpcSrv)
-	srv := front.New(front.Options{
-		Routes: slices.Concat(api.FastRoutes(), tix.FastRoutes()),
-		Net: table{
-			{under("/debug/pprof/"), telemetry.OperatorOnly(profiles(), c.apiKey)},
-			{anyPath, clusterRoutes(api, tix, wallet, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger))},
-		},
-		Limits:              c.limits,
-		GRPC:                grpcSrv,
-		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
-		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,
-		// Ranges stream one flushed chunk per entry, and the wallet's
-		// RPCs stream too: net/http serves them.
-		SlowPrefixes: slices.Concat([]string{"/v0/entities", "/surge.wallet.v1.", "/grpc."}, vmr.SlowPrefixes),
-	})
+	srv := clusterFront(c, n, api, tix, wallet, reg, logger)
 	fmt.Fprintf(out, "surge: node %s of cluster %s on %s (%d partitions)\n", n.ID(), c.cluster.name, c.cluster.kafka, c.cluster.partitions)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -125,6 +111,28 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// clusterFront is a node's front door: the ledger's and ticketing's
+// routes native, the rest (key-value, the wallet's faces, profiles) on
+// net/http, and the wallet's gRPC.
+func clusterFront(c serveConfig, n *node.Node, api *ledgerapi.API, tix *ticketapi.API, wallet *clusterWallet, reg *prometheus.Registry, logger *slog.Logger) *front.Server {
+	grpcSrv := wallet.svc.GRPCServer()
+	wallet.face.RegisterGRPC(grpcSrv)
+	return front.New(front.Options{
+		Routes: slices.Concat(api.FastRoutes(), tix.FastRoutes()),
+		Net: table{
+			{under("/debug/pprof/"), telemetry.OperatorOnly(profiles(), c.apiKey)},
+			{anyPath, clusterRoutes(api, tix, wallet, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger))},
+		},
+		Limits:              c.limits,
+		GRPC:                grpcSrv,
+		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
+		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,
+		// Ranges stream one flushed chunk per entry, and the wallet's
+		// RPCs stream too: net/http serves them.
+		SlowPrefixes: slices.Concat([]string{"/v0/entities", "/surge.wallet.v1.", "/grpc."}, vmr.SlowPrefixes),
+	})
 }
 
 // worldOnce creates @world, retrying until the cluster answers.
