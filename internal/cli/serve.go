@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/surge-dev/surge/internal/bench"
 	"github.com/surge-dev/surge/internal/browser"
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
@@ -165,9 +166,10 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
-	stopProfile, err := startRecoveryProfile(c.recProf)
+	// --recovery-profile: what a restart spends until it is ready.
+	stopProfile, err := bench.StartCPUProfile(c.recProf)
 	if err != nil {
-		return err
+		return fmt.Errorf("--recovery-profile: %w", err)
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)

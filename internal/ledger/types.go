@@ -189,6 +189,18 @@ type BatchResult struct {
 	Err      error // a *Error, or nil
 }
 
+// AbortedBatch is the outcome of an atomic batch of reqs whose item failed
+// failed with err: that item carries err, every other one batch_aborted.
+func AbortedBatch(reqs []TransferRequest, failed int, err error) []BatchResult {
+	res := make([]BatchResult, len(reqs))
+	for i, r := range reqs {
+		res[i].Transfer.ID = r.ID
+		res[i].Err = Errorf(CodeBatchAborted, "not applied: item %d failed", failed)
+	}
+	res[failed].Err = err
+	return res
+}
+
 // Stats summarises the whole ledger.
 type Stats struct {
 	Accounts int64

@@ -51,12 +51,12 @@ func (l *Ledger) atomicAcross(ctx context.Context, reqs []ledger.TransferRequest
 	}
 	for i, r := range o.Results {
 		if r.Err != nil && r.Err.Code != ledger.CodeBatchAborted {
-			return abortAt(reqs, i, r.Err)
+			return ledger.AbortedBatch(reqs, i, r.Err)
 		}
 		res[i] = ledger.BatchResult{Transfer: r.Transfer, Replayed: r.Replayed}
 	}
 	if failed > 0 {
-		return abortAt(reqs, failed, res[failed].Err)
+		return ledger.AbortedBatch(reqs, failed, res[failed].Err)
 	}
 	return res
 }

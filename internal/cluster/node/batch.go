@@ -31,7 +31,7 @@ func (l *Ledger) TransferBatch(ctx context.Context, reqs []ledger.TransferReques
 	}
 	switch {
 	case atomic && failed == 0:
-		return abortAt(reqs, 0, res[0].Err), nil
+		return ledger.AbortedBatch(reqs, 0, res[0].Err), nil
 	case atomic && (failed > 0 || len(groups) > 1):
 		return l.atomicAcross(ctx, reqs, cur, failed, res), nil
 	}
@@ -54,18 +54,6 @@ func (l *Ledger) checkItem(ctx context.Context, r ledger.TransferRequest, cur ma
 		cur[r.To] = c
 	}
 	return err
-}
-
-// abortAt is the outcome of an atomic batch whose item failed failed with
-// err, as the single process answers it.
-func abortAt(reqs []ledger.TransferRequest, failed int, err error) []ledger.BatchResult {
-	res := make([]ledger.BatchResult, len(reqs))
-	for i, r := range reqs {
-		res[i].Transfer.ID = r.ID
-		res[i].Err = ledger.Errorf(ledger.CodeBatchAborted, "not applied: item %d failed", failed)
-	}
-	res[failed].Err = err
-	return res
 }
 
 // sendGroup sends the items idx of reqs, which debit partition p, and

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -114,6 +115,26 @@ func (k *caller) call(ctx context.Context, partition int, value []byte) ([]byte,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// callJSON sends cmd, JSON behind its workload's byte, to partition and
+// decodes the reply into out. A call not answered within callTimeout is
+// ErrUnavailable.
+func (k *caller) callJSON(ctx context.Context, partition int, workload byte, cmd, out any) error {
+	v, err := json.Marshal(cmd)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	b, err := k.call(ctx, partition, append([]byte{workload}, v...))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("cluster: decoding a reply: %w", err)
+	}
+	return nil
 }
 
 // read hands the inbox's replies to their callers until close.

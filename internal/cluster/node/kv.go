@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -229,19 +227,9 @@ func (kv *KV) do(ctx context.Context, c *kvCommand) (*kvCommand, error) {
 
 // doOn sends c to partition and returns its outcome.
 func (kv *KV) doOn(ctx context.Context, partition int, c *kvCommand) (*kvCommand, error) {
-	v, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	b, err := kv.k.call(ctx, partition, append([]byte{workloadKV}, v...))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
 	var out kvCommand
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("cluster: decoding a reply: %w", err)
+	if err := kv.k.callJSON(ctx, partition, workloadKV, c, &out); err != nil {
+		return nil, err
 	}
 	if out.Fault != "" {
 		return nil, errors.New("cluster: " + out.Fault)

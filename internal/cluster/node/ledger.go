@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -39,19 +37,12 @@ func (l *Ledger) partition(key string) int { return engine.ShardIndex(key, l.par
 
 // do sends w to partition and decodes the outcome.
 func (l *Ledger) do(ctx context.Context, partition int, w *ledgerengine.WireCommand) (*ledgerengine.WireOutcome, error) {
-	v, err := json.Marshal(w)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	b, err := l.k.call(ctx, partition, append([]byte{workloadLedger}, v...))
-	if err != nil {
-		return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
-	}
 	var o ledgerengine.WireOutcome
-	if err := json.Unmarshal(b, &o); err != nil {
-		return nil, fmt.Errorf("cluster: decoding a reply: %w", err)
+	if err := l.k.callJSON(ctx, partition, workloadLedger, w, &o); err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
+		}
+		return nil, err
 	}
 	switch {
 	case o.Fault != "":

@@ -2,9 +2,7 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -30,19 +28,12 @@ type Tickets struct {
 }
 
 func (t *Tickets) do(ctx context.Context, key string, c *ticketCommand) (*ticketCommand, error) {
-	v, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	b, err := t.k.call(ctx, engine.ShardIndex(key, t.partitions), append([]byte{workloadTickets}, v...))
-	if err != nil {
-		return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: %s did not answer: %v", c.Op, err)
-	}
 	out := &ticketCommand{}
-	if err := json.Unmarshal(b, out); err != nil {
-		return nil, fmt.Errorf("cluster: decoding a reply: %w", err)
+	if err := t.k.callJSON(ctx, engine.ShardIndex(key, t.partitions), workloadTickets, c, out); err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: %s did not answer: %v", c.Op, err)
+		}
+		return nil, err
 	}
 	return out, nil
 }

@@ -334,7 +334,7 @@ func (l *Ledger) applyAcross(reqs []ledger.TransferRequest, now time.Time) ([]le
 		mark := len(from.Changes().Credits)
 		t, replayed, err := from.Transfer(r, now)
 		if err != nil {
-			return aborted(reqs, i, err), true
+			return ledger.AbortedBatch(reqs, i, err), true
 		}
 		res[i] = ledger.BatchResult{Transfer: t, Replayed: replayed}
 		for _, leg := range from.Changes().Credits[mark:] {

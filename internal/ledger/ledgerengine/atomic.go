@@ -269,7 +269,7 @@ func (s *shard) decideAtomic(b *AtomicBatch) {
 	case b.Failed >= 0:
 		s.abortReserved(b)
 		results = make([]WireResult, len(b.Reqs))
-		for i, r := range aborted(b.Reqs, b.Failed, b.Err) {
+		for i, r := range ledger.AbortedBatch(b.Reqs, b.Failed, b.Err) {
 			results[i] = WireResult{Transfer: r.Transfer, Err: domainErr(r.Err)}
 		}
 	case !b.EvalOnly:

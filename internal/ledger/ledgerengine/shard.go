@@ -90,22 +90,11 @@ func (s *shard) applyBatch(cmd *cmdBatch, now time.Time) []ledger.BatchResult {
 		t, replayed, err := s.book.Transfer(r, now)
 		if err != nil {
 			s.book.Rollback(sp)
-			return aborted(cmd.reqs, i, err)
+			return ledger.AbortedBatch(cmd.reqs, i, err)
 		}
 		res[i] = ledger.BatchResult{Transfer: t, Replayed: replayed}
 	}
 	s.book.Commit()
-	return res
-}
-
-// aborted is the outcome of an atomic batch whose item failed failed.
-func aborted(reqs []ledger.TransferRequest, failed int, err error) []ledger.BatchResult {
-	res := make([]ledger.BatchResult, len(reqs))
-	for i, r := range reqs {
-		res[i].Transfer.ID = r.ID
-		res[i].Err = ledger.Errorf(ledger.CodeBatchAborted, "not applied: item %d failed", failed)
-	}
-	res[failed].Err = err
 	return res
 }
 
