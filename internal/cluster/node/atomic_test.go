@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -73,17 +72,8 @@ func (r *batchRun) apply(shard int, value []byte, replyTo []byte) {
 	if replyTo != nil {
 		ledgerengine.SetReplyTo(cmd, replyTo)
 	}
-	call, err := o.led.Submit(context.Background(), shard, cmd)
-	if err == nil {
-		err = call.Wait(context.Background())
-	}
-	if err != nil {
-		o.t.Fatal(err)
-	}
-	for _, out := range o.commit.take() {
+	for _, out := range o.apply(shard, cmd) {
 		switch out.Kind {
-		case kafkalog.Change:
-			o.changelog[out.Partition] = append(o.changelog[out.Partition], out)
 		case kafkalog.Forward:
 			r.queue = append(r.queue, pending{int(out.Partition), out.Value[1:]})
 		case kafkalog.Reply:

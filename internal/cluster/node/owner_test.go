@@ -91,7 +91,9 @@ func (o *owner) do(shard int, w ledgerengine.WireCommand) ledgerengine.WireOutco
 	return out
 }
 
-func (o *owner) run(shard int, cmd engine.Command) {
+// apply runs cmd on shard, keeps the changelog records of its round and
+// returns the round's other outputs.
+func (o *owner) apply(shard int, cmd engine.Command) []kafkalog.Output {
 	call, err := o.led.Submit(context.Background(), shard, cmd)
 	if err == nil {
 		err = call.Wait(context.Background())
@@ -99,17 +101,28 @@ func (o *owner) run(shard int, cmd engine.Command) {
 	if err != nil {
 		o.t.Fatal(err)
 	}
+	var rest []kafkalog.Output
 	for _, out := range o.commit.take() {
-		switch out.Kind {
-		case kafkalog.Change:
+		if out.Kind == kafkalog.Change {
 			o.changelog[out.Partition] = append(o.changelog[out.Partition], out)
-		case kafkalog.Forward:
-			fwd, err := ledgerengine.Decode(out.Value[1:])
-			if err != nil {
-				o.t.Fatal(err)
-			}
-			o.run(int(out.Partition), fwd)
+		} else {
+			rest = append(rest, out)
 		}
+	}
+	return rest
+}
+
+// run applies cmd on shard and, at once, the commands its round forwards.
+func (o *owner) run(shard int, cmd engine.Command) {
+	for _, out := range o.apply(shard, cmd) {
+		if out.Kind != kafkalog.Forward {
+			continue
+		}
+		fwd, err := ledgerengine.Decode(out.Value[1:])
+		if err != nil {
+			o.t.Fatal(err)
+		}
+		o.run(int(out.Partition), fwd)
 	}
 }
 
