@@ -142,10 +142,13 @@ func (n *Node) CreateWorld(ctx context.Context) error {
 	return n.ledger.createWorld(ctx, n.cfg.Currency)
 }
 
-// moved is the group's callback on a change of the owned partitions.
+// moved is the group's callback on a change of the owned partitions. It
+// clears readiness before it bumps gen: a build that reads the new gen
+// then sets readiness after this, never before it, so a node whose state
+// is current cannot be left unready.
 func (n *Node) moved(context.Context, []int32) {
-	n.gen.Add(1)
 	n.setReady(false)
+	n.gen.Add(1)
 }
 
 func (n *Node) setReady(r bool) {
