@@ -99,6 +99,8 @@ func transferFailure(err error) *vmrpb.Error {
 }
 
 // GetHistoryWithOffset pages through the caller's history, newest first.
+// The other side of a row is a user's id, or systemUserID when it is an
+// account of no user (@world's funding, a ledger account).
 func (s walletService) GetHistoryWithOffset(ctx context.Context, c caller, m *vmrpb.GetHistoryWithOffsetRequest) (*vmrpb.HistoryResponse, error) {
 	if m.Offset < 0 {
 		return &vmrpb.HistoryResponse{Error: replyError(vmrpb.ErrorCode_FAILUE, "offset must not be negative")}, nil
@@ -112,7 +114,10 @@ func (s walletService) GetHistoryWithOffset(ctx context.Context, c caller, m *vm
 		item := &vmrpb.HistoryResponse_Item{
 			Id: historyID(it.TransferId), Amount: it.Amount, Timestamp: it.Time.GetSeconds(),
 			Message: it.Message, Balance: it.BalanceAfter,
-			Sender: int64(c.user), Receiver: int64(it.CounterpartUserId), Type: vmrpb.HistoryResponse_TRANSFER,
+			Sender: int64(c.user), Receiver: systemUserID, Type: vmrpb.HistoryResponse_TRANSFER,
+		}
+		if it.CounterpartUsername != "" { // set for a user's wallet only
+			item.Receiver = int64(it.CounterpartUserId)
 		}
 		if it.Type == walletv1.HistoryItem_RECEIVE {
 			item.Sender, item.Receiver, item.Type = item.Receiver, item.Sender, vmrpb.HistoryResponse_RECEIVE

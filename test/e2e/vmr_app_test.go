@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+
+	vmrpb "github.com/surge-dev/surge/internal/gen/vmr"
+)
+
+// These tests read surge as VMR's web app does: they assemble chat pages
+// and resolve history rows with the app's own rules.
+
+// vmrFriends makes a and b friends through VMR's FriendService.
+func vmrFriends(t *testing.T, v vmrClients, a, b vmrUser) {
+	t.Helper()
+	if e := setStatus(t, v, a, vmrpb.SetFriendStatusRequest_ADD_FRIEND, b); e != nil {
+		t.Fatalf("add: %v", e)
+	}
+	if e := setStatus(t, v, b, vmrpb.SetFriendStatusRequest_ACCEPT_FRIEND, a); e != nil {
+		t.Fatalf("accept: %v", e)
+	}
+}
+
+// chatPage is one reply of GET /api/protected/chat/{friendId}/{offset}.
+type chatPage struct {
+	Messages  []wsChat `json:"messages"`
+	NewOffset int64    `json:"newOffset"`
+}
+
+func readChatPage(t *testing.T, base string, u, friend vmrUser, offset int64) chatPage {
+	t.Helper()
+	r := vmrREST(t, base, http.MethodGet, fmt.Sprintf("/api/protected/chat/%d/%d", friend.id, offset), u.token, nil)
+	var p chatPage
+	if err := json.Unmarshal(r.Data, &p); r.Status != http.StatusOK || err != nil {
+		t.Fatalf("chat page at %d: %d %s", offset, r.Status, r.Data)
+	}
+	return p
+}
+
+// appConversation loads a whole conversation as VMR's app does: from
+// offset 0, each page put before what it has (its message reducer's
+// [...page, ...messages]), the next offset being how many it holds.
+func appConversation(t *testing.T, base string, u, friend vmrUser) (texts []string, pages int) {
+	t.Helper()
+	var shown []wsChat
+	for {
+		p := readChatPage(t, base, u, friend, int64(len(shown)))
+		if len(p.Messages) == 0 {
+			break
+		}
+		pages++
+		shown = append(slices.Clone(p.Messages), shown...)
+		if p.NewOffset != int64(len(shown)) {
+			t.Fatalf("newOffset %d after %d messages", p.NewOffset, len(shown))
+		}
+	}
+	for _, m := range shown {
+		texts = append(texts, m.Message)
+	}
+	return texts, pages
+}
+
+// TestVMRChatPagesInAppOrder: 25 messages sent in order over VMR's
+// WebSocket come back, page 0 (the original's Redis-cached first load)
+// and page 1 (its "load more" from MySQL) each oldest first, so that the
+// app's prepending shows m1…m25 in order, to both users.
+func TestVMRChatPagesInAppOrder(t *testing.T) {
+	srv := start(t, t.TempDir(), walletArgs...)
+	v := vmrTransports(t, srv.url)["grpc-web"]
+	a, b := vmrRegister(t, srv.url, "pager"), vmrRegister(t, srv.url, "paged")
+	vmrFriends(t, v, a, b)
+
+	wa := vmrSocketReady(t, srv.url, a)
+	var want []string
+	for i := 1; i <= 25; i++ {
+		text := fmt.Sprintf("m%d", i)
+		sendChat(t, wa, b, text)
+		if got := chatOf(t, wa, "SEND_BACK"); got.Message != text {
+			t.Fatalf("SEND_BACK %q, want %q", got.Message, text)
+		}
+		want = append(want, text)
+	}
+
+	first := readChatPage(t, srv.url, a, b, 0)
+	if n := len(first.Messages); n != 20 || first.Messages[0].Message != "m6" || first.Messages[n-1].Message != "m25" {
+		t.Errorf("page 0 holds %d messages from %v, want m6…m25 oldest first", n, first.Messages)
+	}
+	for _, u := range [][2]vmrUser{{a, b}, {b, a}} {
+		got, pages := appConversation(t, srv.url, u[0], u[1])
+		if pages != 2 || !slices.Equal(got, want) {
+			t.Errorf("%s's app shows, in %d pages,\n%q\nwant, in 2 pages,\n%q", u[0].username, pages, got, want)
+		}
+	}
+}
+
+// TestVMRHistoryFromOutside: a VMR user funded by the operator (@world →
+// wallet:N) and paid from a ledger account that is no user reads their
+// history as the app does: for each row it asks GetUserInfo for the other
+// side (HistoryItem's friendId) and shows its name, so every row's
+// counterparty must answer a user with a name and no error.
+func TestVMRHistoryFromOutside(t *testing.T) {
+	srv := start(t, t.TempDir(), walletArgs...)
+	v := vmrTransports(t, srv.url)["grpc-web"]
+	u, friend := vmrRegister(t, srv.url, "funded"), vmrRegister(t, srv.url, "payer")
+	vmrFriends(t, v, u, friend)
+
+	fundWallet(t, srv.c, member{id: u.id}, 50000)
+	shop := fmt.Sprintf("shop-%06d", userSeq.Add(1))
+	openAccounts(t, srv.c, shop)
+	fund(t, srv.c, shop, 3000)
+	mustTransfer(t, srv.c, TransferReq{From: shop, To: walletAccount(member{id: u.id}), Amount: 3000, Memo: "refund"})
+	if e := transfer(t, v, u, &vmrpb.TransferRequest{RequestId: 1, Receiver: int64(friend.id), Amount: 2000, Password: "password1"}); e != nil {
+		t.Fatalf("transfer: %v", e)
+	}
+
+	h, err := v.wallet.GetHistoryWithOffset(ctxT(t), vmrReq(u.token, &vmrpb.GetHistoryWithOffsetRequest{}))
+	if err != nil || h.Msg.Error != nil || len(h.Msg.Data.GetItem()) != 3 {
+		t.Fatalf("history: %v %v", h, err)
+	}
+	names := map[int64]string{}
+	for _, it := range h.Msg.Data.Item {
+		other := it.Sender // HistoryGroup's friendId: the side that is not the user
+		if other == int64(u.id) {
+			other = it.Receiver
+		}
+		info, err := v.friend.GetUserInfo(ctxT(t), vmrReq(u.token, &vmrpb.GetUserInfoRequest{UserId: other}))
+		if err != nil || info.Msg.Error != nil || info.Msg.User.GetName() == "" {
+			t.Errorf("%v of %d from %d: GetUserInfo(%d) = %v %v, want a user with a name", it.Type, it.Amount, it.Sender, other, info, err)
+			continue
+		}
+		names[other] = info.Msg.User.GetName()
+	}
+	if names[int64(friend.id)] != "VMR "+friend.username || len(names) != 2 {
+		t.Errorf("rows name %v, want the friend and one system counterparty for both outside accounts", names)
+	}
+}
