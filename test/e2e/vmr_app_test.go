@@ -69,11 +69,35 @@ func appConversation(t *testing.T, base string, u, friend vmrUser) (texts []stri
 // app's prepending shows m1…m25 in order, to both users.
 func TestVMRChatPagesInAppOrder(t *testing.T) {
 	srv := start(t, t.TempDir(), walletArgs...)
-	v := vmrTransports(t, srv.url)["grpc-web"]
-	a, b := vmrRegister(t, srv.url, "pager"), vmrRegister(t, srv.url, "paged")
+	checkVMRChatPages(t, srv.url, srv.url)
+}
+
+// TestVMRHistoryFromOutside: a VMR user funded by the operator (@world →
+// wallet:N) and paid from a ledger account that is no user reads their
+// history as the app does: for each row it asks GetUserInfo for the other
+// side (HistoryItem's friendId) and shows its name, so every row's
+// counterparty must answer a user with a name and no error.
+func TestVMRHistoryFromOutside(t *testing.T) {
+	srv := start(t, t.TempDir(), walletArgs...)
+	checkVMRHistoryFromOutside(t, srv, srv.url)
+}
+
+// TestClusterVMRApp: both, in a cluster, with the writes made through
+// one node and the app reading through another.
+func TestClusterVMRApp(t *testing.T) {
+	c := startCluster(t, 1, 2, walletArgs...)
+	checkVMRChatPages(t, c.nodes[0].url, c.nodes[1].url)
+	checkVMRHistoryFromOutside(t, c.nodes[0], c.nodes[1].url)
+}
+
+// checkVMRChatPages sends m1…m25 through the WebSocket at writeURL and
+// reads the pages as the app does at readURL.
+func checkVMRChatPages(t *testing.T, writeURL, readURL string) {
+	v := vmrTransports(t, writeURL)["grpc-web"]
+	a, b := vmrRegister(t, writeURL, "pager"), vmrRegister(t, writeURL, "paged")
 	vmrFriends(t, v, a, b)
 
-	wa := vmrSocketReady(t, srv.url, a)
+	wa := vmrSocketReady(t, writeURL, a)
 	var want []string
 	for i := 1; i <= 25; i++ {
 		text := fmt.Sprintf("m%d", i)
@@ -84,38 +108,35 @@ func TestVMRChatPagesInAppOrder(t *testing.T) {
 		want = append(want, text)
 	}
 
-	first := readChatPage(t, srv.url, a, b, 0)
+	first := readChatPage(t, readURL, a, b, 0)
 	if n := len(first.Messages); n != 20 || first.Messages[0].Message != "m6" || first.Messages[n-1].Message != "m25" {
 		t.Errorf("page 0 holds %d messages from %v, want m6…m25 oldest first", n, first.Messages)
 	}
 	for _, u := range [][2]vmrUser{{a, b}, {b, a}} {
-		got, pages := appConversation(t, srv.url, u[0], u[1])
+		got, pages := appConversation(t, readURL, u[0], u[1])
 		if pages != 2 || !slices.Equal(got, want) {
 			t.Errorf("%s's app shows, in %d pages,\n%q\nwant, in 2 pages,\n%q", u[0].username, pages, got, want)
 		}
 	}
 }
 
-// TestVMRHistoryFromOutside: a VMR user funded by the operator (@world →
-// wallet:N) and paid from a ledger account that is no user reads their
-// history as the app does: for each row it asks GetUserInfo for the other
-// side (HistoryItem's friendId) and shows its name, so every row's
-// counterparty must answer a user with a name and no error.
-func TestVMRHistoryFromOutside(t *testing.T) {
-	srv := start(t, t.TempDir(), walletArgs...)
-	v := vmrTransports(t, srv.url)["grpc-web"]
-	u, friend := vmrRegister(t, srv.url, "funded"), vmrRegister(t, srv.url, "payer")
-	vmrFriends(t, v, u, friend)
+// checkVMRHistoryFromOutside funds a VMR user and moves their money
+// through writer, then reads their history as the app does at readURL.
+func checkVMRHistoryFromOutside(t *testing.T, writer *server, readURL string) {
+	w := vmrTransports(t, writer.url)["grpc-web"]
+	u, friend := vmrRegister(t, writer.url, "funded"), vmrRegister(t, writer.url, "payer")
+	vmrFriends(t, w, u, friend)
 
-	fundWallet(t, srv.c, member{id: u.id}, 50000)
+	fundWallet(t, writer.c, member{id: u.id}, 50000)
 	shop := fmt.Sprintf("shop-%06d", userSeq.Add(1))
-	openAccounts(t, srv.c, shop)
-	fund(t, srv.c, shop, 3000)
-	mustTransfer(t, srv.c, TransferReq{From: shop, To: walletAccount(member{id: u.id}), Amount: 3000, Memo: "refund"})
-	if e := transfer(t, v, u, &vmrpb.TransferRequest{RequestId: 1, Receiver: int64(friend.id), Amount: 2000, Password: "password1"}); e != nil {
+	openAccounts(t, writer.c, shop)
+	fund(t, writer.c, shop, 3000)
+	mustTransfer(t, writer.c, TransferReq{From: shop, To: walletAccount(member{id: u.id}), Amount: 3000, Memo: "refund"})
+	if e := transfer(t, w, u, &vmrpb.TransferRequest{RequestId: 1, Receiver: int64(friend.id), Amount: 2000, Password: "password1"}); e != nil {
 		t.Fatalf("transfer: %v", e)
 	}
 
+	v := vmrTransports(t, readURL)["grpc-web"]
 	h, err := v.wallet.GetHistoryWithOffset(ctxT(t), vmrReq(u.token, &vmrpb.GetHistoryWithOffsetRequest{}))
 	if err != nil || h.Msg.Error != nil || len(h.Msg.Data.GetItem()) != 3 {
 		t.Fatalf("history: %v %v", h, err)
