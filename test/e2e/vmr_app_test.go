@@ -141,7 +141,7 @@ func checkVMRHistoryFromOutside(t *testing.T, writer *server, readURL string) {
 	if err != nil || h.Msg.Error != nil || len(h.Msg.Data.GetItem()) != 3 {
 		t.Fatalf("history: %v %v", h, err)
 	}
-	names := map[int64]string{}
+	sides := map[int64]*vmrpb.UserResponse{}
 	for _, it := range h.Msg.Data.Item {
 		other := it.Sender // HistoryGroup's friendId: the side that is not the user
 		if other == int64(u.id) {
@@ -152,9 +152,14 @@ func checkVMRHistoryFromOutside(t *testing.T, writer *server, readURL string) {
 			t.Errorf("%v of %d from %d: GetUserInfo(%d) = %v %v, want a user with a name", it.Type, it.Amount, it.Sender, other, info, err)
 			continue
 		}
-		names[other] = info.Msg.User.GetName()
+		sides[other] = info.Msg.User
 	}
-	if names[int64(friend.id)] != "VMR "+friend.username || len(names) != 2 {
-		t.Errorf("rows name %v, want the friend and one system counterparty for both outside accounts", names)
+	if len(sides) != 2 || sides[int64(friend.id)].GetName() != "VMR "+friend.username {
+		t.Fatalf("rows name %v, want the friend and one system counterparty for both outside accounts", sides)
+	}
+	for id, side := range sides {
+		if id != int64(friend.id) && side.FriendStatus != vmrpb.FriendStatus_NOTHING {
+			t.Errorf("the system counterparty %v is %v to the user, want NOTHING", side, side.FriendStatus)
+		}
 	}
 }

@@ -133,9 +133,9 @@ const systemUserID = 0
 
 // systemUser is what GetUserInfo answers for systemUserID: the username
 // has a '@' no user's may have, the name is "System" in the app's
-// language.
+// language, and it is nobody's friend (FRIEND is VMR's zero value).
 func systemUser() *vmrpb.UserResponse {
-	return &vmrpb.UserResponse{Id: systemUserID, Username: "@system", Name: "Hệ thống"}
+	return &vmrpb.UserResponse{Id: systemUserID, Username: "@system", Name: "Hệ thống", FriendStatus: vmrpb.FriendStatus_NOTHING}
 }
 
 // GetUserInfo is a user's names and their relation to the caller, or
