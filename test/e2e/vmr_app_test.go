@@ -141,6 +141,7 @@ func checkVMRHistoryFromOutside(t *testing.T, writer *server, readURL string) {
 	if err != nil || h.Msg.Error != nil || len(h.Msg.Data.GetItem()) != 3 {
 		t.Fatalf("history: %v %v", h, err)
 	}
+	wantHistoryIDsFalling(t, h.Msg.Data.Item)
 	sides := map[int64]*vmrpb.UserResponse{}
 	for _, it := range h.Msg.Data.Item {
 		other := it.Sender // HistoryGroup's friendId: the side that is not the user
@@ -160,6 +161,50 @@ func checkVMRHistoryFromOutside(t *testing.T, writer *server, readURL string) {
 	for id, side := range sides {
 		if id != int64(friend.id) && side.FriendStatus != vmrpb.FriendStatus_NOTHING {
 			t.Errorf("the system counterparty %v is %v to the user, want NOTHING", side, side.FriendStatus)
+		}
+	}
+}
+
+// TestVMRHistoryInAppOrder: VMR's app groups history rows by month and
+// sorts each group by id, highest first (its HistoryGroup), as VMR's ids
+// grew with each row. So a user's history ids must fall from the newest
+// row to the oldest, stay the same from call to call, and fit a
+// JavaScript number, which is what grpc-web makes of an int64.
+func TestVMRHistoryInAppOrder(t *testing.T) {
+	srv := start(t, t.TempDir(), walletArgs...)
+	v := vmrTransports(t, srv.url)["grpc-web"]
+	u, friend := vmrRegister(t, srv.url, "sorted"), vmrRegister(t, srv.url, "payee")
+	vmrFriends(t, v, u, friend)
+	fundWallet(t, srv.c, member{id: u.id}, 100000)
+	for i := range int64(9) {
+		if e := transfer(t, v, u, &vmrpb.TransferRequest{RequestId: i + 1, Receiver: int64(friend.id), Amount: uint64(1000 + i), Password: "password1"}); e != nil {
+			t.Fatalf("transfer %d: %v", i+1, e)
+		}
+	}
+	page := func(offset int64) []*vmrpb.HistoryResponse_Item {
+		h, err := v.wallet.GetHistoryWithOffset(ctxT(t), vmrReq(u.token, &vmrpb.GetHistoryWithOffsetRequest{Offset: offset}))
+		if err != nil || h.Msg.Error != nil {
+			t.Fatalf("history from %d: %v %v", offset, h, err)
+		}
+		return h.Msg.Data.GetItem()
+	}
+	all := page(0)
+	if len(all) != 10 || all[0].Amount != 1008 || all[9].Amount != 100000 {
+		t.Fatalf("history: %v, want 10 rows newest first", all)
+	}
+	wantHistoryIDsFalling(t, all)
+	if later := page(4); len(later) != 6 || later[0].Id != all[4].Id {
+		t.Errorf("from offset 4: %v, want the same rows and ids as %v", later, all[4:])
+	}
+}
+
+// wantHistoryIDsFalling checks that a page of history, newest first, has
+// ids the app sorts back into that order, each a JavaScript-safe integer.
+func wantHistoryIDsFalling(t *testing.T, items []*vmrpb.HistoryResponse_Item) {
+	t.Helper()
+	for i, it := range items {
+		if it.Id <= 0 || it.Id > 1<<53 || (i > 0 && it.Id >= items[i-1].Id) {
+			t.Errorf("row %d (amount %d) has id %d after %d: want ids falling, in 1…2^53", i, it.Amount, it.Id, items[max(i-1, 0)].Id)
 		}
 	}
 }

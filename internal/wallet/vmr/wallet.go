@@ -2,7 +2,6 @@ package vmr
 
 import (
 	"context"
-	"hash/fnv"
 	"strconv"
 
 	"connectrpc.com/connect"
@@ -112,7 +111,7 @@ func (s walletService) GetHistoryWithOffset(ctx context.Context, c caller, m *vm
 	data := &vmrpb.HistoryResponse_Data{Item: make([]*vmrpb.HistoryResponse_Item, len(page.Items))}
 	for i, it := range page.Items {
 		item := &vmrpb.HistoryResponse_Item{
-			Id: historyID(it.TransferId), Amount: it.Amount, Timestamp: it.Time.GetSeconds(),
+			Id: int64(it.Seq), Amount: it.Amount, Timestamp: it.Time.GetSeconds(),
 			Message: it.Message, Balance: it.BalanceAfter,
 			Sender: int64(c.user), Receiver: systemUserID, Type: vmrpb.HistoryResponse_TRANSFER,
 		}
@@ -125,14 +124,6 @@ func (s walletService) GetHistoryWithOffset(ctx context.Context, c caller, m *vm
 		data.Item[i] = item
 	}
 	return &vmrpb.HistoryResponse{Data: data}, nil
-}
-
-// historyID is a positive int64 standing for a transfer id, stable
-// across calls (surge's transfer ids are strings).
-func historyID(transferID string) int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(transferID))
-	return int64(h.Sum64() >> 1)
 }
 
 // remindersListed is how many reminders GetTransferReminder returns, the
