@@ -10,8 +10,8 @@ import (
 	vmrpb "github.com/surge-dev/surge/internal/gen/vmr"
 )
 
-// These tests read surge as VMR's web app does: they assemble chat pages
-// and resolve history rows with the app's own rules.
+// These tests read surge as VMR's web app does: they assemble chat pages,
+// name history rows and sort them with the app's own rules.
 
 // vmrFriends makes a and b friends through VMR's FriendService.
 func vmrFriends(t *testing.T, v vmrClients, a, b vmrUser) {
@@ -30,6 +30,7 @@ type chatPage struct {
 	NewOffset int64    `json:"newOffset"`
 }
 
+// readChatPage reads one page of u's conversation with friend.
 func readChatPage(t *testing.T, base string, u, friend vmrUser, offset int64) chatPage {
 	t.Helper()
 	r := vmrREST(t, base, http.MethodGet, fmt.Sprintf("/api/protected/chat/%d/%d", friend.id, offset), u.token, nil)
