@@ -199,7 +199,7 @@ func checkVMRFriends(t *testing.T, v vmrClients, a, b, c vmrUser) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantVMRError(t, "GetUserInfo of nobody", info.Msg.Error, vmrpb.ErrorCode_INTERNAL_SERVER_ERROR)
+	wantVMRError(t, "GetUserInfo of nobody", info.Msg.Error, vmrpb.ErrorCode_RECEIVER_NOT_EXIST)
 }
 
 func transfer(t *testing.T, v vmrClients, from vmrUser, req *vmrpb.TransferRequest) *vmrpb.Error {

@@ -92,9 +92,9 @@ func TestVMRWebSocket(t *testing.T) {
 	if err := json.Unmarshal(page.Data, &d); page.Status != 200 || err != nil || len(d.Messages) != 4 || d.NewOffset != 4 {
 		t.Fatalf("chat page: %d %s", page.Status, page.Data)
 	}
-	want(d.Messages[0], b, a, "CHAT", "via surge") // newest first
-	want(d.Messages[1], a, b, "TRANSFER", "1200;tickets")
-	want(d.Messages[3], a, b, "CHAT", "hi bob")
+	want(d.Messages[0], a, b, "CHAT", "hi bob") // oldest first, as VMR's pages were
+	want(d.Messages[2], a, b, "TRANSFER", "1200;tickets")
+	want(d.Messages[3], b, a, "CHAT", "via surge")
 	page = vmrREST(t, srv.url, http.MethodGet, fmt.Sprintf("/api/protected/chat/%d/3", b.id), a.token, nil)
 	if err := json.Unmarshal(page.Data, &d); err != nil || len(d.Messages) != 1 || d.Messages[0].Message != "hi bob" || d.NewOffset != 4 {
 		t.Errorf("chat page from offset 3: %s", page.Data)

@@ -111,7 +111,9 @@ func (w *walletClients) balance(t testing.TB, m member) int64 {
 	return res.Msg.Balance
 }
 
-// history returns all of m's history, newest first, following page tokens.
+// history returns all of m's history, newest first, following page
+// tokens, and checks its items are numbered from 1, the oldest, with no
+// gaps.
 func (w *walletClients) history(t testing.TB, m member) []*walletv1.HistoryItem {
 	t.Helper()
 	var items []*walletv1.HistoryItem
@@ -123,9 +125,15 @@ func (w *walletClients) history(t testing.TB, m member) []*walletv1.HistoryItem 
 		}
 		items = append(items, res.Msg.Items...)
 		if tok = res.Msg.NextPageToken; tok == "" {
-			return items
+			break
 		}
 	}
+	for i, it := range items {
+		if want := uint64(len(items) - i); it.Seq != want {
+			t.Errorf("history of %s: item %d of %d has seq %d, want %d", m.username, i, len(items), it.Seq, want)
+		}
+	}
+	return items
 }
 
 // messages returns the whole conversation of m with peer, newest first.

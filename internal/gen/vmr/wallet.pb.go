@@ -654,15 +654,17 @@ func (x *BalanceResponse_Data) GetName() string {
 }
 
 type HistoryResponse_Item struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Sender        int64                  `protobuf:"varint,2,opt,name=sender,proto3" json:"sender,omitempty"`
-	Receiver      int64                  `protobuf:"varint,3,opt,name=receiver,proto3" json:"receiver,omitempty"`
-	Amount        int64                  `protobuf:"varint,4,opt,name=amount,proto3" json:"amount,omitempty"`
-	Timestamp     int64                  `protobuf:"varint,5,opt,name=timestamp,proto3" json:"timestamp,omitempty"` // Unix seconds
-	Message       string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
-	Balance       int64                  `protobuf:"varint,7,opt,name=balance,proto3" json:"balance,omitempty"`
-	Type          HistoryResponse_Type   `protobuf:"varint,8,opt,name=type,proto3,enum=vmr.HistoryResponse_Type" json:"type,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"` // the item's number in the wallet's history, growing with each item
+	// The other side of an item is 0 when it is an account of no user
+	// (GetUserInfo names it).
+	Sender        int64                `protobuf:"varint,2,opt,name=sender,proto3" json:"sender,omitempty"`
+	Receiver      int64                `protobuf:"varint,3,opt,name=receiver,proto3" json:"receiver,omitempty"`
+	Amount        int64                `protobuf:"varint,4,opt,name=amount,proto3" json:"amount,omitempty"`
+	Timestamp     int64                `protobuf:"varint,5,opt,name=timestamp,proto3" json:"timestamp,omitempty"` // Unix seconds
+	Message       string               `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Balance       int64                `protobuf:"varint,7,opt,name=balance,proto3" json:"balance,omitempty"`
+	Type          HistoryResponse_Type `protobuf:"varint,8,opt,name=type,proto3,enum=vmr.HistoryResponse_Type" json:"type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

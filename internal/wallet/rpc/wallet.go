@@ -162,7 +162,7 @@ func (s walletService) fillHistoryItem(it *walletv1.HistoryItem, at *timestamppb
 		it.Type = walletv1.HistoryItem_SEND
 	}
 	it.TransferId, it.CounterpartAccount, it.Message = e.TransferID, e.Counterpart, e.Memo
-	it.Amount, it.BalanceAfter = e.Amount, e.BalanceAfter
+	it.Amount, it.BalanceAfter, it.Seq = e.Amount, e.BalanceAfter, e.Seq
 	at.Seconds, at.Nanos = e.At.Unix(), int32(e.At.Nanosecond())
 	it.Time = at
 	if id, ok := walletOwner(e.Counterpart); ok {

@@ -125,11 +125,28 @@ func (s friendService) SetFriendStatus(ctx context.Context, c caller, m *vmrpb.S
 	return &vmrpb.SetFriendStatusResponse{}, nil
 }
 
-// GetUserInfo is a user's names and their relation to the caller.
+// systemUserID stands, in VMR's history, for the other side of money that
+// came from or went to an account of no user. VMR's ids start at 1, and
+// VMR's app names a history row's other side by GetUserInfo, failing on
+// any reply without a user.
+const systemUserID = 0
+
+// systemUser is what GetUserInfo answers for systemUserID: the username
+// has a '@' no user's may have, the name is "System" in the app's
+// language, and it is nobody's friend (FRIEND is VMR's zero value).
+func systemUser() *vmrpb.UserResponse {
+	return &vmrpb.UserResponse{Id: systemUserID, Username: "@system", Name: "Hệ thống", FriendStatus: vmrpb.FriendStatus_NOTHING}
+}
+
+// GetUserInfo is a user's names and their relation to the caller, or
+// systemUser.
 func (s friendService) GetUserInfo(_ context.Context, c caller, m *vmrpb.GetUserInfoRequest) (*vmrpb.GetUserInfoResponse, error) {
+	if m.UserId == systemUserID {
+		return &vmrpb.GetUserInfoResponse{User: systemUser()}, nil
+	}
 	u, ok := s.local.User(uint64(m.UserId))
-	if m.UserId <= 0 || !ok {
-		return &vmrpb.GetUserInfoResponse{Error: replyError(vmrpb.ErrorCode_INTERNAL_SERVER_ERROR, "no such user")}, nil
+	if m.UserId < 0 || !ok {
+		return &vmrpb.GetUserInfoResponse{Error: replyError(vmrpb.ErrorCode_RECEIVER_NOT_EXIST, "no such user")}, nil
 	}
 	return &vmrpb.GetUserInfoResponse{User: &vmrpb.UserResponse{
 		Id: int64(u.Id), Username: u.Username, Name: u.Name, FriendStatus: statusOf(s.local.Relation(c.user, u.Id)),

@@ -167,8 +167,10 @@ func (f *Face) protected(w http.ResponseWriter, r *http.Request) {
 // than any token lives (--token-ttl is a day by default).
 const tokenLifetimeBound = 31 * 24 * time.Hour
 
-// chatPage serves /api/protected/chat/{friendId}/{offset}: 20 messages of
-// the conversation, newest first, from the offset-th newest on.
+// chatPage serves /api/protected/chat/{friendId}/{offset}: the 20
+// messages of the conversation from the offset-th newest back, oldest
+// first, as VMR's backend answered from MySQL and from its Redis cache
+// alike: its app puts each page before the messages it shows.
 func (f *Face) chatPage(w http.ResponseWriter, r *http.Request, user uint64, params string) {
 	a, b, ok := strings.Cut(params, "/")
 	friend, err1 := strconv.ParseInt(a, 10, 64)
@@ -185,9 +187,10 @@ func (f *Face) chatPage(w http.ResponseWriter, r *http.Request, user uint64, par
 		f.internalError(w, "chat messages", err)
 		return
 	}
-	msgs := make([]chatMessage, len(res.Messages))
+	n := len(res.Messages) // newest first
+	msgs := make([]chatMessage, n)
 	for i, m := range res.Messages {
-		msgs[i] = chatMessageOf(m)
+		msgs[n-1-i] = chatMessageOf(m)
 	}
 	writeJSON(w, http.StatusOK, restReply{Message: "Get chat messages successfully", Data: map[string]any{
 		"messages": msgs, "newOffset": offset + int64(len(msgs)),

@@ -2,7 +2,6 @@ package vmr
 
 import (
 	"context"
-	"hash/fnv"
 	"strconv"
 
 	"connectrpc.com/connect"
@@ -99,6 +98,8 @@ func transferFailure(err error) *vmrpb.Error {
 }
 
 // GetHistoryWithOffset pages through the caller's history, newest first.
+// The other side of a row is a user's id, or systemUserID when it is an
+// account of no user (@world's funding, a ledger account).
 func (s walletService) GetHistoryWithOffset(ctx context.Context, c caller, m *vmrpb.GetHistoryWithOffsetRequest) (*vmrpb.HistoryResponse, error) {
 	if m.Offset < 0 {
 		return &vmrpb.HistoryResponse{Error: replyError(vmrpb.ErrorCode_FAILUE, "offset must not be negative")}, nil
@@ -110,9 +111,12 @@ func (s walletService) GetHistoryWithOffset(ctx context.Context, c caller, m *vm
 	data := &vmrpb.HistoryResponse_Data{Item: make([]*vmrpb.HistoryResponse_Item, len(page.Items))}
 	for i, it := range page.Items {
 		item := &vmrpb.HistoryResponse_Item{
-			Id: historyID(it.TransferId), Amount: it.Amount, Timestamp: it.Time.GetSeconds(),
+			Id: int64(it.Seq), Amount: it.Amount, Timestamp: it.Time.GetSeconds(),
 			Message: it.Message, Balance: it.BalanceAfter,
-			Sender: int64(c.user), Receiver: int64(it.CounterpartUserId), Type: vmrpb.HistoryResponse_TRANSFER,
+			Sender: int64(c.user), Receiver: systemUserID, Type: vmrpb.HistoryResponse_TRANSFER,
+		}
+		if it.CounterpartUsername != "" { // set for a user's wallet only
+			item.Receiver = int64(it.CounterpartUserId)
 		}
 		if it.Type == walletv1.HistoryItem_RECEIVE {
 			item.Sender, item.Receiver, item.Type = item.Receiver, item.Sender, vmrpb.HistoryResponse_RECEIVE
@@ -120,14 +124,6 @@ func (s walletService) GetHistoryWithOffset(ctx context.Context, c caller, m *vm
 		data.Item[i] = item
 	}
 	return &vmrpb.HistoryResponse{Data: data}, nil
-}
-
-// historyID is a positive int64 standing for a transfer id, stable
-// across calls (surge's transfer ids are strings).
-func historyID(transferID string) int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(transferID))
-	return int64(h.Sum64() >> 1)
 }
 
 // remindersListed is how many reminders GetTransferReminder returns, the

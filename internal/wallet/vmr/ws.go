@@ -3,6 +3,7 @@ package vmr
 import (
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"net/http"
 	"strconv"
 	"sync"
@@ -57,9 +58,17 @@ func chatMessageOf(m *walletv1.Message) chatMessage {
 	}
 	if m.Type == walletv1.Message_TRANSFER {
 		c.Type, c.Message = typeTransfer, strconv.FormatInt(m.Amount, 10)+";"+m.Text
-		c.TransferID = historyID(m.TransferId)
+		c.TransferID = transferNumber(m.TransferId)
 	}
 	return c
+}
+
+// transferNumber is a positive int64 standing for a transfer id, stable
+// across calls: VMR numbered transfers, surge's transfer ids are strings.
+func transferNumber(transferID string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(transferID))
+	return int64(h.Sum64() >> 1)
 }
 
 // socket is one open WebSocket.

@@ -62,6 +62,8 @@ type FriendServiceClient interface {
 	QueryUser(context.Context, *connect.Request[vmr.UserListRequest]) (*connect.Response[vmr.UserListResponse], error)
 	ClearUnreadMessage(context.Context, *connect.Request[vmr.ClearUnreadMessageRequest]) (*connect.Response[vmr.ClearUnreadMessageResponse], error)
 	SetFriendStatus(context.Context, *connect.Request[vmr.SetFriendStatusRequest]) (*connect.Response[vmr.SetFriendStatusResponse], error)
+	// GetUserInfo is a user's names; user 0 is the system counterparty of
+	// history items whose other side is no user.
 	GetUserInfo(context.Context, *connect.Request[vmr.GetUserInfoRequest]) (*connect.Response[vmr.GetUserInfoResponse], error)
 }
 
@@ -163,6 +165,8 @@ type FriendServiceHandler interface {
 	QueryUser(context.Context, *connect.Request[vmr.UserListRequest]) (*connect.Response[vmr.UserListResponse], error)
 	ClearUnreadMessage(context.Context, *connect.Request[vmr.ClearUnreadMessageRequest]) (*connect.Response[vmr.ClearUnreadMessageResponse], error)
 	SetFriendStatus(context.Context, *connect.Request[vmr.SetFriendStatusRequest]) (*connect.Response[vmr.SetFriendStatusResponse], error)
+	// GetUserInfo is a user's names; user 0 is the system counterparty of
+	// history items whose other side is no user.
 	GetUserInfo(context.Context, *connect.Request[vmr.GetUserInfoRequest]) (*connect.Response[vmr.GetUserInfoResponse], error)
 }
 

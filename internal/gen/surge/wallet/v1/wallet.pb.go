@@ -453,8 +453,11 @@ type HistoryItem struct {
 	BalanceAfter        int64                  `protobuf:"varint,7,opt,name=balance_after,json=balanceAfter,proto3" json:"balance_after,omitempty"`
 	Message             string                 `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
 	Time                *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=time,proto3" json:"time,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Seq numbers the wallet's history items from 1, the oldest, with no
+	// gaps; an item keeps its number.
+	Seq           uint64 `protobuf:"varint,10,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HistoryItem) Reset() {
@@ -548,6 +551,13 @@ func (x *HistoryItem) GetTime() *timestamppb.Timestamp {
 		return x.Time
 	}
 	return nil
+}
+
+func (x *HistoryItem) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 type GetHistoryResponse struct {
@@ -942,7 +952,7 @@ const file_surge_wallet_v1_wallet_proto_rawDesc = "" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x16\n" +
-	"\x06offset\x18\x04 \x01(\x04R\x06offset\"\xb5\x03\n" +
+	"\x06offset\x18\x04 \x01(\x04R\x06offset\"\xc7\x03\n" +
 	"\vHistoryItem\x125\n" +
 	"\x04type\x18\x01 \x01(\x0e2!.surge.wallet.v1.HistoryItem.TypeR\x04type\x12\x1f\n" +
 	"\vtransfer_id\x18\x02 \x01(\tR\n" +
@@ -953,7 +963,9 @@ const file_surge_wallet_v1_wallet_proto_rawDesc = "" +
 	"\x06amount\x18\x06 \x01(\x03R\x06amount\x12#\n" +
 	"\rbalance_after\x18\a \x01(\x03R\fbalanceAfter\x12\x18\n" +
 	"\amessage\x18\b \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"3\n" +
+	"\x04time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x10\n" +
+	"\x03seq\x18\n" +
+	" \x01(\x04R\x03seq\"3\n" +
 	"\x04Type\x12\x14\n" +
 	"\x10TYPE_UNSPECIFIED\x10\x00\x12\b\n" +
 	"\x04SEND\x10\x01\x12\v\n" +
