@@ -2,9 +2,7 @@ package node
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -19,7 +17,8 @@ import (
 // its name hashes to, each of its areas in the partition of the area's key
 // (event, area), with the seat map and every reservation of the area: that
 // partition's owner alone allocates the area's seats, with the domain's
-// tickets.Area, so no seat is sold twice. A reservation's id is chosen so
+// tickets.Desk (the state machine a single process runs), so no seat is
+// sold twice. A reservation's id is chosen so
 // that it hashes to its area's partition, where any node reads, cancels
 // it and sees the area's seat map. Holds expire on the owner's Ticks.
 // Paying (tickets_pay.go) and per-user seat limits (tickets_limit.go) are
@@ -42,9 +41,6 @@ var (
 const holdSecretKey = "surge hold secret"
 
 func tkKey(prefix []byte, id string) []byte { return append(append([]byte(nil), prefix...), id...) }
-
-// areaKey is an area's partitioning key, as in single-process mode.
-func areaKey(event, area string) string { return event + "\x00" + area }
 
 // Ticket operations on the wire.
 const (
@@ -80,9 +76,7 @@ type ticketCommand struct {
 	Free        int                  `json:"free,omitempty"`
 	SoldOutAt   time.Time            `json:"sold_out_at,omitzero"`
 	Reservation *tickets.Reservation `json:"reservation,omitempty"`
-	// Refused says why a cancel was refused.
-	Refused string             `json:"refused,omitempty"`
-	Seats   *tickets.AreaSeats `json:"seats,omitempty"`
+	Seats       *tickets.AreaSeats   `json:"seats,omitempty"`
 	// Secret is the hold secret a node proposes, and the cluster's.
 	Secret []byte `json:"secret,omitempty"`
 	// Currency is the organizer's, with create_area.
@@ -97,7 +91,8 @@ type ticketCommand struct {
 	Limit   int             `json:"limit,omitempty"`
 	Attempt int             `json:"attempt,omitempty"`
 	Ledger  json.RawMessage `json:"ledger,omitempty"`
-	// Err is a payment's refusal by the ledger; Fault, the ledger's fault.
+	// Err is a pay's or a cancel's refusal, by the desk or the ledger;
+	// Fault, the ledger's fault.
 	Err   *ledger.Error `json:"err,omitempty"`
 	Fault string        `json:"fault,omitempty"`
 	// from is where the command's own reply goes (its key), if anywhere;
@@ -113,8 +108,6 @@ type tkArea struct {
 	currency  string // the organizer's
 	seats     *tickets.Area
 	soldOutAt time.Time
-	// held is the reservations holding seats in the area, by id.
-	held map[string]*tickets.Reservation
 }
 
 // tkRecord is an area's stored record.
@@ -127,16 +120,20 @@ type tkRecord struct {
 // ticketSlice is the events, areas and reservations of one shard on its
 // owner (an engine.Slice).
 type ticketSlice struct {
-	events  map[string]*tickets.EventSpec
-	areas   map[string]*tkArea
+	events map[string]*tickets.EventSpec
+	areas  map[string]*tkArea
+	// desk decides the shard's reservations; resv keeps every one it
+	// decided, for reads and retried requests, and seen counts the
+	// desk's changes of the round already recorded.
+	desk    *tickets.Desk
 	resv    map[string]*tickets.Reservation
-	holds   holdHeap
+	seen    int
 	secret  []byte      // the cluster's hold secret, in its partition
 	changed [][2][]byte // the round's records: key, value (nil: deleted)
 	// pays are the payments of the shard's reservations that have begun,
 	// users the seats users claimed in limited events, by limitKey.
 	pays  map[string]*payState
-	users map[string]*userClaims
+	users map[string]*tickets.SeatClaims
 	// owed is what the round owes other partitions and waiting nodes.
 	owed []engine.Forward
 	// shards is the number of the cluster's partitions.
@@ -149,9 +146,10 @@ func newTicketSlices(db *store.Store, shards int) ([]engine.Slice, error) {
 	ts := make([]*ticketSlice, shards)
 	out := make([]engine.Slice, shards)
 	for i := range ts {
-		ts[i] = &ticketSlice{events: map[string]*tickets.EventSpec{}, areas: map[string]*tkArea{}, resv: map[string]*tickets.Reservation{},
-			pays: map[string]*payState{}, users: map[string]*userClaims{}, shards: shards}
-		out[i] = ts[i]
+		s := &ticketSlice{events: map[string]*tickets.EventSpec{}, areas: map[string]*tkArea{}, resv: map[string]*tickets.Reservation{},
+			pays: map[string]*payState{}, users: map[string]*tickets.SeatClaims{}, shards: shards}
+		s.desk = tickets.NewDesk(s.decided)
+		ts[i], out[i] = s, s
 	}
 	load := func(prefix []byte, fn func(id string, v []byte) error) error {
 		return db.Scan(prefix, store.UpperBound(prefix), false, func(k, v []byte) (bool, error) {
@@ -191,7 +189,20 @@ func newTicketSlices(db *store.Store, shards int) ([]engine.Slice, error) {
 	if err == nil {
 		err = loadSecret(db, ts[engine.ShardIndex(holdSecretKey, shards)])
 	}
+	for _, s := range ts {
+		for id, p := range s.pays {
+			if p.Paying {
+				s.desk.LoadFrozen(id)
+			}
+		}
+	}
 	return out, err
+}
+
+// decided finds a reservation the slice decided, for the desk.
+func (s *ticketSlice) decided(id string) (*tickets.Reservation, bool) {
+	r, ok := s.resv[id]
+	return r, ok
 }
 
 // loadSecret gives s the stored hold secret, if any.
@@ -206,7 +217,7 @@ func loadSecret(db *store.Store, s *ticketSlice) error {
 func (s *ticketSlice) addArea(key string, ev *tickets.EventSpec, id string) *tkArea {
 	for _, as := range ev.Areas {
 		if as.AreaID == id {
-			a := &tkArea{event: ev, spec: as, seats: tickets.NewArea(as.RowCount, as.ColCount), held: map[string]*tickets.Reservation{}}
+			a := &tkArea{event: ev, spec: as, seats: tickets.NewArea(as.RowCount, as.ColCount)}
 			s.areas[key] = a
 			return a
 		}
@@ -218,18 +229,13 @@ func (s *ticketSlice) addArea(key string, ev *tickets.EventSpec, id string) *tkA
 // holds them, its hold to expire.
 func (s *ticketSlice) loadReservation(r *tickets.Reservation) {
 	s.resv[r.ID] = r
-	if !r.HoldsSeats() {
+	a := s.areas[tickets.AreaKey(r.EventID, r.AreaID)]
+	if a == nil || !r.HoldsSeats() {
 		return
 	}
-	if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
-		a.seats.Take(r.Seats)
-		a.held[r.ID] = r
-		if a.seats.Free() == 0 {
-			a.soldOutAt = r.UpdatedAt
-		}
-	}
-	if r.State == tickets.Reserved {
-		heap.Push(&s.holds, r)
+	s.desk.Load(r, a.seats)
+	if a.seats.Free() == 0 && r.UpdatedAt.After(a.soldOutAt) {
+		a.soldOutAt = r.UpdatedAt
 	}
 }
 
@@ -258,7 +264,7 @@ func (s *ticketSlice) apply(c *ticketCommand, now time.Time) {
 	case tkGetEvent:
 		c.Event, c.Found = s.events[c.ID], s.events[c.ID] != nil
 	case tkCreateArea:
-		key := areaKey(c.Event.EventName, c.AreaID)
+		key := tickets.AreaKey(c.Event.EventName, c.AreaID)
 		if _, ok := s.areas[key]; ok {
 			return
 		}
@@ -301,22 +307,15 @@ func (s *ticketSlice) snapshot(id string) *tickets.Reservation {
 }
 
 // cancel gives a held reservation's seats back, as the single process
-// does: cancelling a cancelled reservation is a replay, one that holds no
-// seats or is paid is refused.
+// does: cancelling a cancelled reservation is a replay; the desk refuses
+// one that holds no seats, is paid or is being paid.
 func (s *ticketSlice) cancel(c *ticketCommand, now time.Time) {
 	r, ok := s.resv[c.ID]
-	if !ok || r.State == tickets.Cancelled {
-		c.Reservation = s.snapshot(c.ID)
-		return
-	}
-	if !r.HoldsSeats() {
-		c.Refused = fmt.Sprintf("reservation %s is %s and holds no seats", r.ID, r.State)
-	} else if s.paying(r.ID) {
-		c.Refused = fmt.Sprintf("reservation %s is being paid", r.ID)
-	} else if seats, err := r.Cancel(now); err != nil {
-		c.Refused = err.Error()
-	} else {
-		s.release(r, seats)
+	if ok && r.State != tickets.Cancelled {
+		if _, err := s.desk.Cancel(c.ID, now); err != nil {
+			c.Err = tickets.Refusal(r, err)
+		}
+		s.settle()
 	}
 	c.Reservation = s.snapshot(c.ID)
 }
@@ -328,80 +327,54 @@ func (s *ticketSlice) inspect(c *ticketCommand) {
 		return
 	}
 	out := &tickets.AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
-	for _, r := range a.held {
+	for _, r := range s.desk.Holders(a.seats) {
 		out.Holders = append(out.Holders, *r)
 	}
 	c.Seats = out
 }
 
-// reserve decides a reservation with the domain's Area; overLimit fails
-// it for its user's seat limit if nothing else fails it first.
+// reserve decides a reservation on the desk; overLimit says its user's
+// seat limit refused its claim.
 func (s *ticketSlice) reserve(id, user string, req tickets.ReserveRequest, now time.Time, overLimit bool) *tickets.Reservation {
-	if r, ok := s.resv[id]; ok { // a retried request
-		return r
+	var ev *tickets.EventSpec
+	var seats *tickets.Area
+	if a := s.areas[tickets.AreaKey(req.EventID, req.AreaID)]; a != nil {
+		ev, seats = a.event, a.seats
 	}
-	r := tickets.NewReservation(id, user, req, now)
-	a := s.areas[areaKey(req.EventID, req.AreaID)]
-	var err error
-	switch reason, detail := s.open(a, now); {
-	case reason != "":
-		err = r.Decide(now, 0, nil, reason, detail)
-	case overLimit:
-		err = r.Decide(now, 0, nil, tickets.ReasonSeatLimit, seatLimitDetail(a.event))
-	default:
-		seats, reason, detail := a.seats.Reserve(req)
-		err = r.Decide(now, a.event.EffectiveHoldTime(), seats, reason, detail)
-		if reason == "" {
-			heap.Push(&s.holds, r)
-			a.held[id] = r
-			if a.seats.Free() == 0 {
-				a.soldOutAt = now
-			}
-		}
-	}
-	if err != nil { // a new reservation is Processing: not reached
-		panic("node: deciding a new reservation: " + err.Error())
-	}
-	s.resv[id] = r
-	s.record(tkKey(tkResvPrefix, id), r)
+	r := s.desk.Reserve(ev, seats, tickets.NewReservation(id, user, req, now), now, overLimit)
+	s.settle()
 	return r
-}
-
-// open says why area a takes no reservation at now, if it does not.
-func (s *ticketSlice) open(a *tkArea, now time.Time) (tickets.Reason, string) {
-	if a == nil {
-		return tickets.ReasonInvalidEventArea, "no such event area"
-	}
-	return a.event.OpenAt(now)
 }
 
 // expire ends the holds that ran out by now.
 func (s *ticketSlice) expire(now time.Time) {
-	for len(s.holds) > 0 && !now.Before(s.holds[0].HoldUntil) {
-		r := heap.Pop(&s.holds).(*tickets.Reservation)
-		if s.paying(r.ID) {
-			continue // its payment's end settles it
-		}
-		seats, err := r.Expire(now)
-		if err != nil {
-			continue // paid or cancelled meanwhile
-		}
-		s.release(r, seats)
-	}
+	s.desk.Expire(now)
+	s.settle()
 }
 
-// release gives r's seats back to its area, and its user's claim in a
-// limited event, and records r.
-func (s *ticketSlice) release(r *tickets.Reservation, seats []tickets.Seat) {
-	if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
-		a.seats.Release(seats)
-		a.soldOutAt = time.Time{}
-		delete(a.held, r.ID)
-		if a.event.PerUserSeatLimit > 0 {
+// settle records the reservations the desk decided or moved since the
+// last call, refreshes their areas' sold-out times, and gives back the
+// seat-limit claims of those that stopped holding seats (a failed one's
+// claim is given back by reserveLimited, which knows whether it made one).
+func (s *ticketSlice) settle() {
+	changes := s.desk.Changes()
+	for _, r := range changes[s.seen:] {
+		s.resv[r.ID] = r
+		s.record(tkKey(tkResvPrefix, r.ID), r)
+		a := s.areas[tickets.AreaKey(r.EventID, r.AreaID)]
+		if a == nil {
+			continue
+		}
+		if a.seats.Free() > 0 {
+			a.soldOutAt = time.Time{}
+		} else if a.soldOutAt.IsZero() {
+			a.soldOutAt = r.UpdatedAt
+		}
+		if (r.State == tickets.Cancelled || r.State == tickets.Expired) && a.event.PerUserSeatLimit > 0 {
 			s.releaseClaim(r)
 		}
 	}
-	s.record(tkKey(tkResvPrefix, r.ID), r)
+	s.seen = len(changes)
 }
 
 // record notes a record the round writes.
@@ -451,22 +424,7 @@ func (s *ticketSlice) Finish() time.Time {
 	s.changed = s.changed[:0]
 	clear(s.owed)
 	s.owed = s.owed[:0]
-	if len(s.holds) == 0 {
-		return time.Time{}
-	}
-	return s.holds[0].HoldUntil
-}
-
-// holdHeap orders held reservations by the end of their hold.
-type holdHeap []*tickets.Reservation
-
-func (h holdHeap) Len() int           { return len(h) }
-func (h holdHeap) Less(i, j int) bool { return h[i].HoldUntil.Before(h[j].HoldUntil) }
-func (h holdHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *holdHeap) Push(x any)        { *h = append(*h, x.(*tickets.Reservation)) }
-func (h *holdHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	s.desk.Reset()
+	s.seen = 0
+	return s.desk.NextExpiry()
 }

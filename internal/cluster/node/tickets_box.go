@@ -62,7 +62,7 @@ func (t *Tickets) CreateEvent(ctx context.Context, spec tickets.EventSpec) (tick
 	var wg sync.WaitGroup
 	for i, a := range spec.Areas {
 		wg.Go(func() {
-			_, errs[i] = t.do(ctx, areaKey(spec.EventName, a.AreaID), &ticketCommand{Op: tkCreateArea, Event: &spec, AreaID: a.AreaID, Currency: currency})
+			_, errs[i] = t.do(ctx, tickets.AreaKey(spec.EventName, a.AreaID), &ticketCommand{Op: tkCreateArea, Event: &spec, AreaID: a.AreaID, Currency: currency})
 		})
 	}
 	wg.Wait()
@@ -83,7 +83,7 @@ func (t *Tickets) Event(name string) (tickets.EventStatus, error) {
 	st := tickets.EventStatus{Spec: *out.Event, Areas: make([]tickets.AreaStatus, len(out.Event.Areas))}
 	soldOut := len(st.Areas) > 0
 	for i, a := range out.Event.Areas {
-		key := areaKey(name, a.AreaID)
+		key := tickets.AreaKey(name, a.AreaID)
 		free, err := t.do(ctx, key, &ticketCommand{Op: tkAreaFree, ID: key})
 		if err != nil {
 			return tickets.EventStatus{}, err
@@ -104,7 +104,7 @@ func (t *Tickets) Event(name string) (tickets.EventStatus, error) {
 // event known to be limited, its user's partition first: tickets_limit.go);
 // the id returned names a decided reservation.
 func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
-	key := areaKey(req.EventID, req.AreaID)
+	key := tickets.AreaKey(req.EventID, req.AreaID)
 	id := reservationID(engine.ShardIndex(key, t.partitions), t.partitions)
 	c := &ticketCommand{Op: tkReserve, ID: id, User: userID, Req: &req}
 	if limit, ok := t.limits.Load(req.EventID); ok {
@@ -147,7 +147,7 @@ func (t *Tickets) Reservation(ctx context.Context, id string, _ time.Duration) (
 
 // InspectArea reads an area's seat map and holders from its partition.
 func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.AreaSeats, error) {
-	key := areaKey(event, area)
+	key := tickets.AreaKey(event, area)
 	out, err := t.do(ctx, key, &ticketCommand{Op: tkInspect, ID: key})
 	if err != nil {
 		return tickets.AreaSeats{}, err
@@ -181,8 +181,6 @@ func heldOutcome(id string, out *ticketCommand, err error) (tickets.Reservation,
 		return tickets.Reservation{}, err
 	case out.Reservation == nil:
 		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
-	case out.Refused != "":
-		return *out.Reservation, ledger.Errorf(tickets.CodeNotPayable, "%s", out.Refused)
 	case out.Err != nil:
 		return *out.Reservation, out.Err
 	case out.Fault != "":

@@ -2,13 +2,10 @@ package node
 
 import (
 	"encoding/json"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
-	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets"
 )
@@ -95,10 +92,10 @@ func (s *ticketSlice) applyChain(c *ticketCommand, now time.Time) {
 // limit, which the node keeps), and gives the claim back if the
 // reservation failed.
 func (s *ticketSlice) reserveLimited(c *ticketCommand, now time.Time) {
-	a := s.areas[areaKey(c.Req.EventID, c.Req.AreaID)]
+	a := s.areas[tickets.AreaKey(c.Req.EventID, c.Req.AreaID)]
 	limited := a != nil && a.event.PerUserSeatLimit > 0
 	if limited && c.Claim == "" {
-		if _, ok := s.resv[c.ID]; !ok {
+		if _, ok := s.desk.Decided(c.ID); !ok {
 			s.forward(s.partitionOf(limitKey(c.Req.EventID, c.User)), &ticketCommand{
 				Op: tkClaim, ID: c.ID, User: c.User, Req: c.Req, Limit: a.event.PerUserSeatLimit, ReplyTo: c.from,
 			})
@@ -106,7 +103,7 @@ func (s *ticketSlice) reserveLimited(c *ticketCommand, now time.Time) {
 			return
 		}
 	}
-	_, known := s.resv[c.ID]
+	_, known := s.desk.Decided(c.ID)
 	r := s.reserve(c.ID, c.User, *c.Req, now, c.Claim == claimRefused)
 	cp := *r
 	c.Reservation = &cp
@@ -133,21 +130,8 @@ func loadChains(db *store.Store, ts []*ticketSlice, load func([]byte, func(strin
 		return err
 	}
 	return load(tkUserPrefix, func(key string, v []byte) error {
-		u := &userClaims{}
+		u := &tickets.SeatClaims{}
 		ts[engine.ShardIndex(key, shards)].users[key] = u
 		return json.Unmarshal(v, u)
 	})
-}
-
-// paymentID is the id of a reservation's payment attempt: the single
-// node's shape, "pay-<reservation id>-<attempt>", with the attempt
-// counted so that every attempt moves money under an id of its own.
-func paymentID(reservation string, attempt int) string {
-	return fmt.Sprintf("%s%s-%08x", ledger.PaymentPrefix, reservation, attempt)
-}
-
-// seatLimitDetail is the detail of a reservation over its user's limit,
-// as the single node words it.
-func seatLimitDetail(ev *tickets.EventSpec) string {
-	return "at most " + strconv.Itoa(ev.PerUserSeatLimit) + " seats per user in event " + ev.EventName
 }

@@ -217,8 +217,8 @@ func TestTicketPaymentBegunInTheHoldEndsPaid(t *testing.T) {
 	late := r.HoldUntil.Add(time.Second)
 	cancel := &ticketCommand{Op: tkCancel, ID: r.ID}
 	retry := runChain(t, db, late, engine.Tick{}, cancel, payAt("p2", r.ID))
-	if len(retry.answers) != 0 || len(retry.debits) != 0 || !strings.Contains(cancel.Refused, "being paid") {
-		t.Fatalf("while paying: %+v, cancel %q", retry, cancel.Refused)
+	if len(retry.answers) != 0 || len(retry.debits) != 0 || !strings.Contains(refusedOf(cancel), "being paid") {
+		t.Fatalf("while paying: %+v, cancel %q", retry, refusedOf(cancel))
 	}
 	end := runChain(t, db, late, payEnd(t, run.debits[0], nil))
 	for _, rid := range []string{"p1", "p2"} {
@@ -231,8 +231,8 @@ func TestTicketPaymentBegunInTheHoldEndsPaid(t *testing.T) {
 	if run := runChain(t, db, late.Add(time.Hour), engine.Tick{}, replay); len(run.debits) != 0 || replay.Reservation.State != tickets.Paid {
 		t.Fatalf("a pay after the payment: %+v %+v", run, replay.Reservation)
 	}
-	if s := roundOf(t, db, late); s.areas[areaKey("gig", "A")].seats.Free() != 7 || len(s.pays) != 0 {
-		t.Fatalf("paid: %d seats free, %d payments left", s.areas[areaKey("gig", "A")].seats.Free(), len(s.pays))
+	if s := roundOf(t, db, late); s.areas[tickets.AreaKey("gig", "A")].seats.Free() != 7 || len(s.pays) != 0 {
+		t.Fatalf("paid: %d seats free, %d payments left", s.areas[tickets.AreaKey("gig", "A")].seats.Free(), len(s.pays))
 	}
 	// The same outcome delivered again changes nothing and answers nobody.
 	if again := runChain(t, db, late, payEnd(t, run.debits[0], nil)); len(again.answers) != 0 {
@@ -260,8 +260,8 @@ func TestTicketPaymentRefusedUnfreezesTheHold(t *testing.T) {
 		t.Fatalf("u holds %d after the expiry, want 2", n)
 	}
 	refused := payAt("p3", r1.ID)
-	if run := runChain(t, db, late, refused); len(run.debits) != 0 || !strings.Contains(refused.Refused, "expired") {
-		t.Fatalf("paying an expired hold: %+v %q", run, refused.Refused)
+	if run := runChain(t, db, late, refused); len(run.debits) != 0 || !strings.Contains(refusedOf(refused), "expired") {
+		t.Fatalf("paying an expired hold: %+v %q", run, refusedOf(refused))
 	}
 	// r2: refused within its hold, then paid by a second attempt.
 	if a := runChain(t, db, now, payEnd(t, first.debits[1], broke)).answers["p2"]; a == nil || a.Reservation.State != tickets.Reserved {
@@ -289,7 +289,7 @@ func TestTicketPaymentAfterTheHoldMovesNothing(t *testing.T) {
 	gig(t, db, now, 0)
 	r := reserved(t, db, now, reserveAt("1", "u", "A", 1))
 	late := payAt("p1", r.ID)
-	if run := runChain(t, db, r.HoldUntil, late); len(run.debits) != 0 || late.Refused == "" || late.Reservation.State != tickets.Reserved {
+	if run := runChain(t, db, r.HoldUntil, late); len(run.debits) != 0 || refusedOf(late) == "" || late.Reservation.State != tickets.Reserved {
 		t.Fatalf("a pay at the hold's end: %+v %+v", run, late)
 	}
 	free := &tickets.EventSpec{EventName: "free", Artist: "band", Areas: []tickets.AreaSpec{{AreaID: "A", RowCount: 1, ColCount: 1}}}
@@ -297,8 +297,8 @@ func TestTicketPaymentAfterTheHoldMovesNothing(t *testing.T) {
 	c := &ticketCommand{Op: tkReserve, ID: "r-free", User: "u", Req: &tickets.ReserveRequest{EventID: "free", AreaID: "A", Kind: tickets.Random, NumOfSeats: 1}}
 	roundOf(t, db, now, c)
 	p := payAt("p2", "r-free")
-	if run := runChain(t, db, now, p); len(run.debits) != 0 || !strings.Contains(p.Refused, "takes no payments") {
-		t.Fatalf("paying an event without an organizer: %+v %q", run, p.Refused)
+	if run := runChain(t, db, now, p); len(run.debits) != 0 || !strings.Contains(refusedOf(p), "takes no payments") {
+		t.Fatalf("paying an event without an organizer: %+v %q", run, refusedOf(p))
 	}
 }
 

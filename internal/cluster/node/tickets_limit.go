@@ -2,6 +2,7 @@ package node
 
 import (
 	"cmp"
+	"time"
 
 	"github.com/surge-dev/surge/internal/tickets"
 )
@@ -27,48 +28,26 @@ const (
 // limitKey is the partitioning key of a user's seats in an event.
 func limitKey(event, user string) string { return event + "\x00user\x00" + user }
 
-// userClaims are the seats a user claimed in a limited event, by
-// reservation.
-type userClaims struct {
-	Held   int            `json:"held"`
-	Claims map[string]int `json:"claims"`
-}
-
-// seatsAsked is what a reservation request counts against its user's
-// limit, as on a single node (a SELF_PICK counts its listed seats); a
-// negative count, which fails as INVALID_ARGUMENT, claims nothing rather
-// than lend the user seats until its release.
-func seatsAsked(req *tickets.ReserveRequest) int {
-	if req.Kind == tickets.SelfPick {
-		return len(req.Seats)
-	}
-	return max(req.NumOfSeats, 0)
-}
-
-// claim claims c's seats for its user unless that passes c.Limit, and
-// sends the reservation back to its area's partition with the verdict. A
-// claim made already (a retried step) is granted again. The claim comes
-// from the area's partition, or straight from a node that knows the
-// event's limit (Tickets.Reserve).
+// claim claims c's seats for its user unless that passes c.Limit
+// (tickets.SeatClaims), and sends the reservation back to its area's
+// partition with the verdict. A claim made already (a retried step) is
+// granted again. The claim comes from the area's partition, or straight
+// from a node that knows the event's limit (Tickets.Reserve).
 func (s *ticketSlice) claim(c *ticketCommand) {
 	key := limitKey(c.Req.EventID, c.User)
 	u := s.users[key]
 	if u == nil {
-		u = &userClaims{Claims: map[string]int{}}
+		u = &tickets.SeatClaims{}
 	}
 	verdict := claimGranted
-	if _, ok := u.Claims[c.ID]; !ok {
-		n := seatsAsked(c.Req)
-		if u.Held+n > c.Limit {
-			verdict = claimRefused
-		} else {
-			u.Held += n
-			u.Claims[c.ID] = n
-			s.users[key] = u
-			s.record(tkKey(tkUserPrefix, key), u)
-		}
+	ev := &tickets.EventSpec{EventName: c.Req.EventID, PerUserSeatLimit: c.Limit}
+	if reason, _ := u.Claim(ev, tickets.NewReservation(c.ID, c.User, *c.Req, time.Time{})); reason != "" {
+		verdict = claimRefused
+	} else {
+		s.users[key] = u
+		s.record(tkKey(tkUserPrefix, key), u)
 	}
-	s.forward(s.partitionOf(areaKey(c.Req.EventID, c.Req.AreaID)), &ticketCommand{
+	s.forward(s.partitionOf(tickets.AreaKey(c.Req.EventID, c.Req.AreaID)), &ticketCommand{
 		Op: tkReserve, ID: c.ID, User: c.User, Req: c.Req, Claim: verdict, Limit: c.Limit, ReplyTo: cmp.Or(c.ReplyTo, c.from),
 	})
 	c.deferred = true
@@ -85,16 +64,10 @@ func (s *ticketSlice) releaseClaim(r *tickets.Reservation) {
 // given back already is not counted twice.
 func (s *ticketSlice) unclaim(id, key string) {
 	u := s.users[key]
-	if u == nil {
+	if u == nil || !u.Release(id) {
 		return
 	}
-	n, ok := u.Claims[id]
-	if !ok {
-		return
-	}
-	u.Held -= n
-	delete(u.Claims, id)
-	if len(u.Claims) == 0 {
+	if u.Empty() {
 		delete(s.users, key)
 		s.forget(tkKey(tkUserPrefix, key))
 		return

@@ -1,10 +1,9 @@
 package node
 
 import (
-	"container/heap"
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
@@ -47,13 +46,8 @@ type payState struct {
 	Waiters []replyAddr `json:"waiters,omitempty"`
 }
 
-// paying reports whether reservation id's payment is in flight.
-func (s *ticketSlice) paying(id string) bool {
-	p := s.pays[id]
-	return p != nil && p.Paying
-}
-
-// pay begins paying reservation c.ID from c.Account (step 1).
+// pay begins paying reservation c.ID from c.Account (step 1): the desk
+// freezes its hold, and the debit goes to the payer's partition.
 func (s *ticketSlice) pay(c *ticketCommand, now time.Time) {
 	r, ok := s.resv[c.ID]
 	switch {
@@ -62,7 +56,7 @@ func (s *ticketSlice) pay(c *ticketCommand, now time.Time) {
 	case r.State == tickets.Paid:
 		c.Reservation = s.snapshot(c.ID) // a replay
 		return
-	case s.paying(c.ID):
+	case s.desk.Frozen(c.ID):
 		p := s.pays[c.ID]
 		if c.from != nil {
 			p.Waiters = append(p.Waiters, *c.from)
@@ -72,13 +66,17 @@ func (s *ticketSlice) pay(c *ticketCommand, now time.Time) {
 		return
 	}
 	c.Reservation = s.snapshot(c.ID)
-	if err := r.CheckPay(now); err != nil {
-		c.Refused = err.Error()
-		return
+	var ev *tickets.EventSpec
+	a := s.areas[tickets.AreaKey(r.EventID, r.AreaID)]
+	if a != nil {
+		ev = a.event
 	}
-	a := s.areas[areaKey(r.EventID, r.AreaID)]
-	if a.event.Organizer == "" {
-		c.Refused = fmt.Sprintf("event %s takes no payments (no organizer account)", a.event.EventName)
+	amount, err := tickets.Charge(ev, r, now)
+	if err == nil {
+		_, err = s.desk.Freeze(c.ID, now)
+	}
+	if err != nil {
+		c.Err = refusal(r, err)
 		return
 	}
 	p := s.pays[c.ID]
@@ -87,7 +85,6 @@ func (s *ticketSlice) pay(c *ticketCommand, now time.Time) {
 		s.pays[c.ID] = p
 	}
 	p.Attempt++
-	amount := a.spec.Price * int64(len(r.Seats))
 	if amount == 0 {
 		s.paid(r, p, now, now)
 		c.Reservation = s.snapshot(c.ID)
@@ -102,13 +99,22 @@ func (s *ticketSlice) pay(c *ticketCommand, now time.Time) {
 	c.deferred = true
 }
 
+// refusal is err as the *ledger.Error a client hears.
+func refusal(r *tickets.Reservation, err error) *ledger.Error {
+	var e *ledger.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return tickets.Refusal(r, err)
+}
+
 // debit forwards the transfer of a payment attempt to the payer's
 // partition.
 func (s *ticketSlice) debit(r *tickets.Reservation, a *tkArea, account string, amount int64, attempt int) {
 	w, _ := json.Marshal(&ledgerengine.WireCommand{ // plain data always encodes
 		Op: ledgerengine.OpTransfer,
 		Req: &ledger.TransferRequest{
-			ID: paymentID(r.ID, attempt), From: account, To: a.event.Organizer, Amount: amount,
+			ID: tickets.PaymentID(r.ID, uint32(attempt)), From: account, To: a.event.Organizer, Amount: amount,
 			Memo: "reservation " + r.ID,
 		},
 		Currencies: map[string]string{a.event.Organizer: a.currency},
@@ -133,7 +139,10 @@ func (s *ticketSlice) payEnd(c *ticketCommand, now time.Time) {
 	if o.Err == nil && o.Fault == "" {
 		s.paid(r, p, p.Began, now)
 	} else {
-		s.unfreeze(r, p, now)
+		p.Paying, p.Waiters = false, nil
+		s.record(tkKey(tkPayPrefix, r.ID), p)
+		s.desk.Thaw(r.ID, now)
+		s.settle()
 	}
 	out.Reservation = s.snapshot(c.ID)
 	for i := range waiters {
@@ -144,27 +153,12 @@ func (s *ticketSlice) payEnd(c *ticketCommand, now time.Time) {
 // paid marks r paid by attempt p, begun at began within the hold, and
 // forgets the payment.
 func (s *ticketSlice) paid(r *tickets.Reservation, p *payState, began, now time.Time) {
-	if err := r.Pay(began, paymentID(r.ID, p.Attempt)); err != nil { // checked when it began
-		panic("node: paying a frozen hold: " + err.Error())
+	if _, err := s.desk.PayFrozen(r.ID, tickets.PaymentID(r.ID, uint32(p.Attempt)), began, now); err != nil {
+		panic("node: paying a frozen hold: " + err.Error()) // checked when it froze
 	}
-	r.UpdatedAt = now
 	delete(s.pays, r.ID)
 	s.forget(tkKey(tkPayPrefix, r.ID))
-	s.record(tkKey(tkResvPrefix, r.ID), r)
-}
-
-// unfreeze ends a payment attempt that moved no money: the hold goes on,
-// or expires now if its time has come meanwhile.
-func (s *ticketSlice) unfreeze(r *tickets.Reservation, p *payState, now time.Time) {
-	p.Paying, p.Waiters = false, nil
-	s.record(tkKey(tkPayPrefix, r.ID), p)
-	if now.Before(r.HoldUntil) {
-		heap.Push(&s.holds, r)
-		return
-	}
-	if seats, err := r.Expire(now); err == nil {
-		s.release(r, seats)
-	}
+	s.settle()
 }
 
 // workloadPayment marks the debit of a payment, a ledger transfer whose

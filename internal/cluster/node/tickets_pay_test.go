@@ -25,7 +25,7 @@ func TestPaymentIsExactlyOnceAcrossAbortedRounds(t *testing.T) {
 	}
 	ev := &tickets.EventSpec{EventName: "gig", Artist: "band", Organizer: "org", PerUserSeatLimit: 3,
 		Areas: []tickets.AreaSpec{{AreaID: "A", Price: 7, RowCount: 4, ColCount: 4}}}
-	area := part(areaKey("gig", "A"))
+	area := part(tickets.AreaKey("gig", "A"))
 	r.send(area, workloadTickets, &ticketCommand{Op: tkCreateArea, Event: ev, AreaID: "A", Currency: "USD"})
 	var ids []string
 	rids := map[string]string{}
@@ -55,14 +55,14 @@ func TestPaymentIsExactlyOnceAcrossAbortedRounds(t *testing.T) {
 		switch {
 		case i == 3 && (out.Err == nil || out.Err.Code != ledger.CodeInsufficientFunds || res.State != tickets.Reserved):
 			t.Fatalf("paying without the funds: %+v", out)
-		case i < 3 && (out.Err != nil || res.State != tickets.Paid || res.PaymentID != paymentID(id, 1)):
+		case i < 3 && (out.Err != nil || res.State != tickets.Paid || res.PaymentID != tickets.PaymentID(id, 1)):
 			t.Fatalf("payment of %s: %+v %+v", id, out.Err, res)
 		case i < 3:
 			sold += 14
 		}
 	}
 	var again ticketCommand
-	if r.reply(retry, &again); again.Reservation.State != tickets.Paid || again.Reservation.PaymentID != paymentID(ids[0], 1) {
+	if r.reply(retry, &again); again.Reservation.State != tickets.Paid || again.Reservation.PaymentID != tickets.PaymentID(ids[0], 1) {
 		t.Fatalf("the retried pay: %+v", again.Reservation)
 	}
 	for i, want := range []int64{86, 86, 86, 5} {

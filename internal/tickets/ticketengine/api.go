@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -20,13 +21,15 @@ import (
 // durable; events and availability are read from published state.
 
 // paymentPrefix starts the id of the pending ledger transfer that pays a
-// reservation: "pay-<reservation id>-<attempt>". Each attempt holds money
-// under an id of its own, so a voided attempt never stands in for a later
-// one; the reservation records the attempt that paid it.
+// reservation (tickets.PaymentID); the reservation records the attempt
+// that paid it.
 const paymentPrefix = ledger.PaymentPrefix
 
+// newPaymentID names a new payment attempt of reservation, with a random
+// attempt number: a single process does not count attempts across
+// restarts.
 func newPaymentID(reservation string) string {
-	return paymentPrefix + reservation + "-" + uuid.NewString()[:8]
+	return tickets.PaymentID(reservation, rand.Uint32())
 }
 
 // paymentReservation is the reservation a payment id pays, or "".
@@ -138,7 +141,7 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 	r := tickets.NewReservation(id.String(), userID, req, now)
 	a, ok := t.area(req.EventID, req.AreaID)
 	if !ok {
-		return t.failNow(id, r, nil, now, tickets.ReasonInvalidEventArea, fmt.Sprintf("event %s has no area %s", req.EventID, req.AreaID))
+		return t.failNow(id, r, nil, now, tickets.ReasonInvalidEventArea, tickets.NoAreaDetail(req.EventID, req.AreaID))
 	}
 	ev := &a.event.spec
 	// Share the event's strings: the request's copies would live as long
@@ -151,18 +154,30 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 		return t.failNow(id, r, a, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
 	}
 	limited := ev.PerUserSeatLimit > 0
-	if limited && !t.users.claim(ev.EventName, userID, r.NumOfSeats, ev.PerUserSeatLimit) {
-		return t.failNow(id, r, a, now, tickets.ReasonSeatLimit, fmt.Sprintf("at most %d seats per user in event %s", ev.PerUserSeatLimit, ev.EventName))
+	if limited {
+		if reason, detail := t.users.claim(ev, r); reason != "" {
+			return t.failNow(id, r, a, now, reason, detail)
+		}
 	}
 	t.index.open(id)
 	if err := t.port.Post(a.shard, &cmdReserve{res: r}); err != nil {
 		t.index.drop(id)
 		if limited {
-			t.users.give(ev.EventName, userID, r.NumOfSeats)
+			t.users.give(r)
 		}
 		return "", ledgerengine.QueueError(err)
 	}
 	return id.String(), nil
+}
+
+// decided is the reservation id if it is decided, for the desks: a
+// retried request is answered with its first decision.
+func (t *Tickets) decided(id string) (*tickets.Reservation, bool) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return nil, false
+	}
+	return t.index.load(uid)
 }
 
 // failNow decides r as failed without a shard. It is published at once and
@@ -214,14 +229,11 @@ func (t *Tickets) PayReservation(ctx context.Context, id, account string) (ticke
 		return snap, err
 	}
 	ev := &a.event.spec
-	if err := snap.CheckPay(time.Now()); err != nil {
-		return snap, ledger.Errorf(tickets.CodeNotPayable, "%v", err)
-	}
-	if ev.Organizer == "" {
-		return snap, ledger.Errorf(tickets.CodeNotPayable, "event %s takes no payments (no organizer account)", ev.EventName)
+	amount, err := tickets.Charge(ev, &snap, time.Now())
+	if err != nil {
+		return snap, err
 	}
 	payment := newPaymentID(snap.ID)
-	amount := a.spec.Price * int64(len(snap.Seats))
 	if amount > 0 {
 		_, _, err := t.ledger.Transfer(ctx, ledger.TransferRequest{
 			ID: payment, From: account, To: ev.Organizer, Amount: amount, Pending: true,
@@ -290,11 +302,10 @@ func (t *Tickets) heldReservation(id string) (tickets.Reservation, *areaState, e
 func (t *Tickets) stateError(id string, err error) (tickets.Reservation, error) {
 	snap, _ := t.Reservation(context.Background(), id, 0)
 	var te *tickets.TransitionError
-	if errors.As(err, &te) {
-		return snap, ledger.Errorf(tickets.CodeNotPayable, "%v", te)
-	}
-	if errors.Is(err, tickets.ErrUnknown) {
-		return snap, ledger.Errorf(tickets.CodeNotPayable, "reservation %s is %s and holds no seats", id, snap.State)
+	if errors.As(err, &te) || errors.Is(err, tickets.ErrUnknown) {
+		named := snap
+		named.ID = id
+		return snap, tickets.Refusal(&named, err)
 	}
 	return snap, err
 }
@@ -325,7 +336,7 @@ func (t *Tickets) publishReservations(changed []*tickets.Reservation) {
 		publishArea(a, now)
 		ev := &a.event.spec
 		if ev.PerUserSeatLimit > 0 && !r.HoldsSeats() {
-			t.users.give(ev.EventName, r.UserID, r.NumOfSeats)
+			t.users.give(r)
 		}
 		t.outcome(r)
 		t.index.store(uuid.MustParse(r.ID), snapshot(r), a)
@@ -362,7 +373,7 @@ func (t *Tickets) loadTickets() error {
 		if r.HoldsSeats() {
 			soldAt[a] = maxTime(soldAt[a], r.UpdatedAt)
 			if a.event.spec.PerUserSeatLimit > 0 {
-				t.users.add(a.event.spec.EventName, r.UserID, len(r.Seats))
+				t.users.add(r)
 			}
 		}
 		if !settled(r) { // the settled ones are read from storage

@@ -60,7 +60,7 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 	}
 	t := &Tickets{
 		eng: eng, ledger: ledger, db: ticketstore.Store{Store: eng.Store()}, log: cfg.Logger,
-		events: make(map[string]*eventState), users: userSeats{m: make(map[userKey]int)},
+		events: make(map[string]*eventState), users: userSeats{m: make(map[userKey]*tickets.SeatClaims)},
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "surge_reservations_total",
 			Help: "Reservation decisions and later moves, by resulting state and failure reason.",
@@ -69,7 +69,7 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 	t.index = newResvIndex(&t.areas, cfg.OutcomeRetention, cfg.OutcomeMemoryBytes)
 	slices := make([]engine.Slice, eng.Shards())
 	for i := range slices {
-		s := &shard{t: t, desk: tickets.NewDesk()}
+		s := &shard{t: t, desk: tickets.NewDesk(t.decided)}
 		t.shards = append(t.shards, s)
 		slices[i] = s
 	}
@@ -114,7 +114,7 @@ func (s *shard) Apply(cmds []engine.Command, now time.Time) {
 		switch c := c.(type) {
 		case *cmdReserve:
 			a, _ := s.t.area(c.res.EventID, c.res.AreaID)
-			s.desk.Reserve(&a.event.spec, a.seats, c.res, now)
+			s.desk.Reserve(&a.event.spec, a.seats, c.res, now, false)
 		case *cmdPay:
 			r, err := s.desk.Pay(c.id, c.paymentID, now)
 			c.reservation, c.err = copyOf(r), err
