@@ -32,14 +32,14 @@ func (s Store) HoldSecret(generate func() ([]byte, error)) ([]byte, error) {
 // PutEvent writes ev as one synced commit.
 func (s Store) PutEvent(ev *tickets.EventSpec) error {
 	b := s.NewBatch()
-	_ = b.Set(store.Key(nil, prefixEvent, ev.EventName), encodeEvent(nil, ev), nil)
+	_ = b.Set(store.Key(nil, prefixEvent, ev.EventName), AppendEvent(nil, ev), nil)
 	return s.Commit(b)
 }
 
 // EachEvent calls fn for every event.
 func (s Store) EachEvent(fn func(tickets.EventSpec) error) error {
 	return s.Scan(prefixEvent, store.UpperBound(prefixEvent), false, func(_, v []byte) (bool, error) {
-		ev, err := decodeEvent(v)
+		ev, err := DecodeEvent(v)
 		if err != nil {
 			return false, err
 		}
@@ -89,7 +89,9 @@ func (w *TicketBatch) PutReservation(r *tickets.Reservation) {
 	_ = w.b.Set(w.key, w.val, nil) // Set copies; errors only on a closed batch
 }
 
-func encodeEvent(dst []byte, ev *tickets.EventSpec) []byte {
+// AppendEvent appends ev's stored record to dst; a cluster carries events
+// so too.
+func AppendEvent(dst []byte, ev *tickets.EventSpec) []byte {
 	e := codec.Encoder{B: dst}
 	e.Byte(store.RecordVersion)
 	e.String(ev.EventName)
@@ -110,7 +112,8 @@ func encodeEvent(dst []byte, ev *tickets.EventSpec) []byte {
 	return e.B
 }
 
-func decodeEvent(b []byte) (tickets.EventSpec, error) {
+// DecodeEvent decodes an event AppendEvent encoded.
+func DecodeEvent(b []byte) (tickets.EventSpec, error) {
 	d := codec.Decoder{B: b}
 	if d.Byte() != store.RecordVersion {
 		return tickets.EventSpec{}, codec.ErrCorrupt
