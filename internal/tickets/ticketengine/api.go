@@ -113,17 +113,17 @@ func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.
 	if !ok {
 		return tickets.AreaSeats{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s has no area %s", event, area)
 	}
-	c := &cmdInspect{event: event, area: area}
+	c := &Inspect{Event: event, Area: area}
 	if err := t.do(ctx, a.shard, c); err != nil {
 		return tickets.AreaSeats{}, err
 	}
-	return c.seats, nil
+	return *c.Seats, nil
 }
 
 // inspect reads an area's seat map and holders.
-func (s *shard) inspect(event, area string) tickets.AreaSeats {
+func (s *shard) inspect(event, area string) *tickets.AreaSeats {
 	a, _ := s.t.area(event, area)
-	out := tickets.AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
+	out := &tickets.AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
 	for _, r := range s.desk.Holders(a.seats) {
 		out.Holders = append(out.Holders, *r)
 	}
@@ -160,7 +160,7 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 		}
 	}
 	t.index.open(id)
-	if err := t.port.Post(a.shard, &cmdReserve{res: r}); err != nil {
+	if err := t.port.Post(a.shard, &Reserve{filed: r}); err != nil {
 		t.index.drop(id)
 		if limited {
 			t.users.give(r)
@@ -266,14 +266,18 @@ func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Res
 	if err != nil || snap.State == tickets.Cancelled {
 		return snap, err
 	}
-	c := &cmdCancel{id: snap.ID}
+	c := &Cancel{ID: snap.ID}
 	if err := t.do(ctx, a.shard, c); err != nil {
 		return t.stateError(id, err)
 	}
-	if c.err != nil {
-		return t.stateError(id, c.err)
+	switch {
+	case c.Reservation == nil: // left memory meanwhile
+		return t.stateError(id, tickets.ErrUnknown)
+	case c.Err != nil:
+		snap, _ = t.Reservation(ctx, id, 0)
+		return snap, c.Err
 	}
-	return c.reservation, nil
+	return *c.Reservation, nil
 }
 
 // do queues cmd on shard and waits for the round that applies it.

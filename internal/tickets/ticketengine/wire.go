@@ -90,6 +90,9 @@ type (
 		Reservation *tickets.Reservation
 		from        []byte
 		deferred    bool
+		// filed is the reservation a single process filed at its edge,
+		// which its shard decides as it is.
+		filed *tickets.Reservation
 	}
 	// ReadReservation reads a reservation; nil if there is none.
 	ReadReservation struct {
