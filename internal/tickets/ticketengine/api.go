@@ -133,7 +133,7 @@ func (s *shard) inspect(event, area string) *tickets.AreaSeats {
 // Reserve files a reservation request by user and returns its id at once;
 // the owning shard decides it, and Reservation waits for the decision.
 // Requests that cannot succeed — unknown area, outside the sale window,
-// sold out, over the user's limit — are decided here without queueing.
+// over the user's limit, sold out — are decided here without queueing.
 // The error is only for a request that could not be filed (overload).
 func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
 	now := time.Now().UTC()
@@ -150,14 +150,19 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 	if reason, detail := ev.OpenAt(now); reason != "" {
 		return t.failNow(id, r, a, now, reason, detail)
 	}
-	if r.NumOfSeats > 0 && r.NumOfSeats <= tickets.MaxSeatsPerReservation && a.available.Load() < int64(r.NumOfSeats) {
-		return t.failNow(id, r, a, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
-	}
+	// The desk's order (tickets.Desk.Reserve): the seat limit, then the
+	// seats, of which a sold-out area is the first check.
 	limited := ev.PerUserSeatLimit > 0
 	if limited {
 		if reason, detail := t.users.claim(ev, r); reason != "" {
 			return t.failNow(id, r, a, now, reason, detail)
 		}
+	}
+	if r.NumOfSeats > 0 && r.NumOfSeats <= tickets.MaxSeatsPerReservation && a.available.Load() < int64(r.NumOfSeats) {
+		if limited {
+			t.users.give(r)
+		}
+		return t.failNow(id, r, a, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
 	}
 	t.index.open(id)
 	if err := t.port.Post(a.shard, &Reserve{filed: r}); err != nil {
