@@ -123,7 +123,7 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 	res := &ticketengine.Reserve{ID: id, User: userID, Req: req}
 	var c ticketengine.Command = res
 	if limit, ok := t.limits.Load(req.EventID); ok {
-		c, key = &ticketengine.Claim{ID: id, User: userID, Req: req, Limit: limit.(int)}, limitKey(req.EventID, userID)
+		c, key = &ticketengine.Claim{ID: id, User: userID, Req: req, Limit: limit.(int)}, ticketengine.LimitKey(req.EventID, userID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
@@ -135,10 +135,6 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 	}
 	return id, nil
 }
-
-// limitKey is the partitioning key of a user's seats in an event, as
-// ticketengine's cluster slices count them.
-func limitKey(event, user string) string { return event + "\x00user\x00" + user }
 
 // reservationID returns a random id that hashes to partition: about
 // partitions draws.

@@ -76,7 +76,7 @@ type clusterShard struct {
 	secret  []byte      // the cluster's hold secret, in its partition
 	changed [][2][]byte // the round's records: key, value (nil: deleted)
 	// pays are the payments of the shard's reservations that have begun,
-	// users the seats users claimed in limited events, by limitKey.
+	// users the seats users claimed in limited events, by LimitKey.
 	pays  map[string]*payState
 	users map[string]*tickets.SeatClaims
 	// owed is what the round owes other partitions and waiting nodes.
@@ -260,7 +260,7 @@ func (s *clusterShard) apply(c Command, now time.Time) {
 	case *Claim:
 		s.claim(c)
 	case *Release:
-		s.unclaim(c.ID, limitKey(c.Event, c.User))
+		s.unclaim(c.ID, LimitKey(c.Event, c.User))
 	}
 }
 

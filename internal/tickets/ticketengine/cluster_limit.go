@@ -9,7 +9,7 @@ import (
 // Per-user seat limits in a cluster. A user's reservations in an event
 // may be in several areas, so partitions; the seats the user holds in the
 // event are counted (tickets.SeatClaims) in one partition, that of
-// limitKey(event, user). A reservation in a limited event goes from its
+// LimitKey(event, user). A reservation in a limited event goes from its
 // area's partition to its user's, which claims its seats (or refuses:
 // SEAT_LIMIT) and sends it back to be decided; a reservation that fails,
 // is cancelled or expires gives its claim back with a command to the
@@ -19,8 +19,8 @@ import (
 // dies: the claims of a user are the reservations of the event that hold
 // seats, plus those on their way.
 
-// limitKey is the partitioning key of a user's seats in an event.
-func limitKey(event, user string) string { return event + "\x00user\x00" + user }
+// LimitKey is the partitioning key of a user's seats in an event.
+func LimitKey(event, user string) string { return event + "\x00user\x00" + user }
 
 // reserveLimited decides a reservation. In an event with a per-user seat
 // limit, a reservation a node filed here goes first to its user's
@@ -32,7 +32,7 @@ func (s *clusterShard) reserveLimited(c *Reserve, now time.Time) {
 	a := s.areas[tickets.AreaKey(c.Req.EventID, c.Req.AreaID)]
 	_, known := s.desk.Decided(c.ID)
 	if a != nil && a.event.PerUserSeatLimit > 0 && c.Verdict == Unclaimed && !known {
-		s.forward(s.partitionOf(limitKey(c.Req.EventID, c.User)), &Claim{
+		s.forward(s.partitionOf(LimitKey(c.Req.EventID, c.User)), &Claim{
 			ID: c.ID, User: c.User, Req: c.Req, Limit: a.event.PerUserSeatLimit, ReplyTo: c.from,
 		})
 		c.deferred = true
@@ -58,7 +58,7 @@ func (s *clusterShard) reserveLimited(c *Reserve, now time.Time) {
 // from the area's partition, or straight from a node that knows the
 // event's limit (the node's Tickets.Reserve).
 func (s *clusterShard) claim(c *Claim) {
-	key := limitKey(c.Req.EventID, c.User)
+	key := LimitKey(c.Req.EventID, c.User)
 	u := s.users[key]
 	if u == nil {
 		u = &tickets.SeatClaims{}
@@ -82,7 +82,7 @@ func (s *clusterShard) claim(c *Claim) {
 
 // releaseClaim sends reservation r's claim back to its user's partition.
 func (s *clusterShard) releaseClaim(r *tickets.Reservation) {
-	s.forward(s.partitionOf(limitKey(r.EventID, r.UserID)), &Release{ID: r.ID, User: r.UserID, Event: r.EventID})
+	s.forward(s.partitionOf(LimitKey(r.EventID, r.UserID)), &Release{ID: r.ID, User: r.UserID, Event: r.EventID})
 }
 
 // unclaim gives reservation id's claim back to the user of key; a claim

@@ -181,7 +181,7 @@ func reserved(t *testing.T, db *store.Store, now time.Time, c *Reserve) *tickets
 func heldBy(t *testing.T, db *store.Store, user string) int {
 	t.Helper()
 	s := roundOf(t, db, time.Now())
-	if u := s.users[limitKey("gig", user)]; u != nil {
+	if u := s.users[LimitKey("gig", user)]; u != nil {
 		return u.Held
 	}
 	return 0
