@@ -88,9 +88,6 @@ func (d *Desk) Reserve(ev *EventSpec, a *Area, r *Reservation, now time.Time, ov
 		if reason, detail = ev.OpenAt(now); reason == "" && overLimit {
 			reason, detail = ev.CheckSeatLimit(ev.PerUserSeatLimit, r.SeatsAsked())
 		}
-		if reason == "" && r.SeatsAsked() > 4 {
-			reason, detail = ReasonInvalidArgument, "at most 4 seats per reservation"
-		}
 	}
 	if reason == "" {
 		seats, reason, detail = a.Reserve(ReserveRequest{

@@ -171,24 +171,3 @@ func TestClusterTicketsCancelAndExpireAsOneNode(t *testing.T) {
 		s.accounts("fan", "org")
 	})
 }
-
-// A rule of internal/tickets holds in both modes: at most 4 seats per
-// reservation.
-func TestBothModesRefuseMoreThanFourSeats(t *testing.T) {
-	ctx := context.Background()
-	_, single := openSingle(t)
-	for _, box := range []ticketapi.Box{single, clusterNode(t).Tickets()} {
-		spec := tickets.EventSpec{EventName: "gig", Artist: "band", Areas: []tickets.AreaSpec{{AreaID: "A", RowCount: 1, ColCount: 9}}}
-		if _, _, err := box.CreateEvent(ctx, spec); err != nil {
-			t.Fatal(err)
-		}
-		id, err := box.Reserve("u", tickets.ReserveRequest{EventID: "gig", AreaID: "A", Kind: tickets.Random, NumOfSeats: 5})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := box.Reservation(ctx, id, 5*time.Second)
-		if err != nil || r.FailedReason != tickets.ReasonInvalidArgument || r.Detail != "at most 4 seats per reservation" {
-			t.Fatalf("%T: 5 seats: %+v %v", box, r, err)
-		}
-	}
-}
