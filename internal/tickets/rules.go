@@ -46,8 +46,8 @@ func (r *Reservation) SeatsAsked() int { return max(r.NumOfSeats, 0) }
 // cannot together pass the limit. Claims are keyed by reservation, so a
 // claim or a release applied twice counts once.
 type SeatClaims struct {
-	Held  int            `json:"held"`
-	ByRes map[string]int `json:"claims"`
+	Held  int
+	ByRes map[string]int
 }
 
 // Claim claims r's seats under ev's limit: reason "" if granted (a claim

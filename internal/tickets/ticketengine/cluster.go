@@ -2,7 +2,6 @@ package ticketengine
 
 import (
 	"bytes"
-	"encoding/json"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -11,6 +10,7 @@ import (
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/surge-dev/surge/internal/tickets/ticketstore"
 )
 
 // Ticketing in a cluster (internal/cluster, docs/CLUSTER.md). An event's
@@ -31,20 +31,8 @@ import (
 // sends back their outcomes; this file is what it runs: the slices
 // (AttachCluster), nothing about Kafka.
 
-// Keys of the owner's store (and changelog). Records are JSON.
-var (
-	tkEventPrefix = []byte("tc/e/")
-	tkAreaPrefix  = []byte("tc/a/")
-	tkResvPrefix  = []byte("tc/r/")
-	tkSecretKey   = []byte("tc/s")
-	tkPayPrefix   = []byte("tc/p/")
-	tkUserPrefix  = []byte("tc/u/")
-)
-
 // HoldSecretKey is the partitioning key of the cluster's hold secret.
 const HoldSecretKey = "surge hold secret"
-
-func tkKey(prefix []byte, id string) []byte { return append(append([]byte(nil), prefix...), id...) }
 
 // clusterArea is an area on its owner.
 type clusterArea struct {
@@ -53,13 +41,6 @@ type clusterArea struct {
 	currency  string // the organizer's
 	seats     *tickets.Area
 	soldOutAt time.Time
-}
-
-// areaRecord is an area's stored record.
-type areaRecord struct {
-	Event    tickets.EventSpec `json:"event"`
-	Area     string            `json:"area"`
-	Currency string            `json:"currency,omitempty"`
 }
 
 // clusterShard is the events, areas and reservations of one partition on
@@ -107,27 +88,30 @@ func clusterSlices(db *store.Store, shards int) ([]engine.Slice, error) {
 		s.desk = tickets.NewDesk(s.decided)
 		ts[i], out[i] = s, s
 	}
-	err := loadRecords(db, tkEventPrefix, func(name string, ev *tickets.EventSpec) {
-		ts[engine.ShardIndex(name, shards)].events[name] = ev
+	shard := func(key string) *clusterShard { return ts[engine.ShardIndex(key, shards)] }
+	err := loadRecords(db, tkEventPrefix, ticketstore.DecodeEvent, func(name string, ev tickets.EventSpec) {
+		shard(name).events[name] = &ev
 	})
 	if err == nil {
-		err = loadRecords(db, tkAreaPrefix, func(key string, rec *areaRecord) {
-			if a := ts[engine.ShardIndex(key, shards)].addArea(key, &rec.Event, rec.Area); a != nil {
-				a.currency = rec.Currency
+		err = loadRecords(db, tkAreaPrefix, decodeArea, func(key string, rec areaRecord) {
+			if a := shard(key).addArea(key, &rec.event, rec.area); a != nil {
+				a.currency = rec.currency
 			}
 		})
 	}
 	if err == nil {
-		err = loadRecords(db, tkPayPrefix, func(id string, p *payState) { ts[engine.ShardIndex(id, shards)].pays[id] = p })
+		err = loadRecords(db, tkPayPrefix, decodePay, func(id string, p *payState) { shard(id).pays[id] = p })
 	}
 	if err == nil {
-		err = loadRecords(db, tkUserPrefix, func(key string, u *tickets.SeatClaims) { ts[engine.ShardIndex(key, shards)].users[key] = u })
+		err = loadRecords(db, tkUserPrefix, decodeClaims, func(key string, u *tickets.SeatClaims) { shard(key).users[key] = u })
 	}
 	if err == nil {
-		err = loadRecords(db, tkResvPrefix, func(id string, r *tickets.Reservation) { ts[engine.ShardIndex(id, shards)].loadReservation(r) })
+		err = loadRecords(db, tkResvPrefix, ticketstore.DecodeReservation, func(id string, r *tickets.Reservation) { shard(id).loadReservation(r) })
 	}
 	if err == nil {
-		err = loadRecords(db, tkSecretKey, func(_ string, secret *[]byte) { ts[engine.ShardIndex(HoldSecretKey, shards)].secret = *secret })
+		err = loadRecords(db, tkSecretKey, func(b []byte) ([]byte, error) { return bytes.Clone(b), nil }, func(_ string, secret []byte) {
+			shard(HoldSecretKey).secret = secret
+		})
 	}
 	for _, s := range ts {
 		for id, p := range s.pays {
@@ -137,19 +121,6 @@ func clusterSlices(db *store.Store, shards int) ([]engine.Slice, error) {
 		}
 	}
 	return out, err
-}
-
-// loadRecords calls fn with each JSON record under prefix, and its key
-// after the prefix.
-func loadRecords[T any](db *store.Store, prefix []byte, fn func(string, *T)) error {
-	return db.Scan(prefix, store.UpperBound(prefix), false, func(k, v []byte) (bool, error) {
-		rec := new(T)
-		if err := json.Unmarshal(v, rec); err != nil {
-			return false, err
-		}
-		fn(string(bytes.TrimPrefix(k, prefix)), rec)
-		return true, nil
-	})
 }
 
 // decided finds a reservation the shard decided, for the desk.
@@ -248,7 +219,7 @@ func (s *clusterShard) apply(c Command, now time.Time) {
 	case *Inspect:
 		s.inspect(c)
 	case *HoldSecret:
-		if s.secret == nil {
+		if s.secret == nil && len(c.Proposed) > 0 {
 			s.secret = c.Proposed
 			s.record(tkSecretKey, s.secret)
 		}
@@ -271,7 +242,7 @@ func (s *clusterShard) createEvent(c *CreateEvent) {
 	}
 	ev := c.Spec
 	s.events[ev.EventName] = &ev
-	s.record(tkKey(tkEventPrefix, ev.EventName), &ev)
+	s.record(tkKey(tkEventPrefix, ev.EventName), ticketstore.AppendEvent(nil, &ev))
 	c.Created = true
 }
 
@@ -283,7 +254,7 @@ func (s *clusterShard) createArea(c *CreateArea) {
 	ev := c.Spec
 	if a := s.addArea(key, &ev, c.Area); a != nil {
 		a.currency = c.Currency
-		s.record(tkKey(tkAreaPrefix, key), areaRecord{Event: ev, Area: c.Area, Currency: c.Currency})
+		s.record(tkKey(tkAreaPrefix, key), encodeArea(&ev, c.Area, c.Currency))
 	}
 }
 
@@ -346,7 +317,7 @@ func (s *clusterShard) settle() {
 	changes := s.desk.Changes()
 	for _, r := range changes[s.seen:] {
 		s.resv[r.ID] = r
-		s.record(tkKey(tkResvPrefix, r.ID), r)
+		s.record(tkKey(tkResvPrefix, r.ID), ticketstore.AppendReservation(nil, r))
 		a := s.areas[tickets.AreaKey(r.EventID, r.AreaID)]
 		if a == nil {
 			continue
@@ -364,9 +335,8 @@ func (s *clusterShard) settle() {
 }
 
 // record notes a record the round writes.
-func (s *clusterShard) record(key []byte, v any) {
-	b, _ := json.Marshal(v) // tickets' plain data always encodes
-	s.changed = append(s.changed, [2][]byte{key, b})
+func (s *clusterShard) record(key, value []byte) {
+	s.changed = append(s.changed, [2][]byte{key, value})
 }
 
 // forget notes a record the round deletes.

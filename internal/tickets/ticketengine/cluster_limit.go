@@ -69,7 +69,7 @@ func (s *clusterShard) claim(c *Claim) {
 		verdict = Refused
 	} else {
 		s.users[key] = u
-		s.record(tkKey(tkUserPrefix, key), u)
+		s.record(tkKey(tkUserPrefix, key), encodeClaims(u))
 	}
 	replyTo := c.ReplyTo // from the area's partition
 	if replyTo == nil {
@@ -97,5 +97,5 @@ func (s *clusterShard) unclaim(id, key string) {
 		s.forget(tkKey(tkUserPrefix, key))
 		return
 	}
-	s.record(tkKey(tkUserPrefix, key), u)
+	s.record(tkKey(tkUserPrefix, key), encodeClaims(u))
 }

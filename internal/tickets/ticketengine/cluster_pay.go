@@ -39,13 +39,13 @@ import (
 // payState is a reservation's payment, once one has begun.
 type payState struct {
 	// Attempt counts the attempts; Paying says the last is in flight.
-	Attempt uint32 `json:"attempt"`
-	Paying  bool   `json:"paying"`
+	Attempt uint32
+	Paying  bool
 	// Began is when the attempt in flight began, within the hold.
-	Began time.Time `json:"began"`
+	Began time.Time
 	// Waiting are the reply addresses of the nodes waiting for the
 	// attempt in flight.
-	Waiting [][]byte `json:"waiting,omitempty"`
+	Waiting [][]byte
 }
 
 // pay begins paying reservation c.ID from c.Account (step 1).
@@ -61,7 +61,7 @@ func (s *clusterShard) pay(c *Pay, now time.Time) {
 		p := s.pays[c.ID]
 		if c.from != nil {
 			p.Waiting = append(p.Waiting, c.from)
-			s.record(tkKey(tkPayPrefix, c.ID), p)
+			s.record(tkKey(tkPayPrefix, c.ID), encodePay(p))
 		}
 		c.deferred = true
 		return
@@ -95,7 +95,7 @@ func (s *clusterShard) pay(c *Pay, now time.Time) {
 	if c.from != nil {
 		p.Waiting = append(p.Waiting, c.from)
 	}
-	s.record(tkKey(tkPayPrefix, c.ID), p)
+	s.record(tkKey(tkPayPrefix, c.ID), encodePay(p))
 	s.debit(r, a, c.Account, amount, p.Attempt)
 	c.deferred = true
 }
@@ -140,7 +140,7 @@ func (s *clusterShard) payEnd(c *PayEnd, now time.Time) {
 		s.paid(r, p, p.Began, now)
 	} else {
 		p.Paying, p.Waiting = false, nil
-		s.record(tkKey(tkPayPrefix, r.ID), p)
+		s.record(tkKey(tkPayPrefix, r.ID), encodePay(p))
 		s.desk.Thaw(r.ID, now)
 		s.settle()
 	}

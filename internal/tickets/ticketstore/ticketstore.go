@@ -54,14 +54,14 @@ func (s Store) Reservation(id string) (r *tickets.Reservation, ok bool, err erro
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	r, err = decodeReservation(v)
+	r, err = DecodeReservation(v)
 	return r, err == nil, err
 }
 
 // EachReservation calls fn for every stored reservation.
 func (s Store) EachReservation(fn func(*tickets.Reservation) error) error {
 	return s.Scan(prefixReservation, store.UpperBound(prefixReservation), false, func(_, v []byte) (bool, error) {
-		r, err := decodeReservation(v)
+		r, err := DecodeReservation(v)
 		if err != nil {
 			return false, err
 		}
@@ -85,7 +85,7 @@ func (w *TicketBatch) PutReservation(r *tickets.Reservation) {
 		return
 	}
 	w.key = store.Key(w.key, prefixReservation, r.ID)
-	w.val = encodeReservation(w.val[:0], r)
+	w.val = AppendReservation(w.val[:0], r)
 	_ = w.b.Set(w.key, w.val, nil) // Set copies; errors only on a closed batch
 }
 
@@ -135,7 +135,9 @@ func DecodeEvent(b []byte) (tickets.EventSpec, error) {
 	return ev, d.Done()
 }
 
-func encodeReservation(dst []byte, r *tickets.Reservation) []byte {
+// AppendReservation appends r's stored record to dst; a cluster's owner
+// stores its reservations so too, failed ones included.
+func AppendReservation(dst []byte, r *tickets.Reservation) []byte {
 	e := codec.Encoder{B: dst}
 	e.Byte(store.RecordVersion)
 	e.String(r.ID)
@@ -152,12 +154,17 @@ func encodeReservation(dst []byte, r *tickets.Reservation) []byte {
 	e.String(string(r.State))
 	e.Varint(r.CreatedAt.UnixNano())
 	e.Varint(r.UpdatedAt.UnixNano())
-	e.Varint(r.HoldUntil.UnixNano())
+	e.Varint(optionalTime(r.HoldUntil)) // zero for a failed one
 	e.String(r.PaymentID)
+	if r.State == tickets.Failed { // last, so records without them load
+		e.String(string(r.FailedReason))
+		e.String(r.Detail)
+	}
 	return e.B
 }
 
-func decodeReservation(b []byte) (*tickets.Reservation, error) {
+// DecodeReservation decodes a record AppendReservation encoded.
+func DecodeReservation(b []byte) (*tickets.Reservation, error) {
 	d := codec.Decoder{B: b}
 	if d.Byte() != store.RecordVersion {
 		return nil, codec.ErrCorrupt
@@ -173,8 +180,11 @@ func decodeReservation(b []byte) (*tickets.Reservation, error) {
 		r.Seats[i] = tickets.Seat{Row: int(d.Uvarint()), Col: int(d.Uvarint())}
 	}
 	r.State = tickets.State(d.Str())
-	r.CreatedAt, r.UpdatedAt, r.HoldUntil = store.UnixNano(d.Varint()), store.UnixNano(d.Varint()), store.UnixNano(d.Varint())
+	r.CreatedAt, r.UpdatedAt, r.HoldUntil = store.UnixNano(d.Varint()), store.UnixNano(d.Varint()), fromOptionalTime(d.Varint())
 	r.PaymentID = d.Str()
+	if r.State == tickets.Failed {
+		r.FailedReason, r.Detail = tickets.Reason(d.Str()), d.Str()
+	}
 	return r, d.Done()
 }
 
