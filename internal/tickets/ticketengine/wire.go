@@ -11,12 +11,13 @@ import (
 	"github.com/surge-dev/surge/internal/tickets/ticketstore"
 )
 
-// Ticketing's commands as a cluster carries them (cluster.go): one type
-// per operation, with its arguments and, once applied, its outcome. On the
-// wire a command is its Op byte and its arguments; an outcome, the Op
-// byte and the outcome's fields of the command's type. Both are binary (internal/codec);
-// each type lists its fields once, in one method that encodes or decodes
-// them (wire).
+// Ticketing's commands: one type per operation, with its arguments and,
+// once applied, its outcome. A single process's shards apply Reserve,
+// Cancel and Inspect (open.go); a cluster's apply them all and carry them
+// between nodes (cluster.go). On the wire a command is its Op byte and
+// its arguments; an outcome, the Op byte and the outcome's fields of the
+// command's type. Both are binary (internal/codec); each type lists its
+// fields once, in one method that encodes or decodes them (wire).
 
 // Op names a ticketing operation on the wire.
 type Op uint8
