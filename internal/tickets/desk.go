@@ -11,10 +11,11 @@ import (
 var ErrUnknown = errors.New("reservation holds no seats")
 
 // Desk is one shard's box office: the reservations holding seats in the
-// areas the shard owns, their hold deadlines, and what the current batch
-// changed. Like ledger.Book it is plain deterministic code driven by one
-// goroutine; the shard persists Changes after each batch, publishes them,
-// then calls Reset.
+// areas the shard owns, their hold deadlines, the payments in flight, and
+// what the current batch changed. Like ledger.Book it is plain
+// deterministic code driven by one goroutine, the same in both modes; the
+// shard persists Changes after each batch, publishes them, then calls
+// Reset.
 //
 // Invariant: every seat taken in an Area the desk serves belongs to exactly
 // one Reserved or Paid reservation in held, and every such reservation's
@@ -26,37 +27,85 @@ type Desk struct {
 	holds  holdHeap
 	// changed are the reservations the batch decided or moved, in order.
 	changed []*Reservation
+	// decided finds a reservation decided earlier, for retried requests.
+	decided func(id string) (*Reservation, bool)
 }
 
 // holding is a reservation that holds seats, with the area they are in.
+// A frozen one is being paid: its hold neither expires nor is cancelled
+// until the payment ends (Thaw or PayFrozen).
 type holding struct {
-	res  *Reservation
-	area *Area
+	res    *Reservation
+	area   *Area
+	frozen bool
 }
 
-// NewDesk returns an empty desk.
-func NewDesk() *Desk {
-	return &Desk{held: make(map[string]*holding), byArea: make(map[*Area]map[*holding]struct{})}
+// ErrPaying is the answer of a Desk asked to cancel a reservation whose
+// payment is in flight.
+var ErrPaying = errors.New("reservation is being paid")
+
+// NewDesk returns an empty desk. decided finds a reservation the shard
+// decided earlier that no longer holds seats (failed, cancelled,
+// expired), so that a retried request is answered with its first
+// decision; nil if the shard keeps none.
+func NewDesk(decided func(id string) (*Reservation, bool)) *Desk {
+	return &Desk{held: make(map[string]*holding), byArea: make(map[*Area]map[*holding]struct{}), decided: decided}
 }
 
-// Reserve decides the Processing reservation r against area a of event ev at
-// now: it takes the seats and holds them for the event's hold time, or fails
-// r with the reason. Either way r is in Changes.
-func (d *Desk) Reserve(ev *EventSpec, a *Area, r *Reservation, now time.Time) {
-	reason, detail := ev.OpenAt(now)
+// Decided returns reservation id if the desk decided it: held, or known to
+// decided.
+func (d *Desk) Decided(id string) (*Reservation, bool) {
+	if h, ok := d.held[id]; ok {
+		return h.res, true
+	}
+	if d.decided != nil {
+		if r, ok := d.decided(id); ok && r != nil && r.Final() {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// Reserve decides the Processing reservation r against area a of event ev
+// at now, and returns the decision. In order: an unknown area (a nil)
+// fails it INVALID_EVENT_AREA, the sale window NOT_OPEN or CLOSED, a claim
+// its user's seat limit refused (overLimit) SEAT_LIMIT; otherwise it takes
+// the seats and holds them for the event's hold time, or fails for the
+// seats. Either way r is in Changes. A request decided already (a retried
+// request: the same id) is not decided again: its first decision is
+// returned and nothing changes.
+func (d *Desk) Reserve(ev *EventSpec, a *Area, r *Reservation, now time.Time, overLimit bool) *Reservation {
+	if first, ok := d.Decided(r.ID); ok {
+		return first
+	}
 	var seats []Seat
+	var reason Reason
+	var detail string
+	switch {
+	case a == nil || ev == nil:
+		reason, detail = ReasonInvalidEventArea, NoAreaDetail(r.EventID, r.AreaID)
+	default:
+		if reason, detail = ev.OpenAt(now); reason == "" && overLimit {
+			reason, detail = ev.CheckSeatLimit(ev.PerUserSeatLimit, r.SeatsAsked())
+		}
+	}
 	if reason == "" {
 		seats, reason, detail = a.Reserve(ReserveRequest{
 			EventID: r.EventID, AreaID: r.AreaID, Kind: r.Kind, NumOfSeats: r.NumOfSeats, Seats: r.Seats,
 		})
 	}
-	if err := r.Decide(now, ev.EffectiveHoldTime(), seats, reason, detail); err != nil {
+	hold := time.Duration(0)
+	if ev != nil {
+		hold = ev.EffectiveHoldTime()
+	}
+	if err := r.Decide(now, hold, seats, reason, detail); err != nil {
 		panic("tickets: Desk.Reserve: " + err.Error())
 	}
 	d.changed = append(d.changed, r)
 	if r.State == Reserved {
 		d.hold(r, a)
 	}
+	return r
 }
 
 // Load puts back a stored reservation on restart: seats taken and hold
@@ -67,6 +116,13 @@ func (d *Desk) Load(r *Reservation, a *Area) {
 	}
 	a.Take(r.Seats)
 	d.hold(r, a)
+}
+
+// LoadFrozen marks loaded reservation id's payment in flight, on restart.
+func (d *Desk) LoadFrozen(id string) {
+	if h, ok := d.held[id]; ok {
+		h.frozen = true
+	}
 }
 
 func (d *Desk) hold(r *Reservation, a *Area) {
@@ -102,6 +158,9 @@ func (d *Desk) Cancel(id string, now time.Time) (*Reservation, error) {
 	if !ok {
 		return nil, ErrUnknown
 	}
+	if h.frozen {
+		return h.res, &TransitionError{ID: id, Action: ActionCancel, State: h.res.State, Err: ErrPaying}
+	}
 	seats, err := h.res.Cancel(now)
 	if err != nil {
 		return h.res, err
@@ -110,10 +169,70 @@ func (d *Desk) Cancel(id string, now time.Time) (*Reservation, error) {
 	return h.res, nil
 }
 
+// Freeze begins paying held reservation id at now: its hold is frozen
+// until the payment ends. The error is as for Pay; a frozen hold's
+// ErrPaying.
+func (d *Desk) Freeze(id string, now time.Time) (*Reservation, error) {
+	h, ok := d.held[id]
+	switch {
+	case !ok:
+		return nil, ErrUnknown
+	case h.frozen:
+		return h.res, &TransitionError{ID: id, Action: ActionPay, State: h.res.State, Err: ErrPaying}
+	}
+	if err := h.res.CheckPay(now); err != nil {
+		return h.res, err
+	}
+	h.frozen = true
+	return h.res, nil
+}
+
+// Frozen reports whether reservation id's payment is in flight.
+func (d *Desk) Frozen(id string) bool {
+	h, ok := d.held[id]
+	return ok && h.frozen
+}
+
+// PayFrozen ends the payment in flight of reservation id, begun at began:
+// Paid by paymentID at now.
+func (d *Desk) PayFrozen(id, paymentID string, began, now time.Time) (*Reservation, error) {
+	h, ok := d.held[id]
+	if !ok || !h.frozen {
+		return nil, ErrUnknown
+	}
+	h.frozen = false
+	if err := h.res.Pay(began, paymentID); err != nil { // checked when it froze
+		return h.res, err
+	}
+	h.res.UpdatedAt = now
+	d.changed = append(d.changed, h.res)
+	return h.res, nil
+}
+
+// Thaw ends the payment in flight of reservation id without paying: the
+// hold goes on, or expires at now if its time came meanwhile.
+func (d *Desk) Thaw(id string, now time.Time) {
+	h, ok := d.held[id]
+	if !ok || !h.frozen {
+		return
+	}
+	h.frozen = false
+	if now.Before(h.res.HoldUntil) {
+		heap.Push(&d.holds, h)
+		return
+	}
+	if seats, err := h.res.Expire(now); err == nil {
+		d.release(h, seats)
+	}
+}
+
 // Expire ends every unpaid hold whose time has come.
 func (d *Desk) Expire(now time.Time) {
 	for d.holds.Len() > 0 && !now.Before(d.holds[0].res.HoldUntil) {
 		h := heap.Pop(&d.holds).(*holding)
+		if h.frozen {
+			continue // Thaw puts it back
+		}
 		// Paid or cancelled holds stay in the heap until they surface.
 		if seats, err := h.res.Expire(now); err == nil {
 			d.release(h, seats)
@@ -131,7 +250,7 @@ func (d *Desk) release(h *holding, seats []Seat) {
 // NextExpiry is the earliest hold deadline, or zero if nothing is held
 // unpaid.
 func (d *Desk) NextExpiry() time.Time {
-	for d.holds.Len() > 0 && d.holds[0].res.State != Reserved {
+	for d.holds.Len() > 0 && (d.holds[0].res.State != Reserved || d.holds[0].frozen) {
 		heap.Pop(&d.holds)
 	}
 	if d.holds.Len() == 0 {

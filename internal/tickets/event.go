@@ -180,17 +180,6 @@ func (s *EventSpec) OpenAt(now time.Time) (reason Reason, detail string) {
 	return "", ""
 }
 
-// CheckSeatLimit says whether a user who holds held seats of the event may
-// reserve requested more: reason "" if so, SEAT_LIMIT if that would pass
-// PerUserSeatLimit.
-func (s *EventSpec) CheckSeatLimit(held, requested int) (reason Reason, detail string) {
-	if s.PerUserSeatLimit == 0 || held+requested <= s.PerUserSeatLimit {
-		return "", ""
-	}
-	return ReasonSeatLimit, fmt.Sprintf("at most %d seats per user in event %s: %d held, %d requested",
-		s.PerUserSeatLimit, s.EventName, held, requested)
-}
-
 func invalid(format string, args ...any) error {
 	return ledger.Errorf(ledger.CodeInvalidArgument, format, args...)
 }

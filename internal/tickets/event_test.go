@@ -191,7 +191,7 @@ func TestEventSpecCheckSeatLimit(t *testing.T) {
 			t.Errorf("CheckSeatLimit(%d, %d) = %q, %q; want %q", tt.held, tt.requested, reason, detail, tt.reason)
 		}
 	}
-	if _, detail := s.CheckSeatLimit(2, 3); detail != "at most 4 seats per user in event event-1: 2 held, 3 requested" {
+	if _, detail := s.CheckSeatLimit(2, 3); detail != "at most 4 seats per user in event event-1" {
 		t.Errorf("detail %q", detail)
 	}
 	s.PerUserSeatLimit = 0

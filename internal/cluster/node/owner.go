@@ -16,6 +16,7 @@ import (
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/store"
+	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
 
 // The owner's side of a node. The partitions a node owns run on an engine
@@ -144,12 +145,10 @@ func (n *Node) open(dir string, gen uint64) (*state, error) {
 		return nil, err
 	}
 	st.kv = eng.Attach(newKVSlices(eng.Store(), eng.Shards()))
-	ts, err := newTicketSlices(eng.Store(), eng.Shards())
-	if err != nil {
+	if st.seats, err = ticketengine.AttachCluster(eng); err != nil {
 		_ = eng.Close()
 		return nil, err
 	}
-	st.seats = eng.Attach(ts)
 	eng.Start()
 	return st, nil
 }
@@ -179,7 +178,7 @@ type fed struct {
 	inbox   int32
 	rid     []byte
 	// then, if set, turns the outcome into a command for another
-	// partition instead of a reply (a payment's debit, tickets_pay.go).
+	// partition instead of a reply (a payment's debit, ticketengine.Debit).
 	then func([]byte) kafkalog.Output
 }
 
@@ -234,15 +233,13 @@ func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, er
 		return n.feedPayment(ctx, st, c)
 	}
 	cmd, port, outcome, err := decode(st, c.Value)
-	if tc, ok := cmd.(*ticketCommand); ok {
-		tc.from = addrOf(f.inbox, f.rid)
-	}
 	if err != nil {
 		n.cfg.Logger.Error("cluster: dropping a malformed command", "partition", c.Partition, "offset", c.Offset, "err", err)
 		return f, nil
 	}
 	if f.rid != nil {
 		ledgerengine.SetReplyTo(cmd, c.Key)
+		ticketengine.SetReplyTo(cmd, c.Key)
 	}
 	f.outcome = func() []byte { return outcome(cmd) }
 	f.call, err = port(ctx, int(c.Partition), cmd)
@@ -264,12 +261,8 @@ func decode(st *state, v []byte) (engine.Command, func(context.Context, int, eng
 		err := json.Unmarshal(v[1:], cmd)
 		return cmd, st.kv.Submit, encodeJSON, err
 	case workloadTickets:
-		cmd := &ticketCommand{}
-		err := json.Unmarshal(v[1:], cmd)
-		if err == nil && (cmd.Event == nil && (cmd.Op == tkCreateEvent || cmd.Op == tkCreateArea) || cmd.Req == nil && (cmd.Op == tkReserve || cmd.Op == tkClaim || cmd.Op == tkRelease)) {
-			err = fmt.Errorf("ticket command %q incomplete", cmd.Op)
-		}
-		return cmd, st.seats.Submit, ticketOutcome, err
+		cmd, err := ticketengine.Decode(v[1:])
+		return cmd, st.seats.Submit, ticketengine.Outcome, err
 	}
 	return nil, nil, nil, fmt.Errorf("command of unknown workload %q", v[0])
 }
@@ -313,8 +306,8 @@ func (c *committer) Commit(r *engine.Round) error {
 		}
 	}
 	for _, f := range r.Forwards {
-		if o, ok := f.Cmd.(owedOutput); ok { // a ticket slice's, ready made
-			c.outs = append(c.outs, o.out)
+		if o, ok := ticketForward(f); ok {
+			c.outs = append(c.outs, o)
 			continue
 		}
 		if rp, ok := f.Cmd.(*ledgerengine.Reply); ok {

@@ -1,9 +1,13 @@
 package node
 
-import "context"
+import (
+	"context"
+
+	"github.com/surge-dev/surge/internal/tickets/ticketengine"
+)
 
 // flushCommand is a ticket command that changes nothing.
-var flushCommand = []byte(`t{"op":"` + tkFlush + `"}`)
+var flushCommand = append([]byte{workloadTickets}, ticketengine.Encode(&ticketengine.Flush{})...)
 
 // flush has an idle owner commit what its engine's own rounds left
 // uncommitted (a hold's expiry, the seat limit's release it forwards):

@@ -1,472 +1,257 @@
 package node
 
 import (
-	"bytes"
-	"container/heap"
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
 
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
-	"github.com/surge-dev/surge/internal/store"
+	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
 
-// Ticket reservations in a cluster. An event's spec lives in the partition
-// its name hashes to, each of its areas in the partition of the area's key
-// (event, area), with the seat map and every reservation of the area: that
-// partition's owner alone allocates the area's seats, with the domain's
-// tickets.Area, so no seat is sold twice. A reservation's id is chosen so
-// that it hashes to its area's partition, where any node reads, cancels
-// it and sees the area's seat map. Holds expire on the owner's Ticks.
-// Paying (tickets_pay.go) and per-user seat limits (tickets_limit.go) are
-// chains of commands, each forwarded in its sender's round transaction
-// (tickets_chain.go). The cluster's hold secret
-// (which signs reservations' hold tokens on every node) is kept in the
-// partition of holdSecretKey, chosen by the first node that asks.
-
-// Keys of the owner's store (and changelog).
-var (
-	tkEventPrefix = []byte("tc/e/")
-	tkAreaPrefix  = []byte("tc/a/")
-	tkResvPrefix  = []byte("tc/r/")
-	tkSecretKey   = []byte("tc/s")
-	tkPayPrefix   = []byte("tc/p/")
-	tkUserPrefix  = []byte("tc/u/")
-)
-
-// holdSecretKey is the partitioning key of the cluster's hold secret.
-const holdSecretKey = "surge hold secret"
-
-func tkKey(prefix []byte, id string) []byte { return append(append([]byte(nil), prefix...), id...) }
-
-// areaKey is an area's partitioning key, as in single-process mode.
-func areaKey(event, area string) string { return event + "\x00" + area }
-
-// Ticket operations on the wire.
-const (
-	tkCreateEvent = "create_event"
-	tkCreateArea  = "create_area"
-	tkGetEvent    = "event"
-	tkAreaFree    = "area_free"
-	tkReserve     = "reserve"
-	tkGet         = "reservation"
-	tkCancel      = "cancel"
-	tkInspect     = "inspect"
-	tkSecret      = "hold_secret"
-	tkPay         = "pay"
-	tkPayEnd      = "pay_end"
-	tkClaim       = "limit_claim"
-	tkRelease     = "limit_release"
-	tkFlush       = "flush"
-)
-
-// ticketCommand is a ticket command, on the wire and as the owner applies
-// it, with its outcome.
-type ticketCommand struct {
-	Op     string                  `json:"op"`
-	Event  *tickets.EventSpec      `json:"event,omitempty"`
-	AreaID string                  `json:"area,omitempty"`
-	ID     string                  `json:"id,omitempty"`
-	User   string                  `json:"user,omitempty"`
-	Req    *tickets.ReserveRequest `json:"req,omitempty"`
-	// Outcomes.
-	Created     bool                 `json:"created,omitempty"`
-	Conflict    bool                 `json:"conflict,omitempty"`
-	Found       bool                 `json:"found,omitempty"`
-	Free        int                  `json:"free,omitempty"`
-	SoldOutAt   time.Time            `json:"sold_out_at,omitzero"`
-	Reservation *tickets.Reservation `json:"reservation,omitempty"`
-	// Refused says why a cancel was refused.
-	Refused string             `json:"refused,omitempty"`
-	Seats   *tickets.AreaSeats `json:"seats,omitempty"`
-	// Secret is the hold secret a node proposes, and the cluster's.
-	Secret []byte `json:"secret,omitempty"`
-	// Currency is the organizer's, with create_area.
-	Currency string `json:"currency,omitempty"`
-	// Account pays, with pay.
-	Account string `json:"account,omitempty"`
-	// Chains of commands (tickets_chain.go): where the chain's answer
-	// goes, a limited reservation's claim and its limit, a payment's
-	// attempt and its debit's outcome.
-	ReplyTo *replyAddr      `json:"reply_to,omitempty"`
-	Claim   string          `json:"claim,omitempty"`
-	Limit   int             `json:"limit,omitempty"`
-	Attempt int             `json:"attempt,omitempty"`
-	Ledger  json.RawMessage `json:"ledger,omitempty"`
-	// Err is a payment's refusal by the ledger; Fault, the ledger's fault.
-	Err   *ledger.Error `json:"err,omitempty"`
-	Fault string        `json:"fault,omitempty"`
-	// from is where the command's own reply goes (its key), if anywhere;
-	// deferred says a later step of its chain answers it.
-	from     *replyAddr
-	deferred bool
+// Tickets is ticketing as a node's clients see it (ticketapi.Box): each
+// call is a ticketengine command to the partition of its event, area or
+// reservation, whose owner runs ticketengine's cluster slices; paying and
+// reserving in an event with a per-user seat limit go on from there as
+// chains of commands (ticketengine/cluster_pay.go, cluster_limit.go).
+type Tickets struct {
+	k          *caller
+	ledger     *Ledger
+	partitions int
+	// limits are the per-user seat limits of events, learnt from the
+	// answers of their reservations (an event never changes), so that a
+	// reservation in a limited event goes to its user's partition first.
+	limits sync.Map
 }
 
-// tkArea is an area on its owner.
-type tkArea struct {
-	event     *tickets.EventSpec
-	spec      tickets.AreaSpec
-	currency  string // the organizer's
-	seats     *tickets.Area
-	soldOutAt time.Time
-	// held is the reservations holding seats in the area, by id.
-	held map[string]*tickets.Reservation
+// do sends c to the partition of key and decodes its outcome into c.
+func (t *Tickets) do(ctx context.Context, key string, c ticketengine.Command) error {
+	return t.send(ctx, key, c, c)
 }
 
-// tkRecord is an area's stored record.
-type tkRecord struct {
-	Event    tickets.EventSpec `json:"event"`
-	Area     string            `json:"area"`
-	Currency string            `json:"currency,omitempty"`
-}
-
-// ticketSlice is the events, areas and reservations of one shard on its
-// owner (an engine.Slice).
-type ticketSlice struct {
-	events  map[string]*tickets.EventSpec
-	areas   map[string]*tkArea
-	resv    map[string]*tickets.Reservation
-	holds   holdHeap
-	secret  []byte      // the cluster's hold secret, in its partition
-	changed [][2][]byte // the round's records: key, value (nil: deleted)
-	// pays are the payments of the shard's reservations that have begun,
-	// users the seats users claimed in limited events, by limitKey.
-	pays  map[string]*payState
-	users map[string]*userClaims
-	// owed is what the round owes other partitions and waiting nodes.
-	owed []engine.Forward
-	// shards is the number of the cluster's partitions.
-	shards int
-}
-
-// newTicketSlices loads the events, areas and reservations in db and hands
-// each to the slice of the shard owning it.
-func newTicketSlices(db *store.Store, shards int) ([]engine.Slice, error) {
-	ts := make([]*ticketSlice, shards)
-	out := make([]engine.Slice, shards)
-	for i := range ts {
-		ts[i] = &ticketSlice{events: map[string]*tickets.EventSpec{}, areas: map[string]*tkArea{}, resv: map[string]*tickets.Reservation{},
-			pays: map[string]*payState{}, users: map[string]*userClaims{}, shards: shards}
-		out[i] = ts[i]
+// send sends c to the partition of key and decodes the answer into
+// answer: c's outcome, or (for a claim a node sends) the outcome of the
+// reservation it leads to.
+func (t *Tickets) send(ctx context.Context, key string, c, answer ticketengine.Command) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	b, err := t.k.call(ctx, engine.ShardIndex(key, t.partitions), append([]byte{workloadTickets}, ticketengine.Encode(c)...))
+	if err != nil {
+		return ledger.Errorf(ledger.CodeOverloaded, "cluster: ticketing operation %d did not answer: %v", c.Op(), err)
 	}
-	load := func(prefix []byte, fn func(id string, v []byte) error) error {
-		return db.Scan(prefix, store.UpperBound(prefix), false, func(k, v []byte) (bool, error) {
-			return true, fn(string(bytes.TrimPrefix(k, prefix)), v)
-		})
-	}
-	err := load(tkEventPrefix, func(name string, v []byte) error {
-		ev := &tickets.EventSpec{}
-		ts[engine.ShardIndex(name, shards)].events[name] = ev
-		return json.Unmarshal(v, ev)
-	})
-	if err == nil {
-		err = load(tkAreaPrefix, func(key string, v []byte) error {
-			var rec tkRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return err
-			}
-			if a := ts[engine.ShardIndex(key, shards)].addArea(key, &rec.Event, rec.Area); a != nil {
-				a.currency = rec.Currency
-			}
-			return nil
-		})
-	}
-	if err == nil {
-		err = loadChains(db, ts, load)
-	}
-	if err == nil {
-		err = load(tkResvPrefix, func(id string, v []byte) error {
-			r := &tickets.Reservation{}
-			if err := json.Unmarshal(v, r); err != nil {
-				return err
-			}
-			ts[engine.ShardIndex(id, shards)].loadReservation(r)
-			return nil
-		})
-	}
-	if err == nil {
-		err = loadSecret(db, ts[engine.ShardIndex(holdSecretKey, shards)])
-	}
-	return out, err
-}
-
-// loadSecret gives s the stored hold secret, if any.
-func loadSecret(db *store.Store, s *ticketSlice) error {
-	v, found, err := db.Get(tkSecretKey)
-	if err != nil || !found {
-		return err
-	}
-	return json.Unmarshal(v, &s.secret)
-}
-
-func (s *ticketSlice) addArea(key string, ev *tickets.EventSpec, id string) *tkArea {
-	for _, as := range ev.Areas {
-		if as.AreaID == id {
-			a := &tkArea{event: ev, spec: as, seats: tickets.NewArea(as.RowCount, as.ColCount), held: map[string]*tickets.Reservation{}}
-			s.areas[key] = a
-			return a
-		}
+	if err := ticketengine.DecodeOutcome(answer, b); err != nil {
+		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
 }
 
-// loadReservation puts a stored reservation back: its seats taken while it
-// holds them, its hold to expire.
-func (s *ticketSlice) loadReservation(r *tickets.Reservation) {
-	s.resv[r.ID] = r
-	if !r.HoldsSeats() {
-		return
+// CreateEvent records the event in its name's partition, then each area
+// in its own; created is false for a replay of an identical event.
+func (t *Tickets) CreateEvent(ctx context.Context, spec tickets.EventSpec) (tickets.EventSpec, bool, error) {
+	if err := spec.Validate(); err != nil {
+		return tickets.EventSpec{}, false, err
 	}
-	if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
-		a.seats.Take(r.Seats)
-		a.held[r.ID] = r
-		if a.seats.Free() == 0 {
-			a.soldOutAt = r.UpdatedAt
+	var currency string // the organizer's, which its areas' payments need
+	if spec.Organizer != "" {
+		var err error
+		if currency, err = t.ledger.currencyOf(ctx, spec.Organizer); err != nil {
+			return tickets.EventSpec{}, false, err
 		}
 	}
-	if r.State == tickets.Reserved {
-		heap.Push(&s.holds, r)
+	c := &ticketengine.CreateEvent{Spec: spec}
+	switch err := t.do(ctx, spec.EventName, c); {
+	case err != nil:
+		return tickets.EventSpec{}, false, err
+	case c.Conflict:
+		return tickets.EventSpec{}, false, ledger.Errorf(tickets.CodeEventExists, "event %s exists with other settings", spec.EventName)
+	}
+	errs := make([]error, len(spec.Areas))
+	var wg sync.WaitGroup
+	for i, a := range spec.Areas {
+		wg.Go(func() {
+			errs[i] = t.do(ctx, tickets.AreaKey(spec.EventName, a.AreaID), &ticketengine.CreateArea{Spec: spec, Area: a.AreaID, Currency: currency})
+		})
+	}
+	wg.Wait()
+	return spec, c.Created, errors.Join(errs...)
+}
+
+// Event returns an event and each area's availability.
+func (t *Tickets) Event(name string) (tickets.EventStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	ev := &ticketengine.ReadEvent{Name: name}
+	if err := t.do(ctx, name, ev); err != nil {
+		return tickets.EventStatus{}, err
+	}
+	if ev.Spec == nil {
+		return tickets.EventStatus{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s not found", name)
+	}
+	st := tickets.EventStatus{Spec: *ev.Spec, Areas: make([]tickets.AreaStatus, len(ev.Spec.Areas))}
+	soldOut := len(st.Areas) > 0
+	for i, a := range ev.Spec.Areas {
+		free := &ticketengine.AreaFree{Event: name, Area: a.AreaID}
+		if err := t.do(ctx, tickets.AreaKey(name, a.AreaID), free); err != nil {
+			return tickets.EventStatus{}, err
+		}
+		st.Areas[i] = tickets.AreaStatus{Spec: a, Available: free.Free, SoldOutAt: free.SoldOutAt}
+		soldOut = soldOut && !free.SoldOutAt.IsZero()
+		if free.SoldOutAt.After(st.SoldOutAt) {
+			st.SoldOutAt = free.SoldOutAt
+		}
+	}
+	if !soldOut {
+		st.SoldOutAt = time.Time{}
+	}
+	return st, nil
+}
+
+// Reserve files and decides a reservation in its area's partition (in an
+// event known to be limited, its user's partition first); the id returned
+// names a decided reservation.
+func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
+	key := tickets.AreaKey(req.EventID, req.AreaID)
+	id := reservationID(engine.ShardIndex(key, t.partitions), t.partitions)
+	res := &ticketengine.Reserve{ID: id, User: userID, Req: req}
+	var c ticketengine.Command = res
+	if limit, ok := t.limits.Load(req.EventID); ok {
+		c, key = &ticketengine.Claim{ID: id, User: userID, Req: req, Limit: limit.(int)}, ticketengine.LimitKey(req.EventID, userID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if err := t.send(ctx, key, c, res); err != nil {
+		return "", err
+	}
+	if res.Limit > 0 {
+		t.limits.Store(req.EventID, res.Limit)
+	}
+	return id, nil
+}
+
+// reservationID returns a random id that hashes to partition: about
+// partitions draws.
+func reservationID(partition, partitions int) string {
+	for {
+		if id := uuid.NewString(); engine.ShardIndex(id, partitions) == partition {
+			return id
+		}
 	}
 }
 
-// Apply applies the round's commands in order.
-func (s *ticketSlice) Apply(cmds []engine.Command, now time.Time) {
-	for _, c := range cmds {
-		switch c := c.(type) {
-		case engine.Tick:
-			s.expire(now)
-		case *ticketCommand:
-			s.apply(c, now)
-		}
+// Reservation reads a reservation from its partition; it is decided as
+// soon as it exists, so no wait is needed.
+func (t *Tickets) Reservation(ctx context.Context, id string, _ time.Duration) (tickets.Reservation, error) {
+	c := &ticketengine.ReadReservation{ID: id}
+	if err := t.do(ctx, id, c); err != nil {
+		return tickets.Reservation{}, err
 	}
+	if c.Reservation == nil {
+		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
+	}
+	return *c.Reservation, nil
 }
 
-func (s *ticketSlice) apply(c *ticketCommand, now time.Time) {
-	switch c.Op {
-	case tkCreateEvent:
-		if ev, ok := s.events[c.Event.EventName]; ok {
-			c.Conflict = !ev.SameAs(c.Event)
-			return
-		}
-		s.events[c.Event.EventName] = c.Event
-		s.record(tkKey(tkEventPrefix, c.Event.EventName), c.Event)
-		c.Created = true
-	case tkGetEvent:
-		c.Event, c.Found = s.events[c.ID], s.events[c.ID] != nil
-	case tkCreateArea:
-		key := areaKey(c.Event.EventName, c.AreaID)
-		if _, ok := s.areas[key]; ok {
-			return
-		}
-		if a := s.addArea(key, c.Event, c.AreaID); a != nil {
-			a.currency = c.Currency
-			s.record(tkKey(tkAreaPrefix, key), tkRecord{Event: *c.Event, Area: c.AreaID, Currency: c.Currency})
-		}
-	case tkAreaFree:
-		if a := s.areas[c.ID]; a != nil {
-			c.Found, c.Free, c.SoldOutAt = true, a.seats.Free(), a.soldOutAt
-		}
-	case tkReserve:
-		s.reserveLimited(c, now)
-	case tkGet:
-		c.Reservation = s.snapshot(c.ID)
-	case tkCancel:
-		s.cancel(c, now)
-	case tkInspect:
-		s.inspect(c)
-	case tkSecret:
-		if s.secret == nil {
-			s.secret = c.Secret
-			s.record(tkSecretKey, s.secret)
-		}
-		c.Secret = s.secret
+// InspectArea reads an area's seat map and holders from its partition.
+func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.AreaSeats, error) {
+	c := &ticketengine.Inspect{Event: event, Area: area}
+	if err := t.do(ctx, tickets.AreaKey(event, area), c); err != nil {
+		return tickets.AreaSeats{}, err
+	}
+	if c.Seats == nil {
+		return tickets.AreaSeats{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s has no area %s", event, area)
+	}
+	return *c.Seats, nil
+}
+
+// PayReservation pays a reserved hold from account to the event's
+// organizer (ticketengine/cluster_pay.go) and returns the reservation
+// PAID; paying a paid reservation returns it as it is.
+func (t *Tickets) PayReservation(ctx context.Context, id, account string) (tickets.Reservation, error) {
+	c := &ticketengine.Pay{ID: id, Account: account}
+	err := t.do(ctx, id, c)
+	if err == nil && c.Fault != "" {
+		err = errors.New("cluster: paying: " + c.Fault)
+	}
+	return heldOutcome(id, c.Reservation, c.Err, err)
+}
+
+// CancelReservation cancels a held reservation in its partition; a
+// cancelled one is returned as it is (a replay).
+func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
+	c := &ticketengine.Cancel{ID: id}
+	err := t.do(ctx, id, c)
+	return heldOutcome(id, c.Reservation, c.Err, err)
+}
+
+// heldOutcome is the answer to a pay or a cancel of reservation id: the
+// reservation, and why the step was refused if it was.
+func heldOutcome(id string, r *tickets.Reservation, refused *ledger.Error, err error) (tickets.Reservation, error) {
+	switch {
+	case err != nil && r == nil:
+		return tickets.Reservation{}, err
+	case r == nil:
+		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
+	case refused != nil:
+		return *r, refused
+	}
+	return *r, err
+}
+
+// HoldSecret returns the cluster's hold secret, which signs reservations'
+// hold tokens on every node: the first secret proposed is kept.
+func (t *Tickets) HoldSecret(ctx context.Context, proposed []byte) ([]byte, error) {
+	c := &ticketengine.HoldSecret{Proposed: proposed}
+	if err := t.do(ctx, ticketengine.HoldSecretKey, c); err != nil {
+		return nil, err
+	}
+	return c.Secret, nil
+}
+
+// workloadPayment marks the debit of a payment, a ledger transfer whose
+// outcome goes on to the reservation's partition instead of a reply.
+const workloadPayment byte = 'p'
+
+// ticketForward is the record of a ticketing command a round owes
+// another partition: a command of the tickets workload, or a payment's
+// debit; false for any other.
+func ticketForward(f engine.Forward) (kafkalog.Output, bool) {
+	var v []byte
+	switch c := f.Cmd.(type) {
+	case *ticketengine.Debit:
+		v = append([]byte{workloadPayment}, c.Encode()...)
+	case ticketengine.Command:
+		v = append([]byte{workloadTickets}, ticketengine.Encode(c)...)
 	default:
-		s.applyChain(c, now)
+		return kafkalog.Output{}, false
 	}
+	return kafkalog.Output{Kind: kafkalog.Forward, Partition: int32(f.Shard), Value: v}, true
 }
 
-// snapshot copies reservation id, nil if there is none: the outcome is
-// encoded after the round, maybe during a Tick's.
-func (s *ticketSlice) snapshot(id string) *tickets.Reservation {
-	r, ok := s.resv[id]
-	if !ok {
-		return nil
-	}
-	cp := *r
-	return &cp
-}
-
-// cancel gives a held reservation's seats back, as the single process
-// does: cancelling a cancelled reservation is a replay, one that holds no
-// seats or is paid is refused.
-func (s *ticketSlice) cancel(c *ticketCommand, now time.Time) {
-	r, ok := s.resv[c.ID]
-	if !ok || r.State == tickets.Cancelled {
-		c.Reservation = s.snapshot(c.ID)
-		return
-	}
-	if !r.HoldsSeats() {
-		c.Refused = fmt.Sprintf("reservation %s is %s and holds no seats", r.ID, r.State)
-	} else if s.paying(r.ID) {
-		c.Refused = fmt.Sprintf("reservation %s is being paid", r.ID)
-	} else if seats, err := r.Cancel(now); err != nil {
-		c.Refused = err.Error()
-	} else {
-		s.release(r, seats)
-	}
-	c.Reservation = s.snapshot(c.ID)
-}
-
-// inspect reads an area's seat map and the reservations holding its seats.
-func (s *ticketSlice) inspect(c *ticketCommand) {
-	a := s.areas[c.ID]
-	if a == nil {
-		return
-	}
-	out := &tickets.AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
-	for _, r := range a.held {
-		out.Holders = append(out.Holders, *r)
-	}
-	c.Seats = out
-}
-
-// reserve decides a reservation with the domain's Area; overLimit fails
-// it for its user's seat limit if nothing else fails it first.
-func (s *ticketSlice) reserve(id, user string, req tickets.ReserveRequest, now time.Time, overLimit bool) *tickets.Reservation {
-	if r, ok := s.resv[id]; ok { // a retried request
-		return r
-	}
-	r := tickets.NewReservation(id, user, req, now)
-	a := s.areas[areaKey(req.EventID, req.AreaID)]
-	var err error
-	switch reason, detail := s.open(a, now); {
-	case reason != "":
-		err = r.Decide(now, 0, nil, reason, detail)
-	case overLimit:
-		err = r.Decide(now, 0, nil, tickets.ReasonSeatLimit, seatLimitDetail(a.event))
-	default:
-		seats, reason, detail := a.seats.Reserve(req)
-		err = r.Decide(now, a.event.EffectiveHoldTime(), seats, reason, detail)
-		if reason == "" {
-			heap.Push(&s.holds, r)
-			a.held[id] = r
-			if a.seats.Free() == 0 {
-				a.soldOutAt = now
+// feedPayment queues a payment's debit on the ledger's shard of its
+// partition; its outcome is forwarded to the reservation's partition.
+func (n *Node) feedPayment(ctx context.Context, st *state, c kafkalog.Command) (fed, error) {
+	f := fed{inbox: -1}
+	d, err := ticketengine.DecodeDebit(c.Value[1:])
+	if err == nil {
+		var cmd any
+		if cmd, err = ledgerengine.Decode(d.Transfer); err == nil {
+			f.outcome = func() []byte { return ledgerengine.Outcome(cmd) }
+			f.then = func(outcome []byte) kafkalog.Output {
+				end, _ := ticketForward(engine.Forward{Shard: d.Area, Cmd: d.End(outcome)})
+				return end
 			}
+			f.call, err = st.ledger.Submit(ctx, int(c.Partition), cmd)
+			return f, err
 		}
 	}
-	if err != nil { // a new reservation is Processing: not reached
-		panic("node: deciding a new reservation: " + err.Error())
-	}
-	s.resv[id] = r
-	s.record(tkKey(tkResvPrefix, id), r)
-	return r
-}
-
-// open says why area a takes no reservation at now, if it does not.
-func (s *ticketSlice) open(a *tkArea, now time.Time) (tickets.Reason, string) {
-	if a == nil {
-		return tickets.ReasonInvalidEventArea, "no such event area"
-	}
-	return a.event.OpenAt(now)
-}
-
-// expire ends the holds that ran out by now.
-func (s *ticketSlice) expire(now time.Time) {
-	for len(s.holds) > 0 && !now.Before(s.holds[0].HoldUntil) {
-		r := heap.Pop(&s.holds).(*tickets.Reservation)
-		if s.paying(r.ID) {
-			continue // its payment's end settles it
-		}
-		seats, err := r.Expire(now)
-		if err != nil {
-			continue // paid or cancelled meanwhile
-		}
-		s.release(r, seats)
-	}
-}
-
-// release gives r's seats back to its area, and its user's claim in a
-// limited event, and records r.
-func (s *ticketSlice) release(r *tickets.Reservation, seats []tickets.Seat) {
-	if a := s.areas[areaKey(r.EventID, r.AreaID)]; a != nil {
-		a.seats.Release(seats)
-		a.soldOutAt = time.Time{}
-		delete(a.held, r.ID)
-		if a.event.PerUserSeatLimit > 0 {
-			s.releaseClaim(r)
-		}
-	}
-	s.record(tkKey(tkResvPrefix, r.ID), r)
-}
-
-// record notes a record the round writes.
-func (s *ticketSlice) record(key []byte, v any) {
-	b, _ := json.Marshal(v) // tickets' plain data always encodes
-	s.changed = append(s.changed, [2][]byte{key, b})
-}
-
-// forget notes a record the round deletes.
-func (s *ticketSlice) forget(key []byte) {
-	s.changed = append(s.changed, [2][]byte{key, nil})
-}
-
-// Size is the round's records.
-func (s *ticketSlice) Size() int { return len(s.changed) }
-
-// Receive has nothing to receive: areas never cross shards.
-func (s *ticketSlice) Receive() {}
-
-// Write adds the round's records to b.
-func (s *ticketSlice) Write(b *pebble.Batch) {
-	for _, kv := range s.changed {
-		if kv[1] == nil {
-			_ = b.Delete(kv[0], nil)
-			continue
-		}
-		_ = b.Set(kv[0], kv[1], nil)
-	}
-}
-
-// Publish has nothing to show: reads are commands.
-func (s *ticketSlice) Publish(time.Time) {}
-
-// Announce has nobody to tell.
-func (s *ticketSlice) Announce() {}
-
-// Forwards hands the round's owed commands and replies to the round's
-// transaction (engine.Forwarder).
-func (s *ticketSlice) Forwards(dst []engine.Forward) []engine.Forward {
-	return append(dst, s.owed...)
-}
-
-// Finish forgets the round's records and asks a Tick for the next hold to
-// end.
-func (s *ticketSlice) Finish() time.Time {
-	clear(s.changed)
-	s.changed = s.changed[:0]
-	clear(s.owed)
-	s.owed = s.owed[:0]
-	if len(s.holds) == 0 {
-		return time.Time{}
-	}
-	return s.holds[0].HoldUntil
-}
-
-// holdHeap orders held reservations by the end of their hold.
-type holdHeap []*tickets.Reservation
-
-func (h holdHeap) Len() int           { return len(h) }
-func (h holdHeap) Less(i, j int) bool { return h[i].HoldUntil.Before(h[j].HoldUntil) }
-func (h holdHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *holdHeap) Push(x any)        { *h = append(*h, x.(*tickets.Reservation)) }
-func (h *holdHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	n.cfg.Logger.Error("cluster: dropping a malformed payment", "partition", c.Partition, "offset", c.Offset, "err", err)
+	return f, nil
 }

@@ -1,12 +1,23 @@
 package node
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 )
 
 // paymentSuffix matches the attempt part of a payment's id, which the
@@ -72,5 +83,91 @@ func TestClusterTicketsAnswerAsOneNode(t *testing.T) {
 		s.reserve("fan", "A", 1) // still over: paid seats count
 		s.pay("00000000-0000-4000-8000-000000000000", "fan")
 		s.accounts("fan", "poor", "org")
+	})
+}
+
+// file files a reservation through ticketapi's reservation route, as a
+// client does, and returns its id and hold token.
+func (s *transcript) file(api *ticketapi.API, user, area string, n int) (string, string) {
+	ctx := &fasthttp.RequestCtx{}
+	ctx.Request.Header.SetMethod(fasthttp.MethodPost)
+	ctx.Request.SetBodyString(fmt.Sprintf(`{"userId":%q,"eventId":"gig","areaId":%q,"numOfSeats":%d,"type":"RANDOM"}`, user, area, n))
+	ctx.SetUserValue("id", "gig")
+	api.FastRoutes()[0].Handler(ctx)
+	id := string(ctx.Response.Body())
+	r, err := s.tickets.Reservation(s.ctx, id, 5*time.Second) // a single process decides after answering
+	s.reservation(fmt.Sprintf("file %s %s %d: %d", user, area, n, ctx.Response.StatusCode()), r, err)
+	return id, string(ctx.Response.Header.Peek(ticketapi.TokenHeader))
+}
+
+// cancelWith cancels reservation id through ticketapi's route with a hold
+// token ("" for none) and notes the answer.
+func (s *transcript) cancelWith(api *ticketapi.API, id, token string) {
+	req := httptest.NewRequest(http.MethodDelete, "/v1/reservation/"+id, nil)
+	if token != "" {
+		req.Header.Set(ticketapi.TokenHeader, token)
+	}
+	w := httptest.NewRecorder()
+	api.ServeHTTP(w, req)
+	var body struct {
+		State string `json:"state"`
+		Code  string `json:"code"`
+	}
+	_ = json.Unmarshal(w.Body.Bytes(), &body)
+	s.note("cancel %s with a token=%v: %d %s%s", id, token != "", w.Code, body.State, body.Code)
+}
+
+// expired waits until reservation id is no longer RESERVED (its hold ran
+// out and the owner's Tick expired it) and notes it.
+func (s *transcript) expired(id string) {
+	r, err := s.tickets.Reservation(s.ctx, id, 0)
+	for err == nil && r.State == tickets.Reserved && s.ctx.Err() == nil {
+		runtime.Gosched()
+		r, err = s.tickets.Reservation(s.ctx, id, 0)
+	}
+	s.reservation("expired", r, err)
+}
+
+// Cancelling with a hold token through ticketapi's route, holds that
+// expire (their seats and their user's seat-limit claim given back), and
+// paying or cancelling after the expiry answer on a cluster node as on a
+// single process.
+func TestClusterTicketsCancelAndExpireAsOneNode(t *testing.T) {
+	same(t, func(s *transcript) {
+		ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+		defer cancel()
+		s.ctx = ctx
+		open(s, 1000, "fan")
+		open(s, 0, "org")
+		api := ticketapi.New(s.tickets, ticketapi.Options{APIKey: "key", HoldSecret: []byte("the same secret"), Logger: slog.New(slog.DiscardHandler)})
+		spec := tickets.EventSpec{EventName: "gig", Artist: "band", Organizer: "org", PerUserSeatLimit: 2, HoldTime: time.Hour,
+			Areas: []tickets.AreaSpec{{AreaID: "A", Price: 10, RowCount: 1, ColCount: 2}}}
+		_, created, err := s.tickets.CreateEvent(s.ctx, spec)
+		s.note("create event created=%v err=%s", created, ledger.CodeOf(err))
+		mine, token := s.file(api, "fan", "A", 2)
+		s.reserve("fan", "A", 1) // over the limit, and sold out
+		other, otherToken := s.file(api, "bob", "A", 1)
+		s.cancelWith(api, mine, "")         // no token: 401
+		s.cancelWith(api, mine, otherToken) // another's token: 403
+		s.cancelWith(api, mine, token)
+		s.cancelWith(api, mine, token) // a replay
+		s.cancelWith(api, other, otherToken)
+		spec.EventName, spec.HoldTime = "brief", time.Nanosecond
+		_, _, err = s.tickets.CreateEvent(s.ctx, spec)
+		s.note("create brief err=%s", ledger.CodeOf(err))
+		brief := func(user string, n int) string {
+			id, err := s.tickets.Reserve(user, tickets.ReserveRequest{EventID: "brief", AreaID: "A", Kind: tickets.Random, NumOfSeats: n})
+			r, err2 := s.tickets.Reservation(s.ctx, id, 5*time.Second)
+			// Decided, and RESERVED or EXPIRED already, by when its
+			// owner's Tick comes.
+			s.note("reserve brief %s: decided=%v seats=%d err=%v", user, r.Final(), len(r.Seats), errors.Join(err, err2))
+			return id
+		}
+		held := brief("fan", 2)
+		s.expired(held)
+		s.pay(held, "fan")
+		s.cancel(held)
+		s.expired(brief("fan", 2)) // the seats and the claim came back
+		s.accounts("fan", "org")
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -20,13 +21,15 @@ import (
 // durable; events and availability are read from published state.
 
 // paymentPrefix starts the id of the pending ledger transfer that pays a
-// reservation: "pay-<reservation id>-<attempt>". Each attempt holds money
-// under an id of its own, so a voided attempt never stands in for a later
-// one; the reservation records the attempt that paid it.
+// reservation (tickets.PaymentID); the reservation records the attempt
+// that paid it.
 const paymentPrefix = ledger.PaymentPrefix
 
+// newPaymentID names a new payment attempt of reservation, with a random
+// attempt number: a single process does not count attempts across
+// restarts.
 func newPaymentID(reservation string) string {
-	return paymentPrefix + reservation + "-" + uuid.NewString()[:8]
+	return tickets.PaymentID(reservation, rand.Uint32())
 }
 
 // paymentReservation is the reservation a payment id pays, or "".
@@ -110,17 +113,17 @@ func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.
 	if !ok {
 		return tickets.AreaSeats{}, ledger.Errorf(tickets.CodeEventNotFound, "event %s has no area %s", event, area)
 	}
-	c := &cmdInspect{event: event, area: area}
+	c := &Inspect{Event: event, Area: area}
 	if err := t.do(ctx, a.shard, c); err != nil {
 		return tickets.AreaSeats{}, err
 	}
-	return c.seats, nil
+	return *c.Seats, nil
 }
 
 // inspect reads an area's seat map and holders.
-func (s *shard) inspect(event, area string) tickets.AreaSeats {
+func (s *shard) inspect(event, area string) *tickets.AreaSeats {
 	a, _ := s.t.area(event, area)
-	out := tickets.AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
+	out := &tickets.AreaSeats{Spec: a.spec, Available: a.seats.Free(), SeatMap: a.seats.SeatMap()}
 	for _, r := range s.desk.Holders(a.seats) {
 		out.Holders = append(out.Holders, *r)
 	}
@@ -130,7 +133,7 @@ func (s *shard) inspect(event, area string) tickets.AreaSeats {
 // Reserve files a reservation request by user and returns its id at once;
 // the owning shard decides it, and Reservation waits for the decision.
 // Requests that cannot succeed — unknown area, outside the sale window,
-// sold out, over the user's limit — are decided here without queueing.
+// over the user's limit, sold out — are decided here without queueing.
 // The error is only for a request that could not be filed (overload).
 func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
 	now := time.Now().UTC()
@@ -138,7 +141,7 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 	r := tickets.NewReservation(id.String(), userID, req, now)
 	a, ok := t.area(req.EventID, req.AreaID)
 	if !ok {
-		return t.failNow(id, r, nil, now, tickets.ReasonInvalidEventArea, fmt.Sprintf("event %s has no area %s", req.EventID, req.AreaID))
+		return t.failNow(id, r, nil, now, tickets.ReasonInvalidEventArea, tickets.NoAreaDetail(req.EventID, req.AreaID))
 	}
 	ev := &a.event.spec
 	// Share the event's strings: the request's copies would live as long
@@ -147,22 +150,39 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 	if reason, detail := ev.OpenAt(now); reason != "" {
 		return t.failNow(id, r, a, now, reason, detail)
 	}
+	// The desk's order (tickets.Desk.Reserve): the seat limit, then the
+	// seats, of which a sold-out area is the first check.
+	limited := ev.PerUserSeatLimit > 0
+	if limited {
+		if reason, detail := t.users.claim(ev, r); reason != "" {
+			return t.failNow(id, r, a, now, reason, detail)
+		}
+	}
 	if r.NumOfSeats > 0 && r.NumOfSeats <= tickets.MaxSeatsPerReservation && a.available.Load() < int64(r.NumOfSeats) {
+		if limited {
+			t.users.give(r)
+		}
 		return t.failNow(id, r, a, now, tickets.ReasonNotAvailable, tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID))
 	}
-	limited := ev.PerUserSeatLimit > 0
-	if limited && !t.users.claim(ev.EventName, userID, r.NumOfSeats, ev.PerUserSeatLimit) {
-		return t.failNow(id, r, a, now, tickets.ReasonSeatLimit, fmt.Sprintf("at most %d seats per user in event %s", ev.PerUserSeatLimit, ev.EventName))
-	}
 	t.index.open(id)
-	if err := t.port.Post(a.shard, &cmdReserve{res: r}); err != nil {
+	if err := t.port.Post(a.shard, &Reserve{filed: r}); err != nil {
 		t.index.drop(id)
 		if limited {
-			t.users.give(ev.EventName, userID, r.NumOfSeats)
+			t.users.give(r)
 		}
 		return "", ledgerengine.QueueError(err)
 	}
 	return id.String(), nil
+}
+
+// decided is the reservation id if it is decided, for the desks: a
+// retried request is answered with its first decision.
+func (t *Tickets) decided(id string) (*tickets.Reservation, bool) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return nil, false
+	}
+	return t.index.load(uid)
 }
 
 // failNow decides r as failed without a shard. It is published at once and
@@ -214,14 +234,11 @@ func (t *Tickets) PayReservation(ctx context.Context, id, account string) (ticke
 		return snap, err
 	}
 	ev := &a.event.spec
-	if err := snap.CheckPay(time.Now()); err != nil {
-		return snap, ledger.Errorf(tickets.CodeNotPayable, "%v", err)
-	}
-	if ev.Organizer == "" {
-		return snap, ledger.Errorf(tickets.CodeNotPayable, "event %s takes no payments (no organizer account)", ev.EventName)
+	amount, err := tickets.Charge(ev, &snap, time.Now())
+	if err != nil {
+		return snap, err
 	}
 	payment := newPaymentID(snap.ID)
-	amount := a.spec.Price * int64(len(snap.Seats))
 	if amount > 0 {
 		_, _, err := t.ledger.Transfer(ctx, ledger.TransferRequest{
 			ID: payment, From: account, To: ev.Organizer, Amount: amount, Pending: true,
@@ -254,14 +271,18 @@ func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Res
 	if err != nil || snap.State == tickets.Cancelled {
 		return snap, err
 	}
-	c := &cmdCancel{id: snap.ID}
+	c := &Cancel{ID: snap.ID}
 	if err := t.do(ctx, a.shard, c); err != nil {
 		return t.stateError(id, err)
 	}
-	if c.err != nil {
-		return t.stateError(id, c.err)
+	switch {
+	case c.Reservation == nil: // left memory meanwhile
+		return t.stateError(id, tickets.ErrUnknown)
+	case c.Err != nil:
+		snap, _ = t.Reservation(ctx, id, 0)
+		return snap, c.Err
 	}
-	return c.reservation, nil
+	return *c.Reservation, nil
 }
 
 // do queues cmd on shard and waits for the round that applies it.
@@ -290,11 +311,10 @@ func (t *Tickets) heldReservation(id string) (tickets.Reservation, *areaState, e
 func (t *Tickets) stateError(id string, err error) (tickets.Reservation, error) {
 	snap, _ := t.Reservation(context.Background(), id, 0)
 	var te *tickets.TransitionError
-	if errors.As(err, &te) {
-		return snap, ledger.Errorf(tickets.CodeNotPayable, "%v", te)
-	}
-	if errors.Is(err, tickets.ErrUnknown) {
-		return snap, ledger.Errorf(tickets.CodeNotPayable, "reservation %s is %s and holds no seats", id, snap.State)
+	if errors.As(err, &te) || errors.Is(err, tickets.ErrUnknown) {
+		named := snap
+		named.ID = id
+		return snap, tickets.Refusal(&named, err)
 	}
 	return snap, err
 }
@@ -325,7 +345,7 @@ func (t *Tickets) publishReservations(changed []*tickets.Reservation) {
 		publishArea(a, now)
 		ev := &a.event.spec
 		if ev.PerUserSeatLimit > 0 && !r.HoldsSeats() {
-			t.users.give(ev.EventName, r.UserID, r.NumOfSeats)
+			t.users.give(r)
 		}
 		t.outcome(r)
 		t.index.store(uuid.MustParse(r.ID), snapshot(r), a)
@@ -362,7 +382,7 @@ func (t *Tickets) loadTickets() error {
 		if r.HoldsSeats() {
 			soldAt[a] = maxTime(soldAt[a], r.UpdatedAt)
 			if a.event.spec.PerUserSeatLimit > 0 {
-				t.users.add(a.event.spec.EventName, r.UserID, len(r.Seats))
+				t.users.add(r)
 			}
 		}
 		if !settled(r) { // the settled ones are read from storage

@@ -60,7 +60,7 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 	}
 	t := &Tickets{
 		eng: eng, ledger: ledger, db: ticketstore.Store{Store: eng.Store()}, log: cfg.Logger,
-		events: make(map[string]*eventState), users: userSeats{m: make(map[userKey]int)},
+		events: make(map[string]*eventState), users: userSeats{m: make(map[userKey]*tickets.SeatClaims)},
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "surge_reservations_total",
 			Help: "Reservation decisions and later moves, by resulting state and failure reason.",
@@ -69,7 +69,7 @@ func Open(eng *engine.Engine, ledger Ledger, cfg Config) (*Tickets, error) {
 	t.index = newResvIndex(&t.areas, cfg.OutcomeRetention, cfg.OutcomeMemoryBytes)
 	slices := make([]engine.Slice, eng.Shards())
 	for i := range slices {
-		s := &shard{t: t, desk: tickets.NewDesk()}
+		s := &shard{t: t, desk: tickets.NewDesk(t.decided)}
 		t.shards = append(t.shards, s)
 		slices[i] = s
 	}
@@ -112,17 +112,16 @@ type shard struct {
 func (s *shard) Apply(cmds []engine.Command, now time.Time) {
 	for _, c := range cmds {
 		switch c := c.(type) {
-		case *cmdReserve:
-			a, _ := s.t.area(c.res.EventID, c.res.AreaID)
-			s.desk.Reserve(&a.event.spec, a.seats, c.res, now)
+		case *Reserve:
+			a, _ := s.t.area(c.filed.EventID, c.filed.AreaID)
+			s.desk.Reserve(&a.event.spec, a.seats, c.filed, now, false)
 		case *cmdPay:
 			r, err := s.desk.Pay(c.id, c.paymentID, now)
 			c.reservation, c.err = copyOf(r), err
-		case *cmdCancel:
-			r, err := s.desk.Cancel(c.id, now)
-			c.reservation, c.err = copyOf(r), err
-		case *cmdInspect:
-			c.seats = s.inspect(c.event, c.area)
+		case *Cancel:
+			s.cancel(c, now)
+		case *Inspect:
+			c.Seats = s.inspect(c.Event, c.Area)
 		case engine.Tick:
 			s.desk.Expire(now)
 			if s == s.t.shards[0] {
@@ -169,27 +168,28 @@ func (s *shard) Finish() time.Time {
 	return next
 }
 
-// The ticketing commands, each with the fields its outcome is written to.
-type (
-	// cmdReserve decides a new reservation in an area of the shard. Nobody
-	// waits on it: readers wait on the reservation index instead.
-	cmdReserve struct{ res *tickets.Reservation }
-	// cmdPay marks a reservation paid by a payment, the pending ledger
-	// transfer paymentID.
-	cmdPay struct {
-		id, paymentID string
-		reservation   tickets.Reservation
-		err           error
+// cancel gives a reservation's seats back, or says why not.
+func (s *shard) cancel(c *Cancel, now time.Time) {
+	r, err := s.desk.Cancel(c.ID, now)
+	if r == nil {
+		r, _ = s.t.decided(c.ID)
 	}
-	// cmdCancel gives a reservation's seats back.
-	cmdCancel struct {
-		id          string
-		reservation tickets.Reservation
-		err         error
+	if r != nil {
+		cp := *r
+		c.Reservation = &cp
 	}
-	// cmdInspect reads an area's seat map and holders, as of the round.
-	cmdInspect struct {
-		event, area string
-		seats       tickets.AreaSeats
+	if err != nil && r != nil {
+		c.Err = tickets.Refusal(r, err)
 	}
-)
+}
+
+// The shards apply the commands of wire.go that a single process needs
+// (Reserve, Cancel, Inspect), and cmdPay, the middle step of its
+// two-phase payment (PayReservation); a cluster pays with Pay and PayEnd
+// instead (cluster_pay.go), since it has no pending transfer to settle
+// on restart.
+type cmdPay struct {
+	id, paymentID string
+	reservation   tickets.Reservation
+	err           error
+}

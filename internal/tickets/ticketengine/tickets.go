@@ -80,7 +80,7 @@ func (t *Tickets) area(event, area string) (*areaState, bool) {
 func (t *Tickets) addEvent(spec tickets.EventSpec) *eventState {
 	ev := &eventState{spec: spec, areas: make(map[string]*areaState, len(spec.Areas))}
 	for _, as := range spec.Areas {
-		a := &areaState{event: ev, spec: as, shard: t.eng.ShardOf(areaKey(spec.EventName, as.AreaID)), seats: tickets.NewArea(as.RowCount, as.ColCount)}
+		a := &areaState{event: ev, spec: as, shard: t.eng.ShardOf(tickets.AreaKey(spec.EventName, as.AreaID)), seats: tickets.NewArea(as.RowCount, as.ColCount)}
 		a.available.Store(int64(as.RowCount * as.ColCount))
 		t.areas.add(a)
 		ev.areas[as.AreaID] = a
@@ -91,10 +91,6 @@ func (t *Tickets) addEvent(spec tickets.EventSpec) *eventState {
 	t.mu.Unlock()
 	return ev
 }
-
-// areaKey is the sharding key of an area: all of an area's seats belong to
-// one shard, which serialises their allocation.
-func areaKey(event, area string) string { return event + "\x00" + area }
 
 // publishArea refreshes a's edge counters after a commit, from the shard
 // that owns it.
@@ -108,41 +104,49 @@ func publishArea(a *areaState, now time.Time) {
 	}
 }
 
-// userSeats counts the seats each user holds per event, for events with a
-// per-user limit. A request claims its seats here before it is queued and
-// gives them back if it fails, so concurrent requests of one user cannot
-// together pass the limit.
+// userSeats are the seats each user claims per event, for events with a
+// per-user limit (tickets.SeatClaims). A request claims its seats here
+// before it is queued and gives them back once it holds none.
 type userSeats struct {
 	mu sync.Mutex
-	m  map[userKey]int
+	m  map[userKey]*tickets.SeatClaims
 }
 
 type userKey struct{ event, user string }
 
-// claim adds n seats to the user's count unless that passes limit.
-func (u *userSeats) claim(event, user string, n, limit int) bool {
-	k := userKey{event, user}
+// claim claims r's seats under ev's limit; a reason if it is refused.
+func (u *userSeats) claim(ev *tickets.EventSpec, r *tickets.Reservation) (tickets.Reason, string) {
+	k := userKey{ev.EventName, r.UserID}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.m[k]+n > limit {
-		return false
+	c := u.m[k]
+	if c == nil {
+		c = &tickets.SeatClaims{}
+		u.m[k] = c
 	}
-	u.m[k] += n
-	return true
+	reason, detail := c.Claim(ev, r)
+	if c.Empty() {
+		delete(u.m, k)
+	}
+	return reason, detail
 }
 
-// add counts n seats held, on restart.
-func (u *userSeats) add(event, user string, n int) {
+// add counts the seats r holds, on restart.
+func (u *userSeats) add(r *tickets.Reservation) {
+	k := userKey{r.EventID, r.UserID}
 	u.mu.Lock()
-	u.m[userKey{event, user}] += n
+	if u.m[k] == nil {
+		u.m[k] = &tickets.SeatClaims{}
+	}
+	u.m[k].Load(r)
 	u.mu.Unlock()
 }
 
-// give returns n seats of the user's count.
-func (u *userSeats) give(event, user string, n int) {
-	k := userKey{event, user}
+// give gives r's claim back.
+func (u *userSeats) give(r *tickets.Reservation) {
+	k := userKey{r.EventID, r.UserID}
 	u.mu.Lock()
-	if u.m[k] -= n; u.m[k] <= 0 {
+	if c := u.m[k]; c != nil && c.Release(r.ID) && c.Empty() {
 		delete(u.m, k)
 	}
 	u.mu.Unlock()

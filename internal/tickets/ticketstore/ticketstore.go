@@ -32,14 +32,14 @@ func (s Store) HoldSecret(generate func() ([]byte, error)) ([]byte, error) {
 // PutEvent writes ev as one synced commit.
 func (s Store) PutEvent(ev *tickets.EventSpec) error {
 	b := s.NewBatch()
-	_ = b.Set(store.Key(nil, prefixEvent, ev.EventName), encodeEvent(nil, ev), nil)
+	_ = b.Set(store.Key(nil, prefixEvent, ev.EventName), AppendEvent(nil, ev), nil)
 	return s.Commit(b)
 }
 
 // EachEvent calls fn for every event.
 func (s Store) EachEvent(fn func(tickets.EventSpec) error) error {
 	return s.Scan(prefixEvent, store.UpperBound(prefixEvent), false, func(_, v []byte) (bool, error) {
-		ev, err := decodeEvent(v)
+		ev, err := DecodeEvent(v)
 		if err != nil {
 			return false, err
 		}
@@ -54,14 +54,14 @@ func (s Store) Reservation(id string) (r *tickets.Reservation, ok bool, err erro
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	r, err = decodeReservation(v)
+	r, err = DecodeReservation(v)
 	return r, err == nil, err
 }
 
 // EachReservation calls fn for every stored reservation.
 func (s Store) EachReservation(fn func(*tickets.Reservation) error) error {
 	return s.Scan(prefixReservation, store.UpperBound(prefixReservation), false, func(_, v []byte) (bool, error) {
-		r, err := decodeReservation(v)
+		r, err := DecodeReservation(v)
 		if err != nil {
 			return false, err
 		}
@@ -85,11 +85,13 @@ func (w *TicketBatch) PutReservation(r *tickets.Reservation) {
 		return
 	}
 	w.key = store.Key(w.key, prefixReservation, r.ID)
-	w.val = encodeReservation(w.val[:0], r)
+	w.val = AppendReservation(w.val[:0], r)
 	_ = w.b.Set(w.key, w.val, nil) // Set copies; errors only on a closed batch
 }
 
-func encodeEvent(dst []byte, ev *tickets.EventSpec) []byte {
+// AppendEvent appends ev's stored record to dst; a cluster carries events
+// so too.
+func AppendEvent(dst []byte, ev *tickets.EventSpec) []byte {
 	e := codec.Encoder{B: dst}
 	e.Byte(store.RecordVersion)
 	e.String(ev.EventName)
@@ -110,7 +112,8 @@ func encodeEvent(dst []byte, ev *tickets.EventSpec) []byte {
 	return e.B
 }
 
-func decodeEvent(b []byte) (tickets.EventSpec, error) {
+// DecodeEvent decodes an event AppendEvent encoded.
+func DecodeEvent(b []byte) (tickets.EventSpec, error) {
 	d := codec.Decoder{B: b}
 	if d.Byte() != store.RecordVersion {
 		return tickets.EventSpec{}, codec.ErrCorrupt
@@ -132,7 +135,9 @@ func decodeEvent(b []byte) (tickets.EventSpec, error) {
 	return ev, d.Done()
 }
 
-func encodeReservation(dst []byte, r *tickets.Reservation) []byte {
+// AppendReservation appends r's stored record to dst; a cluster's owner
+// stores its reservations so too, failed ones included.
+func AppendReservation(dst []byte, r *tickets.Reservation) []byte {
 	e := codec.Encoder{B: dst}
 	e.Byte(store.RecordVersion)
 	e.String(r.ID)
@@ -149,12 +154,17 @@ func encodeReservation(dst []byte, r *tickets.Reservation) []byte {
 	e.String(string(r.State))
 	e.Varint(r.CreatedAt.UnixNano())
 	e.Varint(r.UpdatedAt.UnixNano())
-	e.Varint(r.HoldUntil.UnixNano())
+	e.Varint(optionalTime(r.HoldUntil)) // zero for a failed one
 	e.String(r.PaymentID)
+	if r.State == tickets.Failed { // last, so records without them load
+		e.String(string(r.FailedReason))
+		e.String(r.Detail)
+	}
 	return e.B
 }
 
-func decodeReservation(b []byte) (*tickets.Reservation, error) {
+// DecodeReservation decodes a record AppendReservation encoded.
+func DecodeReservation(b []byte) (*tickets.Reservation, error) {
 	d := codec.Decoder{B: b}
 	if d.Byte() != store.RecordVersion {
 		return nil, codec.ErrCorrupt
@@ -170,8 +180,11 @@ func decodeReservation(b []byte) (*tickets.Reservation, error) {
 		r.Seats[i] = tickets.Seat{Row: int(d.Uvarint()), Col: int(d.Uvarint())}
 	}
 	r.State = tickets.State(d.Str())
-	r.CreatedAt, r.UpdatedAt, r.HoldUntil = store.UnixNano(d.Varint()), store.UnixNano(d.Varint()), store.UnixNano(d.Varint())
+	r.CreatedAt, r.UpdatedAt, r.HoldUntil = store.UnixNano(d.Varint()), store.UnixNano(d.Varint()), fromOptionalTime(d.Varint())
 	r.PaymentID = d.Str()
+	if r.State == tickets.Failed {
+		r.FailedReason, r.Detail = tickets.Reason(d.Str()), d.Str()
+	}
 	return r, d.Done()
 }
 

@@ -1,0 +1,517 @@
+package ticketengine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/surge-dev/surge/internal/codec"
+	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/surge-dev/surge/internal/tickets/ticketstore"
+)
+
+// Ticketing's commands: one type per operation, with its arguments and,
+// once applied, its outcome. A single process's shards apply Reserve,
+// Cancel and Inspect (open.go); a cluster's apply them all and carry them
+// between nodes (cluster.go). On the wire a command is its Op byte and
+// its arguments; an outcome, the Op byte and the outcome's fields of the
+// command's type. Both are binary (internal/codec); each type lists its
+// fields once, in one method that encodes or decodes them (wire).
+
+// Op names a ticketing operation on the wire.
+type Op uint8
+
+// Operations.
+const (
+	OpCreateEvent Op = iota + 1
+	OpCreateArea
+	OpEvent
+	OpAreaFree
+	OpReserve
+	OpReservation
+	OpCancel
+	OpInspect
+	OpHoldSecret
+	OpPay
+	OpPayEnd
+	OpClaim
+	OpRelease
+	OpFlush
+)
+
+// Command is a ticketing command: one of the types below.
+type Command interface {
+	engine.Command
+	// Op is the command's operation.
+	Op() Op
+	// args and outcome encode or decode the arguments and the outcome.
+	args(w *wire)
+	outcome(w *wire)
+}
+
+// The commands, each with its arguments and its outcome.
+type (
+	// CreateEvent records an event in its name's partition; Created is
+	// false for a replay of an identical event, Conflict true for one that
+	// differs.
+	CreateEvent struct {
+		Spec              tickets.EventSpec
+		Created, Conflict bool
+	}
+	// CreateArea opens area Area of event Spec in the area's partition;
+	// Currency is the organizer's, which its payments need.
+	CreateArea struct {
+		Spec           tickets.EventSpec
+		Area, Currency string
+	}
+	// ReadEvent reads an event; Spec is nil if there is none.
+	ReadEvent struct {
+		Name string
+		Spec *tickets.EventSpec
+	}
+	// AreaFree reads the free seats of an area.
+	AreaFree struct {
+		Event, Area string
+		Found       bool
+		Free        int
+		SoldOutAt   time.Time
+	}
+	// Reserve decides a reservation in its area's partition. Verdict is
+	// the user's seat-limit claim's, in an event with a limit; ReplyTo is
+	// where the decision goes when a later step of a chain decides it.
+	// The outcome is the decision and the event's seat limit, which the
+	// requesting node keeps.
+	Reserve struct {
+		ID, User    string
+		Req         tickets.ReserveRequest
+		Verdict     Verdict
+		Limit       int
+		ReplyTo     []byte
+		Reservation *tickets.Reservation
+		from        []byte
+		deferred    bool
+		// filed is the reservation a single process filed at its edge,
+		// which its shard decides as it is.
+		filed *tickets.Reservation
+	}
+	// ReadReservation reads a reservation; nil if there is none.
+	ReadReservation struct {
+		ID          string
+		Reservation *tickets.Reservation
+	}
+	// Cancel gives a held reservation's seats back; Err says why not.
+	Cancel struct {
+		ID          string
+		Reservation *tickets.Reservation
+		Err         *ledger.Error
+	}
+	// Inspect reads an area's seat map and holders; Seats is nil for an
+	// unknown area.
+	Inspect struct {
+		Event, Area string
+		Seats       *tickets.AreaSeats
+	}
+	// HoldSecret proposes a hold secret; Secret is the cluster's, the
+	// first one proposed.
+	HoldSecret struct {
+		Proposed, Secret []byte
+	}
+	// Pay pays reservation ID from Account (cluster_pay.go). Err is the
+	// desk's or the ledger's refusal; Fault, the ledger's fault.
+	Pay struct {
+		ID, Account string
+		Reservation *tickets.Reservation
+		Err         *ledger.Error
+		Fault       string
+		from        []byte
+		deferred    bool
+	}
+	// PayEnd is a payment attempt's debit's outcome, Ledger (the ledger's
+	// wire outcome), back on the reservation's partition.
+	PayEnd struct {
+		ID      string
+		Attempt uint32
+		Ledger  []byte
+	}
+	// Claim claims a reservation's seats on its user's partition under
+	// Limit (cluster_limit.go); the area's partition's Reserve answers it.
+	Claim struct {
+		ID, User string
+		Req      tickets.ReserveRequest
+		Limit    int
+		ReplyTo  []byte
+		from     []byte
+	}
+	// Release gives reservation ID's claim back to its user's partition.
+	Release struct {
+		ID, User, Event string
+	}
+	// Flush changes nothing: an idle owner appends one so that a round
+	// comes and commits what its engine's own rounds (Ticks) left.
+	Flush struct{}
+)
+
+// Verdict is a seat-limit claim's, carried to the area's partition.
+type Verdict uint8
+
+// Verdicts.
+const (
+	// Unclaimed: no claim was made (an event without a limit, or not yet).
+	Unclaimed Verdict = iota
+	Granted
+	Refused
+)
+
+func (*CreateEvent) Op() Op     { return OpCreateEvent }
+func (*CreateArea) Op() Op      { return OpCreateArea }
+func (*ReadEvent) Op() Op       { return OpEvent }
+func (*AreaFree) Op() Op        { return OpAreaFree }
+func (*Reserve) Op() Op         { return OpReserve }
+func (*ReadReservation) Op() Op { return OpReservation }
+func (*Cancel) Op() Op          { return OpCancel }
+func (*Inspect) Op() Op         { return OpInspect }
+func (*HoldSecret) Op() Op      { return OpHoldSecret }
+func (*Pay) Op() Op             { return OpPay }
+func (*PayEnd) Op() Op          { return OpPayEnd }
+func (*Claim) Op() Op           { return OpClaim }
+func (*Release) Op() Op         { return OpRelease }
+func (*Flush) Op() Op           { return OpFlush }
+
+func (c *CreateEvent) args(w *wire)    { w.event(&c.Spec) }
+func (c *CreateEvent) outcome(w *wire) { w.bool(&c.Created); w.bool(&c.Conflict) }
+func (c *CreateArea) args(w *wire)     { w.event(&c.Spec); w.str(&c.Area); w.str(&c.Currency) }
+func (c *CreateArea) outcome(*wire)    {}
+func (c *ReadEvent) args(w *wire)      { w.str(&c.Name) }
+func (c *ReadEvent) outcome(w *wire)   { w.optEvent(&c.Spec) }
+func (c *AreaFree) args(w *wire)       { w.str(&c.Event); w.str(&c.Area) }
+func (c *AreaFree) outcome(w *wire)    { w.bool(&c.Found); w.int(&c.Free); w.time(&c.SoldOutAt) }
+func (c *Reserve) args(w *wire) {
+	w.str(&c.ID)
+	w.str(&c.User)
+	w.request(&c.Req)
+	w.byte((*uint8)(&c.Verdict))
+	w.int(&c.Limit)
+	w.bytes(&c.ReplyTo)
+}
+func (c *Reserve) outcome(w *wire)         { w.optReservation(&c.Reservation); w.int(&c.Limit) }
+func (c *ReadReservation) args(w *wire)    { w.str(&c.ID) }
+func (c *ReadReservation) outcome(w *wire) { w.optReservation(&c.Reservation) }
+func (c *Cancel) args(w *wire)             { w.str(&c.ID) }
+func (c *Cancel) outcome(w *wire)          { w.optReservation(&c.Reservation); w.err(&c.Err) }
+func (c *Inspect) args(w *wire)            { w.str(&c.Event); w.str(&c.Area) }
+func (c *Inspect) outcome(w *wire)         { w.optSeats(&c.Seats) }
+func (c *HoldSecret) args(w *wire)         { w.bytes(&c.Proposed) }
+func (c *HoldSecret) outcome(w *wire)      { w.bytes(&c.Secret) }
+func (c *Pay) args(w *wire)                { w.str(&c.ID); w.str(&c.Account) }
+func (c *Pay) outcome(w *wire) {
+	w.optReservation(&c.Reservation)
+	w.err(&c.Err)
+	w.str(&c.Fault)
+}
+func (c *PayEnd) args(w *wire)  { w.str(&c.ID); w.uint32(&c.Attempt); w.bytes(&c.Ledger) }
+func (c *PayEnd) outcome(*wire) {}
+func (c *Claim) args(w *wire) {
+	w.str(&c.ID)
+	w.str(&c.User)
+	w.request(&c.Req)
+	w.int(&c.Limit)
+	w.bytes(&c.ReplyTo)
+}
+func (c *Claim) outcome(*wire)   {}
+func (c *Release) args(w *wire)  { w.str(&c.ID); w.str(&c.User); w.str(&c.Event) }
+func (c *Release) outcome(*wire) {}
+func (*Flush) args(*wire)        {}
+func (*Flush) outcome(*wire)     {}
+
+// newCommand returns an empty command of op, nil for an unknown op.
+func newCommand(op Op) Command {
+	switch op {
+	case OpCreateEvent:
+		return &CreateEvent{}
+	case OpCreateArea:
+		return &CreateArea{}
+	case OpEvent:
+		return &ReadEvent{}
+	case OpAreaFree:
+		return &AreaFree{}
+	case OpReserve:
+		return &Reserve{}
+	case OpReservation:
+		return &ReadReservation{}
+	case OpCancel:
+		return &Cancel{}
+	case OpInspect:
+		return &Inspect{}
+	case OpHoldSecret:
+		return &HoldSecret{}
+	case OpPay:
+		return &Pay{}
+	case OpPayEnd:
+		return &PayEnd{}
+	case OpClaim:
+		return &Claim{}
+	case OpRelease:
+		return &Release{}
+	case OpFlush:
+		return &Flush{}
+	}
+	return nil
+}
+
+// Encode encodes c's operation and arguments.
+func Encode(c Command) []byte {
+	w := &wire{e: &codec.Encoder{}}
+	w.e.Byte(byte(c.Op()))
+	c.args(w)
+	return w.e.B
+}
+
+// Decode decodes a command Encode encoded.
+func Decode(b []byte) (Command, error) {
+	w := &wire{d: &codec.Decoder{B: b}}
+	op := Op(w.d.Byte())
+	c := newCommand(op)
+	if c == nil {
+		return nil, fmt.Errorf("ticketengine: unknown operation %d", op)
+	}
+	c.args(w)
+	if err := w.d.Done(); err != nil {
+		return nil, fmt.Errorf("ticketengine: decoding operation %d: %w", op, err)
+	}
+	return c, nil
+}
+
+// EncodeOutcome encodes c's outcome, after c's Op byte: never empty.
+func EncodeOutcome(c Command) []byte {
+	w := &wire{e: &codec.Encoder{}}
+	w.e.Byte(byte(c.Op()))
+	c.outcome(w)
+	return w.e.B
+}
+
+// DecodeOutcome decodes an outcome EncodeOutcome encoded into c, a command
+// of the same type.
+func DecodeOutcome(c Command, b []byte) error {
+	w := &wire{d: &codec.Decoder{B: b}}
+	if op := Op(w.d.Byte()); op != c.Op() && w.d.Err == nil {
+		return fmt.Errorf("ticketengine: an outcome of operation %d, not %d", op, c.Op())
+	}
+	c.outcome(w)
+	if err := w.d.Done(); err != nil {
+		return fmt.Errorf("ticketengine: decoding the outcome of operation %d: %w", c.Op(), err)
+	}
+	return nil
+}
+
+// wire encodes fields into e, or decodes them from d: each field's method
+// does one or the other, so one list of a type's fields serves both.
+type wire struct {
+	e *codec.Encoder
+	d *codec.Decoder
+}
+
+func (w *wire) str(s *string) {
+	if w.e != nil {
+		w.e.String(*s)
+		return
+	}
+	*s = w.d.Str()
+}
+
+func (w *wire) bytes(b *[]byte) {
+	if w.e != nil {
+		w.e.String(string(*b))
+		return
+	}
+	if v := w.d.Bytes(); len(v) > 0 {
+		*b = append([]byte(nil), v...)
+	}
+}
+
+func (w *wire) bool(v *bool) {
+	if w.e != nil {
+		w.e.Bool(*v)
+		return
+	}
+	*v = w.d.Bool()
+}
+
+func (w *wire) byte(v *uint8) {
+	if w.e != nil {
+		w.e.Byte(*v)
+		return
+	}
+	*v = w.d.Byte()
+}
+
+func (w *wire) int(v *int) {
+	if w.e != nil {
+		w.e.Varint(int64(*v))
+		return
+	}
+	*v = int(w.d.Varint())
+}
+
+func (w *wire) uint32(v *uint32) {
+	if w.e != nil {
+		w.e.Uvarint(uint64(*v))
+		return
+	}
+	*v = uint32(w.d.Uvarint())
+}
+
+// time carries t as Unix nanoseconds, 0 for the zero time.
+func (w *wire) time(t *time.Time) {
+	if w.e != nil {
+		var n int64
+		if !t.IsZero() {
+			n = t.UnixNano()
+		}
+		w.e.Varint(n)
+		return
+	}
+	if n := w.d.Varint(); n != 0 {
+		*t = time.Unix(0, n).UTC()
+	} else {
+		*t = time.Time{}
+	}
+}
+
+// present carries whether an optional field is there.
+func (w *wire) present(there bool) bool {
+	w.bool(&there)
+	return there
+}
+
+// event carries an event as ticketstore stores it.
+func (w *wire) event(ev *tickets.EventSpec) {
+	if w.e != nil {
+		w.e.String(string(ticketstore.AppendEvent(nil, ev)))
+		return
+	}
+	b := w.d.Bytes()
+	if w.d.Err != nil {
+		return
+	}
+	var err error
+	if *ev, err = ticketstore.DecodeEvent(b); err != nil {
+		w.d.Fail()
+	}
+}
+
+func (w *wire) optEvent(ev **tickets.EventSpec) {
+	if !w.present(*ev != nil) {
+		return
+	}
+	if w.d != nil {
+		*ev = &tickets.EventSpec{}
+	}
+	w.event(*ev)
+}
+
+func (w *wire) seats(s *[]tickets.Seat) {
+	n := len(*s)
+	w.int(&n)
+	if w.d != nil {
+		if n < 0 || n > tickets.MaxSeatsPerReservation {
+			w.d.Fail()
+			return
+		}
+		*s = nil
+		if n > 0 {
+			*s = make([]tickets.Seat, n)
+		}
+	}
+	for i := range *s {
+		w.int(&(*s)[i].Row)
+		w.int(&(*s)[i].Col)
+	}
+}
+
+func (w *wire) request(r *tickets.ReserveRequest) {
+	w.str(&r.EventID)
+	w.str(&r.AreaID)
+	w.str((*string)(&r.Kind))
+	w.int(&r.NumOfSeats)
+	w.seats(&r.Seats)
+}
+
+func (w *wire) reservation(r *tickets.Reservation) {
+	for _, s := range []*string{&r.ID, &r.UserID, &r.EventID, &r.AreaID, (*string)(&r.Kind), (*string)(&r.State),
+		(*string)(&r.FailedReason), &r.Detail, &r.PaymentID} {
+		w.str(s)
+	}
+	w.int(&r.NumOfSeats)
+	w.seats(&r.Seats)
+	for _, t := range []*time.Time{&r.CreatedAt, &r.UpdatedAt, &r.HoldUntil} {
+		w.time(t)
+	}
+}
+
+func (w *wire) optReservation(r **tickets.Reservation) {
+	if !w.present(*r != nil) {
+		return
+	}
+	if w.d != nil {
+		*r = &tickets.Reservation{}
+	}
+	w.reservation(*r)
+}
+
+func (w *wire) err(e **ledger.Error) {
+	if !w.present(*e != nil) {
+		return
+	}
+	if w.d != nil {
+		*e = &ledger.Error{}
+	}
+	w.str((*string)(&(*e).Code))
+	w.str(&(*e).Detail)
+}
+
+// optSeats carries an area's seat map and holders.
+func (w *wire) optSeats(s **tickets.AreaSeats) {
+	if !w.present(*s != nil) {
+		return
+	}
+	if w.d != nil {
+		*s = &tickets.AreaSeats{}
+	}
+	a := *s
+	w.str(&a.Spec.AreaID)
+	w.int(&a.Spec.RowCount)
+	w.int(&a.Spec.ColCount)
+	price := int(a.Spec.Price)
+	w.int(&price)
+	a.Spec.Price = int64(price)
+	w.int(&a.Available)
+	w.strings(&a.SeatMap)
+	n := len(a.Holders)
+	w.int(&n)
+	if w.d != nil {
+		if n < 0 || n > len(w.d.B) {
+			w.d.Fail()
+			return
+		}
+		a.Holders = make([]tickets.Reservation, n)
+	}
+	for i := range a.Holders {
+		w.reservation(&a.Holders[i])
+	}
+}
+
+func (w *wire) strings(s *[]string) {
+	n := len(*s)
+	w.int(&n)
+	if w.d != nil {
+		if n < 0 || n > len(w.d.B) {
+			w.d.Fail()
+			return
+		}
+		*s = make([]string, n)
+	}
+	for i := range *s {
+		w.str(&(*s)[i])
+	}
+}
