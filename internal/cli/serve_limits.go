@@ -16,10 +16,11 @@ func addLimitFlags(f *pflag.FlagSet, c *serveConfig) {
 	d := front.DefaultLimits
 	f.IntVar(&c.limits.MaxConns, "max-conns", d.MaxConns, "connections open at once; past it a new connection gets 503 and is closed as it is accepted")
 	f.IntVar(&c.bodyMB, "body-budget-mb", int(d.BodyBytes>>20), "MiB of request bodies held at once; a body is read only once its route, key and this budget admit it, else 503 overloaded with Retry-After")
-	f.Int64Var(&c.limits.MaxWork, "max-inflight", d.MaxWork, fmt.Sprintf("units of work in progress: a request in a handler is one, plus one per %d bytes of its body; past it requests get 503 overloaded with Retry-After at once (on HTTP/2, per stream), and gRPC calls UNAVAILABLE", front.WorkUnitBytes))
+	f.Int64Var(&c.limits.MaxWork, "max-inflight", d.MaxWork, fmt.Sprintf("units of work in progress: a request in a handler is one, plus one per %d bytes of its body (a body weighs at most all of it); past it requests get 503 overloaded with Retry-After at once (on HTTP/2, per stream), and gRPC calls UNAVAILABLE", front.WorkUnitBytes))
 	f.Uint32Var(&c.limits.MaxStreams, "max-streams", d.MaxStreams, "concurrent streams per HTTP/2 or gRPC connection")
 	f.DurationVar(&c.headerTO, "header-timeout", 10*time.Second, "longest a request's headers may take to arrive (HTTP/1.1: headers and body), and a new connection its first request")
 	f.DurationVar(&c.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest a request body may take to arrive over HTTP/2 or gRPC-Web/Connect (HTTP/1.1: --header-timeout covers the body)")
+	f.Int64Var(&c.limits.MinBodyRate, "min-body-rate", d.MinBodyRate, "slowest a request body may arrive, in bytes a second, once its first 2 s are over; a slower one gets 408 request_timeout and its connection is closed")
 }
 
 // checkLimits validates the limits' flags and sets the body budget.
@@ -29,11 +30,9 @@ func checkLimits(c *serveConfig) error {
 		return fmt.Errorf("--body-budget-mb %d: want at least the largest body a route takes (%d bytes)", c.bodyMB, largest)
 	}
 	c.limits.BodyBytes = int64(c.bodyMB) << 20
-	if least := 1 + int64(largest)/front.WorkUnitBytes; c.limits.MaxWork < least {
-		return fmt.Errorf("--max-inflight %d: want at least the largest body's work (%d)", c.limits.MaxWork, least)
-	}
-	if c.limits.MaxConns <= 0 || c.limits.MaxStreams == 0 || c.limits.BodyTimeout <= 0 || c.headerTO <= 0 {
-		return fmt.Errorf("--max-conns, --max-streams, --header-timeout and --body-timeout must be positive")
+	if c.limits.MaxConns <= 0 || c.limits.MaxStreams == 0 || c.limits.MaxWork <= 0 || c.limits.BodyTimeout <= 0 ||
+		c.limits.MinBodyRate <= 0 || c.headerTO <= 0 {
+		return fmt.Errorf("--max-conns, --max-streams, --max-inflight, --header-timeout, --body-timeout and --min-body-rate must be positive")
 	}
 	return nil
 }

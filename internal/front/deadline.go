@@ -1,7 +1,6 @@
 package front
 
 import (
-	"io"
 	"net/http"
 	"time"
 )
@@ -14,37 +13,4 @@ func http2Config(l Limits) *http.HTTP2Config {
 		MaxConcurrentStreams: int(l.MaxStreams),
 		SendPingTimeout:      time.Minute,
 	}
-}
-
-// bodyDeadline bounds reading each request's body to d on the net/http
-// path: a slow body gets an error at the deadline and its handler
-// answers or gives up. Once the body is read the deadline is lifted, so
-// that a stream whose request has ended (the dashboard's events, a
-// server-streaming RPC) lives on.
-func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(d)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// deadlineBody lifts its request's read deadline at the end of the body.
-type deadlineBody struct {
-	io.ReadCloser
-	rc     *http.ResponseController
-	lifted bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.lifted {
-		b.lifted = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }

@@ -27,15 +27,15 @@ type Limits struct {
 	// anything of it is read.
 	MaxConns int
 	// BodyBytes bounds the bytes of request bodies the server holds at
-	// once. A body is read only once its route, its key and this budget
-	// admit it; a request the budget cannot take at once is answered 503
-	// overloaded, with Retry-After, and its connection closed unread.
+	// once. A body is read only once its route and its key admit it, and
+	// is charged as it arrives; a chunk the budget cannot take is answered
+	// 503 overloaded, with Retry-After, and its connection closed.
 	BodyBytes int64
 	// MaxWork bounds the work in progress: each request in a handler
-	// counts one unit and one more per WorkUnitBytes of its body. Past it a
-	// request is answered 503 overloaded, with Retry-After, at once, rather
-	// than queued behind the others. It must be at least the units of the
-	// largest body a route takes.
+	// counts one unit and one more per WorkUnitBytes of its body, up to
+	// MaxWork (so that the largest body is taken when nothing else runs).
+	// Past it a request is answered 503 overloaded, with Retry-After, at
+	// once, rather than queued behind the others.
 	MaxWork int64
 	// MaxStreams bounds the concurrent streams of one HTTP/2 connection,
 	// gRPC's included.
@@ -44,18 +44,23 @@ type Limits struct {
 	// path (fasthttp's is within HeaderTimeout, which covers the whole
 	// request).
 	BodyTimeout time.Duration
+	// MinBodyRate is the slowest, in bytes a second, a body may arrive
+	// once bodyGrace is over; a slower one is cut with 408 request_timeout and
+	// its connection closed.
+	MinBodyRate int64
 }
 
 // DefaultLimits are the limits surge serve starts with.
-var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxWork: 65536, MaxStreams: 250, BodyTimeout: 30 * time.Second}
+var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxWork: 65536, MaxStreams: 250, BodyTimeout: 30 * time.Second, MinBodyRate: 8 << 10}
 
 // WorkUnitBytes is how many bytes of a request's body count as one unit of
 // work (Limits.MaxWork): about one transfer's JSON, so that a batch of
 // 8,190 transfers weighs what as many single transfers do.
 const WorkUnitBytes = 128
 
-// workOf is the work of a request whose body holds n bytes.
-func workOf(n int64) int64 { return 1 + n/WorkUnitBytes }
+// workOf is the work of a request whose body holds n bytes, at most the
+// whole budget.
+func (g *guard) workOf(n int64) int64 { return min(1+n/WorkUnitBytes, g.work.limit) }
 
 // hold is what an admitted request holds until its handler returns.
 type hold struct {
@@ -80,6 +85,9 @@ func (l Limits) withDefaults() Limits {
 	if l.BodyTimeout <= 0 {
 		l.BodyTimeout = DefaultLimits.BodyTimeout
 	}
+	if l.MinBodyRate <= 0 {
+		l.MinBodyRate = DefaultLimits.MinBodyRate
+	}
 	return l
 }
 
@@ -94,6 +102,8 @@ const (
 	reasonBodyRead     = "body_read"
 	reasonRapidReset   = "rapid_reset"
 	reasonWork         = "overloaded"
+	reasonSlow         = "slow_request"
+	reasonMalformed    = "malformed"
 )
 
 // budget is a count held against a limit; taking never waits.
@@ -141,9 +151,9 @@ func newGuard(l Limits, reg prometheus.Registerer) *guard {
 	g.work.limit = l.MaxWork
 	g.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "surge_front_rejected_total",
-		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, rapid_reset).",
+		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, slow_request, malformed, rapid_reset).",
 	}, []string{"reason"})
-	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonRapidReset, reasonWork} {
+	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonSlow, reasonMalformed, reasonRapidReset, reasonWork} {
 		g.rejected.WithLabelValues(r)
 	}
 	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{

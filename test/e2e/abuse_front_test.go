@@ -78,7 +78,14 @@ func metric(t testing.TB, s *server, series string) float64 {
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
-	for line := range strings.SplitSeq(string(resp.Body), "\n") {
+	return sample(t, resp.Body, series)
+}
+
+// sample returns the value of series in a /metrics page, or -1 if there
+// is none.
+func sample(t testing.TB, page []byte, series string) float64 {
+	t.Helper()
+	for line := range strings.SplitSeq(string(page), "\n") {
 		if v, ok := strings.CutPrefix(line, series+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -235,19 +242,22 @@ func TestAbuseUnauthenticatedBodyRefusedUnread(t *testing.T) {
 	}
 }
 
-// TestAbuseBodyBudget: bodies in flight beyond --body-budget-mb are refused
-// at once with 503 overloaded and Retry-After, not queued.
+// TestAbuseBodyBudget: bodies are charged against --body-budget-mb as
+// they arrive; a body that arrives past it is refused at once with 503
+// overloaded and Retry-After, not queued.
 func TestAbuseBodyBudget(t *testing.T) {
-	s := start(t, t.TempDir(), "--body-budget-mb", "5")
+	s := start(t, t.TempDir(), "--body-budget-mb", "5", "--header-timeout", "10m")
 	first := openRaw(t, s)
-	// Admitted: the server holds 4 MiB of the budget while it reads on.
-	first.send(headerOnly("/v1/transfers", "", 4<<20) + strings.Repeat(" ", 8<<10))
-	poll(t, startTimeout, "the first body to be admitted", func() (bool, string) {
+	// All of a 4 MiB body but its last byte: the server holds what came.
+	first.send(headerOnly("/v1/transfers/batch", "", 4<<20) + strings.Repeat(" ", 4<<20-1))
+	poll(t, startTimeout, "the first body to arrive", func() (bool, string) {
 		v := metric(t, s, "surge_front_body_bytes")
-		return v >= 4<<20, fmt.Sprint(v)
+		return v >= 4<<20-1, fmt.Sprint(v)
 	})
 	second := openRaw(t, s)
-	second.send(headerOnly("/v1/transfers", "", 4<<20) + strings.Repeat(" ", 8<<10))
+	go func() { // 2 MiB more than the budget has left; refused on the way
+		_, _ = io.WriteString(second.c, headerOnly("/v1/transfers/batch", "", 4<<20)+strings.Repeat(" ", 2<<20))
+	}()
 	resp, body, err := second.reply()
 	if err != nil {
 		t.Fatalf("no reply to a body over the budget: %v", err)
