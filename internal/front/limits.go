@@ -238,15 +238,19 @@ func (a *Admission) Use() Use {
 // holds one unit of MaxWork while its handler runs, and a call past it is
 // refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
 // as "retry later", as HTTP's 503) and a pushback of a second; at most
-// MaxStreams streams per connection; a connection without calls for idle
-// closed with a GOAWAY; a silent one pinged every minute and closed if the
-// ping goes unanswered for 20 s; a client that pings more often than every
-// 10 s told GOAWAY (too_many_pings).
+// MaxStreams streams per connection, each with at most maxHeaderList of
+// headers, ended if its request message does not come within
+// BodyTimeout; a connection without calls for idle closed with a GOAWAY;
+// a silent one pinged every minute and closed if the ping goes unanswered
+// for 20 s; a client that pings more often than every 10 s told GOAWAY
+// (too_many_pings).
 func (a *Admission) GRPCOptions(idle time.Duration) []grpc.ServerOption {
 	l := a.g.limits
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(a.g.shedUnary),
 		grpc.ChainStreamInterceptor(a.g.shedStream),
+		grpc.InTapHandle(a.g.timeSilentCalls),
+		grpc.MaxHeaderListSize(maxHeaderList),
 		grpc.MaxConcurrentStreams(l.MaxStreams),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle, Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
@@ -262,7 +266,9 @@ var errGRPCOverloaded = status.Error(codes.Unavailable, "overloaded: the server 
 var grpcPushback = metadata.Pairs("grpc-retry-pushback-ms", "1000")
 
 // shedUnary runs a unary call within the work budget, or refuses it.
+// Its request message has arrived.
 func (g *guard) shedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	heard(ctx)
 	if !g.work.take(1) {
 		g.reject(reasonWork)
 		_ = grpc.SetTrailer(ctx, grpcPushback)
@@ -280,5 +286,5 @@ func (g *guard) shedStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerIn
 		return errGRPCOverloaded
 	}
 	defer g.work.give(1)
-	return next(srv, ss)
+	return next(srv, &heardStream{ServerStream: ss})
 }

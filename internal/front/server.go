@@ -146,6 +146,7 @@ func New(opts Options) *Server {
 		Handler:           router.admitNet(measure(opts.CORS.Net(router.Net(opts.Net)))),
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderList,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		HTTP2:             http2Config(opts.Limits),
 	}
