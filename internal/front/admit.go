@@ -19,7 +19,8 @@ import (
 // alone, in this order:
 //
 //   - framing: Content-Length with Transfer-Encoding, or two
-//     Transfer-Encoding headers (RFC 9112 §6.1, request smuggling) → 400;
+//     Transfer-Encoding headers (RFC 9112 §6.1, request smuggling), or
+//     two Authorization headers → 400 invalid_framing;
 //   - the route's body limit → 413;
 //   - the API key, unless the route is Open → 401.
 //
@@ -61,6 +62,8 @@ var (
 		"the server has as much work in progress as it may take; retry later", reasonWork}
 	refuseSlow = &refusal{http.StatusRequestTimeout, "request_timeout",
 		"the request arrived slower than the server allows", reasonSlow}
+	refuseTwoKeys = &refusal{http.StatusBadRequest, "invalid_framing",
+		"more than one Authorization header", reasonFraming}
 	refuseMalformed = &refusal{http.StatusBadRequest, "malformed_request",
 		"the request could not be parsed as HTTP/1.1", reasonMalformed}
 )
@@ -105,6 +108,10 @@ func unbudgeted(path string) bool { return path == "/healthz" || path == "/ready
 func (rt *router) admitFast(ctx *fasthttp.RequestCtx, r *route) (hold, bool) {
 	h := &ctx.Request.Header
 	n := h.ContentLength() // -1: chunked, -2: none
+	if len(h.Peek(fasthttp.HeaderAuthorization)) > 0 && len(h.PeekAll(fasthttp.HeaderAuthorization)) > 1 {
+		rt.refuseFast(ctx, refuseTwoKeys, n == -1 || n > 0)
+		return hold{}, false
+	}
 	var body int64
 	cut := false
 	if n == -1 || n > 0 {
@@ -258,13 +265,25 @@ func lingerAfter(ctx *fasthttp.RequestCtx) {
 }
 
 // admitNet admits the requests net/http serves as admitFast does those
-// of fasthttp (net/http itself refuses bad framing): their bodies read
+// of fasthttp (net/http itself refuses two Transfer-Encodings): their bodies read
 // against the body budget as they arrive, then their work taken, before
 // next is called. A body is handed to next whole, from memory.
 func (rt *router) admitNet(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		hasBody := req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0
+		if len(req.Header["Authorization"]) > 1 {
+			rt.refuseNet(w, req, refuseTwoKeys, hasBody)
+			return
+		}
+		if req.ProtoMajor == 1 && len(req.TransferEncoding) > 0 {
+			// net/http takes Content-Length with Transfer-Encoding as
+			// chunked and drops the Content-Length, so the two cannot be
+			// told apart here: the connection ends after the reply, and
+			// nothing after the body is read as a request (RFC 9112 §6.1).
+			w.Header().Set("Connection", "close")
+		}
 		var body int64
-		if req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0 {
+		if hasBody {
 			b, no := rt.readNetBody(w, req)
 			if no != nil {
 				rt.refuseNet(w, req, no, true)
