@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -20,6 +21,9 @@ func addLimitFlags(f *pflag.FlagSet, c *serveConfig) {
 	f.Uint32Var(&c.limits.MaxStreams, "max-streams", d.MaxStreams, "concurrent streams per HTTP/2 or gRPC connection")
 	f.DurationVar(&c.headerTO, "header-timeout", 10*time.Second, "longest a request's headers may take to arrive (HTTP/1.1: headers and body), and a new connection its first request")
 	f.DurationVar(&c.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest a request body may take to arrive over HTTP/2 or gRPC-Web/Connect (HTTP/1.1: --header-timeout covers the body)")
+	f.IntVar(&c.limits.MaxConnsPerClient, "max-conns-per-client", 0, "connections one client address may hold open; past it its new connections get 503 and are closed as they are accepted (0: a quarter of --max-conns)")
+	f.Int64Var(&c.limits.MaxWorkPerClient, "max-inflight-per-client", 0, "units of work one client may have in progress (see --max-inflight); past it its requests get 503 overloaded with Retry-After (0: a quarter of --max-inflight)")
+	f.StringSliceVar(&c.trustedProxies, "trusted-proxies", nil, "addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client for the per-client limits; their own connections are not capped per client")
 	f.Int64Var(&c.limits.MinBodyRate, "min-body-rate", d.MinBodyRate, "slowest a request body may arrive, in bytes a second, once its first 2 s are over; a slower one gets 408 request_timeout and its connection is closed")
 }
 
@@ -30,6 +34,16 @@ func checkLimits(c *serveConfig) error {
 		return fmt.Errorf("--body-budget-mb %d: want at least the largest body a route takes (%d bytes)", c.bodyMB, largest)
 	}
 	c.limits.BodyBytes = int64(c.bodyMB) << 20
+	for _, p := range c.trustedProxies {
+		prefix, err := parsePrefix(p)
+		if err != nil {
+			return fmt.Errorf("--trusted-proxies: %w", err)
+		}
+		c.limits.TrustedProxies = append(c.limits.TrustedProxies, prefix)
+	}
+	if c.limits.MaxConnsPerClient < 0 || c.limits.MaxWorkPerClient < 0 {
+		return fmt.Errorf("--max-conns-per-client and --max-inflight-per-client must not be negative")
+	}
 	if c.limits.MaxConns <= 0 || c.limits.MaxStreams == 0 || c.limits.MaxWork <= 0 || c.limits.BodyTimeout <= 0 ||
 		c.limits.MinBodyRate <= 0 || c.headerTO <= 0 {
 		return fmt.Errorf("--max-conns, --max-streams, --max-inflight, --header-timeout, --body-timeout and --min-body-rate must be positive")
@@ -55,3 +69,11 @@ func limitUses(a *front.Admission) func() []dashboard.LimitUse {
 // idleTimeout closes a keep-alive connection, or a gRPC connection without
 // calls, after this long without a request.
 const idleTimeout = 2 * time.Minute
+
+// parsePrefix reads an address (one host) or a CIDR prefix.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
+}

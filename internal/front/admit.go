@@ -60,6 +60,8 @@ var (
 		"the request body could not be read", reasonBodyRead}
 	refuseBusy = &refusal{http.StatusServiceUnavailable, "overloaded",
 		"the server has as much work in progress as it may take; retry later", reasonWork}
+	refuseClientBusy = &refusal{http.StatusServiceUnavailable, "overloaded",
+		"this client has as much work in progress as it may take; retry later", reasonClientWork}
 	refuseSlow = &refusal{http.StatusRequestTimeout, "request_timeout",
 		"the request arrived slower than the server allows", reasonSlow}
 	refuseTwoKeys = &refusal{http.StatusBadRequest, "invalid_framing",
@@ -133,13 +135,24 @@ func (rt *router) admitFast(ctx *fasthttp.RequestCtx, r *route) (hold, bool) {
 	if body == 0 && unbudgeted(b2s(ctx.Path())) {
 		return hold{}, true
 	}
-	work := rt.guard.workOf(body)
-	if !rt.guard.work.take(work) {
+	client := rt.guard.clients.of(addrOf(ctx.RemoteAddr()), func() []string { return fastForwarded(h) })
+	held, no := rt.guard.takeWork(client, rt.guard.workOf(body))
+	if no != nil {
 		rt.guard.bodies.give(body)
-		rt.refuseFast(ctx, refuseBusy, cut) // the body is read: the connection lives on
+		rt.refuseFast(ctx, no, cut) // the body is read: the connection lives on
 		return hold{}, false
 	}
-	return hold{body: body, work: work, cut: cut}, true
+	held.body, held.cut = body, cut
+	return held, true
+}
+
+// fastForwarded is a fasthttp request's X-Forwarded-For headers.
+func fastForwarded(h *fasthttp.RequestHeader) []string {
+	var v []string
+	for _, b := range h.PeekAll("X-Forwarded-For") {
+		v = append(v, string(b))
+	}
+	return v
 }
 
 // readFastBody admits ctx's body, of length n (-1: chunked), for route r
@@ -296,13 +309,15 @@ func (rt *router) admitNet(next http.Handler) http.Handler {
 			next.ServeHTTP(w, req)
 			return
 		}
-		work := rt.guard.workOf(body)
-		if !rt.guard.work.take(work) {
+		client := rt.guard.clients.of(addrOf(remoteAddr(req.RemoteAddr)), func() []string { return req.Header["X-Forwarded-For"] })
+		held, no := rt.guard.takeWork(client, rt.guard.workOf(body))
+		if no != nil {
 			rt.guard.bodies.give(body)
-			rt.refuseNet(w, req, refuseBusy, false)
+			rt.refuseNet(w, req, no, false)
 			return
 		}
-		defer rt.guard.release(hold{body: body, work: work})
+		held.body = body
+		defer rt.guard.release(held)
 		next.ServeHTTP(w, req)
 	})
 }

@@ -3,6 +3,7 @@ package front
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -48,6 +50,13 @@ type Limits struct {
 	// once bodyGrace is over; a slower one is cut with 408 request_timeout and
 	// its connection closed.
 	MinBodyRate int64
+	// MaxConnsPerClient and MaxWorkPerClient bound what one client holds
+	// of MaxConns and MaxWork (see clients.go); zero means a quarter of
+	// each. TrustedProxies are the proxies whose X-Forwarded-For names
+	// the client, and whose own connections are not capped.
+	MaxConnsPerClient int
+	MaxWorkPerClient  int64
+	TrustedProxies    []netip.Prefix
 }
 
 // DefaultLimits are the limits surge serve starts with.
@@ -62,10 +71,12 @@ const WorkUnitBytes = 128
 // whole budget.
 func (g *guard) workOf(n int64) int64 { return min(1+n/WorkUnitBytes, g.work.limit) }
 
-// hold is what an admitted request holds until its handler returns.
+// hold is what an admitted request holds until its handler returns: bytes
+// of body, work, and of its client's share of work.
 type hold struct {
-	body, work int64
-	cut        bool // the body was cut at its limit: the connection must close
+	body, work, clientWork int64
+	client                 netip.Addr
+	cut                    bool // the body was cut at its limit: the connection must close
 }
 
 // withDefaults fills l's zero fields from DefaultLimits.
@@ -88,6 +99,12 @@ func (l Limits) withDefaults() Limits {
 	if l.MinBodyRate <= 0 {
 		l.MinBodyRate = DefaultLimits.MinBodyRate
 	}
+	if l.MaxConnsPerClient <= 0 {
+		l.MaxConnsPerClient = max(l.MaxConns/4, 1)
+	}
+	if l.MaxWorkPerClient <= 0 {
+		l.MaxWorkPerClient = max(l.MaxWork/4, 1)
+	}
 	return l
 }
 
@@ -104,6 +121,8 @@ const (
 	reasonWork         = "overloaded"
 	reasonSlow         = "slow_request"
 	reasonMalformed    = "malformed"
+	reasonClientConns  = "client_conns"
+	reasonClientWork   = "client_overloaded"
 )
 
 // budget is a count held against a limit; taking never waits.
@@ -135,6 +154,7 @@ type guard struct {
 	conns    budget
 	bodies   budget
 	work     budget
+	clients  *clients
 	rejected *prometheus.CounterVec
 }
 
@@ -142,18 +162,35 @@ type guard struct {
 func (g *guard) release(h hold) {
 	g.bodies.give(h.body)
 	g.work.give(h.work)
+	if h.clientWork > 0 {
+		g.clients.give(h.client, 0, h.clientWork)
+	}
+}
+
+// takeWork holds units of work for a request of client a: of the global
+// budget, then of the client's share.
+func (g *guard) takeWork(a netip.Addr, units int64) (hold, *refusal) {
+	if !g.work.take(units) {
+		return hold{}, refuseBusy
+	}
+	mine, ok := g.clients.take(a, 0, units)
+	if !ok {
+		g.work.give(units)
+		return hold{}, refuseClientBusy
+	}
+	return hold{work: units, clientWork: mine, client: a}, nil
 }
 
 func newGuard(l Limits, reg prometheus.Registerer) *guard {
-	g := &guard{limits: l}
+	g := &guard{limits: l, clients: newClients(l)}
 	g.conns.limit = int64(l.MaxConns)
 	g.bodies.limit = l.BodyBytes
 	g.work.limit = l.MaxWork
 	g.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "surge_front_rejected_total",
-		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, slow_request, malformed, rapid_reset).",
+		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, slow_request, malformed, client_conns, client_overloaded, rapid_reset).",
 	}, []string{"reason"})
-	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonSlow, reasonMalformed, reasonRapidReset, reasonWork} {
+	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonSlow, reasonMalformed, reasonClientConns, reasonClientWork, reasonRapidReset, reasonWork} {
 		g.rejected.WithLabelValues(r)
 	}
 	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -185,28 +222,53 @@ const overloadedConns = `{"type":"https://surge.dev/problems/overloaded","title"
 
 // admitConn counts c against MaxConns. Past the limit it answers c 503
 // and closes it, and returns nil.
+// Past MaxConnsPerClient for its client (unless a trusted proxy) it does
+// the same.
 func (g *guard) admitConn(c net.Conn) net.Conn {
 	if !g.conns.take(1) {
+		refuseConn(c)
 		g.reject(reasonConns)
-		// A fresh socket's send buffer takes the reply without blocking;
-		// the deadline only guards against a kernel that disagrees.
-		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = c.Write(refusedConn)
-		_ = c.Close()
 		return nil
 	}
-	return &countedConn{Conn: c, g: g}
+	a := addrOf(c.RemoteAddr())
+	capped := !g.clients.isTrusted(a)
+	if capped {
+		if _, ok := g.clients.take(a, 1, 0); !ok {
+			g.conns.give(1)
+			refuseConn(c)
+			g.reject(reasonClientConns)
+			return nil
+		}
+	}
+	return &countedConn{Conn: c, g: g, client: a, capped: capped}
 }
 
-// countedConn gives its place under MaxConns back when it is closed.
+// refuseConn answers c 503 and closes it.
+func refuseConn(c net.Conn) {
+	// A fresh socket's send buffer takes the reply without blocking;
+	// the deadline only guards against a kernel that disagrees.
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write(refusedConn)
+	_ = c.Close()
+}
+
+// countedConn gives its place under MaxConns, and its client's, back when
+// it is closed.
 type countedConn struct {
 	net.Conn
-	g    *guard
-	once sync.Once
+	g      *guard
+	client netip.Addr
+	capped bool // counted against its client's cap
+	once   sync.Once
 }
 
 func (c *countedConn) Close() error {
-	c.once.Do(func() { c.g.conns.give(1) })
+	c.once.Do(func() {
+		c.g.conns.give(1)
+		if c.capped {
+			c.g.clients.give(c.client, 1, 0)
+		}
+	})
 	return c.Conn.Close()
 }
 
@@ -269,22 +331,32 @@ var grpcPushback = metadata.Pairs("grpc-retry-pushback-ms", "1000")
 // Its request message has arrived.
 func (g *guard) shedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 	heard(ctx)
-	if !g.work.take(1) {
-		g.reject(reasonWork)
+	h, no := g.takeWork(peerAddr(ctx), 1)
+	if no != nil {
+		g.reject(no.reason)
 		_ = grpc.SetTrailer(ctx, grpcPushback)
 		return nil, errGRPCOverloaded
 	}
-	defer g.work.give(1)
+	defer g.release(h)
 	return next(ctx, req)
 }
 
 // shedStream runs a streaming call within the work budget, or refuses it.
 func (g *guard) shedStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
-	if !g.work.take(1) {
-		g.reject(reasonWork)
+	h, no := g.takeWork(peerAddr(ss.Context()), 1)
+	if no != nil {
+		g.reject(no.reason)
 		ss.SetTrailer(grpcPushback)
 		return errGRPCOverloaded
 	}
-	defer g.work.give(1)
+	defer g.release(h)
 	return next(srv, &heardStream{ServerStream: ss})
+}
+
+// peerAddr is the address of a gRPC call's client.
+func peerAddr(ctx context.Context) netip.Addr {
+	if p, ok := peer.FromContext(ctx); ok {
+		return addrOf(p.Addr)
+	}
+	return netip.Addr{}
 }

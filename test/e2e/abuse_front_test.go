@@ -146,7 +146,8 @@ func TestAbuseHeaderOnlyBodiesKeepMemoryBounded(t *testing.T) {
 	const conns, limitMiB, key = 5000, 512, "abuse-key"
 	raiseFileLimit(t, 2*conns+1000)
 	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--api-key", key,
-		"--memory-limit-mb", strconv.Itoa(limitMiB), "--max-conns", strconv.Itoa(conns + 100), "--header-timeout", "10m"}, nil)
+		"--memory-limit-mb", strconv.Itoa(limitMiB), "--max-conns", strconv.Itoa(conns + 100),
+		"--max-conns-per-client", strconv.Itoa(conns + 100), "--header-timeout", "10m"}, nil)
 	s.awaitReady(key)
 	openAccounts(t, s.c, "alice", "bob")
 	fund(t, s.c, "alice", 1_000_000)
@@ -186,7 +187,7 @@ func TestAbuseHeaderOnlyBodiesKeepMemoryBounded(t *testing.T) {
 // (503 or closed) instead of being served, and the refusal is counted.
 func TestAbuseMaxConns(t *testing.T) {
 	const limit = 20
-	s := start(t, t.TempDir(), "--max-conns", strconv.Itoa(limit))
+	s := start(t, t.TempDir(), "--max-conns", strconv.Itoa(limit), "--max-conns-per-client", strconv.Itoa(limit))
 	s.c.hc.CloseIdleConnections()
 	var held []*rawConn
 	for range limit {

@@ -16,7 +16,7 @@ import (
 func TestAbuseShedsAtOnce(t *testing.T) {
 	// The dashboard's event stream is a request in its handler for as
 	// long as it is open: it holds all of --max-inflight.
-	s := start(t, t.TempDir(), "--max-inflight", "1")
+	s := start(t, t.TempDir(), "--max-inflight", "1", "--max-inflight-per-client", "1")
 	holder := openRaw(t, s)
 	holder.send("GET /ui/events HTTP/1.1\r\nHost: surge\r\n\r\n")
 	if resp, err := http.ReadResponse(holder.r, nil); err != nil || resp.StatusCode != http.StatusOK {
