@@ -118,6 +118,7 @@ const (
 	reasonFraming      = "framing"
 	reasonBodyRead     = "body_read"
 	reasonRapidReset   = "rapid_reset"
+	reasonFlowControl  = "flow_control"
 	reasonWork         = "overloaded"
 	reasonSlow         = "slow_request"
 	reasonMalformed    = "malformed"
@@ -188,9 +189,9 @@ func newGuard(l Limits, reg prometheus.Registerer) *guard {
 	g.work.limit = l.MaxWork
 	g.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "surge_front_rejected_total",
-		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, slow_request, malformed, client_conns, client_overloaded, rapid_reset).",
+		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, slow_request, malformed, client_conns, client_overloaded, rapid_reset, flow_control).",
 	}, []string{"reason"})
-	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonSlow, reasonMalformed, reasonClientConns, reasonClientWork, reasonRapidReset, reasonWork} {
+	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonSlow, reasonMalformed, reasonClientConns, reasonClientWork, reasonRapidReset, reasonFlowControl, reasonWork} {
 		g.rejected.WithLabelValues(r)
 	}
 	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -203,3 +203,81 @@ func TestAbuseSlowBodyNetHTTP(t *testing.T) {
 		t.Fatalf("a body that never came: %s %s", resp.Status, body)
 	}
 }
+
+// TestAbuseGRPCWindowOverflow: two WINDOW_UPDATEs of 2³¹−1 on a gRPC
+// connection grow its window past the largest allowed: the server answers
+// GOAWAY FLOW_CONTROL_ERROR (RFC 9113 §6.9.1), as net/http does.
+func TestAbuseGRPCWindowOverflow(t *testing.T) {
+	s := start(t, t.TempDir())
+	h := dialH2(t, s)
+	block := h.headers("POST", "/surge.wallet.v1.AuthService/Login", "application/grpc")
+	ping := [8]byte{'w', 'i', 'n', 'd', 'o', 'w'}
+	got := make(chan *http2.GoAwayFrame, 1)
+	go func() {
+		g, _ := h.frames(ping)
+		got <- g
+	}()
+	_ = h.write(func(fr *http2.Framer) error {
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block, EndHeaders: true}); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := fr.WriteWindowUpdate(0, 1<<31-1); err != nil {
+				return err
+			}
+		}
+		return fr.WritePing(false, ping)
+	})
+	g := <-got
+	if g == nil || g.ErrCode != http2.ErrCodeFlowControl {
+		t.Fatalf("GOAWAY %v, want FLOW_CONTROL_ERROR", g)
+	}
+}
+
+// TestAbuseMadeYouReset: HEADERS followed by a WINDOW_UPDATE of 0 on the
+// same stream makes the server reset the stream itself (the MadeYouReset
+// shape, CVE-2025-8671), so the client never sends a RST_STREAM; a burst
+// of them on one connection gets GOAWAY ENHANCE_YOUR_CALM all the same
+// (or, mid-frame, the connection closed), on the gRPC server's connections
+// and on net/http's.
+func TestAbuseMadeYouReset(t *testing.T) {
+	s := start(t, t.TempDir())
+	for _, tc := range []struct{ name, contentType string }{
+		{"grpc", "application/grpc"}, {"net_http", "application/grpc-web+proto"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const pairs = 20000
+			h := dialH2(t, s)
+			h.fr.AllowIllegalWrites = true // an increment of 0
+			block := h.headers("POST", "/surge.wallet.v1.AuthService/Login", tc.contentType)
+			ping := [8]byte{'m', 'y', 'r'}
+			type result struct {
+				goAway *http2.GoAwayFrame
+				pinged bool
+			}
+			got := make(chan result, 1)
+			go func() {
+				g, p := h.frames(ping)
+				got <- result{g, p}
+			}()
+			for i := range pairs {
+				id := uint32(2*i + 1)
+				if h.write(func(fr *http2.Framer) error {
+					if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true}); err != nil {
+						return err
+					}
+					return fr.WriteWindowUpdate(id, 0)
+				}) != nil {
+					break // the server closed the connection
+				}
+			}
+			_ = h.write(func(fr *http2.Framer) error { return fr.WritePing(false, ping) })
+			// A GOAWAY cannot follow a frame the server has only begun to
+			// write; then the connection just ends.
+			r := <-got
+			if r.goAway != nil && r.goAway.ErrCode != http2.ErrCodeEnhanceYourCalm || r.goAway == nil && r.pinged {
+				t.Fatalf("GOAWAY %v (PING after the burst answered: %v), want ENHANCE_YOUR_CALM or the connection closed", r.goAway, r.pinged)
+			}
+		})
+	}
+}
