@@ -69,11 +69,7 @@ func TestAbuseOneClientCannotTakeEveryConnection(t *testing.T) {
 // client a trusted proxy names in X-Forwarded-For, are served.
 func TestAbuseOneClientCannotTakeAllWork(t *testing.T) {
 	s := start(t, t.TempDir(), "--max-inflight", "4", "--trusted-proxies", "127.0.0.4")
-	holder := openRaw(t, s)
-	holder.send("GET /ui/events HTTP/1.1\r\nHost: surge\r\n\r\n")
-	if resp, err := http.ReadResponse(holder.r, nil); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("the event stream: %v %v", resp, err)
-	}
+	holdEventStream(t, s)
 	if status, body := getFrom(t, clientFrom("127.0.0.1"), s.url+"/metrics"); status != http.StatusServiceUnavailable ||
 		!strings.Contains(body, "this client") {
 		t.Fatalf("the same client past its share: %d %s, want 503", status, body)

@@ -98,22 +98,29 @@ func sample(t testing.TB, page []byte, series string) float64 {
 }
 
 // rssMiB is the resident set of process pid, in MiB.
-func rssMiB(t testing.TB, pid int) int {
+func rssMiB(t testing.TB, pid int) int { return procStatusMiB(t, pid, "VmRSS") }
+
+// peakRSSMiB is the peak resident set of process pid, in MiB.
+func peakRSSMiB(t testing.TB, pid int) int { return procStatusMiB(t, pid, "VmHWM") }
+
+// procStatusMiB reads field (a size in kB) of process pid's
+// /proc/PID/status, in MiB.
+func procStatusMiB(t testing.TB, pid int, field string) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatalf("reading the server's RSS: %v", err)
+		t.Fatalf("reading the server's %s: %v", field, err)
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
 			if err != nil {
-				t.Fatalf("VmRSS %q: %v", v, err)
+				t.Fatalf("%s %q: %v", field, v, err)
 			}
 			return kb >> 10
 		}
 	}
-	t.Fatal("no VmRSS in /proc status")
+	t.Fatalf("no %s in /proc status", field)
 	return 0
 }
 

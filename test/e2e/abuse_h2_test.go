@@ -102,44 +102,57 @@ func TestAbuseRapidReset(t *testing.T) {
 			const pairs = 20000
 			h := dialH2(t, s)
 			block := h.headers("GET", tc.path, tc.contentType)
-			ping := [8]byte{'b', 'u', 'r', 's', 't'}
-			type result struct {
-				goAway *http2.GoAwayFrame
-				pinged bool
-			}
-			got := make(chan result, 1)
-			go func() {
-				g, p := h.frames(ping)
-				got <- result{g, p}
-			}()
-			sent := 0
-			for i := range pairs {
-				id := uint32(2*i + 1)
-				err := h.write(func(fr *http2.Framer) error {
-					if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true}); err != nil {
-						return err
-					}
-					return fr.WriteRSTStream(id, http2.ErrCodeCancel)
-				})
-				if err != nil {
-					break // the server closed the connection
-				}
-				sent++
-			}
-			_ = h.write(func(fr *http2.Framer) error { return fr.WritePing(false, ping) })
-			r := <-got
+			r := h.burst(pairs, block, func(fr *http2.Framer, id uint32) error { return fr.WriteRSTStream(id, http2.ErrCodeCancel) })
 			if r.goAway == nil {
-				t.Fatalf("%d HEADERS+RST_STREAM pairs sent, no GOAWAY (PING answered after the burst: %v)", sent, r.pinged)
+				t.Fatalf("%d HEADERS+RST_STREAM pairs sent, no GOAWAY (PING answered after the burst: %v)", r.sent, r.pinged)
 			}
 			if r.goAway.ErrCode != http2.ErrCodeEnhanceYourCalm {
 				t.Fatalf("GOAWAY %v, want ENHANCE_YOUR_CALM", r.goAway.ErrCode)
 			}
-			t.Logf("GOAWAY %v after %d of %d pairs sent", r.goAway.ErrCode, sent, pairs)
+			t.Logf("GOAWAY %v after %d of %d pairs sent", r.goAway.ErrCode, r.sent, pairs)
 		})
 	}
 	if n := metric(t, s, `surge_front_rejected_total{reason="rapid_reset"}`); n != 2 {
 		t.Fatalf(`surge_front_rejected_total{reason="rapid_reset"} = %v, want 2`, n)
 	}
+}
+
+// burstResult is how a burst ended: the server's GOAWAY, if any, whether
+// the PING sent after the burst was answered, and how many pairs were
+// sent before the server closed the connection.
+type burstResult struct {
+	goAway *http2.GoAwayFrame
+	pinged bool
+	sent   int
+}
+
+// burst opens pairs streams with block, following each with second's
+// frame, then sends a PING, and reads the server's frames until the
+// PING's answer, a GOAWAY or the connection's end.
+func (h *h2Client) burst(pairs int, block []byte, second func(fr *http2.Framer, id uint32) error) burstResult {
+	ping := [8]byte{'b', 'u', 'r', 's', 't'}
+	got := make(chan burstResult, 1)
+	go func() {
+		g, p := h.frames(ping)
+		got <- burstResult{goAway: g, pinged: p}
+	}()
+	sent := 0
+	for i := range pairs {
+		id := uint32(2*i + 1)
+		if h.write(func(fr *http2.Framer) error {
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true}); err != nil {
+				return err
+			}
+			return second(fr, id)
+		}) != nil {
+			break // the server closed the connection
+		}
+		sent++
+	}
+	_ = h.write(func(fr *http2.Framer) error { return fr.WritePing(false, ping) })
+	r := <-got
+	r.sent = sent
+	return r
 }
 
 // TestAbuseStreamLimit: the gRPC server and net/http's HTTP/2 both
@@ -250,31 +263,9 @@ func TestAbuseMadeYouReset(t *testing.T) {
 			h := dialH2(t, s)
 			h.fr.AllowIllegalWrites = true // an increment of 0
 			block := h.headers("POST", "/surge.wallet.v1.AuthService/Login", tc.contentType)
-			ping := [8]byte{'m', 'y', 'r'}
-			type result struct {
-				goAway *http2.GoAwayFrame
-				pinged bool
-			}
-			got := make(chan result, 1)
-			go func() {
-				g, p := h.frames(ping)
-				got <- result{g, p}
-			}()
-			for i := range pairs {
-				id := uint32(2*i + 1)
-				if h.write(func(fr *http2.Framer) error {
-					if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true}); err != nil {
-						return err
-					}
-					return fr.WriteWindowUpdate(id, 0)
-				}) != nil {
-					break // the server closed the connection
-				}
-			}
-			_ = h.write(func(fr *http2.Framer) error { return fr.WritePing(false, ping) })
+			r := h.burst(pairs, block, func(fr *http2.Framer, id uint32) error { return fr.WriteWindowUpdate(id, 0) })
 			// A GOAWAY cannot follow a frame the server has only begun to
 			// write; then the connection just ends.
-			r := <-got
 			if r.goAway != nil && r.goAway.ErrCode != http2.ErrCodeEnhanceYourCalm || r.goAway == nil && r.pinged {
 				t.Fatalf("GOAWAY %v (PING after the burst answered: %v), want ENHANCE_YOUR_CALM or the connection closed", r.goAway, r.pinged)
 			}

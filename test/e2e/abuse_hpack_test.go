@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,26 +105,6 @@ func writeHeaderBlock(fr *http2.Framer, id uint32, block []byte) error {
 		}
 	}
 	return nil
-}
-
-// peakRSSMiB is the peak resident set of process pid (VmHWM), in MiB.
-func peakRSSMiB(t testing.TB, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatalf("reading the server's peak RSS: %v", err)
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			if err != nil {
-				t.Fatalf("VmHWM %q: %v", v, err)
-			}
-			return kb >> 10
-		}
-	}
-	t.Fatal("no VmHWM in /proc status")
-	return 0
 }
 
 // TestAbuseGRPCSilentStream: a gRPC call whose request message never

@@ -17,11 +17,7 @@ func TestAbuseShedsAtOnce(t *testing.T) {
 	// The dashboard's event stream is a request in its handler for as
 	// long as it is open: it holds all of --max-inflight.
 	s := start(t, t.TempDir(), "--max-inflight", "1", "--max-inflight-per-client", "1")
-	holder := openRaw(t, s)
-	holder.send("GET /ui/events HTTP/1.1\r\nHost: surge\r\n\r\n")
-	if resp, err := http.ReadResponse(holder.r, nil); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("the event stream: %v %v", resp, err)
-	}
+	holder := holdEventStream(t, s)
 
 	rc := openRaw(t, s)
 	for range 2 { // the connection is kept: a second request gets its own answer
@@ -51,6 +47,18 @@ func TestAbuseShedsAtOnce(t *testing.T) {
 	if n := metric(t, s, `surge_front_rejected_total{reason="overloaded"}`); n < 3 {
 		t.Fatalf(`surge_front_rejected_total{reason="overloaded"} = %v, want >= 3`, n)
 	}
+}
+
+// holdEventStream opens the dashboard's event stream on a connection of
+// its own and returns once its handler runs, holding a unit of work.
+func holdEventStream(t *testing.T, s *server) *rawConn {
+	t.Helper()
+	rc := openRaw(t, s)
+	rc.send("GET /ui/events HTTP/1.1\r\nHost: surge\r\n\r\n")
+	if resp, err := http.ReadResponse(rc.r, nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the event stream: %v %v", resp, err)
+	}
+	return rc
 }
 
 func wantOverloaded(t *testing.T, resp *http.Response, body []byte) {

@@ -19,17 +19,7 @@ import (
 // acknowledged writes after the damage; --accept-wal-loss must start it.
 func TestFlippedWALByteRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
-	srv := start(t, dir)
-	mustCreateAccount(t, srv.c, NewAccount{ID: "alice", Currency: "USD"})
-	for i := range 50 {
-		if _, r, err := srv.c.Transfer(TransferReq{ID: fmt.Sprintf("t%d", i), From: "@world", To: "alice", Amount: 1}); err != nil || r.Status/100 != 2 {
-			t.Fatalf("transfer %d: %v %v", i, r, err)
-		}
-		if r, err := srv.c.kvPut(fmt.Sprintf("k%d", i), []byte("v")); err != nil || r.Status != http.StatusCreated {
-			t.Fatalf("PUT %d: %v %v", i, r, err)
-		}
-	}
-	srv.kill()
+	killAfterWrites(t, dir, true)
 	ledgerWAL := flipInNewestWAL(t, dir)
 	flipInNewestWAL(t, filepath.Join(dir, "kv"))
 
@@ -56,14 +46,7 @@ func TestFlippedWALByteRefusesToStart(t *testing.T) {
 // it.
 func TestFlippedLastWALRecordIsRefusedOrLoud(t *testing.T) {
 	dir := t.TempDir()
-	srv := start(t, dir)
-	mustCreateAccount(t, srv.c, NewAccount{ID: "alice", Currency: "USD"})
-	for i := range 50 {
-		if _, r, err := srv.c.Transfer(TransferReq{ID: fmt.Sprintf("t%d", i), From: "@world", To: "alice", Amount: 1}); err != nil || r.Status/100 != 2 {
-			t.Fatalf("transfer %d: %v %v", i, r, err)
-		}
-	}
-	srv.kill()
+	killAfterWrites(t, dir, false)
 	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil || len(logs) == 0 {
 		t.Fatalf("no WAL in %s: %v", dir, err)
@@ -107,6 +90,27 @@ func TestFlippedLastWALRecordIsRefusedOrLoud(t *testing.T) {
 	if out := next.out.String(); !strings.Contains(out, "dropping its last record") || !strings.Contains(out, wal) {
 		t.Fatalf("started over a flipped last record of %s without saying so; output:\n%s", wal, out)
 	}
+}
+
+// killAfterWrites starts a server on dir, makes 50 acknowledged
+// transfers to alice (and key-value entries, if kv) and kills it with
+// SIGKILL.
+func killAfterWrites(t *testing.T, dir string, kv bool) {
+	t.Helper()
+	srv := start(t, dir)
+	mustCreateAccount(t, srv.c, NewAccount{ID: "alice", Currency: "USD"})
+	for i := range 50 {
+		if _, r, err := srv.c.Transfer(TransferReq{ID: fmt.Sprintf("t%d", i), From: "@world", To: "alice", Amount: 1}); err != nil || r.Status/100 != 2 {
+			t.Fatalf("transfer %d: %v %v", i, r, err)
+		}
+		if !kv {
+			continue
+		}
+		if r, err := srv.c.kvPut(fmt.Sprintf("k%d", i), []byte("v")); err != nil || r.Status != http.StatusCreated {
+			t.Fatalf("PUT %d: %v %v", i, r, err)
+		}
+	}
+	srv.kill()
 }
 
 // flipInNewestWAL flips a byte a third of the way into the newest WAL of
