@@ -15,8 +15,9 @@ import (
 
 // Bodies are admitted as they arrive. fasthttp streams request bodies
 // (Server.StreamRequestBody): it calls the handler once it has the headers
-// and at most 8 KiB of the body. The router then decides, from the headers
-// alone, in this order:
+// and at most 8 KiB of the body, which must come at Limits.MinBodyRate
+// too (paceFirstBytes). The router then decides, from the headers alone,
+// in this order:
 //
 //   - framing: Content-Length with Transfer-Encoding, or two
 //     Transfer-Encoding headers (RFC 9112 §6.1, request smuggling), or
@@ -29,9 +30,9 @@ import (
 // client that declares 4 MiB and sends 8 KiB holds 8 KiB. A chunk the
 // budget cannot take → 503 overloaded, Retry-After; a body that arrives
 // slower than Limits.MinBodyRate once bodyGrace is over → 408
-// request_timeout.
-// Once the body is whole, the request takes its work (Limits.MaxWork) or
-// is answered 503 overloaded, Retry-After. net/http's requests are
+// request_timeout. Once the body is whole, the request takes its work
+// (Limits.MaxWork, and its client's share, Limits.MaxWorkPerClient) or is
+// answered 503 overloaded, Retry-After. net/http's requests are
 // admitted the same way (admitNet). /healthz and /readyz take no work, so
 // that a server at capacity still says it is alive.
 //
