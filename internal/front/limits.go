@@ -196,8 +196,11 @@ func newGuard(l Limits, reg prometheus.Registerer) *guard {
 	}
 	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "surge_front_limit",
-		Help: "The front door's limits: max_conns (connections), body_bytes (request body bytes held at once), max_work (units of work in progress), max_streams (per HTTP/2 connection).",
+		Help: "The front door's limits: max_conns (connections), body_bytes (request body bytes held at once), max_work (units of work in progress), max_streams (per HTTP/2 connection), max_conns_per_client and max_work_per_client (one client's share), min_body_rate (bytes a second).",
 	}, []string{"limit"})
+	limit.WithLabelValues("max_conns_per_client").Set(float64(l.MaxConnsPerClient))
+	limit.WithLabelValues("max_work_per_client").Set(float64(l.MaxWorkPerClient))
+	limit.WithLabelValues("min_body_rate").Set(float64(l.MinBodyRate))
 	limit.WithLabelValues("max_conns").Set(float64(l.MaxConns))
 	limit.WithLabelValues("body_bytes").Set(float64(l.BodyBytes))
 	limit.WithLabelValues("max_work").Set(float64(l.MaxWork))

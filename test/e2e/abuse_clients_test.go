@@ -61,6 +61,10 @@ func TestAbuseOneClientCannotTakeEveryConnection(t *testing.T) {
 	if status, body := getFrom(t, clientFrom("127.0.0.3"), s.url+"/healthz"); status != http.StatusOK {
 		t.Fatalf("another client while one address holds %d idle connections: %d %s", limit, status, body)
 	}
+	_, page := getFrom(t, other, s.url+"/metrics")
+	if n := sample(t, []byte(page), `surge_front_limit{limit="max_conns_per_client"}`); n != limit/4 {
+		t.Fatalf(`surge_front_limit{limit="max_conns_per_client"} = %v, want %d`, n, limit/4)
+	}
 }
 
 // TestAbuseOneClientCannotTakeAllWork: a client holding its share of
