@@ -61,11 +61,13 @@ type serveConfig struct {
 	tracing  telemetry.TracingConfig
 	wallet   walletConfig
 	limits   front.Limits
-	bodyMB   int
-	headerTO time.Duration
-	outcomes outcomeConfig
-	cors     []string
-	cluster  clusterConfig
+	// trustedProxies is --trusted-proxies, parsed into limits.
+	trustedProxies []string
+	bodyMB         int
+	headerTO       time.Duration
+	outcomes       outcomeConfig
+	cors           []string
+	cluster        clusterConfig
 }
 
 // outcomeConfig holds the flags that bound the settled reservations kept

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -16,10 +17,14 @@ func addLimitFlags(f *pflag.FlagSet, c *serveConfig) {
 	d := front.DefaultLimits
 	f.IntVar(&c.limits.MaxConns, "max-conns", d.MaxConns, "connections open at once; past it a new connection gets 503 and is closed as it is accepted")
 	f.IntVar(&c.bodyMB, "body-budget-mb", int(d.BodyBytes>>20), "MiB of request bodies held at once; a body is read only once its route, key and this budget admit it, else 503 overloaded with Retry-After")
-	f.Int64Var(&c.limits.MaxWork, "max-inflight", d.MaxWork, fmt.Sprintf("units of work in progress: a request in a handler is one, plus one per %d bytes of its body; past it requests get 503 overloaded with Retry-After at once (on HTTP/2, per stream), and gRPC calls UNAVAILABLE", front.WorkUnitBytes))
+	f.Int64Var(&c.limits.MaxWork, "max-inflight", d.MaxWork, fmt.Sprintf("units of work in progress: a request in a handler is one, plus one per %d bytes of its body (a body weighs at most all of it); past it requests get 503 overloaded with Retry-After at once (on HTTP/2, per stream), and gRPC calls UNAVAILABLE", front.WorkUnitBytes))
 	f.Uint32Var(&c.limits.MaxStreams, "max-streams", d.MaxStreams, "concurrent streams per HTTP/2 or gRPC connection")
 	f.DurationVar(&c.headerTO, "header-timeout", 10*time.Second, "longest a request's headers may take to arrive (HTTP/1.1: headers and body), and a new connection its first request")
 	f.DurationVar(&c.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest a request body may take to arrive over HTTP/2 or gRPC-Web/Connect (HTTP/1.1: --header-timeout covers the body)")
+	f.IntVar(&c.limits.MaxConnsPerClient, "max-conns-per-client", 0, "connections one client address may hold open; past it its new connections get 503 and are closed as they are accepted (0: a quarter of --max-conns)")
+	f.Int64Var(&c.limits.MaxWorkPerClient, "max-inflight-per-client", 0, "units of work one client may have in progress (see --max-inflight); past it its requests get 503 overloaded with Retry-After (0: a quarter of --max-inflight)")
+	f.StringSliceVar(&c.trustedProxies, "trusted-proxies", nil, "addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client for the per-client limits; their own connections are not capped per client")
+	f.Int64Var(&c.limits.MinBodyRate, "min-body-rate", d.MinBodyRate, "slowest a request body may arrive, in bytes a second, once its first 2 s are over; a slower one gets 408 request_timeout and its connection is closed")
 }
 
 // checkLimits validates the limits' flags and sets the body budget.
@@ -29,11 +34,19 @@ func checkLimits(c *serveConfig) error {
 		return fmt.Errorf("--body-budget-mb %d: want at least the largest body a route takes (%d bytes)", c.bodyMB, largest)
 	}
 	c.limits.BodyBytes = int64(c.bodyMB) << 20
-	if least := 1 + int64(largest)/front.WorkUnitBytes; c.limits.MaxWork < least {
-		return fmt.Errorf("--max-inflight %d: want at least the largest body's work (%d)", c.limits.MaxWork, least)
+	for _, p := range c.trustedProxies {
+		prefix, err := parsePrefix(p)
+		if err != nil {
+			return fmt.Errorf("--trusted-proxies: %w", err)
+		}
+		c.limits.TrustedProxies = append(c.limits.TrustedProxies, prefix)
 	}
-	if c.limits.MaxConns <= 0 || c.limits.MaxStreams == 0 || c.limits.BodyTimeout <= 0 || c.headerTO <= 0 {
-		return fmt.Errorf("--max-conns, --max-streams, --header-timeout and --body-timeout must be positive")
+	if c.limits.MaxConnsPerClient < 0 || c.limits.MaxWorkPerClient < 0 {
+		return fmt.Errorf("--max-conns-per-client and --max-inflight-per-client must not be negative")
+	}
+	if c.limits.MaxConns <= 0 || c.limits.MaxStreams == 0 || c.limits.MaxWork <= 0 || c.limits.BodyTimeout <= 0 ||
+		c.limits.MinBodyRate <= 0 || c.headerTO <= 0 {
+		return fmt.Errorf("--max-conns, --max-streams, --max-inflight, --header-timeout, --body-timeout and --min-body-rate must be positive")
 	}
 	return nil
 }
@@ -56,3 +69,11 @@ func limitUses(a *front.Admission) func() []dashboard.LimitUse {
 // idleTimeout closes a keep-alive connection, or a gRPC connection without
 // calls, after this long without a request.
 const idleTimeout = 2 * time.Minute
+
+// parsePrefix reads an address (one host) or a CIDR prefix.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
+}

@@ -2,31 +2,43 @@ package front
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 )
 
-// Bodies are admitted before they are read. fasthttp streams request
-// bodies (Server.StreamRequestBody): it calls the handler once it has the
-// headers and at most 8 KiB of the body, so a connection that declares
-// 4 MiB and sends nothing more holds that much, not 4 MiB. The router then
-// decides, from the headers alone, in this order:
+// Bodies are admitted as they arrive. fasthttp streams request bodies
+// (Server.StreamRequestBody): it calls the handler once it has the headers
+// and at most 8 KiB of the body, which must come at Limits.MinBodyRate
+// too (paceFirstBytes). The router then decides, from the headers alone,
+// in this order:
 //
 //   - framing: Content-Length with Transfer-Encoding, or two
-//     Transfer-Encoding headers (RFC 9112 §6.1, request smuggling) → 400;
+//     Transfer-Encoding headers (RFC 9112 §6.1, request smuggling), or
+//     two Authorization headers → 400 invalid_framing;
 //   - the route's body limit → 413;
-//   - the API key, unless the route is Open → 401;
-//   - the body budget (Limits.BodyBytes) → 503 overloaded, Retry-After;
-//   - the work in progress (Limits.MaxWork) → 503 overloaded, Retry-After.
+//   - the API key, unless the route is Open → 401.
 //
-// Each refusal closes the connection, whose unread body would otherwise
-// be taken for the next request. An admitted body is read whole and held
-// against the budget until the handler returns.
+// Then it reads the body, charging the body budget (Limits.BodyBytes) for
+// each chunk as it arrives, not for the length the request declares: a
+// client that declares 4 MiB and sends 8 KiB holds 8 KiB. A chunk the
+// budget cannot take → 503 overloaded, Retry-After; a body that arrives
+// slower than Limits.MinBodyRate once bodyGrace is over → 408
+// request_timeout. Once the body is whole, the request takes its work
+// (Limits.MaxWork, and its client's share, Limits.MaxWorkPerClient) or is
+// answered 503 overloaded, Retry-After. net/http's requests are
+// admitted the same way (admitNet). /healthz and /readyz take no work, so
+// that a server at capacity still says it is alive.
+//
+// Each refusal before the body is whole closes the connection, whose
+// unread body would otherwise be taken for the next request. An admitted
+// body is held against the budget until the handler returns.
 
 // refusal is why a request is not admitted: its status, problem code,
 // detail and the rejection reason counted in metrics.
@@ -49,6 +61,14 @@ var (
 		"the request body could not be read", reasonBodyRead}
 	refuseBusy = &refusal{http.StatusServiceUnavailable, "overloaded",
 		"the server has as much work in progress as it may take; retry later", reasonWork}
+	refuseClientBusy = &refusal{http.StatusServiceUnavailable, "overloaded",
+		"this client has as much work in progress as it may take; retry later", reasonClientWork}
+	refuseSlow = &refusal{http.StatusRequestTimeout, "request_timeout",
+		"the request arrived slower than the server allows", reasonSlow}
+	refuseTwoKeys = &refusal{http.StatusBadRequest, "invalid_framing",
+		"more than one Authorization header", reasonFraming}
+	refuseMalformed = &refusal{http.StatusBadRequest, "malformed_request",
+		"the request could not be parsed as HTTP/1.1", reasonMalformed}
 )
 
 // problem is the refusal as an RFC 9457 document, the shape of the
@@ -64,8 +84,8 @@ func (r *refusal) problem() []byte {
 }
 
 // admission decides whether a body of length n (-1: unknown) may be read
-// for route r (nil: no native route) with Authorization auth, and how
-// many bytes of the budget it holds if so.
+// for route r (nil: no native route) with Authorization auth, and returns
+// the route's body limit if so.
 func (rt *router) admission(r *route, n int64, auth []byte) (int64, *refusal) {
 	limit := rt.maxBody
 	if r != nil && r.maxBody > 0 {
@@ -77,15 +97,13 @@ func (rt *router) admission(r *route, n int64, auth []byte) (int64, *refusal) {
 	if r != nil && !r.open && rt.authorize != nil && !rt.authorize(b2s(auth)) {
 		return 0, refuseUnauthorized
 	}
-	want := n
-	if n < 0 {
-		want = limit + 1 // read at most one byte more, for the handler's limit check
-	}
-	if !rt.guard.bodies.take(want) {
-		return 0, refuseOverloaded
-	}
-	return want, nil
+	return limit, nil
 }
+
+// unbudgeted reports whether path is answered outside every budget: the
+// probes that tell an orchestrator the process lives and is ready, which
+// must not be refused because clients keep the server busy.
+func unbudgeted(path string) bool { return path == "/healthz" || path == "/readyz" }
 
 // admitFast admits and reads the body of a request fasthttp serves, and
 // takes its work (Limits.MaxWork). It returns what the request holds, or
@@ -93,56 +111,112 @@ func (rt *router) admission(r *route, n int64, auth []byte) (int64, *refusal) {
 func (rt *router) admitFast(ctx *fasthttp.RequestCtx, r *route) (hold, bool) {
 	h := &ctx.Request.Header
 	n := h.ContentLength() // -1: chunked, -2: none
-	if (n == -1 || n > 0) && smuggling(h.RawHeaders()) {
-		rt.refuseFast(ctx, refuseFraming, true)
+	if len(h.Peek(fasthttp.HeaderAuthorization)) > 0 && len(h.PeekAll(fasthttp.HeaderAuthorization)) > 1 {
+		rt.refuseFast(ctx, refuseTwoKeys, n == -1 || n > 0)
 		return hold{}, false
 	}
-	if n == 0 || n == -2 {
-		if !rt.guard.work.take(workOf(0)) {
-			rt.refuseFast(ctx, refuseBusy, false) // nothing unread: the connection lives on
+	var body int64
+	cut := false
+	if n == -1 || n > 0 {
+		if smuggling(h.RawHeaders()) {
+			rt.refuseFast(ctx, refuseFraming, true)
 			return hold{}, false
 		}
-		return hold{work: workOf(0)}, true
+		b, limit, no := rt.readFastBody(ctx, r, int64(n))
+		if no != nil {
+			rt.refuseFast(ctx, no, true)
+			return hold{}, false
+		}
+		ctx.Request.SetBodyRaw(b)
+		body = int64(len(b))
+		// A chunked body cut at its limit is over it, and the rest of it
+		// is still on the connection.
+		cut = n == -1 && body > limit
 	}
-	held, no := rt.admission(r, int64(n), h.Peek(fasthttp.HeaderAuthorization))
-	if no == nil && !rt.guard.work.take(workOf(held)) {
-		rt.guard.bodies.give(held)
-		no = refuseBusy
+	if body == 0 && unbudgeted(b2s(ctx.Path())) {
+		return hold{}, true
 	}
+	client := rt.guard.clients.of(addrOf(ctx.RemoteAddr()), func() []string { return fastForwarded(h) })
+	held, no := rt.guard.takeWork(client, rt.guard.workOf(body))
 	if no != nil {
-		rt.refuseFast(ctx, no, true)
+		rt.guard.bodies.give(body)
+		rt.refuseFast(ctx, no, cut) // the body is read: the connection lives on
 		return hold{}, false
 	}
-	ok, cut := readFastBody(ctx, n, held)
-	if !ok {
-		rt.guard.release(hold{body: held, work: workOf(held)})
-		rt.refuseFast(ctx, refuseBodyRead, true)
-		return hold{}, false
-	}
-	return hold{body: held, work: workOf(held), cut: cut}, true
+	held.body, held.cut = body, cut
+	return held, true
 }
 
-// readFastBody reads ctx's streamed body, of length n (-1: chunked, at
-// most limit bytes), into the request. It reports whether the read
-// succeeded, and whether a chunked body was cut at limit: such a body is
-// over the route's limit, and the rest of it is still on the connection.
-func readFastBody(ctx *fasthttp.RequestCtx, n int, limit int64) (ok, cut bool) {
-	if n >= 0 {
-		// Body reads the stream; on a failed read it holds the error's
-		// text instead, which is shorter than any body that is not
-		// already whole when the handler is called (8 KiB).
-		return len(ctx.Request.Body()) == n, false
+// fastForwarded is a fasthttp request's X-Forwarded-For headers.
+func fastForwarded(h *fasthttp.RequestHeader) []string {
+	var v []string
+	for _, b := range h.PeekAll("X-Forwarded-For") {
+		v = append(v, string(b))
 	}
-	stream := ctx.RequestBodyStream()
-	if stream == nil {
-		return true, false
+	return v
+}
+
+// readFastBody admits ctx's body, of length n (-1: chunked), for route r
+// and reads it against the body budget. It returns the body and the
+// route's limit; a chunked body is read to one byte past the limit, for
+// the handler's limit check.
+func (rt *router) readFastBody(ctx *fasthttp.RequestCtx, r *route, n int64) ([]byte, int64, *refusal) {
+	limit, no := rt.admission(r, n, ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
+	if no != nil {
+		return nil, 0, no
 	}
-	b, err := io.ReadAll(io.LimitReader(stream, limit))
-	if err != nil {
-		return false, false
+	src := ctx.RequestBodyStream()
+	if src == nil {
+		src = bytes.NewReader(ctx.Request.Body())
 	}
-	ctx.Request.SetBodyRaw(b)
-	return true, int64(len(b)) == limit
+	p := pacer{set: ctx.Conn().SetReadDeadline, start: ctx.Time(), rate: rt.guard.limits.MinBodyRate}
+	if rt.readTimeout > 0 {
+		p.hard = ctx.Time().Add(rt.readTimeout)
+	}
+	b, no := rt.guard.readBody(src, n, limit+1, p)
+	return b, limit, no
+}
+
+// fastPrefetch is how much of a body fasthttp reads before it calls the
+// handler (Server.StreamRequestBody): up to 8 KiB, which the connection's
+// buffers hold whatever the body's length.
+const fastPrefetch = 8 << 10
+
+// paceFirstBytes bounds, once a request's headers are read, the wait for
+// the body's first bytes that fasthttp reads itself, as readBody bounds
+// the rest: a body that does not start arriving within bodyGrace is cut
+// by requestError.
+func (rt *router) paceFirstBytes(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	n := int64(h.ContentLength())
+	if n <= 0 {
+		return fasthttp.RequestConfig{}
+	}
+	d := bodyGrace + time.Duration(min(n, fastPrefetch))*time.Second/time.Duration(rt.guard.limits.MinBodyRate)
+	if rt.readTimeout > 0 {
+		d = min(d, rt.readTimeout)
+	}
+	return fasthttp.RequestConfig{ReadTimeout: d}
+}
+
+// requestError answers a request fasthttp could not read: 408 for one
+// that did not come in time (--header-timeout, or a body's first bytes
+// within bodyGrace), 413 for a body over
+// the limit (fasthttp's own answer would be 400), else 400. The answer
+// never quotes the request: fasthttp's errors hold its bytes. fasthttp
+// closes the connection after it.
+func (rt *router) requestError(ctx *fasthttp.RequestCtx, err error) {
+	r := refuseMalformed
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		r = refuseSlow
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		r = refuseTooLarge
+	}
+	rt.guard.reject(r.reason)
+	ctx.Response.Reset()
+	ctx.SetStatusCode(r.status)
+	ctx.SetContentType("application/problem+json")
+	ctx.SetBody(r.problem())
 }
 
 // smuggling reports whether raw request headers hold Content-Length along
@@ -183,7 +257,7 @@ func (rt *router) refuseFast(ctx *fasthttp.RequestCtx, r *refusal, unread bool) 
 	ctx.SetStatusCode(r.status)
 	ctx.SetContentType("application/problem+json")
 	ctx.SetBody(r.problem())
-	if unread && r != refuseFraming {
+	if unread && r != refuseFraming && r != refuseSlow {
 		lingerAfter(ctx)
 	}
 }
@@ -204,34 +278,94 @@ func lingerAfter(ctx *fasthttp.RequestCtx) {
 	})
 }
 
-// admitNet admits the body of a native route's request that net/http
-// serves; net/http itself refuses bad framing. It returns the bytes held,
-// or false after refusing.
-func (rt *router) admitNet(w http.ResponseWriter, req *http.Request, r *route) (int64, bool) {
-	if req.ContentLength == 0 || req.Body == nil || req.Body == http.NoBody {
-		return 0, true
-	}
-	held, no := rt.admission(r, req.ContentLength, []byte(req.Header.Get("Authorization")))
+// admitNet admits the requests net/http serves as admitFast does those
+// of fasthttp (net/http itself refuses two Transfer-Encodings): their bodies read
+// against the body budget as they arrive, then their work taken, before
+// next is called. A body is handed to next whole, from memory.
+func (rt *router) admitNet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		hasBody := req.Body != nil && req.Body != http.NoBody && req.ContentLength != 0
+		if len(req.Header["Authorization"]) > 1 {
+			rt.refuseNet(w, req, refuseTwoKeys, hasBody)
+			return
+		}
+		if req.ProtoMajor == 1 && len(req.TransferEncoding) > 0 {
+			// net/http takes Content-Length with Transfer-Encoding as
+			// chunked and drops the Content-Length, so the two cannot be
+			// told apart here: the connection ends after the reply, and
+			// nothing after the body is read as a request (RFC 9112 §6.1).
+			w.Header().Set("Connection", "close")
+		}
+		var body int64
+		if hasBody {
+			b, no := rt.readNetBody(w, req)
+			if no != nil {
+				rt.refuseNet(w, req, no, true)
+				return
+			}
+			req.Body = io.NopCloser(bytes.NewReader(b)) // net/http closes the original itself
+			body = int64(len(b))
+		}
+		if body == 0 && unbudgeted(req.URL.Path) {
+			next.ServeHTTP(w, req)
+			return
+		}
+		client := rt.guard.clients.of(addrOf(remoteAddr(req.RemoteAddr)), func() []string { return req.Header["X-Forwarded-For"] })
+		held, no := rt.guard.takeWork(client, rt.guard.workOf(body))
+		if no != nil {
+			rt.guard.bodies.give(body)
+			rt.refuseNet(w, req, no, false)
+			return
+		}
+		held.body = body
+		defer rt.guard.release(held)
+		next.ServeHTTP(w, req)
+	})
+}
+
+// readNetBody admits req's body for its native route, if it has one, and
+// reads it against the body budget within Limits.BodyTimeout. A body of
+// unknown length is read to one byte past the limit, for the handler's
+// limit check.
+func (rt *router) readNetBody(w http.ResponseWriter, req *http.Request) ([]byte, *refusal) {
+	limit, no := rt.admission(rt.matchNet(req.Method, req.URL.Path), req.ContentLength, []byte(req.Header.Get("Authorization")))
 	if no != nil {
-		rt.guard.reject(no.reason)
-		h := w.Header()
-		if no.status == http.StatusServiceUnavailable {
-			h.Set("Retry-After", "1")
-		}
-		if no == refuseUnauthorized {
-			h.Set("WWW-Authenticate", "Bearer")
-		}
-		h.Set("Connection", "close") // HTTP/1.1: the body is unread
-		h.Set("Content-Type", "application/problem+json")
-		problem := no.problem()
-		h.Set("Content-Length", strconv.Itoa(len(problem)))
-		w.WriteHeader(no.status)
-		_, _ = w.Write(problem)
-		lingerNet(w, req)
-		return 0, false
+		return nil, no
 	}
-	req.Body = readCloser{io.LimitReader(req.Body, held), req.Body}
-	return held, true
+	rc := http.NewResponseController(w)
+	now := time.Now()
+	p := pacer{set: rc.SetReadDeadline, start: now, hard: now.Add(rt.guard.limits.BodyTimeout), rate: rt.guard.limits.MinBodyRate}
+	b, no := rt.guard.readBody(req.Body, req.ContentLength, limit+1, p)
+	// Lifted once the body is read, so that a stream whose request has
+	// ended (the dashboard's events, a server-streaming RPC) lives on.
+	_ = rc.SetReadDeadline(time.Time{})
+	return b, no
+}
+
+// refuseNet answers a refused net/http request, closing its HTTP/1
+// connection if a body is left unread.
+func (rt *router) refuseNet(w http.ResponseWriter, req *http.Request, no *refusal, unread bool) {
+	rt.guard.reject(no.reason)
+	h := w.Header()
+	if no.status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
+	if no == refuseUnauthorized {
+		h.Set("WWW-Authenticate", "Bearer")
+	}
+	if unread && req.ProtoMajor == 1 {
+		// The body is unread. (Over HTTP/2, net/http would take the
+		// header as the handler's wish to end the whole connection.)
+		h.Set("Connection", "close")
+	}
+	h.Set("Content-Type", "application/problem+json")
+	problem := no.problem()
+	h.Set("Content-Length", strconv.Itoa(len(problem)))
+	w.WriteHeader(no.status)
+	_, _ = w.Write(problem)
+	if unread && no != refuseSlow {
+		lingerNet(w, req)
+	}
 }
 
 // lingerNet closes the HTTP/1 connection of a refused request whose body
@@ -255,33 +389,6 @@ func lingerNet(w http.ResponseWriter, req *http.Request) {
 		lingerClose(c)
 		_ = c.Close()
 	}()
-}
-
-// readCloser reads from one reader and closes another.
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-// shed bounds the work of the requests net/http serves (Limits.MaxWork):
-// past it a request is answered 503 overloaded with Retry-After at once.
-// Over HTTP/2 that ends one stream; the connection and its other streams
-// live on.
-func (g *guard) shed(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		units := workOf(max(r.ContentLength, 0))
-		if !g.work.take(units) {
-			g.reject(refuseBusy.reason)
-			h := w.Header()
-			h.Set("Retry-After", "1")
-			h.Set("Content-Type", "application/problem+json")
-			w.WriteHeader(refuseBusy.status)
-			_, _ = w.Write(refuseBusy.problem())
-			return
-		}
-		defer g.work.give(units)
-		next.ServeHTTP(w, r)
-	})
 }
 
 // lingerClose runs once a last answer (a refusal whose request body is

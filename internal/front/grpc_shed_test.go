@@ -20,7 +20,7 @@ import (
 // refused at once, UNAVAILABLE with a second's pushback, as a request over
 // net/http or fasthttp would get 503 with Retry-After: 1.
 func TestGRPCCallsPastMaxWorkAreShed(t *testing.T) {
-	adm := NewAdmission(Limits{MaxWork: 2}, nil)
+	adm := NewAdmission(Limits{MaxWork: 2, MaxWorkPerClient: 2}, nil)
 	grpcSrv := grpc.NewServer(adm.GRPCOptions(time.Minute)...)
 	healthpb.RegisterHealthServer(grpcSrv, health.NewServer())
 	srv := New(Options{GRPC: grpcSrv, Net: http.NotFoundHandler(), Admission: adm, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})

@@ -3,6 +3,7 @@ package front
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -27,15 +29,15 @@ type Limits struct {
 	// anything of it is read.
 	MaxConns int
 	// BodyBytes bounds the bytes of request bodies the server holds at
-	// once. A body is read only once its route, its key and this budget
-	// admit it; a request the budget cannot take at once is answered 503
-	// overloaded, with Retry-After, and its connection closed unread.
+	// once. A body is read only once its route and its key admit it, and
+	// is charged as it arrives; a chunk the budget cannot take is answered
+	// 503 overloaded, with Retry-After, and its connection closed.
 	BodyBytes int64
 	// MaxWork bounds the work in progress: each request in a handler
-	// counts one unit and one more per WorkUnitBytes of its body. Past it a
-	// request is answered 503 overloaded, with Retry-After, at once, rather
-	// than queued behind the others. It must be at least the units of the
-	// largest body a route takes.
+	// counts one unit and one more per WorkUnitBytes of its body, up to
+	// MaxWork (so that the largest body is taken when nothing else runs).
+	// Past it a request is answered 503 overloaded, with Retry-After, at
+	// once, rather than queued behind the others.
 	MaxWork int64
 	// MaxStreams bounds the concurrent streams of one HTTP/2 connection,
 	// gRPC's included.
@@ -44,23 +46,37 @@ type Limits struct {
 	// path (fasthttp's is within HeaderTimeout, which covers the whole
 	// request).
 	BodyTimeout time.Duration
+	// MinBodyRate is the slowest, in bytes a second, a body may arrive
+	// once bodyGrace is over; a slower one is cut with 408 request_timeout and
+	// its connection closed.
+	MinBodyRate int64
+	// MaxConnsPerClient and MaxWorkPerClient bound what one client holds
+	// of MaxConns and MaxWork (see clients.go); zero means a quarter of
+	// each. TrustedProxies are the proxies whose X-Forwarded-For names
+	// the client, and whose own connections are not capped.
+	MaxConnsPerClient int
+	MaxWorkPerClient  int64
+	TrustedProxies    []netip.Prefix
 }
 
 // DefaultLimits are the limits surge serve starts with.
-var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxWork: 65536, MaxStreams: 250, BodyTimeout: 30 * time.Second}
+var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxWork: 65536, MaxStreams: 250, BodyTimeout: 30 * time.Second, MinBodyRate: 8 << 10}
 
 // WorkUnitBytes is how many bytes of a request's body count as one unit of
 // work (Limits.MaxWork): about one transfer's JSON, so that a batch of
 // 8,190 transfers weighs what as many single transfers do.
 const WorkUnitBytes = 128
 
-// workOf is the work of a request whose body holds n bytes.
-func workOf(n int64) int64 { return 1 + n/WorkUnitBytes }
+// workOf is the work of a request whose body holds n bytes, at most the
+// whole budget.
+func (g *guard) workOf(n int64) int64 { return min(1+n/WorkUnitBytes, g.work.limit) }
 
-// hold is what an admitted request holds until its handler returns.
+// hold is what an admitted request holds until its handler returns: bytes
+// of body, work, and of its client's share of work.
 type hold struct {
-	body, work int64
-	cut        bool // the body was cut at its limit: the connection must close
+	body, work, clientWork int64
+	client                 netip.Addr
+	cut                    bool // the body was cut at its limit: the connection must close
 }
 
 // withDefaults fills l's zero fields from DefaultLimits.
@@ -80,6 +96,15 @@ func (l Limits) withDefaults() Limits {
 	if l.BodyTimeout <= 0 {
 		l.BodyTimeout = DefaultLimits.BodyTimeout
 	}
+	if l.MinBodyRate <= 0 {
+		l.MinBodyRate = DefaultLimits.MinBodyRate
+	}
+	if l.MaxConnsPerClient <= 0 {
+		l.MaxConnsPerClient = max(l.MaxConns/4, 1)
+	}
+	if l.MaxWorkPerClient <= 0 {
+		l.MaxWorkPerClient = max(l.MaxWork/4, 1)
+	}
 	return l
 }
 
@@ -93,7 +118,12 @@ const (
 	reasonFraming      = "framing"
 	reasonBodyRead     = "body_read"
 	reasonRapidReset   = "rapid_reset"
+	reasonFlowControl  = "flow_control"
 	reasonWork         = "overloaded"
+	reasonSlow         = "slow_request"
+	reasonMalformed    = "malformed"
+	reasonClientConns  = "client_conns"
+	reasonClientWork   = "client_overloaded"
 )
 
 // budget is a count held against a limit; taking never waits.
@@ -125,6 +155,7 @@ type guard struct {
 	conns    budget
 	bodies   budget
 	work     budget
+	clients  *clients
 	rejected *prometheus.CounterVec
 }
 
@@ -132,24 +163,44 @@ type guard struct {
 func (g *guard) release(h hold) {
 	g.bodies.give(h.body)
 	g.work.give(h.work)
+	if h.clientWork > 0 {
+		g.clients.give(h.client, 0, h.clientWork)
+	}
+}
+
+// takeWork holds units of work for a request of client a: of the global
+// budget, then of the client's share.
+func (g *guard) takeWork(a netip.Addr, units int64) (hold, *refusal) {
+	if !g.work.take(units) {
+		return hold{}, refuseBusy
+	}
+	mine, ok := g.clients.take(a, 0, units)
+	if !ok {
+		g.work.give(units)
+		return hold{}, refuseClientBusy
+	}
+	return hold{work: units, clientWork: mine, client: a}, nil
 }
 
 func newGuard(l Limits, reg prometheus.Registerer) *guard {
-	g := &guard{limits: l}
+	g := &guard{limits: l, clients: newClients(l)}
 	g.conns.limit = int64(l.MaxConns)
 	g.bodies.limit = l.BodyBytes
 	g.work.limit = l.MaxWork
 	g.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "surge_front_rejected_total",
-		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, rapid_reset).",
+		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, slow_request, malformed, client_conns, client_overloaded, rapid_reset, flow_control).",
 	}, []string{"reason"})
-	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonRapidReset, reasonWork} {
+	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonSlow, reasonMalformed, reasonClientConns, reasonClientWork, reasonRapidReset, reasonFlowControl, reasonWork} {
 		g.rejected.WithLabelValues(r)
 	}
 	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "surge_front_limit",
-		Help: "The front door's limits: max_conns (connections), body_bytes (request body bytes held at once), max_work (units of work in progress), max_streams (per HTTP/2 connection).",
+		Help: "The front door's limits: max_conns (connections), body_bytes (request body bytes held at once), max_work (units of work in progress), max_streams (per HTTP/2 connection), max_conns_per_client and max_work_per_client (one client's share), min_body_rate (bytes a second).",
 	}, []string{"limit"})
+	limit.WithLabelValues("max_conns_per_client").Set(float64(l.MaxConnsPerClient))
+	limit.WithLabelValues("max_work_per_client").Set(float64(l.MaxWorkPerClient))
+	limit.WithLabelValues("min_body_rate").Set(float64(l.MinBodyRate))
 	limit.WithLabelValues("max_conns").Set(float64(l.MaxConns))
 	limit.WithLabelValues("body_bytes").Set(float64(l.BodyBytes))
 	limit.WithLabelValues("max_work").Set(float64(l.MaxWork))
@@ -175,28 +226,53 @@ const overloadedConns = `{"type":"https://surge.dev/problems/overloaded","title"
 
 // admitConn counts c against MaxConns. Past the limit it answers c 503
 // and closes it, and returns nil.
+// Past MaxConnsPerClient for its client (unless a trusted proxy) it does
+// the same.
 func (g *guard) admitConn(c net.Conn) net.Conn {
 	if !g.conns.take(1) {
+		refuseConn(c)
 		g.reject(reasonConns)
-		// A fresh socket's send buffer takes the reply without blocking;
-		// the deadline only guards against a kernel that disagrees.
-		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = c.Write(refusedConn)
-		_ = c.Close()
 		return nil
 	}
-	return &countedConn{Conn: c, g: g}
+	a := addrOf(c.RemoteAddr())
+	capped := !g.clients.isTrusted(a)
+	if capped {
+		if _, ok := g.clients.take(a, 1, 0); !ok {
+			g.conns.give(1)
+			refuseConn(c)
+			g.reject(reasonClientConns)
+			return nil
+		}
+	}
+	return &countedConn{Conn: c, g: g, client: a, capped: capped}
 }
 
-// countedConn gives its place under MaxConns back when it is closed.
+// refuseConn answers c 503 and closes it.
+func refuseConn(c net.Conn) {
+	// A fresh socket's send buffer takes the reply without blocking;
+	// the deadline only guards against a kernel that disagrees.
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write(refusedConn)
+	_ = c.Close()
+}
+
+// countedConn gives its place under MaxConns, and its client's, back when
+// it is closed.
 type countedConn struct {
 	net.Conn
-	g    *guard
-	once sync.Once
+	g      *guard
+	client netip.Addr
+	capped bool // counted against its client's cap
+	once   sync.Once
 }
 
 func (c *countedConn) Close() error {
-	c.once.Do(func() { c.g.conns.give(1) })
+	c.once.Do(func() {
+		c.g.conns.give(1)
+		if c.capped {
+			c.g.clients.give(c.client, 1, 0)
+		}
+	})
 	return c.Conn.Close()
 }
 
@@ -228,15 +304,19 @@ func (a *Admission) Use() Use {
 // holds one unit of MaxWork while its handler runs, and a call past it is
 // refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
 // as "retry later", as HTTP's 503) and a pushback of a second; at most
-// MaxStreams streams per connection; a connection without calls for idle
-// closed with a GOAWAY; a silent one pinged every minute and closed if the
-// ping goes unanswered for 20 s; a client that pings more often than every
-// 10 s told GOAWAY (too_many_pings).
+// MaxStreams streams per connection, each with at most maxHeaderList of
+// headers, ended if its request message does not come within
+// BodyTimeout; a connection without calls for idle closed with a GOAWAY;
+// a silent one pinged every minute and closed if the ping goes unanswered
+// for 20 s; a client that pings more often than every 10 s told GOAWAY
+// (too_many_pings).
 func (a *Admission) GRPCOptions(idle time.Duration) []grpc.ServerOption {
 	l := a.g.limits
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(a.g.shedUnary),
 		grpc.ChainStreamInterceptor(a.g.shedStream),
+		grpc.InTapHandle(a.g.timeSilentCalls),
+		grpc.MaxHeaderListSize(maxHeaderList),
 		grpc.MaxConcurrentStreams(l.MaxStreams),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: idle, Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
@@ -252,23 +332,35 @@ var errGRPCOverloaded = status.Error(codes.Unavailable, "overloaded: the server 
 var grpcPushback = metadata.Pairs("grpc-retry-pushback-ms", "1000")
 
 // shedUnary runs a unary call within the work budget, or refuses it.
+// Its request message has arrived.
 func (g *guard) shedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
-	if !g.work.take(1) {
-		g.reject(reasonWork)
+	heard(ctx)
+	h, no := g.takeWork(peerAddr(ctx), 1)
+	if no != nil {
+		g.reject(no.reason)
 		_ = grpc.SetTrailer(ctx, grpcPushback)
 		return nil, errGRPCOverloaded
 	}
-	defer g.work.give(1)
+	defer g.release(h)
 	return next(ctx, req)
 }
 
 // shedStream runs a streaming call within the work budget, or refuses it.
 func (g *guard) shedStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
-	if !g.work.take(1) {
-		g.reject(reasonWork)
+	h, no := g.takeWork(peerAddr(ss.Context()), 1)
+	if no != nil {
+		g.reject(no.reason)
 		ss.SetTrailer(grpcPushback)
 		return errGRPCOverloaded
 	}
-	defer g.work.give(1)
-	return next(srv, ss)
+	defer g.release(h)
+	return next(srv, &heardStream{ServerStream: ss})
+}
+
+// peerAddr is the address of a gRPC call's client.
+func peerAddr(ctx context.Context) netip.Addr {
+	if p, ok := peer.FromContext(ctx); ok {
+		return addrOf(p.Addr)
+	}
+	return netip.Addr{}
 }

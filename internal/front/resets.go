@@ -23,16 +23,31 @@ import (
 // with at most Limits.MaxStreams open at once and each waited on for a
 // second or more, it resets at most MaxStreams a second. resetWatch
 // allows that rate with a burst of four times as many; past it the
-// connection gets a GOAWAY (ENHANCE_YOUR_CALM) and is closed.
+// connection gets a GOAWAY (ENHANCE_YOUR_CALM) and is closed. The resets
+// a client makes the server send count too (MadeYouReset, CVE-2025-8671:
+// a frame that is a stream error, such as a WINDOW_UPDATE of 0, ends the
+// stream as a RST_STREAM would, at the server's initiative).
+//
+// grpc-go (v1.85) also lets a client grow the connection's flow-control
+// window past 2³¹−1; the watch keeps that window (the client's
+// WINDOW_UPDATEs less the server's DATA) and answers such a client with
+// GOAWAY FLOW_CONTROL_ERROR (RFC 9113 §6.9.1), as net/http does.
 
-// HTTP/2 frame types and error code the watch needs (RFC 9113).
+// HTTP/2 frame types and error codes the watch needs (RFC 9113).
 const (
+	frameData         = 0x0
 	frameHeaders      = 0x1
 	frameRSTStream    = 0x3
 	frameGoAway       = 0x7
+	frameWindowUpdate = 0x8
+	errFlowControl    = 0x3
 	errEnhanceYourCal = 0xb
 	frameHeaderLen    = 9
 	clientPrefaceLen  = 24
+	// maxWindow is the largest a flow-control window may grow; a client
+	// that grows the connection's past it is in error (RFC 9113 §6.9.1).
+	maxWindow     = 1<<31 - 1
+	initialWindow = 65535
 )
 
 var errRapidReset = errors.New("front: too many streams reset by the client; GOAWAY sent")
@@ -51,15 +66,21 @@ type resetWatch struct {
 	out    frameSplitter
 	held   []byte      // the start of a frame the server has not finished writing
 	calm   atomic.Bool // tripped: reads fail and Close sends GOAWAY
+	code   atomic.Uint32
+	// window is the connection's send window as the client grants it:
+	// its WINDOW_UPDATEs less the server's DATA.
+	window atomic.Int64
 }
 
 func newResetWatch(c net.Conn, g *guard) *resetWatch {
 	perSec := float64(g.limits.MaxStreams)
-	return &resetWatch{
+	w := &resetWatch{
 		Conn: c, g: g,
 		resets: rate.NewLimiter(rate.Limit(perSec), 4*int(g.limits.MaxStreams)),
 		in:     frameSplitter{skip: clientPrefaceLen},
 	}
+	w.window.Store(initialWindow)
+	return w
 }
 
 func (w *resetWatch) Read(p []byte) (int, error) {
@@ -67,19 +88,37 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 		return 0, errRapidReset
 	}
 	n, err := w.Conn.Read(p)
-	tripped := false
-	w.in.split(p[:n], func(typ byte, stream uint32) {
-		switch typ {
+	w.in.split(p[:n], func(h frameHead) {
+		switch h.typ {
 		case frameHeaders:
-			w.lastID = max(w.lastID, stream)
+			w.lastID = max(w.lastID, h.stream)
 		case frameRSTStream:
-			tripped = tripped || !w.resets.AllowN(time.Now(), 1)
+			w.countReset()
+		case frameWindowUpdate:
+			if h.stream == 0 && w.window.Add(int64(h.increment)) > maxWindow {
+				w.trip(errFlowControl, reasonFlowControl)
+			}
 		}
 	})
-	if tripped && !w.calm.Swap(true) {
-		w.g.reject(reasonRapidReset)
-	}
 	return n, err
+}
+
+// countReset counts a stream reset, the client's or one the client made
+// the server send, against the rate; past it the connection is tripped.
+func (w *resetWatch) countReset() {
+	if !w.resets.AllowN(time.Now(), 1) {
+		w.trip(errEnhanceYourCal, reasonRapidReset)
+	}
+}
+
+// trip makes the connection's reads fail, and its Close send a GOAWAY
+// with code, once.
+func (w *resetWatch) trip(code uint32, reason string) {
+	if w.calm.Swap(true) {
+		return
+	}
+	w.code.Store(code)
+	w.g.reject(reason)
 }
 
 // Write sends the complete frames of what the server wrote, holding a
@@ -89,7 +128,14 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 func (w *resetWatch) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	end := w.out.split(p, func(byte, uint32) {})
+	end := w.out.split(p, func(h frameHead) {
+		switch h.typ {
+		case frameData:
+			w.window.Add(-int64(h.length))
+		case frameRSTStream: // a reset the client made the server send
+			w.countReset()
+		}
+	})
 	if end < 0 {
 		w.held = append(w.held, p...)
 		return len(p), nil
@@ -110,14 +156,20 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 func (w *resetWatch) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.calm.Load() || len(w.held) > 0 {
+	if !w.calm.Load() {
 		return w.Conn.Close()
 	}
-	_ = w.Conn.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = w.Conn.Write(goAway(w.lastID, errEnhanceYourCal, "too_many_resets"))
+	if len(w.held) == 0 {
+		debug := "too_many_resets"
+		if w.code.Load() == errFlowControl {
+			debug = "window_overflow"
+		}
+		_ = w.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = w.Conn.Write(goAway(w.lastID, w.code.Load(), debug))
+	}
 	// Closing a socket with unread input resets it, and a reset can
-	// destroy the GOAWAY before the client reads it: read on, discarding,
-	// for a while first, off the server's goroutine.
+	// destroy what the client has not read yet: read on, discarding, for
+	// a while first, off the server's goroutine.
 	go func() {
 		lingerClose(w.Conn)
 		_ = w.Conn.Close()
@@ -142,18 +194,29 @@ func goAway(lastStream, code uint32, debug string) []byte {
 	return append(b, debug...)
 }
 
+// frameHead is a frame's header, and for a WINDOW_UPDATE its increment.
+type frameHead struct {
+	typ       byte
+	stream    uint32
+	length    int
+	increment uint32
+}
+
 // frameSplitter finds frame headers in a byte stream fed in pieces.
 type frameSplitter struct {
 	skip int // bytes before the next frame header: a payload, or the preface
 	hdr  [frameHeaderLen]byte
 	have int // bytes of hdr read
+	// A WINDOW_UPDATE's header waits here while its increment is read.
+	pending *frameHead
+	got     int
 }
 
-// split feeds p and calls f with each complete frame header's type and
-// stream id. It returns where in p the last frame that p completes ends
-// (0 if p starts on a boundary and completes none), or -1 if p neither
-// starts nor ends on a boundary.
-func (s *frameSplitter) split(p []byte, f func(typ byte, stream uint32)) int {
+// split feeds p and calls f with each complete frame's header (a
+// WINDOW_UPDATE's once its increment is read). It returns where in p the
+// last frame that p completes ends (0 if p starts on a boundary and
+// completes none), or -1 if p neither starts nor ends on a boundary.
+func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 	end, i := -1, 0
 	if s.atBoundary() {
 		end = 0
@@ -161,6 +224,7 @@ func (s *frameSplitter) split(p []byte, f func(typ byte, stream uint32)) int {
 	for i < len(p) {
 		if s.skip > 0 {
 			k := min(s.skip, len(p)-i)
+			s.readIncrement(p[i:i+k], f)
 			s.skip -= k
 			i += k
 			if s.atBoundary() {
@@ -176,12 +240,35 @@ func (s *frameSplitter) split(p []byte, f func(typ byte, stream uint32)) int {
 		}
 		s.have = 0
 		s.skip = int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
-		f(s.hdr[3], binary.BigEndian.Uint32(s.hdr[5:])&0x7fffffff)
+		h := frameHead{typ: s.hdr[3], stream: binary.BigEndian.Uint32(s.hdr[5:]) & 0x7fffffff, length: s.skip}
+		if h.typ == frameWindowUpdate && h.length == 4 {
+			s.pending, s.got = &h, 0
+		} else {
+			f(h)
+		}
 		if s.skip == 0 {
 			end = i
 		}
 	}
 	return end
+}
+
+// readIncrement reads what of a pending WINDOW_UPDATE's increment b
+// holds, and calls f once it is whole.
+func (s *frameSplitter) readIncrement(b []byte, f func(frameHead)) {
+	if s.pending == nil {
+		return
+	}
+	for _, c := range b[:min(len(b), 4-s.got)] {
+		s.pending.increment = s.pending.increment<<8 | uint32(c)
+		s.got++
+	}
+	if s.got == 4 {
+		h := *s.pending
+		h.increment &= 0x7fffffff
+		s.pending = nil
+		f(h)
+	}
 }
 
 func (s *frameSplitter) atBoundary() bool { return s.skip == 0 && s.have == 0 }

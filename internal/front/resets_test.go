@@ -34,7 +34,7 @@ func TestFrameSplitterPieces(t *testing.T) {
 	for cut := 0; cut <= len(all); cut++ {
 		var s frameSplitter
 		var got []string
-		note := func(typ byte, id uint32) { got = append(got, string(rune('0'+typ))+string(rune('0'+id))) }
+		note := func(h frameHead) { got = append(got, string(rune('0'+h.typ))+string(rune('0'+h.stream))) }
 		end1 := s.split(all[:cut], note)
 		end2 := s.split(all[cut:], note)
 		if want := "11 31 03"; strings.Join(got, " ") != want {
@@ -67,5 +67,30 @@ func TestGoAwayFrame(t *testing.T) {
 	g, ok := f.(*http2.GoAwayFrame)
 	if !ok || g.LastStreamID != 7 || g.ErrCode != http2.ErrCodeEnhanceYourCalm || string(g.DebugData()) != "too_many_resets" {
 		t.Fatalf("got %v", f)
+	}
+}
+
+// TestFrameSplitterIncrement: a WINDOW_UPDATE's increment is read however
+// the stream is cut, and reported once whole.
+func TestFrameSplitterIncrement(t *testing.T) {
+	var b bytes.Buffer
+	fr := http2.NewFramer(&b, nil)
+	if err := fr.WriteWindowUpdate(0, 1<<31-1); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteWindowUpdate(5, 0x01020304); err != nil {
+		t.Fatal(err)
+	}
+	all := b.Bytes()
+	for cut := 0; cut <= len(all); cut++ {
+		var s frameSplitter
+		var got []frameHead
+		note := func(h frameHead) { got = append(got, h) }
+		s.split(all[:cut], note)
+		s.split(all[cut:], note)
+		want := []frameHead{{frameWindowUpdate, 0, 4, 1<<31 - 1}, {frameWindowUpdate, 5, 4, 0x01020304}}
+		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("cut at %d: %+v, want %+v", cut, got, want)
+		}
 	}
 }

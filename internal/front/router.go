@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -32,9 +33,10 @@ type router struct {
 	handOver func(*fasthttp.RequestCtx) bool // nil: none
 	net      http.Handler                    // the native routes for net/http requests
 	// Admission of bodies (see admit.go).
-	maxBody   int64
-	authorize func(authorization string) bool
-	guard     *guard
+	maxBody     int64
+	authorize   func(authorization string) bool
+	guard       *guard
+	readTimeout time.Duration // fasthttp's, for a whole request (0: none)
 }
 
 type route struct {
@@ -65,16 +67,18 @@ type routerOptions struct {
 	MaxBody      int64
 	OnNetRequest OnNetRequest
 	// Authorize and Guard admit bodies (see admit.go); Authorize nil
-	// admits every key.
-	Authorize func(authorization string) bool
-	Guard     *guard
+	// admits every key. ReadTimeout is fasthttp's, which a body's read
+	// must end within.
+	Authorize   func(authorization string) bool
+	Guard       *guard
+	ReadTimeout time.Duration
 	// Logger receives the panics of handlers; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // newRouter returns a router of routes.
 func newRouter(routes []Route, o routerOptions) *router {
-	rt := &router{log: o.Logger, maxBody: o.MaxBody, authorize: o.Authorize, guard: o.Guard, handOver: o.HandOver}
+	rt := &router{log: o.Logger, maxBody: o.MaxBody, authorize: o.Authorize, guard: o.Guard, handOver: o.HandOver, readTimeout: o.ReadTimeout}
 	if rt.guard == nil {
 		rt.guard = newGuard(DefaultLimits, nil)
 	}
@@ -168,22 +172,26 @@ func (rt *router) serveRaw(ctx *fasthttp.RequestCtx) {
 }
 
 // Net returns a net/http handler that serves the native routes through
-// NetHandler and everything else with next.
+// NetHandler and everything else with next; admitNet admits their
+// bodies first.
 func (rt *router) Net(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for i := range rt.routes {
-			if rt.routes[i].matches(r.Method, r.URL.Path, nil) {
-				held, ok := rt.admitNet(w, r, &rt.routes[i])
-				if !ok {
-					return
-				}
-				defer rt.guard.bodies.give(held)
-				rt.net.ServeHTTP(w, r)
-				return
-			}
+		if rt.matchNet(r.Method, r.URL.Path) != nil {
+			rt.net.ServeHTTP(w, r)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// matchNet is the native route of a net/http request, or nil.
+func (rt *router) matchNet(method, path string) *route {
+	for i := range rt.routes {
+		if rt.routes[i].matches(method, path, nil) {
+			return &rt.routes[i]
+		}
+	}
+	return nil
 }
 
 func (rt *router) match(ctx *fasthttp.RequestCtx) *route {

@@ -124,7 +124,7 @@ func New(opts Options) *Server {
 	router := newRouter(opts.Routes, routerOptions{
 		Wrap: opts.Wrap, Fallback: fasthttpadaptor.NewFastHTTPHandler(abortCloses(detach(measure(opts.Net)))),
 		MaxBody: int64(opts.MaxRequestBodyBytes), OnNetRequest: opts.OnNetRequest,
-		Authorize: opts.Authorize, Guard: s.guard, Logger: log, HandOver: s.handOver,
+		Authorize: opts.Authorize, Guard: s.guard, Logger: log, HandOver: s.handOver, ReadTimeout: opts.HeaderTimeout,
 	})
 	s.fast = &fasthttp.Server{
 		Handler:                      opts.CORS.Fast(router.Handle),
@@ -139,12 +139,14 @@ func New(opts Options) *Server {
 		StreamRequestBody: true,
 		CloseOnShutdown:   true,
 		Logger:            printfLogger{log},
-		ErrorHandler:      requestError,
+		HeaderReceived:    router.paceFirstBytes,
+		ErrorHandler:      router.requestError,
 	}
 	s.slow = &http.Server{
-		Handler:           s.guard.shed(bodyDeadline(measure(opts.CORS.Net(router.Net(opts.Net))), opts.Limits.BodyTimeout)),
+		Handler:           router.admitNet(measure(opts.CORS.Net(router.Net(opts.Net)))),
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderList,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		HTTP2:             http2Config(opts.Limits),
 	}
@@ -288,16 +290,6 @@ func (s *Server) isClosing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
-}
-
-// requestError answers a request fasthttp could not read: 413 for a body
-// over the limit (fasthttp's own answer would be 400), else 400.
-func requestError(ctx *fasthttp.RequestCtx, err error) {
-	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		ctx.Error("request body too large", fasthttp.StatusRequestEntityTooLarge)
-		return
-	}
-	ctx.Error("malformed request: "+err.Error(), fasthttp.StatusBadRequest)
 }
 
 // printfLogger gives fasthttp's errors to slog.

@@ -25,6 +25,14 @@ import (
 // fsynced (its sync offset is past it; for logs without sync offsets, any
 // valid chunk after it) is corruption, and Open refuses unless told to
 // accept the loss (Options.AcceptWALLoss).
+//
+// The log's last record has nothing after it to prove it was fsynced, so
+// a flipped byte in it looks like a torn write. A crash tears a write at
+// a sector boundary at worst, never inside a 512-byte sector; so a last
+// chunk whose header names this log and a length the file holds, lying
+// within one sector, that fails its checksum is damage too, and Open
+// refuses. One that spans sectors may be torn or damaged: it is dropped,
+// as Pebble would, and said on stderr.
 
 // The WAL's chunk layout (github.com/cockroachdb/pebble/v2/record): a
 // checksum (4 bytes), a payload length (2), an encoding (1), the log's
@@ -39,22 +47,30 @@ const (
 	walFirstLogNumEnc = 5  // recyclable encodings: 5-8
 	walFirstSyncEnc   = 9  // with sync offsets: 9-12
 	walLastEnc        = 12 // last known encoding
+	walSector         = 512
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // WALDamage is corruption found in a WAL: valid, fsynced records follow
-// damaged bytes, so replaying up to the damage would silently drop them.
+// damaged bytes, or the last record is damaged although written whole, so
+// replaying up to the damage would silently drop them.
 type WALDamage struct {
 	File string
 	// Offset is where the damage starts: the end of the last record
 	// replayed.
 	Offset int64
-	// Valid is the offset of a valid chunk after the damage.
-	Valid int64
+	// Valid is the offset of a valid chunk after the damage; 0 when the
+	// damage is the last record, which ends at End.
+	Valid, End int64
 }
 
 func (d *WALDamage) Error() string {
+	if d.Valid == 0 {
+		return fmt.Sprintf("WAL %s: its last record (offset %d to %d) fails its checksum although it was written whole "+
+			"(within one 512-byte sector, which a crash does not tear): starting would silently drop an acknowledged write. "+
+			"Restore the data directory from a copy, or accept its loss with --accept-wal-loss", d.File, d.Offset, d.End)
+	}
 	return fmt.Sprintf("WAL %s is damaged at offset %d, and valid fsynced records follow (from offset %d): "+
 		"starting would silently drop acknowledged writes. Restore the data directory from a copy, or accept the loss of "+
 		"everything in this WAL from offset %d with --accept-wal-loss", d.File, d.Offset, d.Valid, d.Offset)
@@ -104,19 +120,30 @@ func checkWAL(path string, num uint32) (*WALDamage, error) {
 	if err != nil {
 		return nil, err
 	}
-	end := replayable(data, num)
+	end, invalid := replayable(data, num)
 	if valid, ok := validChunkAfter(data, num, end); ok {
 		return &WALDamage{File: path, Offset: end, Valid: valid}, nil
+	}
+	// The chunk replay stops at has a whole header: it was written, and
+	// its checksum fails.
+	if last, ok := chunkHeader(data, invalid, num); ok {
+		if invalid/walSector == (last-1)/walSector {
+			return &WALDamage{File: path, Offset: end, End: last}, nil
+		}
+		fmt.Fprintf(os.Stderr, "surge: WAL %s: dropping its last record (offset %d to %d), which fails its checksum as a write "+
+			"torn by a crash does; if the process did not crash while writing it, it is damage and an acknowledged write is lost\n",
+			path, end, last)
 	}
 	return nil, nil
 }
 
 // replayable returns the offset up to which the log's records read back
-// whole: the end of the last record before the first invalid chunk.
-func replayable(data []byte, num uint32) int64 {
+// whole, the end of the last record before the first invalid chunk, and
+// where that chunk starts.
+func replayable(data []byte, num uint32) (end, invalid int64) {
 	size := int64(len(data))
-	end := int64(0)
-	for p := int64(0); p < size; {
+	p := int64(0)
+	for p < size {
 		// The writer pads a block's tail too short for a header with zeros.
 		if rest := walBlock - p%walBlock; rest < walSyncHeader && allZero(data[p:min(p+rest, size)]) {
 			p += rest
@@ -131,7 +158,7 @@ func replayable(data []byte, num uint32) int64 {
 		}
 		p = next
 	}
-	return end
+	return end, p
 }
 
 func allZero(b []byte) bool {
@@ -154,16 +181,30 @@ func validChunkAfter(data []byte, num uint32, from int64) (int64, bool) {
 	return 0, false
 }
 
-// chunkAt checks the chunk at p: an encoding that names its log, log num,
-// within its block, and its checksum right. It returns where the chunk
-// ends and its encoding.
+// chunkAt checks the chunk at p: its header whole (chunkHeader) and its
+// checksum right. It returns where the chunk ends and its encoding.
 func chunkAt(data []byte, p int64, num uint32) (end int64, enc byte, ok bool) {
-	if p+walLogNumHeader > int64(len(data)) {
+	end, ok = chunkHeader(data, p, num)
+	if !ok {
 		return 0, 0, false
 	}
-	enc = data[p+6]
-	if enc < walFirstLogNumEnc || enc > walLastEnc || binary.LittleEndian.Uint32(data[p+7:p+11]) != num {
+	sum := crc32.Checksum(data[p+6:end], castagnoli)
+	if binary.LittleEndian.Uint32(data[p:p+4]) != (sum>>15|sum<<17)+0xa282ead8 {
 		return 0, 0, false
+	}
+	return end, data[p+6], true
+}
+
+// chunkHeader checks the header of the chunk at p: an encoding that names
+// its log, log num, and a length within its block and the file. It
+// returns where the chunk ends.
+func chunkHeader(data []byte, p int64, num uint32) (end int64, ok bool) {
+	if p+walLogNumHeader > int64(len(data)) {
+		return 0, false
+	}
+	enc := data[p+6]
+	if enc < walFirstLogNumEnc || enc > walLastEnc || binary.LittleEndian.Uint32(data[p+7:p+11]) != num {
+		return 0, false
 	}
 	header := int64(walLogNumHeader)
 	if enc >= walFirstSyncEnc {
@@ -171,13 +212,9 @@ func chunkAt(data []byte, p int64, num uint32) (end int64, enc byte, ok bool) {
 	}
 	end = p + header + int64(binary.LittleEndian.Uint16(data[p+4:p+6]))
 	if end > int64(len(data)) || p/walBlock != (end-1)/walBlock {
-		return 0, 0, false
+		return 0, false
 	}
-	sum := crc32.Checksum(data[p+6:end], castagnoli)
-	if binary.LittleEndian.Uint32(data[p:p+4]) != (sum>>15|sum<<17)+0xa282ead8 {
-		return 0, 0, false
-	}
-	return end, enc, true
+	return end, true
 }
 
 // provesSynced reports whether the valid chunk at p shows that offset
@@ -202,7 +239,11 @@ func (s *Store) checkWAL() error {
 	if !s.acceptWALLoss {
 		return d
 	}
-	fmt.Fprintf(os.Stderr, "surge: accepting the loss of WAL %s from offset %d (damaged; valid records followed from offset %d)\n", d.File, d.Offset, d.Valid)
+	if d.Valid == 0 {
+		fmt.Fprintf(os.Stderr, "surge: accepting the loss of WAL %s from offset %d (its last record, damaged)\n", d.File, d.Offset)
+	} else {
+		fmt.Fprintf(os.Stderr, "surge: accepting the loss of WAL %s from offset %d (damaged; valid records followed from offset %d)\n", d.File, d.Offset, d.Valid)
+	}
 	return os.Truncate(d.File, d.Offset)
 }
 

@@ -78,7 +78,14 @@ func metric(t testing.TB, s *server, series string) float64 {
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
-	for line := range strings.SplitSeq(string(resp.Body), "\n") {
+	return sample(t, resp.Body, series)
+}
+
+// sample returns the value of series in a /metrics page, or -1 if there
+// is none.
+func sample(t testing.TB, page []byte, series string) float64 {
+	t.Helper()
+	for line := range strings.SplitSeq(string(page), "\n") {
 		if v, ok := strings.CutPrefix(line, series+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -91,22 +98,29 @@ func metric(t testing.TB, s *server, series string) float64 {
 }
 
 // rssMiB is the resident set of process pid, in MiB.
-func rssMiB(t testing.TB, pid int) int {
+func rssMiB(t testing.TB, pid int) int { return procStatusMiB(t, pid, "VmRSS") }
+
+// peakRSSMiB is the peak resident set of process pid, in MiB.
+func peakRSSMiB(t testing.TB, pid int) int { return procStatusMiB(t, pid, "VmHWM") }
+
+// procStatusMiB reads field (a size in kB) of process pid's
+// /proc/PID/status, in MiB.
+func procStatusMiB(t testing.TB, pid int, field string) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatalf("reading the server's RSS: %v", err)
+		t.Fatalf("reading the server's %s: %v", field, err)
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
 			if err != nil {
-				t.Fatalf("VmRSS %q: %v", v, err)
+				t.Fatalf("%s %q: %v", field, v, err)
 			}
 			return kb >> 10
 		}
 	}
-	t.Fatal("no VmRSS in /proc status")
+	t.Fatalf("no %s in /proc status", field)
 	return 0
 }
 
@@ -139,7 +153,8 @@ func TestAbuseHeaderOnlyBodiesKeepMemoryBounded(t *testing.T) {
 	const conns, limitMiB, key = 5000, 512, "abuse-key"
 	raiseFileLimit(t, 2*conns+1000)
 	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--api-key", key,
-		"--memory-limit-mb", strconv.Itoa(limitMiB), "--max-conns", strconv.Itoa(conns + 100), "--header-timeout", "10m"}, nil)
+		"--memory-limit-mb", strconv.Itoa(limitMiB), "--max-conns", strconv.Itoa(conns + 100),
+		"--max-conns-per-client", strconv.Itoa(conns + 100), "--header-timeout", "10m"}, nil)
 	s.awaitReady(key)
 	openAccounts(t, s.c, "alice", "bob")
 	fund(t, s.c, "alice", 1_000_000)
@@ -179,7 +194,7 @@ func TestAbuseHeaderOnlyBodiesKeepMemoryBounded(t *testing.T) {
 // (503 or closed) instead of being served, and the refusal is counted.
 func TestAbuseMaxConns(t *testing.T) {
 	const limit = 20
-	s := start(t, t.TempDir(), "--max-conns", strconv.Itoa(limit))
+	s := start(t, t.TempDir(), "--max-conns", strconv.Itoa(limit), "--max-conns-per-client", strconv.Itoa(limit))
 	s.c.hc.CloseIdleConnections()
 	var held []*rawConn
 	for range limit {
@@ -235,19 +250,22 @@ func TestAbuseUnauthenticatedBodyRefusedUnread(t *testing.T) {
 	}
 }
 
-// TestAbuseBodyBudget: bodies in flight beyond --body-budget-mb are refused
-// at once with 503 overloaded and Retry-After, not queued.
+// TestAbuseBodyBudget: bodies are charged against --body-budget-mb as
+// they arrive; a body that arrives past it is refused at once with 503
+// overloaded and Retry-After, not queued.
 func TestAbuseBodyBudget(t *testing.T) {
-	s := start(t, t.TempDir(), "--body-budget-mb", "5")
+	s := start(t, t.TempDir(), "--body-budget-mb", "5", "--header-timeout", "10m")
 	first := openRaw(t, s)
-	// Admitted: the server holds 4 MiB of the budget while it reads on.
-	first.send(headerOnly("/v1/transfers", "", 4<<20) + strings.Repeat(" ", 8<<10))
-	poll(t, startTimeout, "the first body to be admitted", func() (bool, string) {
+	// All of a 4 MiB body but its last byte: the server holds what came.
+	first.send(headerOnly("/v1/transfers/batch", "", 4<<20) + strings.Repeat(" ", 4<<20-1))
+	poll(t, startTimeout, "the first body to arrive", func() (bool, string) {
 		v := metric(t, s, "surge_front_body_bytes")
-		return v >= 4<<20, fmt.Sprint(v)
+		return v >= 4<<20-1, fmt.Sprint(v)
 	})
 	second := openRaw(t, s)
-	second.send(headerOnly("/v1/transfers", "", 4<<20) + strings.Repeat(" ", 8<<10))
+	go func() { // 2 MiB more than the budget has left; refused on the way
+		_, _ = io.WriteString(second.c, headerOnly("/v1/transfers/batch", "", 4<<20)+strings.Repeat(" ", 2<<20))
+	}()
 	resp, body, err := second.reply()
 	if err != nil {
 		t.Fatalf("no reply to a body over the budget: %v", err)

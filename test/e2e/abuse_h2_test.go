@@ -102,44 +102,57 @@ func TestAbuseRapidReset(t *testing.T) {
 			const pairs = 20000
 			h := dialH2(t, s)
 			block := h.headers("GET", tc.path, tc.contentType)
-			ping := [8]byte{'b', 'u', 'r', 's', 't'}
-			type result struct {
-				goAway *http2.GoAwayFrame
-				pinged bool
-			}
-			got := make(chan result, 1)
-			go func() {
-				g, p := h.frames(ping)
-				got <- result{g, p}
-			}()
-			sent := 0
-			for i := range pairs {
-				id := uint32(2*i + 1)
-				err := h.write(func(fr *http2.Framer) error {
-					if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true}); err != nil {
-						return err
-					}
-					return fr.WriteRSTStream(id, http2.ErrCodeCancel)
-				})
-				if err != nil {
-					break // the server closed the connection
-				}
-				sent++
-			}
-			_ = h.write(func(fr *http2.Framer) error { return fr.WritePing(false, ping) })
-			r := <-got
+			r := h.burst(pairs, block, func(fr *http2.Framer, id uint32) error { return fr.WriteRSTStream(id, http2.ErrCodeCancel) })
 			if r.goAway == nil {
-				t.Fatalf("%d HEADERS+RST_STREAM pairs sent, no GOAWAY (PING answered after the burst: %v)", sent, r.pinged)
+				t.Fatalf("%d HEADERS+RST_STREAM pairs sent, no GOAWAY (PING answered after the burst: %v)", r.sent, r.pinged)
 			}
 			if r.goAway.ErrCode != http2.ErrCodeEnhanceYourCalm {
 				t.Fatalf("GOAWAY %v, want ENHANCE_YOUR_CALM", r.goAway.ErrCode)
 			}
-			t.Logf("GOAWAY %v after %d of %d pairs sent", r.goAway.ErrCode, sent, pairs)
+			t.Logf("GOAWAY %v after %d of %d pairs sent", r.goAway.ErrCode, r.sent, pairs)
 		})
 	}
 	if n := metric(t, s, `surge_front_rejected_total{reason="rapid_reset"}`); n != 2 {
 		t.Fatalf(`surge_front_rejected_total{reason="rapid_reset"} = %v, want 2`, n)
 	}
+}
+
+// burstResult is how a burst ended: the server's GOAWAY, if any, whether
+// the PING sent after the burst was answered, and how many pairs were
+// sent before the server closed the connection.
+type burstResult struct {
+	goAway *http2.GoAwayFrame
+	pinged bool
+	sent   int
+}
+
+// burst opens pairs streams with block, following each with second's
+// frame, then sends a PING, and reads the server's frames until the
+// PING's answer, a GOAWAY or the connection's end.
+func (h *h2Client) burst(pairs int, block []byte, second func(fr *http2.Framer, id uint32) error) burstResult {
+	ping := [8]byte{'b', 'u', 'r', 's', 't'}
+	got := make(chan burstResult, 1)
+	go func() {
+		g, p := h.frames(ping)
+		got <- burstResult{goAway: g, pinged: p}
+	}()
+	sent := 0
+	for i := range pairs {
+		id := uint32(2*i + 1)
+		if h.write(func(fr *http2.Framer) error {
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true}); err != nil {
+				return err
+			}
+			return second(fr, id)
+		}) != nil {
+			break // the server closed the connection
+		}
+		sent++
+	}
+	_ = h.write(func(fr *http2.Framer) error { return fr.WritePing(false, ping) })
+	r := <-got
+	r.sent = sent
+	return r
 }
 
 // TestAbuseStreamLimit: the gRPC server and net/http's HTTP/2 both
@@ -201,5 +214,61 @@ func TestAbuseSlowBodyNetHTTP(t *testing.T) {
 	}
 	if err == nil && resp.StatusCode < 400 {
 		t.Fatalf("a body that never came: %s %s", resp.Status, body)
+	}
+}
+
+// TestAbuseGRPCWindowOverflow: two WINDOW_UPDATEs of 2³¹−1 on a gRPC
+// connection grow its window past the largest allowed: the server answers
+// GOAWAY FLOW_CONTROL_ERROR (RFC 9113 §6.9.1), as net/http does.
+func TestAbuseGRPCWindowOverflow(t *testing.T) {
+	s := start(t, t.TempDir())
+	h := dialH2(t, s)
+	block := h.headers("POST", "/surge.wallet.v1.AuthService/Login", "application/grpc")
+	ping := [8]byte{'w', 'i', 'n', 'd', 'o', 'w'}
+	got := make(chan *http2.GoAwayFrame, 1)
+	go func() {
+		g, _ := h.frames(ping)
+		got <- g
+	}()
+	_ = h.write(func(fr *http2.Framer) error {
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block, EndHeaders: true}); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := fr.WriteWindowUpdate(0, 1<<31-1); err != nil {
+				return err
+			}
+		}
+		return fr.WritePing(false, ping)
+	})
+	g := <-got
+	if g == nil || g.ErrCode != http2.ErrCodeFlowControl {
+		t.Fatalf("GOAWAY %v, want FLOW_CONTROL_ERROR", g)
+	}
+}
+
+// TestAbuseMadeYouReset: HEADERS followed by a WINDOW_UPDATE of 0 on the
+// same stream makes the server reset the stream itself (the MadeYouReset
+// shape, CVE-2025-8671), so the client never sends a RST_STREAM; a burst
+// of them on one connection gets GOAWAY ENHANCE_YOUR_CALM all the same
+// (or, mid-frame, the connection closed), on the gRPC server's connections
+// and on net/http's.
+func TestAbuseMadeYouReset(t *testing.T) {
+	s := start(t, t.TempDir())
+	for _, tc := range []struct{ name, contentType string }{
+		{"grpc", "application/grpc"}, {"net_http", "application/grpc-web+proto"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const pairs = 20000
+			h := dialH2(t, s)
+			h.fr.AllowIllegalWrites = true // an increment of 0
+			block := h.headers("POST", "/surge.wallet.v1.AuthService/Login", tc.contentType)
+			r := h.burst(pairs, block, func(fr *http2.Framer, id uint32) error { return fr.WriteWindowUpdate(id, 0) })
+			// A GOAWAY cannot follow a frame the server has only begun to
+			// write; then the connection just ends.
+			if r.goAway != nil && r.goAway.ErrCode != http2.ErrCodeEnhanceYourCalm || r.goAway == nil && r.pinged {
+				t.Fatalf("GOAWAY %v (PING after the burst answered: %v), want ENHANCE_YOUR_CALM or the connection closed", r.goAway, r.pinged)
+			}
+		})
 	}
 }

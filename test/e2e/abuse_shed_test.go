@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 )
 
@@ -13,24 +12,16 @@ import (
 // requests are answered 503 overloaded with Retry-After instead of
 // waiting: over HTTP/1.1 the connection is kept, over HTTP/2 only the
 // stream ends, and the same connection serves again once work frees up.
+// /healthz is answered throughout.
 func TestAbuseShedsAtOnce(t *testing.T) {
-	// A 4 MiB body being read weighs all of --max-inflight.
-	s := start(t, t.TempDir(), "--max-inflight", "32769")
-	holder := openRaw(t, s)
-	holder.send(headerOnly("/v1/transfers", "", 4<<20+1) + strings.Repeat(" ", 8<<10))
-	poll(t, startTimeout, "the large body to be admitted", func() (bool, string) {
-		rc := openRaw(t, s)
-		rc.send("GET /healthz HTTP/1.1\r\nHost: surge\r\n\r\n")
-		resp, _, err := rc.reply()
-		if err != nil {
-			return false, err.Error()
-		}
-		return resp.StatusCode == http.StatusServiceUnavailable, resp.Status
-	})
+	// The dashboard's event stream is a request in its handler for as
+	// long as it is open: it holds all of --max-inflight.
+	s := start(t, t.TempDir(), "--max-inflight", "1", "--max-inflight-per-client", "1")
+	holder := holdEventStream(t, s)
 
 	rc := openRaw(t, s)
 	for range 2 { // the connection is kept: a second request gets its own answer
-		rc.send("GET /healthz HTTP/1.1\r\nHost: surge\r\n\r\n")
+		rc.send("GET /metrics HTTP/1.1\r\nHost: surge\r\n\r\n")
 		resp, body, err := rc.reply()
 		if err != nil {
 			t.Fatalf("HTTP/1.1 at capacity: %v", err)
@@ -39,20 +30,35 @@ func TestAbuseShedsAtOnce(t *testing.T) {
 		if resp.Close {
 			t.Fatal("HTTP/1.1 connection closed for a shed request")
 		}
+		rc.send("GET /healthz HTTP/1.1\r\nHost: surge\r\n\r\n")
+		if resp, body, err := rc.reply(); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("/healthz at capacity: %v %s %v", resp, body, err)
+		}
 	}
 
 	cc := h2cConn(t, s)
-	health := s.url + "/healthz"
-	resp, body := h2Get(t, cc, health)
+	resp, body := h2Get(t, cc, s.url+"/metrics")
 	wantOverloaded(t, resp, body)
-	_ = holder.c.Close() // the large body never comes; its work is given back
+	_ = holder.c.Close() // the stream ends; its work is given back
 	poll(t, startTimeout, "the same HTTP/2 connection to serve again", func() (bool, string) {
-		resp, body := h2Get(t, cc, health)
+		resp, body := h2Get(t, cc, s.url+"/metrics")
 		return resp.StatusCode == http.StatusOK, resp.Status + " " + string(body)
 	})
 	if n := metric(t, s, `surge_front_rejected_total{reason="overloaded"}`); n < 3 {
 		t.Fatalf(`surge_front_rejected_total{reason="overloaded"} = %v, want >= 3`, n)
 	}
+}
+
+// holdEventStream opens the dashboard's event stream on a connection of
+// its own and returns once its handler runs, holding a unit of work.
+func holdEventStream(t *testing.T, s *server) *rawConn {
+	t.Helper()
+	rc := openRaw(t, s)
+	rc.send("GET /ui/events HTTP/1.1\r\nHost: surge\r\n\r\n")
+	if resp, err := http.ReadResponse(rc.r, nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the event stream: %v %v", resp, err)
+	}
+	return rc
 }
 
 func wantOverloaded(t *testing.T, resp *http.Response, body []byte) {

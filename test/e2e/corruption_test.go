@@ -19,17 +19,7 @@ import (
 // acknowledged writes after the damage; --accept-wal-loss must start it.
 func TestFlippedWALByteRefusesToStart(t *testing.T) {
 	dir := t.TempDir()
-	srv := start(t, dir)
-	mustCreateAccount(t, srv.c, NewAccount{ID: "alice", Currency: "USD"})
-	for i := range 50 {
-		if _, r, err := srv.c.Transfer(TransferReq{ID: fmt.Sprintf("t%d", i), From: "@world", To: "alice", Amount: 1}); err != nil || r.Status/100 != 2 {
-			t.Fatalf("transfer %d: %v %v", i, r, err)
-		}
-		if r, err := srv.c.kvPut(fmt.Sprintf("k%d", i), []byte("v")); err != nil || r.Status != http.StatusCreated {
-			t.Fatalf("PUT %d: %v %v", i, r, err)
-		}
-	}
-	srv.kill()
+	killAfterWrites(t, dir, true)
 	ledgerWAL := flipInNewestWAL(t, dir)
 	flipInNewestWAL(t, filepath.Join(dir, "kv"))
 
@@ -47,6 +37,80 @@ func TestFlippedWALByteRefusesToStart(t *testing.T) {
 	if !strings.Contains(accepted.out.String(), "accepting the loss of WAL "+ledgerWAL) {
 		t.Errorf("accepting the loss must be logged, naming the WAL")
 	}
+}
+
+// TestFlippedLastWALRecordIsRefusedOrLoud: a byte flipped in the last
+// record of the ledger's newest WAL (its last non-zero byte) after a kill
+// -9 must not be taken silently for a torn write: the server refuses to
+// start naming the record, or starts and says on stderr that it dropped
+// it.
+func TestFlippedLastWALRecordIsRefusedOrLoud(t *testing.T) {
+	dir := t.TempDir()
+	killAfterWrites(t, dir, false)
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no WAL in %s: %v", dir, err)
+	}
+	slices.Sort(logs)
+	wal := logs[len(logs)-1]
+	b, err := os.ReadFile(wal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(b) - 1
+	for last > 0 && b[last] == 0 { // preallocated space
+		last--
+	}
+	b[last] ^= 0x40
+	if err := os.WriteFile(wal, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", dir}, nil)
+	select { // it listens before it opens storage
+	case next.url = <-next.listen:
+		next.c = newClient(next.url, "")
+	case <-next.exited:
+	}
+	poll(t, startTimeout, "the restarted server to refuse or be ready", func() (bool, string) {
+		if next.isExited() {
+			return true, "exited"
+		}
+		resp, err := next.c.raw(http.MethodGet, "/readyz", "", nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.Status == http.StatusOK, resp.String()
+	})
+	if next.isExited() {
+		if out := next.out.String(); next.err == nil || !strings.Contains(out, wal) || !strings.Contains(out, "last record") {
+			t.Fatalf("refused without naming the last record of %s; exit %v, output:\n%s", wal, next.err, out)
+		}
+		return
+	}
+	if out := next.out.String(); !strings.Contains(out, "dropping its last record") || !strings.Contains(out, wal) {
+		t.Fatalf("started over a flipped last record of %s without saying so; output:\n%s", wal, out)
+	}
+}
+
+// killAfterWrites starts a server on dir, makes 50 acknowledged
+// transfers to alice (and key-value entries, if kv) and kills it with
+// SIGKILL.
+func killAfterWrites(t *testing.T, dir string, kv bool) {
+	t.Helper()
+	srv := start(t, dir)
+	mustCreateAccount(t, srv.c, NewAccount{ID: "alice", Currency: "USD"})
+	for i := range 50 {
+		if _, r, err := srv.c.Transfer(TransferReq{ID: fmt.Sprintf("t%d", i), From: "@world", To: "alice", Amount: 1}); err != nil || r.Status/100 != 2 {
+			t.Fatalf("transfer %d: %v %v", i, r, err)
+		}
+		if !kv {
+			continue
+		}
+		if r, err := srv.c.kvPut(fmt.Sprintf("k%d", i), []byte("v")); err != nil || r.Status != http.StatusCreated {
+			t.Fatalf("PUT %d: %v %v", i, r, err)
+		}
+	}
+	srv.kill()
 }
 
 // flipInNewestWAL flips a byte a third of the way into the newest WAL of
