@@ -8,13 +8,21 @@ import (
 
 // http2Config is net/http's HTTP/2 configuration under l: at most
 // MaxStreams streams per connection, and a ping to a connection silent
-// for a minute, which is closed if the ping goes unanswered.
+// for a minute, which is closed if the ping goes unanswered. Its frame
+// size and stream window are grpc-go's (RFC 9113's defaults), because the
+// front opens connections for either server with net/http's SETTINGS
+// (h2open.go), which must hold for both.
 func http2Config(l Limits) *http.HTTP2Config {
 	return &http.HTTP2Config{
-		MaxConcurrentStreams: int(l.MaxStreams),
-		SendPingTimeout:      time.Minute,
+		MaxConcurrentStreams:      int(l.MaxStreams),
+		MaxReadFrameSize:          defaultMaxFrameSize,
+		MaxReceiveBufferPerStream: initialWindow,
+		SendPingTimeout:           time.Minute,
 	}
 }
+
+// defaultMaxFrameSize is RFC 9113's initial frame size limit.
+const defaultMaxFrameSize = 16 << 10
 
 // bodyDeadline bounds reading each request's body to d on the net/http
 // path: a slow body gets an error at the deadline and its handler

@@ -162,6 +162,13 @@ func (s *Server) RegisterOnShutdown(f func()) { s.slow.RegisterOnShutdown(f) }
 // returns http.ErrServerClosed after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	qs := queues{fast: newQueue(ln.Addr()), slow: newQueue(ln.Addr())}
+	if s.opts.GRPC != nil {
+		settings, err := openingSettings(s.slow)
+		if err != nil {
+			return err
+		}
+		qs.h2Settings = settings
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -201,8 +208,12 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // queues hand routed connections to each server; grpc is nil without
-// Options.GRPC.
-type queues struct{ fast, slow, grpc *queue }
+// Options.GRPC, and h2Settings, the SETTINGS frame the front opens HTTP/2
+// connections with when it must choose their server (h2open.go), with it.
+type queues struct {
+	fast, slow, grpc *queue
+	h2Settings       []byte
+}
 
 // route reads the start of c's first request and hands c to its server.
 func (s *Server) route(c net.Conn, qs queues) {
@@ -214,14 +225,14 @@ func (s *Server) route(c net.Conn, qs queues) {
 	method, path := requestTarget(head)
 	switch {
 	case bytes.Equal(method, preface) && qs.grpc != nil:
-		replay, isGRPC, err := sniffHTTP2(c, head, s.opts.HeaderTimeout, s.opts.Limits.MaxStreams)
+		replay, opening, err := sniffHTTP2(c, head, s.opts.HeaderTimeout, qs.h2Settings)
 		switch {
 		case err != nil:
 			_ = c.Close()
-		case isGRPC:
-			qs.grpc.put(newResetWatch(&replayConn{Conn: c, head: replay}, s.guard))
+		case opening.isGRPC:
+			qs.grpc.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
 		default:
-			qs.slow.put(newResetWatch(&replayConn{Conn: c, head: replay}, s.guard))
+			qs.slow.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
 		}
 	case bytes.Equal(method, preface):
 		qs.slow.put(newResetWatch(&replayConn{Conn: c, head: head}, s.guard))
