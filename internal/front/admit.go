@@ -221,7 +221,12 @@ func (rt *router) admitNet(w http.ResponseWriter, req *http.Request, r *route) (
 		if no == refuseUnauthorized {
 			h.Set("WWW-Authenticate", "Bearer")
 		}
-		h.Set("Connection", "close") // HTTP/1.1: the body is unread
+		if req.ProtoMajor == 1 {
+			// The body is unread. On HTTP/2 the stream ends alone: there
+			// net/http reads Connection: close as "GOAWAY", which would end
+			// every other stream of the connection too.
+			h.Set("Connection", "close")
+		}
 		h.Set("Content-Type", "application/problem+json")
 		problem := no.problem()
 		h.Set("Content-Length", strconv.Itoa(len(problem)))

@@ -8,18 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 )
 
-// h2Opened dials a front that has a gRPC server behind it (so that it
-// must open HTTP/2 connections itself), sends the client's preface and
+// h2Opened dials a front of opts, which should have a gRPC server behind
+// it (so that the front must open HTTP/2 connections itself), sends the client's preface and
 // SETTINGS, and returns the connection and a framer on it.
-func h2Opened(t *testing.T) (net.Conn, *http2.Framer) {
+func h2Opened(t *testing.T, opts Options) (net.Conn, *http2.Framer) {
 	t.Helper()
-	opts := Options{Net: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "hello") }),
-		GRPC: grpc.NewServer(), HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 	c, err := net.Dial("tcp", serveFront(t, New(opts)))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +43,9 @@ func h2Opened(t *testing.T) (net.Conn, *http2.Framer) {
 // exactly one SETTINGS frame without ACK and one with ACK per SETTINGS the
 // client sent, even when the client sends another before its request.
 func TestHTTP2OpensOnceAndAcknowledgesAtOnce(t *testing.T) {
-	c, fr := h2Opened(t)
+	opts := Options{Net: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "hello") }),
+		GRPC: grpc.NewServer(), HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	c, fr := h2Opened(t, opts)
 	settings, acks := 0, 0
 	for settings == 0 || acks == 0 {
 		f, err := fr.ReadFrame()
@@ -129,5 +130,61 @@ func TestOpeningSettingsHoldForGRPC(t *testing.T) {
 	}
 	if _, ok := sf.Value(http2.SettingEnableConnectProtocol); ok {
 		t.Error("the opening offers extended CONNECT, which grpc-go does not serve")
+	}
+}
+
+// TestHTTP2RefusalsKeepTheConnection plays Go's HTTP/2 client against
+// refusals that come before the request body is sent: it sends a
+// request's headers, gets the refusal (413, the body unread) and resets
+// the answered stream with NO_ERROR, as Go's client does when the answer
+// beats the end of its body. Many times over on one connection, far past
+// the rapid-reset guard's burst: the connection must live on, neither told
+// to go away for the first refusal (net/http reads a Connection: close
+// header as GOAWAY) nor taken for a rapid reset, since answered streams
+// cost the server nothing more.
+func TestHTTP2RefusalsKeepTheConnection(t *testing.T) {
+	small := Route{Pattern: "POST /small", MaxBody: 1, Handler: func(ctx *fasthttp.RequestCtx) {}}
+	opts := Options{Net: http.NotFoundHandler(), Routes: []Route{small}, GRPC: grpc.NewServer(),
+		Limits: Limits{MaxStreams: 5}, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	_, fr := h2Opened(t, opts)
+	const refusals = 200 // the guard's burst is 4 × MaxStreams
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for i := range refusals {
+		id := uint32(2*i + 1)
+		hb.Reset()
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "front"}, {":path", "/small"}, {"content-length", "10"}} {
+			_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatalf("refusal %d: %v", i, err)
+		}
+		status := ""
+		for ended := false; !ended; {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("refusal %d: %v", i, err)
+			}
+			switch f := f.(type) {
+			case *http2.GoAwayFrame:
+				t.Fatalf("refusal %d: GOAWAY %v %q", i, f.ErrCode, f.DebugData())
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					_ = fr.WriteSettingsAck()
+				}
+			case *http2.MetaHeadersFrame:
+				if f.StreamID == id {
+					status, ended = f.PseudoValue("status"), f.StreamEnded()
+				}
+			case *http2.DataFrame:
+				ended = f.StreamID == id && f.StreamEnded()
+			}
+		}
+		if status != "413" {
+			t.Fatalf("refusal %d: status %s, want 413", i, status)
+		}
+		if err := fr.WriteRSTStream(id, http2.ErrCodeNo); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

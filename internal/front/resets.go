@@ -24,11 +24,21 @@ import (
 // second or more, it resets at most MaxStreams a second. resetWatch
 // allows that rate with a burst of four times as many; past it the
 // connection gets a GOAWAY (ENHANCE_YOUR_CALM) and is closed.
+//
+// Only resets of streams the server had not yet answered count: those
+// cost it work for nothing. A client resets an answered stream when the
+// answer came before the end of its request body (Go's client then sends
+// RST_STREAM NO_ERROR, as RFC 9113 §8.1 allows), which every refusal that
+// does not read the body causes, 503 overloaded among them: counting
+// those would close a good client's connection, and all its streams, for
+// being refused.
 
 // HTTP/2 frame types and error code the watch needs (RFC 9113).
 const (
+	frameData         = 0x0
 	frameHeaders      = 0x1
 	frameRSTStream    = 0x3
+	flagEndStream     = 0x1
 	frameGoAway       = 0x7
 	errEnhanceYourCal = 0xb
 	frameHeaderLen    = 9
@@ -51,14 +61,21 @@ type resetWatch struct {
 	out    frameSplitter
 	held   []byte      // the start of a frame the server has not finished writing
 	calm   atomic.Bool // tripped: reads fail and Close sends GOAWAY
+
+	streamsMu sync.Mutex // the reader's and the writer's
+	streams   map[uint32]streamEnds
 }
+
+// streamEnds is which sides have ended a stream that is not yet closed.
+type streamEnds struct{ client, server bool }
 
 func newResetWatch(c net.Conn, g *guard) *resetWatch {
 	perSec := float64(g.limits.MaxStreams)
 	return &resetWatch{
 		Conn: c, g: g,
-		resets: rate.NewLimiter(rate.Limit(perSec), 4*int(g.limits.MaxStreams)),
-		in:     frameSplitter{skip: clientPrefaceLen},
+		resets:  rate.NewLimiter(rate.Limit(perSec), 4*int(g.limits.MaxStreams)),
+		in:      frameSplitter{skip: clientPrefaceLen},
+		streams: make(map[uint32]streamEnds),
 	}
 }
 
@@ -68,12 +85,19 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 	}
 	n, err := w.Conn.Read(p)
 	tripped := false
-	w.in.split(p[:n], func(typ byte, stream uint32) {
+	w.in.split(p[:n], func(typ, flags byte, stream uint32) {
 		switch typ {
 		case frameHeaders:
 			w.lastID = max(w.lastID, stream)
+			w.clientEnds(stream, true, flags&flagEndStream != 0)
+		case frameData:
+			if flags&flagEndStream != 0 {
+				w.clientEnds(stream, false, true)
+			}
 		case frameRSTStream:
-			tripped = tripped || !w.resets.AllowN(time.Now(), 1)
+			if w.unanswered(stream) {
+				tripped = tripped || !w.resets.AllowN(time.Now(), 1)
+			}
 		}
 	})
 	if tripped && !w.calm.Swap(true) {
@@ -89,7 +113,14 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 func (w *resetWatch) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	end := w.out.split(p, func(byte, uint32) {})
+	end := w.out.split(p, func(typ, flags byte, stream uint32) {
+		switch {
+		case typ == frameRSTStream:
+			w.serverEnds(stream, true)
+		case (typ == frameHeaders || typ == frameData) && flags&flagEndStream != 0:
+			w.serverEnds(stream, false)
+		}
+	})
 	if end < 0 {
 		w.held = append(w.held, p...)
 		return len(p), nil
@@ -103,6 +134,51 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 	}
 	w.held = append(w.held[:0], p[end:]...)
 	return len(p), nil
+}
+
+// clientEnds notes a client's frame on stream: HEADERS open it (and
+// may end the client's side, as ends says), DATA with END_STREAM end it.
+func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
+	w.streamsMu.Lock()
+	defer w.streamsMu.Unlock()
+	e, ok := w.streams[stream]
+	if !ok && !opens {
+		return
+	}
+	e.client = e.client || ends
+	w.keep(stream, e)
+}
+
+// serverEnds notes that the server ended stream: with END_STREAM, or
+// with RST_STREAM (reset), which closes it on both sides.
+func (w *resetWatch) serverEnds(stream uint32, reset bool) {
+	w.streamsMu.Lock()
+	defer w.streamsMu.Unlock()
+	e, ok := w.streams[stream]
+	if !ok {
+		return
+	}
+	e.server, e.client = true, e.client || reset
+	w.keep(stream, e)
+}
+
+// keep stores e, or forgets a stream both sides have ended.
+func (w *resetWatch) keep(stream uint32, e streamEnds) {
+	if e.client && e.server {
+		delete(w.streams, stream)
+		return
+	}
+	w.streams[stream] = e
+}
+
+// unanswered reports whether the client resets a stream it opened and
+// the server has not ended, and forgets the stream.
+func (w *resetWatch) unanswered(stream uint32) bool {
+	w.streamsMu.Lock()
+	defer w.streamsMu.Unlock()
+	e, ok := w.streams[stream]
+	delete(w.streams, stream)
+	return ok && !e.server
 }
 
 // Close sends a tripped connection's GOAWAY, if the server's last write
@@ -149,11 +225,11 @@ type frameSplitter struct {
 	have int // bytes of hdr read
 }
 
-// split feeds p and calls f with each complete frame header's type and
-// stream id. It returns where in p the last frame that p completes ends
+// split feeds p and calls f with each complete frame header's type,
+// flags and stream id. It returns where in p the last frame that p completes ends
 // (0 if p starts on a boundary and completes none), or -1 if p neither
 // starts nor ends on a boundary.
-func (s *frameSplitter) split(p []byte, f func(typ byte, stream uint32)) int {
+func (s *frameSplitter) split(p []byte, f func(typ, flags byte, stream uint32)) int {
 	end, i := -1, 0
 	if s.atBoundary() {
 		end = 0
@@ -176,7 +252,7 @@ func (s *frameSplitter) split(p []byte, f func(typ byte, stream uint32)) int {
 		}
 		s.have = 0
 		s.skip = int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
-		f(s.hdr[3], binary.BigEndian.Uint32(s.hdr[5:])&0x7fffffff)
+		f(s.hdr[3], s.hdr[4], binary.BigEndian.Uint32(s.hdr[5:])&0x7fffffff)
 		if s.skip == 0 {
 			end = i
 		}

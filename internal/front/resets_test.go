@@ -34,7 +34,7 @@ func TestFrameSplitterPieces(t *testing.T) {
 	for cut := 0; cut <= len(all); cut++ {
 		var s frameSplitter
 		var got []string
-		note := func(typ byte, id uint32) { got = append(got, string(rune('0'+typ))+string(rune('0'+id))) }
+		note := func(typ, _ byte, id uint32) { got = append(got, string(rune('0'+typ))+string(rune('0'+id))) }
 		end1 := s.split(all[:cut], note)
 		end2 := s.split(all[cut:], note)
 		if want := "11 31 03"; strings.Join(got, " ") != want {
