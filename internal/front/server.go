@@ -13,7 +13,7 @@
 // of the wallet's gRPC-Web and Connect clients, which must notice a client
 // that leaves. Each connection is routed once, by its first request: an
 // HTTP/2 connection whose first request is gRPC goes to Options.GRPC (see
-// grpc.go); any other HTTP/2 connection, or a path under one of
+// h2open.go); any other HTTP/2 connection, or a path under one of
 // Options.SlowPrefixes, to net/http; anything else to fasthttp.
 //
 // Requests do not all arrive on the server that serves them best, since a
@@ -55,7 +55,7 @@ type Options struct {
 	Middleware func(http.Handler) http.Handler
 	Wrap       Wrap
 	// GRPC, when set, serves the connections whose first request is gRPC
-	// over HTTP/2 (see grpc.go); net/http serves them otherwise. Every
+	// over HTTP/2 (see h2open.go); net/http serves them otherwise. Every
 	// later request on such a connection goes to GRPC too.
 	GRPC GRPCServer
 	// OnNetRequest is NetHandler's.
