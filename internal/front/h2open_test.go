@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -187,4 +188,60 @@ func TestHTTP2RefusalsKeepTheConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestHTTP2ErrorsCounted: a stream past the advertised limit is refused
+// and counted by kind in surge_front_http2_errors_total.
+func TestHTTP2ErrorsCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	hold := make(chan struct{})
+	defer close(hold)
+	opts := Options{Net: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hold }), GRPC: grpc.NewServer(),
+		Limits: Limits{MaxStreams: 1}, Registerer: reg, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	_, fr := h2Opened(t, opts)
+	_ = fr.WriteSettingsAck()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "front"}, {":path", "/"}} {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	for _, id := range []uint32{1, 3} {
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rst, ok := f.(*http2.RSTStreamFrame); ok && rst.StreamID == 3 {
+			break
+		}
+	}
+	if n := counted(t, reg, "surge_front_http2_errors_total", "stream_PROTOCOL_ERROR_over_max_streams"); n != 1 {
+		t.Errorf(`surge_front_http2_errors_total{kind="stream_PROTOCOL_ERROR_over_max_streams"} = %v, want 1`, n)
+	}
+}
+
+// counted reads the counter name{kind} from reg (0 if absent).
+func counted(t *testing.T, reg *prometheus.Registry, name, kind string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

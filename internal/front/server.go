@@ -146,7 +146,7 @@ func New(opts Options) *Server {
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		HTTP2:             http2Config(opts.Limits),
+		HTTP2:             http2Config(opts.Limits, newHTTP2Errors(opts.Registerer)),
 	}
 	s.slow.Protocols = new(http.Protocols)
 	s.slow.Protocols.SetHTTP1(true)
