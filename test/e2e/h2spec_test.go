@@ -15,14 +15,12 @@ import (
 	"sort"
 	"strconv"
 	"testing"
-
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
 )
 
 // TestH2SpecConformance runs h2spec, the HTTP/2 conformance suite (pinned
 // in go.mod as a tool), against surge over h2c with prior knowledge, and
-// against an empty x/net/http2 h2c server, the reference: every case the
+// against an empty Go h2c server (net/http's HTTP/2, which x/net/http2's
+// deprecated h2c package now points to), the reference: every case the
 // empty server passes, surge must pass too.
 //
 // surge is asked for an entry of /v0/entity, a native route, whose
@@ -61,7 +59,7 @@ func TestH2SpecConformance(t *testing.T) {
 	if ref.err != nil {
 		t.Fatal(ref.err)
 	}
-	t.Logf("h2spec: surge passes %d of %d, the empty x/net/http2 server %d", count(got, "pass"), len(got), count(ref.results, "pass"))
+	t.Logf("h2spec: surge passes %d of %d, the empty Go h2c server %d", count(got, "pass"), len(got), count(ref.results, "pass"))
 	for _, c := range sortedKeys(ref.results) {
 		if ref.results[c] == "pass" && got[c] != "pass" {
 			t.Errorf("%s: surge %s, the empty server passes", c, got[c])
@@ -90,7 +88,7 @@ func buildH2Spec(t *testing.T) string {
 	return bin
 }
 
-// serveEmptyH2C serves an empty handler over h2c with x/net/http2 on a
+// serveEmptyH2C serves an empty handler over h2c with net/http on a
 // loopback port until the test ends, and returns its address.
 func serveEmptyH2C(t *testing.T) string {
 	t.Helper()
@@ -99,9 +97,11 @@ func serveEmptyH2C(t *testing.T) string {
 		t.Fatal(err)
 	}
 	srv := &http.Server{
-		Handler:  h2c.NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), &http2.Server{}),
-		ErrorLog: log.New(io.Discard, "", 0), // h2spec's broken frames would fill the test's output
+		Handler:   http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		Protocols: new(http.Protocols),
+		ErrorLog:  log.New(io.Discard, "", 0), // h2spec's broken frames would fill the test's output
 	}
+	srv.Protocols.SetUnencryptedHTTP2(true)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	return ln.Addr().String()
