@@ -62,16 +62,11 @@ func TestHTTP2OpensOnceAndAcknowledgesAtOnce(t *testing.T) {
 	// Acknowledge, change a setting and ask, all at once: a server that
 	// answered both SETTINGS with one acknowledgement would leave one
 	// unanswered.
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "front"}, {":path", "/"}} {
-		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-	}
 	var batch bytes.Buffer
 	bf := http2.NewFramer(&batch, nil)
 	_ = bf.WriteSettingsAck()
 	_ = bf.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 2 << 20})
-	_ = bf.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
+	_ = bf.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: newRequestEncoder().encode("GET", "/", ""), EndStream: true, EndHeaders: true})
 	if _, err := c.Write(batch.Bytes()); err != nil {
 		t.Fatal(err)
 	}
@@ -136,56 +131,105 @@ func TestOpeningSettingsHoldForGRPC(t *testing.T) {
 
 // TestHTTP2RefusalsKeepTheConnection plays Go's HTTP/2 client against
 // refusals that come before the request body is sent: it sends a
-// request's headers, gets the refusal (413, the body unread) and resets
-// the answered stream with NO_ERROR, as Go's client does when the answer
-// beats the end of its body. Many times over on one connection, far past
-// the rapid-reset guard's burst: the connection must live on, neither told
-// to go away for the first refusal (net/http reads a Connection: close
-// header as GOAWAY) nor taken for a rapid reset, since answered streams
-// cost the server nothing more.
+// request's headers, gets the refusal (the body unread) and resets the
+// answered stream with NO_ERROR, as Go's client does when the answer beats
+// the end of its body. Many times over on one connection, far past the
+// rapid-reset guard's burst: the connection must live on, neither told to
+// go away for the first refusal (net/http reads a Connection: close header
+// as GOAWAY) nor taken for a rapid reset, since answered streams cost the
+// server nothing more. Refused as too large (413), and as overloaded
+// (503), which a client that queues past the stream limit meets.
 func TestHTTP2RefusalsKeepTheConnection(t *testing.T) {
-	small := Route{Pattern: "POST /small", MaxBody: 1, Handler: func(ctx *fasthttp.RequestCtx) {}}
-	opts := Options{Net: http.NotFoundHandler(), Routes: []Route{small}, GRPC: grpc.NewServer(),
-		Limits: Limits{MaxStreams: 5}, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
-	_, fr := h2Opened(t, opts)
-	const refusals = 200 // the guard's burst is 4 × MaxStreams
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for i := range refusals {
-		id := uint32(2*i + 1)
-		hb.Reset()
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "front"}, {":path", "/small"}, {"content-length", "10"}} {
-			_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-		}
-		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
-			t.Fatalf("refusal %d: %v", i, err)
-		}
-		status := ""
-		for ended := false; !ended; {
-			f, err := fr.ReadFrame()
-			if err != nil {
-				t.Fatalf("refusal %d: %v", i, err)
+	for _, tc := range []struct {
+		name   string
+		limits Limits
+		status string
+	}{
+		{"too_large", Limits{MaxStreams: 5}, "413"},
+		{"overloaded", Limits{MaxStreams: 5, MaxWork: 1}, "503"}, // a held stream takes the one unit
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hold := make(chan struct{})
+			defer close(hold)
+			held := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hold })
+			small := Route{Pattern: "POST /small", MaxBody: 1, Handler: func(ctx *fasthttp.RequestCtx) {}}
+			opts := Options{Net: held, Routes: []Route{small}, GRPC: grpc.NewServer(),
+				Limits: tc.limits, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+			_, fr := h2Opened(t, opts)
+			enc := newRequestEncoder()
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc.encode("GET", "/hold", ""), EndStream: true, EndHeaders: true}); err != nil {
+				t.Fatal(err)
 			}
-			switch f := f.(type) {
-			case *http2.GoAwayFrame:
-				t.Fatalf("refusal %d: GOAWAY %v %q", i, f.ErrCode, f.DebugData())
-			case *http2.SettingsFrame:
-				if !f.IsAck() {
-					_ = fr.WriteSettingsAck()
+			const refusals = 200 // the guard's burst is 4 × MaxStreams
+			for i := range refusals {
+				id := uint32(2*i + 3)
+				if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc.encode("POST", "/small", "10"), EndHeaders: true}); err != nil {
+					t.Fatalf("refusal %d: %v", i, err)
 				}
-			case *http2.MetaHeadersFrame:
-				if f.StreamID == id {
-					status, ended = f.PseudoValue("status"), f.StreamEnded()
+				if status := awaitEnd(t, fr, id); status != tc.status {
+					t.Fatalf("refusal %d: status %s, want %s", i, status, tc.status)
 				}
-			case *http2.DataFrame:
-				ended = f.StreamID == id && f.StreamEnded()
+				if err := fr.WriteRSTStream(id, http2.ErrCodeNo); err != nil {
+					t.Fatal(err)
+				}
 			}
+		})
+	}
+}
+
+// requestEncoder encodes request header blocks with one HPACK context.
+type requestEncoder struct {
+	buf bytes.Buffer
+	enc *hpack.Encoder
+}
+
+func newRequestEncoder() *requestEncoder {
+	e := new(requestEncoder)
+	e.enc = hpack.NewEncoder(&e.buf)
+	return e
+}
+
+// encode returns the header block of a request; contentLength "" sends
+// none.
+func (e *requestEncoder) encode(method, path, contentLength string) []byte {
+	e.buf.Reset()
+	fields := [][2]string{{":method", method}, {":scheme", "http"}, {":authority", "front"}, {":path", path}}
+	if contentLength != "" {
+		fields = append(fields, [2]string{"content-length", contentLength})
+	}
+	for _, f := range fields {
+		_ = e.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	return bytes.Clone(e.buf.Bytes())
+}
+
+// awaitEnd reads frames until the server ends stream id and returns the
+// answer's status; a GOAWAY fails the test.
+func awaitEnd(t *testing.T, fr *http2.Framer, id uint32) (status string) {
+	t.Helper()
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("stream %d: %v", id, err)
 		}
-		if status != "413" {
-			t.Fatalf("refusal %d: status %s, want 413", i, status)
-		}
-		if err := fr.WriteRSTStream(id, http2.ErrCodeNo); err != nil {
-			t.Fatal(err)
+		switch f := f.(type) {
+		case *http2.GoAwayFrame:
+			t.Fatalf("stream %d: GOAWAY %v %q", id, f.ErrCode, f.DebugData())
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = fr.WriteSettingsAck()
+			}
+		case *http2.MetaHeadersFrame:
+			if f.StreamID == id {
+				status = f.PseudoValue("status")
+				if f.StreamEnded() {
+					return status
+				}
+			}
+		case *http2.DataFrame:
+			if f.StreamID == id && f.StreamEnded() {
+				return status
+			}
 		}
 	}
 }
@@ -200,13 +244,9 @@ func TestHTTP2ErrorsCounted(t *testing.T) {
 		Limits: Limits{MaxStreams: 1}, Registerer: reg, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
 	_, fr := h2Opened(t, opts)
 	_ = fr.WriteSettingsAck()
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "front"}, {":path", "/"}} {
-		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-	}
+	enc := newRequestEncoder()
 	for _, id := range []uint32{1, 3} {
-		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc.encode("GET", "/", ""), EndStream: true, EndHeaders: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
