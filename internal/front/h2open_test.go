@@ -149,9 +149,9 @@ func TestHTTP2RefusalsKeepTheConnection(t *testing.T) {
 		{"overloaded", Limits{MaxStreams: 5, MaxWork: 1}, "503"}, // a held stream takes the one unit
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hold := make(chan struct{})
+			hold, holding := make(chan struct{}), make(chan struct{})
 			defer close(hold)
-			held := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hold })
+			held := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(holding); <-hold })
 			small := Route{Pattern: "POST /small", MaxBody: 1, Handler: func(ctx *fasthttp.RequestCtx) {}}
 			opts := Options{Net: held, Routes: []Route{small}, GRPC: grpc.NewServer(),
 				Limits: tc.limits, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
@@ -160,6 +160,7 @@ func TestHTTP2RefusalsKeepTheConnection(t *testing.T) {
 			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc.encode("GET", "/hold", ""), EndStream: true, EndHeaders: true}); err != nil {
 				t.Fatal(err)
 			}
+			<-holding // its unit of work taken
 			const refusals = 200 // the guard's burst is 4 × MaxStreams
 			for i := range refusals {
 				id := uint32(2*i + 3)
