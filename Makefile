@@ -20,7 +20,7 @@ ARGS     ?=
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: help proto run build test test-short test-cluster test-cluster-long bench bench-ledger bench-spike bench-h2-overload bench-all lint fmt-check vet staticcheck fuzz clean
+.PHONY: help proto run build test test-short h2spec test-cluster test-cluster-long bench bench-ledger bench-spike bench-h2-overload bench-all lint fmt-check vet staticcheck fuzz clean
 
 help: ## List targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -42,6 +42,9 @@ build: ## Build the binary into bin/surge
 
 test: ## THE test command: go test -race -count=1 ./... (fuzz seed corpora included)
 	$(GO) test -race -count=1 $(PKGS)
+
+h2spec: ## HTTP/2 conformance: h2spec (pinned in go.mod) against surge and an empty x/net/http2 server; part of make test
+	$(GO) test -count=1 -v -run 'TestH2SpecConformance$$' ./test/e2e/
 
 test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skips long tests)
 	$(GO) test -short -count=1 $(PKGS)

@@ -16,9 +16,11 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 )
 
 // testServer serves one native route, GET|POST /native/{id}, which
@@ -153,6 +155,12 @@ func TestGRPCConnectionsGoToGRPCServer(t *testing.T) {
 		if err != nil || res.Status != healthpb.HealthCheckResponse_SERVING {
 			t.Fatalf("gRPC health check: %v %v", res, err)
 		}
+	}
+	// A request far past the first stream window and frame size crosses
+	// the opening the front made for grpc-go (h2open.go).
+	_, err = healthpb.NewHealthClient(cc).Check(context.Background(), &healthpb.HealthCheckRequest{Service: strings.Repeat("s", 1<<20)})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("a 1 MiB health check: %v, want NotFound (an unknown service)", err)
 	}
 
 	tr := &http.Transport{Protocols: new(http.Protocols)}

@@ -28,6 +28,15 @@ import (
 // a frame that is a stream error, such as a WINDOW_UPDATE of 0, ends the
 // stream as a RST_STREAM would, at the server's initiative).
 //
+// Only resets that cost the server work for nothing count: the client's
+// of streams the server had not yet answered, and the server's with an
+// error code. A client resets an answered stream when the answer came
+// before the end of its request body (Go's client then sends RST_STREAM
+// NO_ERROR, as RFC 9113 §8.1 allows, and a server that answered without
+// reading the body sends one too), which every refusal that does not read
+// the body causes, 503 overloaded among them: counting those would close
+// a good client's connection, and all its streams, for being refused.
+//
 // grpc-go (v1.85) also lets a client grow the connection's flow-control
 // window past 2³¹−1; the watch keeps that window (the client's
 // WINDOW_UPDATEs less the server's DATA) and answers such a client with
@@ -38,16 +47,14 @@ const (
 	frameData         = 0x0
 	frameHeaders      = 0x1
 	frameRSTStream    = 0x3
+	flagEndStream     = 0x1
 	frameGoAway       = 0x7
 	frameWindowUpdate = 0x8
+	errNoError        = 0x0
 	errFlowControl    = 0x3
 	errEnhanceYourCal = 0xb
 	frameHeaderLen    = 9
 	clientPrefaceLen  = 24
-	// maxWindow is the largest a flow-control window may grow; a client
-	// that grows the connection's past it is in error (RFC 9113 §6.9.1).
-	maxWindow     = 1<<31 - 1
-	initialWindow = 65535
 )
 
 var errRapidReset = errors.New("front: too many streams reset by the client; GOAWAY sent")
@@ -70,14 +77,21 @@ type resetWatch struct {
 	// window is the connection's send window as the client grants it:
 	// its WINDOW_UPDATEs less the server's DATA.
 	window atomic.Int64
+
+	streamsMu sync.Mutex // the reader's and the writer's
+	streams   map[uint32]streamEnds
 }
+
+// streamEnds is which sides have ended a stream that is not yet closed.
+type streamEnds struct{ client, server bool }
 
 func newResetWatch(c net.Conn, g *guard) *resetWatch {
 	perSec := float64(g.limits.MaxStreams)
 	w := &resetWatch{
 		Conn: c, g: g,
-		resets: rate.NewLimiter(rate.Limit(perSec), 4*int(g.limits.MaxStreams)),
-		in:     frameSplitter{skip: clientPrefaceLen},
+		resets:  rate.NewLimiter(rate.Limit(perSec), 4*int(g.limits.MaxStreams)),
+		in:      frameSplitter{skip: clientPrefaceLen},
+		streams: make(map[uint32]streamEnds),
 	}
 	w.window.Store(initialWindow)
 	return w
@@ -92,10 +106,17 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 		switch h.typ {
 		case frameHeaders:
 			w.lastID = max(w.lastID, h.stream)
+			w.clientEnds(h.stream, true, h.flags&flagEndStream != 0)
+		case frameData:
+			if h.flags&flagEndStream != 0 {
+				w.clientEnds(h.stream, false, true)
+			}
 		case frameRSTStream:
-			w.countReset()
+			if w.unanswered(h.stream) {
+				w.countReset()
+			}
 		case frameWindowUpdate:
-			if h.stream == 0 && w.window.Add(int64(h.increment)) > maxWindow {
+			if h.stream == 0 && w.window.Add(int64(h.word)) > maxWindow {
 				w.trip(errFlowControl, reasonFlowControl)
 			}
 		}
@@ -132,8 +153,18 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 		switch h.typ {
 		case frameData:
 			w.window.Add(-int64(h.length))
-		case frameRSTStream: // a reset the client made the server send
-			w.countReset()
+			if h.flags&flagEndStream != 0 {
+				w.serverEnds(h.stream, false)
+			}
+		case frameHeaders:
+			if h.flags&flagEndStream != 0 {
+				w.serverEnds(h.stream, false)
+			}
+		case frameRSTStream:
+			w.serverEnds(h.stream, true)
+			if h.word != errNoError { // a reset the client made the server send
+				w.countReset()
+			}
 		}
 	})
 	if end < 0 {
@@ -149,6 +180,51 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 	}
 	w.held = append(w.held[:0], p[end:]...)
 	return len(p), nil
+}
+
+// clientEnds notes a client's frame on stream: HEADERS open it (and
+// may end the client's side, as ends says), DATA with END_STREAM end it.
+func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
+	w.streamsMu.Lock()
+	defer w.streamsMu.Unlock()
+	e, ok := w.streams[stream]
+	if !ok && !opens {
+		return
+	}
+	e.client = e.client || ends
+	w.keep(stream, e)
+}
+
+// serverEnds notes that the server ended stream: with END_STREAM, or
+// with RST_STREAM (reset), which closes it on both sides.
+func (w *resetWatch) serverEnds(stream uint32, reset bool) {
+	w.streamsMu.Lock()
+	defer w.streamsMu.Unlock()
+	e, ok := w.streams[stream]
+	if !ok {
+		return
+	}
+	e.server, e.client = true, e.client || reset
+	w.keep(stream, e)
+}
+
+// keep stores e, or forgets a stream both sides have ended.
+func (w *resetWatch) keep(stream uint32, e streamEnds) {
+	if e.client && e.server {
+		delete(w.streams, stream)
+		return
+	}
+	w.streams[stream] = e
+}
+
+// unanswered reports whether the client resets a stream it opened and
+// the server has not ended, and forgets the stream.
+func (w *resetWatch) unanswered(stream uint32) bool {
+	w.streamsMu.Lock()
+	defer w.streamsMu.Unlock()
+	e, ok := w.streams[stream]
+	delete(w.streams, stream)
+	return ok && !e.server
 }
 
 // Close sends a tripped connection's GOAWAY, if the server's last write
@@ -194,12 +270,15 @@ func goAway(lastStream, code uint32, debug string) []byte {
 	return append(b, debug...)
 }
 
-// frameHead is a frame's header, and for a WINDOW_UPDATE its increment.
+// frameHead is a frame's header, and for a WINDOW_UPDATE or a RST_STREAM
+// the one 31- or 32-bit word of its payload: the increment, or the error
+// code.
 type frameHead struct {
-	typ       byte
-	stream    uint32
-	length    int
-	increment uint32
+	typ    byte
+	flags  byte
+	stream uint32
+	length int
+	word   uint32
 }
 
 // frameSplitter finds frame headers in a byte stream fed in pieces.
@@ -207,13 +286,14 @@ type frameSplitter struct {
 	skip int // bytes before the next frame header: a payload, or the preface
 	hdr  [frameHeaderLen]byte
 	have int // bytes of hdr read
-	// A WINDOW_UPDATE's header waits here while its increment is read.
+	// A WINDOW_UPDATE's or RST_STREAM's header waits here while its word
+	// is read.
 	pending *frameHead
 	got     int
 }
 
 // split feeds p and calls f with each complete frame's header (a
-// WINDOW_UPDATE's once its increment is read). It returns where in p the
+// WINDOW_UPDATE's or RST_STREAM's once its word is read). It returns where in p the
 // last frame that p completes ends (0 if p starts on a boundary and
 // completes none), or -1 if p neither starts nor ends on a boundary.
 func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
@@ -224,7 +304,7 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 	for i < len(p) {
 		if s.skip > 0 {
 			k := min(s.skip, len(p)-i)
-			s.readIncrement(p[i:i+k], f)
+			s.readWord(p[i:i+k], f)
 			s.skip -= k
 			i += k
 			if s.atBoundary() {
@@ -240,8 +320,8 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 		}
 		s.have = 0
 		s.skip = int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
-		h := frameHead{typ: s.hdr[3], stream: binary.BigEndian.Uint32(s.hdr[5:]) & 0x7fffffff, length: s.skip}
-		if h.typ == frameWindowUpdate && h.length == 4 {
+		h := frameHead{typ: s.hdr[3], flags: s.hdr[4], stream: binary.BigEndian.Uint32(s.hdr[5:]) & 0x7fffffff, length: s.skip}
+		if (h.typ == frameWindowUpdate || h.typ == frameRSTStream) && h.length == 4 {
 			s.pending, s.got = &h, 0
 		} else {
 			f(h)
@@ -253,19 +333,21 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 	return end
 }
 
-// readIncrement reads what of a pending WINDOW_UPDATE's increment b
-// holds, and calls f once it is whole.
-func (s *frameSplitter) readIncrement(b []byte, f func(frameHead)) {
+// readWord reads what of a pending frame's word b holds, and calls f
+// once it is whole.
+func (s *frameSplitter) readWord(b []byte, f func(frameHead)) {
 	if s.pending == nil {
 		return
 	}
 	for _, c := range b[:min(len(b), 4-s.got)] {
-		s.pending.increment = s.pending.increment<<8 | uint32(c)
+		s.pending.word = s.pending.word<<8 | uint32(c)
 		s.got++
 	}
 	if s.got == 4 {
 		h := *s.pending
-		h.increment &= 0x7fffffff
+		if h.typ == frameWindowUpdate {
+			h.word &= 0x7fffffff // the reserved bit
+		}
 		s.pending = nil
 		f(h)
 	}

@@ -88,7 +88,7 @@ func TestFrameSplitterIncrement(t *testing.T) {
 		note := func(h frameHead) { got = append(got, h) }
 		s.split(all[:cut], note)
 		s.split(all[cut:], note)
-		want := []frameHead{{frameWindowUpdate, 0, 4, 1<<31 - 1}, {frameWindowUpdate, 5, 4, 0x01020304}}
+		want := []frameHead{{typ: frameWindowUpdate, length: 4, word: 1<<31 - 1}, {typ: frameWindowUpdate, stream: 5, length: 4, word: 0x01020304}}
 		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 			t.Fatalf("cut at %d: %+v, want %+v", cut, got, want)
 		}

@@ -13,7 +13,7 @@
 // of the wallet's gRPC-Web and Connect clients, which must notice a client
 // that leaves. Each connection is routed once, by its first request: an
 // HTTP/2 connection whose first request is gRPC goes to Options.GRPC (see
-// grpc.go); any other HTTP/2 connection, or a path under one of
+// h2open.go); any other HTTP/2 connection, or a path under one of
 // Options.SlowPrefixes, to net/http; anything else to fasthttp.
 //
 // Requests do not all arrive on the server that serves them best, since a
@@ -55,7 +55,7 @@ type Options struct {
 	Middleware func(http.Handler) http.Handler
 	Wrap       Wrap
 	// GRPC, when set, serves the connections whose first request is gRPC
-	// over HTTP/2 (see grpc.go); net/http serves them otherwise. Every
+	// over HTTP/2 (see h2open.go); net/http serves them otherwise. Every
 	// later request on such a connection goes to GRPC too.
 	GRPC GRPCServer
 	// OnNetRequest is NetHandler's.
@@ -148,7 +148,7 @@ func New(opts Options) *Server {
 		IdleTimeout:       opts.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderList,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		HTTP2:             http2Config(opts.Limits),
+		HTTP2:             http2Config(opts.Limits, newHTTP2Errors(opts.Registerer)),
 	}
 	s.slow.Protocols = new(http.Protocols)
 	s.slow.Protocols.SetHTTP1(true)
@@ -164,6 +164,13 @@ func (s *Server) RegisterOnShutdown(f func()) { s.slow.RegisterOnShutdown(f) }
 // returns http.ErrServerClosed after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	qs := queues{fast: newQueue(ln.Addr()), slow: newQueue(ln.Addr())}
+	if s.opts.GRPC != nil {
+		settings, err := openingSettings(s.slow)
+		if err != nil {
+			return err
+		}
+		qs.h2Settings = settings
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -203,8 +210,12 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // queues hand routed connections to each server; grpc is nil without
-// Options.GRPC.
-type queues struct{ fast, slow, grpc *queue }
+// Options.GRPC, and h2Settings, the SETTINGS frame the front opens HTTP/2
+// connections with when it must choose their server (h2open.go), with it.
+type queues struct {
+	fast, slow, grpc *queue
+	h2Settings       []byte
+}
 
 // route reads the start of c's first request and hands c to its server.
 func (s *Server) route(c net.Conn, qs queues) {
@@ -216,14 +227,14 @@ func (s *Server) route(c net.Conn, qs queues) {
 	method, path := requestTarget(head)
 	switch {
 	case bytes.Equal(method, preface) && qs.grpc != nil:
-		replay, isGRPC, err := sniffHTTP2(c, head, s.opts.HeaderTimeout, s.opts.Limits.MaxStreams)
+		replay, opening, err := sniffHTTP2(c, head, s.opts.HeaderTimeout, qs.h2Settings)
 		switch {
 		case err != nil:
 			_ = c.Close()
-		case isGRPC:
-			qs.grpc.put(newResetWatch(&replayConn{Conn: c, head: replay}, s.guard))
+		case opening.isGRPC:
+			qs.grpc.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
 		default:
-			qs.slow.put(newResetWatch(&replayConn{Conn: c, head: replay}, s.guard))
+			qs.slow.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
 		}
 	case bytes.Equal(method, preface):
 		qs.slow.put(newResetWatch(&replayConn{Conn: c, head: head}, s.guard))

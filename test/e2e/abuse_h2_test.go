@@ -19,6 +19,9 @@ type h2Client struct {
 	enc   *hpack.Encoder
 	block bytes.Buffer
 	mu    sync.Mutex // orders the framer's writes
+	// openingStreams is the stream limit of the server's first SETTINGS
+	// (0: none).
+	openingStreams uint32
 }
 
 // write calls w with the framer, one writer at a time.
@@ -43,9 +46,11 @@ func dialH2(t *testing.T, s *server) *h2Client {
 	// Acknowledge the server's first SETTINGS before anything else, as a
 	// client that waits for the server's preface does.
 	f, err := http2.NewFramer(nil, c).ReadFrame()
-	if sf, ok := f.(*http2.SettingsFrame); err != nil || !ok || sf.IsAck() {
+	sf, ok := f.(*http2.SettingsFrame)
+	if err != nil || !ok || sf.IsAck() {
 		t.Fatalf("the server's first frame: %v %v, want SETTINGS", f, err)
 	}
+	h.openingStreams, _ = sf.Value(http2.SettingMaxConcurrentStreams)
 	if err := h.fr.WriteSettingsAck(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,15 +161,26 @@ func (h *h2Client) burst(pairs int, block []byte, second func(fr *http2.Framer, 
 }
 
 // TestAbuseStreamLimit: the gRPC server and net/http's HTTP/2 both
-// advertise a bound on a connection's concurrent streams (--max-streams).
+// advertise a bound on a connection's concurrent streams (--max-streams):
+// net/http in the connection's opening, which the front sends as net/http
+// would, grpc-go in SETTINGS of its own after it.
 func TestAbuseStreamLimit(t *testing.T) {
 	s := start(t, t.TempDir(), "--max-streams", "100")
-	for _, tc := range []struct{ name, path, contentType string }{
-		{"grpc", "/surge.wallet.v1.WalletService/Balance", "application/grpc"},
-		{"net_http", "/healthz", "application/json"},
+	for _, tc := range []struct {
+		name, path, contentType string
+		inOpening               bool
+	}{
+		{"grpc", "/surge.wallet.v1.WalletService/Balance", "application/grpc", false},
+		{"net_http", "/healthz", "application/json", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := dialH2(t, s)
+			if tc.inOpening {
+				if h.openingStreams != 100 {
+					t.Fatalf("the opening's SETTINGS_MAX_CONCURRENT_STREAMS = %d (0: none), want 100", h.openingStreams)
+				}
+				return
+			}
 			block := h.headers("GET", tc.path, tc.contentType)
 			ping := [8]byte{'l', 'i', 'm', 'i', 't'}
 			advertised := make(chan uint32, 1)
