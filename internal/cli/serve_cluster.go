@@ -57,11 +57,10 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
-	ln, err := listen(c.addr)
+	ln, tc, err := openPort(c, out, logger)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
 	var api *ledgerapi.API
 	kc := kafkalog.Config{
 		Brokers: strings.Split(c.cluster.kafka, ","), Cluster: c.cluster.name,
@@ -97,7 +96,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	srv := clusterFront(c, n, api, tix, wallet, reg, logger)
 	fmt.Fprintf(out, "surge: node %s of cluster %s on %s (%d partitions)\n", n.ID(), c.cluster.name, c.cluster.kafka, c.cluster.partitions)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(secured(ln, tc)) }()
 	go worldOnce(ctx, n, logger)
 	select {
 	case err := <-served:
