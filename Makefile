@@ -46,7 +46,7 @@ test: ## THE test command: go test -race -count=1 ./... (fuzz seed corpora inclu
 test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skips long tests)
 	$(GO) test -short -count=1 $(PKGS)
 
-test-cluster: ## Cluster tests: 3 brokers, one killed; 3 surge nodes, one killed; routes, the wallet, two-phase and atomic batches on any node (~4 min; Java + Maven)
+test-cluster: ## Cluster tests: 3 brokers, one killed; 3 surge nodes, one killed (on plain and on SASL_SSL brokers); routes, the wallet, two-phase and atomic batches on any node (~4 min; Java + Maven)
 	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestBrokerDeath' ./internal/cluster/...
 	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestClusterSurvivesANodesKill|TestClusterServesOnAnyNode|TestClusterWallet|TestClusterSellsSeatsOnce|TestClusterTwoPhaseAndAtomic' ./test/e2e/
 

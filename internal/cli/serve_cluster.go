@@ -35,6 +35,7 @@ type clusterConfig struct {
 	name       string
 	partitions int
 	session    time.Duration
+	security   kafkaSecurity
 }
 
 func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
@@ -42,6 +43,7 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 	f.StringVar(&c.name, "cluster", kafkalog.DefaultCluster, "with --kafka: the cluster's name, which names its topics and consumer group")
 	f.IntVar(&c.partitions, "partitions", 6, "with --kafka: partitions (shards) of the cluster's topics, used when they are created and checked against them afterwards")
 	f.DurationVar(&c.session, "session-timeout", 6*time.Second, "with --kafka: how long a silent node keeps its partitions before the others take them (at least the brokers' group.min.session.timeout.ms)")
+	addKafkaSecurityFlags(f, &c.security)
 }
 
 // serveCluster runs surge as a node of a cluster on Kafka: the ledger's,
@@ -57,15 +59,18 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
+	kc := kafkalog.Config{
+		Brokers: strings.Split(c.cluster.kafka, ","), Cluster: c.cluster.name,
+		Partitions: int32(c.cluster.partitions), SessionTimeout: c.cluster.session,
+	}
+	if err := c.cluster.security.secure(ctx, &kc); err != nil {
+		return err
+	}
 	ln, tc, err := openPort(c, out, logger)
 	if err != nil {
 		return err
 	}
 	var api *ledgerapi.API
-	kc := kafkalog.Config{
-		Brokers: strings.Split(c.cluster.kafka, ","), Cluster: c.cluster.name,
-		Partitions: int32(c.cluster.partitions), SessionTimeout: c.cluster.session,
-	}
 	n, err := node.Start(ctx, node.Config{
 		Kafka: kc,
 		Dir:   dir, Currency: c.currency, MaxBatch: c.maxBatch, Logger: logger,

@@ -39,6 +39,12 @@ func startCluster(t *testing.T, brokers, n int, extra ...string) *clusterNodes {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k.Stop() })
+	return startNodes(t, k, n, extra...)
+}
+
+// startNodes starts n surge nodes on Kafka k, each given the flags extra
+// too.
+func startNodes(t *testing.T, k *kafkatest.Cluster, n int, extra ...string) *clusterNodes {
 	c := &clusterNodes{t: t, kafka: k, alive: make([]atomic.Bool, n),
 		args: []string{"--kafka", strings.Join(k.Brokers, ","), "--partitions", "6", "--session-timeout", "3s"}}
 	c.args = append(c.args, extra...)

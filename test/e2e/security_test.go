@@ -33,16 +33,22 @@ func TestRefusesPlaintextOffLoopback(t *testing.T) {
 // listening, and returns its output, lower-cased.
 func wantRefusal(t *testing.T, args ...string) string {
 	t.Helper()
-	s := launch(t, args, nil)
+	return awaitRefusal(t, launch(t, args, nil))
+}
+
+// awaitRefusal waits for s to exit non-zero without listening and
+// returns its output, lower-cased.
+func awaitRefusal(t *testing.T, s *server) string {
+	t.Helper()
 	select {
 	case <-s.exited:
 	case u := <-s.listen:
-		t.Fatalf("server started on %s; it must refuse", u)
+		t.Fatalf("%s started on %s; it must refuse", s.name, u)
 	case <-time.After(startTimeout):
-		t.Fatalf("server neither exited nor listened within %v", startTimeout)
+		t.Fatalf("%s neither exited nor listened within %v", s.name, startTimeout)
 	}
 	if s.err == nil {
-		t.Errorf("exit status 0; refusing to start must exit non-zero")
+		t.Errorf("%s: exit status 0; refusing to start must exit non-zero", s.name)
 	}
 	return strings.ToLower(s.out.String())
 }
