@@ -249,6 +249,7 @@ type process struct {
 	face      *vmr.Face
 	dash      *dashboard.Dashboard
 	admission *front.Admission
+	reg       *prometheus.Registry
 	// ready is what ticketing's routes are told; the ledger's API keeps
 	// its own (SetReady, SetUnready).
 	ready atomic.Bool
@@ -274,6 +275,8 @@ func openProcess(ctx context.Context, c serveConfig, dir string, reg *prometheus
 		ledger, box = ledgerapi.Traced(ledger), ticketapi.Traced(box)
 	}
 	p.api = ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	p.reg = reg
+	registerReady(reg, p.api.Ready)
 	if p.kvdb, err = openKV(dir, c, faults.hook("kv")); err != nil {
 		p.close()
 		return nil, err
@@ -358,7 +361,7 @@ func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, t
 		p.ready.Store(false)
 	}
 	faults.reportTo(unready)
-	defer checkTables(ctx, logger, []namedStore{{"ledger", p.eng.Store()}, {"kv", p.kvdb}}, unready)()
+	defer checkTables(ctx, logger, []namedStore{{"ledger", p.eng.Store()}, {"kv", p.kvdb}}, unready, p.reg)()
 	restart := make(chan error, 1)
 	go func() { restart <- faults.resumeWhenWritable(ctx, dir, ln, func() { stopServing(srv, logger) }) }()
 	select {

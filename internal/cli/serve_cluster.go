@@ -85,6 +85,8 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	defer n.Close()
 	api = ledgerapi.New(n.Ledger(), ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
 	api.SetReady(n.Ready())
+	registerReady(reg, api.Ready)
+	registerPartitions(reg, n, c.cluster.partitions)
 	// Every node signs hold tokens with the cluster's secret, so that a
 	// token from one node cancels on any.
 	holdSecret, err := clusterHoldSecret(ctx, n.Tickets(), logger)
