@@ -321,3 +321,21 @@ func goTool(t *testing.T, pkg string) string {
 	}
 	return filepath.Join(dir, filepath.Base(strings.SplitN(pkg, "@", 2)[0]))
 }
+
+// TestHealthcheck: `surge healthcheck` exits 0 for a ready server, over
+// TLS when given the server's --tls-cert (through the same SURGE_*
+// variables as serve), and 1, saying why, for a port nothing serves.
+func TestHealthcheck(t *testing.T) {
+	pki := newTestPKI(t, "surge-test")
+	cert := pki.issue(t, "server", "", "", "127.0.0.1")
+	srv := startTLS(t, pki, cert, nil)
+	check := exec.Command(binPath, "healthcheck")
+	check.Env = append(childEnv(), "SURGE_ADDR="+strings.TrimPrefix(srv.url, "https://"), "SURGE_TLS_CERT="+cert.certFile, "SURGE_TLS_KEY="+cert.keyFile)
+	if out, err := check.CombinedOutput(); err != nil || !strings.Contains(string(out), "ready") {
+		t.Errorf("healthcheck of a ready TLS server: %v %s", err, out)
+	}
+	out, err := exec.Command(binPath, "healthcheck", "--addr", freeLoopbackAddr(t)).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "healthcheck") {
+		t.Errorf("healthcheck of a port nothing serves: %v %s", err, out)
+	}
+}
