@@ -64,18 +64,7 @@ scrape_configs:
 	api := "http://" + freeLoopbackAddr(t)
 	prom := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address="+strings.TrimPrefix(api, "http://"))
-	var log procOutput
-	prom.Stdout, prom.Stderr = &log, &log
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = prom.Process.Kill()
-		_ = prom.Wait()
-		if t.Failed() {
-			t.Logf("prometheus output:\n%s", log.tail(outputTailBytes))
-		}
-	})
+	startProcess(t, "prometheus", prom)
 
 	poll(t, startTimeout, "prometheus to find its surge target up", func() (bool, string) {
 		var targets struct {
@@ -115,6 +104,24 @@ scrape_configs:
 			t.Errorf("rule %s: health %s, error %q", r.Name, r.Health, r.LastError)
 		}
 	}
+}
+
+// startProcess starts cmd, kills it when the test ends, and logs its
+// output if the test failed.
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) {
+	t.Helper()
+	var log procOutput
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, log.tail(outputTailBytes))
+		}
+	})
 }
 
 // promGet calls Prometheus' HTTP API and decodes its data into out.

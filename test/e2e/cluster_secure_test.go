@@ -115,16 +115,7 @@ func TestClusterSurvivesANodesKillOverSASLSSL(t *testing.T) {
 		t.Skip("cluster tests run with SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster)")
 	}
 	k := startSecureKafka(t, 1)
-	c := startNodes(t, k.Cluster, 3, append(k.securityArgs("SCRAM-SHA-512", k.pki.caFile), "--kafka-sasl-password-file", k.passwordFile)...)
-	c.loseNothing(t, func() {
-		c.alive[2].Store(false)
-		c.nodes[2].kill()
-	})
-	c.nodes[2] = start(t, c.dirs[2], c.args...)
-	c.alive[2].Store(true)
-	if _, r, err := c.nodes[2].c.Stats(); err != nil || r.Status != http.StatusOK {
-		t.Fatalf("the restarted node does not serve the ledger: %v %v", r, err)
-	}
+	startNodes(t, k.Cluster, 3, append(k.securityArgs("SCRAM-SHA-512", k.pki.caFile), "--kafka-sasl-password-file", k.passwordFile)...).survivesANodesKill(t)
 }
 
 // lastLine is the last non-empty line of out.

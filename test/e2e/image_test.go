@@ -74,19 +74,7 @@ func TestImage(t *testing.T) {
 
 	addr := freeLoopbackAddr(t)
 	tlsEnv := []string{"SURGE_ADDR=" + addr, "SURGE_TLS_CERT=/server.pem", "SURGE_TLS_KEY=/server-key.pem"}
-	serve := asImageUser(fsRoot, cfg, tlsEnv, slices.Concat(cfg.Entrypoint, cfg.Cmd)...)
-	var log procOutput
-	serve.Stdout, serve.Stderr = &log, &log
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = serve.Process.Kill()
-		_ = serve.Wait()
-		if t.Failed() {
-			t.Logf("surge in the image:\n%s", log.tail(outputTailBytes))
-		}
-	})
+	startProcess(t, "surge in the image", asImageUser(fsRoot, cfg, tlsEnv, slices.Concat(cfg.Entrypoint, cfg.Cmd)...))
 	poll(t, startTimeout, "the image's health check to pass over TLS", func() (bool, string) {
 		out, err := asImageUser(fsRoot, cfg, tlsEnv, "/surge", "healthcheck").CombinedOutput()
 		return err == nil, string(out)

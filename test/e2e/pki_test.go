@@ -31,15 +31,9 @@ type testPKI struct {
 func newTestPKI(t testing.TB, name string) *testPKI {
 	t.Helper()
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
+	tmpl := template(t, name)
+	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		t.Fatal(err)
@@ -71,14 +65,9 @@ func (p *testPKI) issue(t testing.TB, name, certFile, keyFile string, hosts ...s
 		certFile, keyFile = filepath.Join(p.dir, name+".pem"), filepath.Join(p.dir, name+"-key.pem")
 	}
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: name},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
+	tmpl := template(t, name)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
@@ -123,13 +112,20 @@ func newKey(t testing.TB) *ecdsa.PrivateKey {
 	return key
 }
 
-func serial(t testing.TB) *big.Int {
+// template is a certificate named name with a random serial, valid from
+// an hour ago for a day.
+func template(t testing.TB, name string) *x509.Certificate {
 	t.Helper()
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}
 }
 
 // writePEM writes one PEM block to name, readable by its owner only.
