@@ -349,8 +349,9 @@ func (p *process) front(c serveConfig, cors *browser.CORS, tp trace.TracerProvid
 	return srv
 }
 
-// run serves ln (with TLS tc, if not nil) until ctx ends, then shuts down; a storage fault's
-// restart in place (resumeWhenWritable) ends it too.
+// run serves ln (with TLS tc, if not nil) until ctx ends, then shuts
+// down; a storage fault's restart in place (resumeWhenWritable) ends it
+// too.
 func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, tc *tls.Config, dir string, faults *storageFaults, logger *slog.Logger) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(secured(ln, tc)) }()
