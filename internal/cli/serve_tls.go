@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
 
 	"github.com/spf13/pflag"
 
@@ -106,5 +107,47 @@ func secured(ln net.Listener, tc *tls.Config) net.Listener {
 	if tc == nil {
 		return ln
 	}
-	return tls.NewListener(ln, tc)
+	return tlsListener{Listener: ln, config: tc}
+}
+
+// tlsListener accepts TLS connections whose handshake waits for their
+// first read.
+type tlsListener struct {
+	net.Listener
+	config *tls.Config
+}
+
+func (l tlsListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &serverConn{Conn: tls.Server(c, l.config)}, nil
+}
+
+// errUnshaken refuses a write to a connection nobody has read from.
+var errUnshaken = errors.New("tls: nothing is written before the client's handshake is read")
+
+// serverConn is a TLS connection that writes nothing before it has been
+// read from. Every server reads a connection's first bytes before it
+// writes, except the front door refusing a connection past --max-conns as
+// it accepts it: over TLS that plaintext answer would be noise to the
+// client, and writing it would run the handshake in the accept loop,
+// waiting on a client that may never send its hello. Such a connection is
+// closed without an answer.
+type serverConn struct {
+	*tls.Conn
+	read atomic.Bool
+}
+
+func (c *serverConn) Read(p []byte) (int, error) {
+	c.read.Store(true)
+	return c.Conn.Read(p)
+}
+
+func (c *serverConn) Write(p []byte) (int, error) {
+	if !c.read.Load() {
+		return 0, errUnshaken
+	}
+	return c.Conn.Write(p)
 }

@@ -41,7 +41,13 @@ func serveStarting(ln net.Listener, tc *tls.Config, log *slog.Logger) (*starting
 		http.Error(w, fmt.Sprintf("not ready: recovering storage for %v", time.Since(s.began).Round(time.Millisecond)), http.StatusServiceUnavailable)
 	})
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(secured(handover{tl}, tc)) }()
+	var l net.Listener = handover{tl}
+	if tc != nil {
+		// tls.NewListener's own connections, which net/http recognises
+		// to serve HTTP/2 to the clients that chose it by ALPN.
+		l = tls.NewListener(l, tc)
+	}
+	go func() { _ = s.srv.Serve(l) }()
 	go s.progress(log)
 	return s, nil
 }

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -338,4 +342,44 @@ func TestHealthcheck(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "healthcheck") {
 		t.Errorf("healthcheck of a port nothing serves: %v %s", err, out)
 	}
+}
+
+// TestTLSMaxConnsSilentClientHoldsNoAccept: past --max-conns over TLS, a
+// client that connects and never sends its hello is closed at once, and
+// the accept loop goes on: once a slot frees up, a new client is served.
+// (Answering it the plaintext 503 would run its handshake in the accept
+// loop, waiting on a hello that never comes.)
+func TestTLSMaxConnsSilentClientHoldsNoAccept(t *testing.T) {
+	const limit = 4
+	pki := newTestPKI(t, "surge-test")
+	srv := startTLS(t, pki, pki.issue(t, "server", "", "", "127.0.0.1"), nil, "--max-conns", strconv.Itoa(limit))
+	srv.c.hc.CloseIdleConnections()
+	addr := strings.TrimPrefix(srv.url, "https://")
+	var held []*tls.Conn
+	for range limit {
+		c, err := tls.Dial("tcp", addr, pki.clientTLS(t, nil))
+		if err != nil {
+			t.Fatalf("a connection under the limit: %v", err)
+		}
+		held = append(held, c)
+	}
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	_ = silent.SetReadDeadline(time.Now().Add(startTimeout)) // a bound, should the server never close it
+	if n, err := silent.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("a silent connection past --max-conns: read %d, %v; want it closed at once", n, err)
+	}
+	for _, c := range held {
+		_ = c.Close()
+	}
+	poll(t, startTimeout, "a client served once a slot frees up", func() (bool, string) {
+		resp, err := srv.c.raw(http.MethodGet, "/readyz", "", nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.Status == http.StatusOK, resp.String()
+	})
 }
