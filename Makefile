@@ -20,7 +20,7 @@ ARGS     ?=
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: help proto run build test test-short h2spec test-cluster test-cluster-long bench bench-ledger bench-spike bench-h2-overload bench-all lint fmt-check vet staticcheck fuzz clean
+.PHONY: help proto run build image test test-short h2spec test-cluster test-cluster-long test-image bench bench-ledger bench-spike bench-h2-overload bench-all lint fmt-check vet staticcheck fuzz clean
 
 help: ## List targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,6 +40,9 @@ run: ## Run the server: go run ./cmd/surge serve [ARGS=...]
 build: ## Build the binary into bin/surge
 	$(GO) build -o $(BIN) ./cmd/surge
 
+image: ## Container image from scratch (Dockerfile): scripts/image.sh with podman or buildah, tag surge:dev
+	scripts/image.sh surge:dev
+
 test: ## THE test command: go test -race -count=1 ./... (fuzz seed corpora included)
 	$(GO) test -race -count=1 $(PKGS)
 
@@ -49,12 +52,15 @@ h2spec: ## HTTP/2 conformance: h2spec (pinned in go.mod) against surge and an em
 test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skips long tests)
 	$(GO) test -short -count=1 $(PKGS)
 
-test-cluster: ## Cluster tests: 3 brokers, one killed; 3 surge nodes, one killed; routes, the wallet, two-phase and atomic batches on any node (~4 min; Java + Maven)
+test-cluster: ## Cluster tests: 3 brokers, one killed; 3 surge nodes, one killed (on plain and on SASL_SSL brokers); routes, the wallet, two-phase and atomic batches on any node (~4 min; Java + Maven)
 	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestBrokerDeath' ./internal/cluster/...
 	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestClusterSurvivesANodesKill|TestClusterServesOnAnyNode|TestClusterWallet|TestClusterSellsSeatsOnce|TestClusterTwoPhaseAndAtomic' ./test/e2e/
 
 test-cluster-long: ## 3 brokers and 3 surge nodes, one broker killed under load (~3 min; Java + Maven)
 	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -timeout 20m -run 'TestClusterSurvivesABrokersKill' ./test/e2e/
+
+test-image: ## Build the image with podman and run its surge as the image's user (root: chroot; minutes for the static build)
+	SURGE_IMAGE_TESTS=1 $(GO) test -count=1 -run 'TestImage' ./test/e2e/
 
 bench: ## Go benchmarks only (no tests): go test -bench=. -benchmem ./...
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)

@@ -4,11 +4,19 @@
 # Maven, and are cached; it runs on the machine's Java 17.
 #
 #   scripts/kafka.sh fetch              copy the broker's jars into the cache (needs mvn once)
-#   scripts/kafka.sh start [-n N] [-d DIR]
+#   scripts/kafka.sh start [-n N] [-d DIR] [-s SECDIR]
 #                                       start N combined broker+controller nodes (default 1; with
 #                                       N > 1 internal topics get replication factor N and
 #                                       min.insync.replicas 2), wait until each serves, print the
-#                                       bootstrap address (host:port,...) as the only stdout line
+#                                       bootstrap address (host:port,...) as the only stdout line.
+#                                       With -s, clients get a SASL_SSL listener instead (its
+#                                       addresses are the bootstrap; brokers and controllers still
+#                                       talk PLAINTEXT among themselves on loopback), made from
+#                                       SECDIR's files: broker.pem (the brokers' PKCS#8 private key
+#                                       and certificate chain, PEM), ca.pem (authorities whose
+#                                       client certificate every client must show) and users (one
+#                                       "NAME PASSWORD" a line, each given PLAIN, SCRAM-SHA-256 and
+#                                       SCRAM-SHA-512 credentials)
 #   scripts/kafka.sh stop DIR           stop the nodes (SIGTERM, then SIGKILL after 30 s) and
 #                                       delete DIR
 #   scripts/kafka.sh kill DIR I         kill -9 node I (1-based), to test a broker's death
@@ -59,19 +67,23 @@ free_ports() {
   printf '%s\n' "${got[@]}"
 }
 
-write_config() { # write_config DIR I N VOTERS BROKER_PORT CONTROLLER_PORT
-  local dir=$1 i=$2 n=$3 voters=$4 bport=$5 cport=$6 isr=1
+write_config() { # write_config DIR I N VOTERS BROKER_PORT CONTROLLER_PORT [SECURE_PORT SECDIR]
+  local dir=$1 i=$2 n=$3 voters=$4 bport=$5 cport=$6 sport=${7:-} sec=${8:-} isr=1
   [ "$n" -gt 1 ] && isr=2
   mkdir -p "$dir/node-$i/data"
+  local listeners="PLAINTEXT://127.0.0.1:$bport" protocols="PLAINTEXT:PLAINTEXT"
+  if [ -n "$sport" ]; then
+    listeners+=",SASL_SSL://127.0.0.1:$sport" protocols+=",SASL_SSL:SASL_SSL"
+  fi
   cat >"$dir/node-$i/server.properties" <<EOF
 process.roles=broker,controller
 node.id=$i
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$bport,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$bport
+listeners=$listeners,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=$listeners
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$protocols,CONTROLLER:PLAINTEXT
 log.dirs=$dir/node-$i/data
 auto.create.topics.enable=false
 num.partitions=1
@@ -88,6 +100,7 @@ group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=2000
 transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 EOF
+  [ -z "$sec" ] || secure_config "$sec" >>"$dir/node-$i/server.properties"
   cat >"$dir/node-$i/log4j2.properties" <<EOF
 status = warn
 appender.file.type = File
@@ -98,6 +111,33 @@ appender.file.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = FILE
 EOF
+}
+
+secure_config() { # secure_config SECDIR: the SASL_SSL listener's properties
+  local sec=$1 l=listener.name.sasl_ssl name pw plain=""
+  while read -r name pw; do
+    [ -n "$name" ] && plain+=" user_$name=\"$pw\""
+  done <"$sec/users"
+  cat <<EOF
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+$l.ssl.keystore.type=PEM
+$l.ssl.keystore.location=$sec/broker.pem
+$l.ssl.truststore.type=PEM
+$l.ssl.truststore.location=$sec/ca.pem
+$l.ssl.client.auth=required
+$l.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$plain;
+$l.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+$l.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+EOF
+}
+
+scram_users() { # scram_users SECDIR: kafka-storage format's --add-scram arguments, one a line
+  local name pw
+  while read -r name pw; do
+    [ -n "$name" ] || continue
+    printf '%s\n' --add-scram "SCRAM-SHA-256=[name=$name,password=$pw]" \
+      --add-scram "SCRAM-SHA-512=[name=$name,password=$pw]"
+  done <"$1/users"
 }
 
 java_node() { # java_node DIR I MAINCLASS ARGS...: exec the JVM of node I (call it in a subshell)
@@ -123,24 +163,37 @@ wait_started() { # wait_started DIR I: until node I logs that it serves, or fail
 }
 
 start() {
-  local n=1 dir="" i
-  while getopts 'n:d:' opt; do
-    case $opt in n) n=$OPTARG ;; d) dir=$OPTARG ;; *) die "usage: start [-n N] [-d DIR]" ;; esac
+  local n=1 dir="" sec="" i f
+  while getopts 'n:d:s:' opt; do
+    case $opt in
+      n) n=$OPTARG ;; d) dir=$OPTARG ;; s) sec=$OPTARG ;;
+      *) die "usage: start [-n N] [-d DIR] [-s SECDIR]" ;;
+    esac
   done
   [[ $n =~ ^[1-9][0-9]*$ ]] || die "-n wants a positive count, got '$n'"
+  if [ -n "$sec" ]; then
+    sec=$(cd "$sec" && pwd) || die "no directory $sec"
+    for f in broker.pem ca.pem users; do [ -f "$sec/$f" ] || die "-s $sec: no $f in it"; done
+  fi
   fetch
   [ -n "$dir" ] || { dir=$(mktemp -d -t surge-kafka.XXXXXX); echo "kafka.sh: cluster dir $dir" >&2; }
   mkdir -p "$dir" && dir=$(cd "$dir" && pwd)
-  local ports voters="" bootstrap="" id
-  mapfile -t ports < <(free_ports $(( 2 * n )))
-  for (( i = 1; i <= n; i++ )); do
-    voters+="${voters:+,}$i@127.0.0.1:${ports[2*i-1]}"
-    bootstrap+="${bootstrap:+,}127.0.0.1:${ports[2*i-2]}"
+  local ports voters="" bootstrap="" id scram=()
+  mapfile -t ports < <(free_ports $(( 3 * n )))
+  for (( i = 1; i <= n; i++ )); do # node i: broker, controller and SASL_SSL ports
+    voters+="${voters:+,}$i@127.0.0.1:${ports[3*i-2]}"
+    if [ -n "$sec" ]; then
+      bootstrap+="${bootstrap:+,}127.0.0.1:${ports[3*i-1]}"
+    else
+      bootstrap+="${bootstrap:+,}127.0.0.1:${ports[3*i-3]}"
+    fi
   done
+  [ -z "$sec" ] || mapfile -t scram < <(scram_users "$sec")
   id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | cut -c1-22)
   for (( i = 1; i <= n; i++ )); do
-    write_config "$dir" "$i" "$n" "$voters" "${ports[2*i-2]}" "${ports[2*i-1]}"
-    ( java_node "$dir" "$i" kafka.tools.StorageTool format --cluster-id="$id" \
+    write_config "$dir" "$i" "$n" "$voters" "${ports[3*i-3]}" "${ports[3*i-2]}" \
+      "${sec:+${ports[3*i-1]}}" "$sec"
+    ( java_node "$dir" "$i" kafka.tools.StorageTool format --cluster-id="$id" "${scram[@]}" \
       -c "$dir/node-$i/server.properties" >"$dir/node-$i/format.log" 2>&1 ) ||
       { cat "$dir/node-$i/format.log" >&2; die "formatting node $i failed"; }
     ( java_node "$dir" "$i" kafka.Kafka "$dir/node-$i/server.properties" \
@@ -179,5 +232,5 @@ case ${1:-} in
   start) shift; start "$@" ;;
   stop) [ $# -eq 2 ] || die "usage: stop DIR"; stop "$2" ;;
   kill) [ $# -eq 3 ] || die "usage: kill DIR I"; kill_node "$2" "$3" ;;
-  *) die "usage: kafka.sh fetch | start [-n N] [-d DIR] | stop DIR | kill DIR I" ;;
+  *) die "usage: kafka.sh fetch | start [-n N] [-d DIR] [-s SECDIR] | stop DIR | kill DIR I" ;;
 esac

@@ -105,7 +105,7 @@ func addSpikeCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions)
 
 // addSpikeHTTP2Flags defines the flags of the HTTP/2 transport.
 func addSpikeHTTP2Flags(fs *pflag.FlagSet, cfg *spike.SpikeConfig) {
-	fs.BoolVar(&cfg.HTTP2, "http2", cfg.HTTP2, "send over --conns HTTP/2 connections (h2c, prior knowledge), the workers' requests as concurrent streams on them")
+	fs.BoolVar(&cfg.HTTP2, "http2", cfg.HTTP2, "send over --conns HTTP/2 connections (h2c with prior knowledge to an http:// target, HTTP/2 over TLS to an https:// one), the workers' requests as concurrent streams on them")
 	fs.IntVar(&cfg.Conns, "conns", 16, "HTTP/2 connections of --http2")
 	fs.BoolVar(&cfg.Ceiling, "ceiling", cfg.Ceiling, "after the spike, run the same HTTP/2 client shape against an empty Go h2c handler in a process of its own, as the ceiling (needs --http2)")
 }

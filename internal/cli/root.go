@@ -40,7 +40,7 @@ A flag given on the command line wins over the environment.`,
 		SilenceErrors:     true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return bindEnv(cmd.Flags()) },
 	}
-	root.AddCommand(newServeCommand(), newBenchCommand())
+	root.AddCommand(newServeCommand(), newBenchCommand(), newHealthcheckCommand())
 	return root
 }
 

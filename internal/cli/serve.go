@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,7 @@ type serveConfig struct {
 	outcomes       outcomeConfig
 	cors           []string
 	cluster        clusterConfig
+	tls            tlsConfig
 }
 
 // outcomeConfig holds the flags that bound the settled reservations kept
@@ -94,7 +96,9 @@ func newServeCommand() *cobra.Command {
 
 Listening on a loopback address needs no key. Listening on any other address
 requires --api-key, which every /v1 and /v0 request must then carry as
-"Authorization: Bearer <key>".
+"Authorization: Bearer <key>", and TLS: --tls-cert and --tls-key, or
+--plaintext-behind-proxy where a TLS-terminating proxy in front of surge is
+what clients reach.
 
 Every acknowledged write is on disk (fsync) before its reply; --no-sync trades
 that away, store-wide, for latency.
@@ -132,6 +136,7 @@ trace and read surge.`,
 	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
 	addLimitFlags(f, &c)
 	addClusterFlags(f, &c.cluster)
+	addTLSFlags(f, &c.tls)
 	f.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level: debug (adds a line per request), info, warn or error")
 	f.Var(&c.logFmt, "log-format", "log format: text (key=value) or json")
 	f.StringVar(&c.tracing.Endpoint, "otlp-endpoint", "", "OpenTelemetry collector to send traces to over OTLP/HTTP, e.g. http://localhost:4318; empty: no tracing")
@@ -176,12 +181,11 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
 	faults := newStorageFaults(reg, logger)
-	ln, err := listen(c.addr)
+	ln, tc, err := openPort(c, out, logger)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
-	recovering, err := serveStarting(ln, logger)
+	recovering, err := serveStarting(ln, tc, logger)
 	if err != nil {
 		return err
 	}
@@ -198,14 +202,17 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 		return fmt.Errorf("--recovery-profile: %w", err)
 	}
 	fmt.Fprintf(out, "surge: data in %s (%d shards)\n", dir, p.eng.Shards())
-	return p.run(ctx, srv, ln, dir, faults, logger)
+	return p.run(ctx, srv, ln, tc, dir, faults, logger)
 }
 
 // checkServeConfig refuses flags that cannot work together and applies
 // the GC settings the environment does not set. It returns the CORS
 // policy of --cors-origins.
 func checkServeConfig(c *serveConfig) (*browser.CORS, error) {
-	if err := checkExposure(c.addr, c.apiKey); err != nil {
+	if err := c.tls.check(); err != nil {
+		return nil, err
+	}
+	if err := checkExposure(c.addr, c.apiKey, c.tls); err != nil {
 		return nil, err
 	}
 	if !ledgerapi.ValidCurrency(c.currency) {
@@ -244,6 +251,7 @@ type process struct {
 	face      *vmr.Face
 	dash      *dashboard.Dashboard
 	admission *front.Admission
+	reg       *prometheus.Registry
 	// ready is what ticketing's routes are told; the ledger's API keeps
 	// its own (SetReady, SetUnready).
 	ready atomic.Bool
@@ -269,6 +277,8 @@ func openProcess(ctx context.Context, c serveConfig, dir string, reg *prometheus
 		ledger, box = ledgerapi.Traced(ledger), ticketapi.Traced(box)
 	}
 	p.api = ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
+	p.reg = reg
+	registerReady(reg, p.api.Ready)
 	if p.kvdb, err = openKV(dir, c, faults.hook("kv")); err != nil {
 		p.close()
 		return nil, err
@@ -341,11 +351,12 @@ func (p *process) front(c serveConfig, cors *browser.CORS, tp trace.TracerProvid
 	return srv
 }
 
-// run serves ln until ctx ends, then shuts down; a storage fault's
-// restart in place (resumeWhenWritable) ends it too.
-func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, dir string, faults *storageFaults, logger *slog.Logger) error {
+// run serves ln (with TLS tc, if not nil) until ctx ends, then shuts
+// down; a storage fault's restart in place (resumeWhenWritable) ends it
+// too.
+func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, tc *tls.Config, dir string, faults *storageFaults, logger *slog.Logger) error {
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(secured(ln, tc)) }()
 	p.api.SetReady(true)
 	p.ready.Store(true)
 	unready := func(reason string) {
@@ -353,7 +364,7 @@ func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, d
 		p.ready.Store(false)
 	}
 	faults.reportTo(unready)
-	defer checkTables(ctx, logger, []namedStore{{"ledger", p.eng.Store()}, {"kv", p.kvdb}}, unready)()
+	defer checkTables(ctx, logger, []namedStore{{"ledger", p.eng.Store()}, {"kv", p.kvdb}}, unready, p.reg)()
 	restart := make(chan error, 1)
 	go func() { restart <- faults.resumeWhenWritable(ctx, dir, ln, func() { stopServing(srv, logger) }) }()
 	select {
@@ -415,22 +426,24 @@ func newWallet(ctx context.Context, eng *engine.Engine, ledger rpc.Ledger, c ser
 	})
 }
 
-// checkExposure refuses to serve beyond loopback without an API key.
-func checkExposure(addr, apiKey string) error {
-	if apiKey != "" {
-		return nil
-	}
+// checkExposure refuses to serve beyond loopback without an API key, or
+// in plaintext unless a TLS-terminating proxy is said to be in front.
+func checkExposure(addr, apiKey string, t tlsConfig) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--addr %q: %w", addr, err)
 	}
-	if host == "localhost" {
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
+	if apiKey == "" {
+		return fmt.Errorf("refusing to listen on %s without --api-key: off loopback, anyone could move money", addr)
 	}
-	return fmt.Errorf("refusing to listen on %s without --api-key: off loopback, anyone could move money", addr)
+	if !t.enabled() && !t.plaintextBehindProxy {
+		return fmt.Errorf("refusing to listen on %s in plaintext: off loopback the API key and every request would cross the network readable. "+
+			"Serve TLS with --tls-cert and --tls-key, or, if clients reach surge through a TLS-terminating proxy, say so with --plaintext-behind-proxy", addr)
+	}
+	return nil
 }
 
 // openKV opens the key-value entries' own store, in the kv directory under

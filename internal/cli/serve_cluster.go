@@ -35,6 +35,7 @@ type clusterConfig struct {
 	name       string
 	partitions int
 	session    time.Duration
+	security   kafkaSecurity
 }
 
 func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
@@ -42,6 +43,7 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 	f.StringVar(&c.name, "cluster", kafkalog.DefaultCluster, "with --kafka: the cluster's name, which names its topics and consumer group")
 	f.IntVar(&c.partitions, "partitions", 6, "with --kafka: partitions (shards) of the cluster's topics, used when they are created and checked against them afterwards")
 	f.DurationVar(&c.session, "session-timeout", 6*time.Second, "with --kafka: how long a silent node keeps its partitions before the others take them (at least the brokers' group.min.session.timeout.ms)")
+	addKafkaSecurityFlags(f, &c.security)
 }
 
 // serveCluster runs surge as a node of a cluster on Kafka: the ledger's,
@@ -57,16 +59,18 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
-	ln, err := listen(c.addr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
-	var api *ledgerapi.API
 	kc := kafkalog.Config{
 		Brokers: strings.Split(c.cluster.kafka, ","), Cluster: c.cluster.name,
 		Partitions: int32(c.cluster.partitions), SessionTimeout: c.cluster.session,
 	}
+	if err := c.cluster.security.secure(ctx, &kc); err != nil {
+		return err
+	}
+	ln, tc, err := openPort(c, out, logger)
+	if err != nil {
+		return err
+	}
+	var api *ledgerapi.API
 	n, err := node.Start(ctx, node.Config{
 		Kafka: kc,
 		Dir:   dir, Currency: c.currency, MaxBatch: c.maxBatch, Logger: logger,
@@ -81,6 +85,8 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	defer n.Close()
 	api = ledgerapi.New(n.Ledger(), ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
 	api.SetReady(n.Ready())
+	registerReady(reg, api.Ready)
+	registerPartitions(reg, n, c.cluster.partitions)
 	// Every node signs hold tokens with the cluster's secret, so that a
 	// token from one node cancels on any.
 	holdSecret, err := clusterHoldSecret(ctx, n.Tickets(), logger)
@@ -97,7 +103,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	srv := clusterFront(c, n, api, tix, wallet, reg, logger)
 	fmt.Fprintf(out, "surge: node %s of cluster %s on %s (%d partitions)\n", n.ID(), c.cluster.name, c.cluster.kafka, c.cluster.partitions)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(secured(ln, tc)) }()
 	go worldOnce(ctx, n, logger)
 	select {
 	case err := <-served:

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,9 +26,9 @@ type starting struct {
 	done  chan struct{}
 }
 
-// serveStarting answers on ln until stop is called, logging recovery's
-// progress every few seconds.
-func serveStarting(ln net.Listener, log *slog.Logger) (*starting, error) {
+// serveStarting answers on ln (with TLS tc, if not nil) until stop is
+// called, logging recovery's progress every few seconds.
+func serveStarting(ln net.Listener, tc *tls.Config, log *slog.Logger) (*starting, error) {
 	tl, ok := ln.(*net.TCPListener)
 	if !ok {
 		return nil, fmt.Errorf("listener %T cannot be handed over after recovery", ln)
@@ -40,7 +41,13 @@ func serveStarting(ln net.Listener, log *slog.Logger) (*starting, error) {
 		http.Error(w, fmt.Sprintf("not ready: recovering storage for %v", time.Since(s.began).Round(time.Millisecond)), http.StatusServiceUnavailable)
 	})
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(handover{tl}) }()
+	var l net.Listener = handover{tl}
+	if tc != nil {
+		// tls.NewListener's own connections, which net/http recognises
+		// to serve HTTP/2 to the clients that chose it by ALPN.
+		l = tls.NewListener(l, tc)
+	}
+	go func() { _ = s.srv.Serve(l) }()
 	go s.progress(log)
 	return s, nil
 }

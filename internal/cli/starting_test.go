@@ -17,7 +17,7 @@ func TestStartingServerHandsOverTheListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := serveStarting(ln, log)
+	s, err := serveStarting(ln, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/surge-dev/surge/internal/store"
 )
 
@@ -19,10 +21,19 @@ type namedStore struct {
 // checkTables checks every table file of stores once (store.VerifyTables),
 // in the background from the moment the server is ready; it returns the
 // function that stops the check and waits for it, to call before the
-// stores close. A damaged file is logged, naming it, and unready is told:
-// /readyz answers 503 from then on. Reads that need the damaged blocks
-// fail; the rest are served.
-func checkTables(ctx context.Context, log *slog.Logger, stores []namedStore, unready func(reason string)) (stop func()) {
+// stores close. A damaged file is logged, naming it, its store's
+// surge_storage_damaged series set to 1, and unready is told: /readyz
+// answers 503 from then on. Reads that need the damaged blocks fail; the
+// rest are served.
+func checkTables(ctx context.Context, log *slog.Logger, stores []namedStore, unready func(reason string), reg prometheus.Registerer) (stop func()) {
+	damaged := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "surge_storage_damaged",
+		Help: "1 once a table file of the store failed its checksums (the log names it): restore the data directory from a copy.",
+	}, []string{"store"})
+	for _, ns := range stores {
+		damaged.WithLabelValues(ns.name).Set(0)
+	}
+	reg.MustRegister(damaged)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -35,6 +46,7 @@ func checkTables(ctx context.Context, log *slog.Logger, stores []namedStore, unr
 			case errors.As(err, &damage):
 				log.Error("storage damaged: a table file fails its checksums; reads that need it fail, the rest are served; restore the data directory from a copy",
 					"store", ns.name, "file", damage.Path, "err", damage.Err)
+				damaged.WithLabelValues(ns.name).Set(1)
 				unready(fmt.Sprintf("%s storage damaged: table file %s fails its checksums", ns.name, damage.Path))
 			case err != nil && ctx.Err() == nil:
 				log.Warn("table files not checked", "store", ns.name, "err", err)

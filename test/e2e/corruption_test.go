@@ -187,6 +187,13 @@ func TestFlippedTableByteIsReported(t *testing.T) {
 			if !strings.Contains(out, "storage damaged") {
 				t.Errorf("the damage must be logged as such; output:\n%s", out)
 			}
+			name := map[string]string{dir: "ledger", filepath.Join(dir, "kv"): "kv"}[store]
+			if v := metric(t, srv, `surge_storage_damaged{store="`+name+`"}`); v != 1 {
+				t.Errorf("surge_storage_damaged{store=%q} = %v, want 1 (alerts: SurgeStorageDamaged)", name, v)
+			}
+			if v := metric(t, srv, "surge_ready"); v != 0 {
+				t.Errorf("surge_ready = %v over damaged tables, want 0", v)
+			}
 			srv.stop()
 		})
 	}

@@ -20,6 +20,16 @@ import (
 // open stream.
 func TestCrossOriginBrowser(t *testing.T) {
 	b := newBrowser(t)
+	site := crossOriginSite(t)
+	srv := start(t, t.TempDir(), append(walletArgs, "--cors-origins", site)...)
+	crossOriginChat(t, b, site, srv.url, newWalletClients(t, srv.url))
+	b.screenshot(t, "crossorigin-chat")
+}
+
+// crossOriginSite serves testdata/crossorigin.html on an origin of its
+// own and returns that origin.
+func crossOriginSite(t *testing.T) string {
+	t.Helper()
 	page, err := os.ReadFile(filepath.Join("testdata", "crossorigin.html"))
 	if err != nil {
 		t.Fatal(err)
@@ -28,14 +38,21 @@ func TestCrossOriginBrowser(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(page)
 	}))
-	defer site.Close()
-	srv := start(t, t.TempDir(), append(walletArgs, "--cors-origins", site.URL)...)
-	w := newWalletClients(t, srv.url)
+	t.Cleanup(site.Close)
+	return site.URL
+}
+
+// crossOriginChat opens the page of site in b against the surge at base
+// (whose --cors-origins lists site), w a Go client of the same surge: the
+// page reads the ledger, sends a chat message over Connect JSON and
+// streams over gRPC-Web's text mode, and a message sent later from Go
+// reaches its open stream.
+func crossOriginChat(t *testing.T, b *browser, site, base string, w *walletClients) {
+	t.Helper()
 	a, bob := w.register(t, "pagea"), w.register(t, "pageb")
 	w.befriend(t, a, bob)
-
-	q := url.Values{"surge": {srv.url}, "a": {a.token}, "b": {bob.token}, "ida": {strconv.FormatUint(a.id, 10)}}
-	b.open(t, site.URL+"/?"+q.Encode(), "#title")
+	q := url.Values{"surge": {base}, "a": {a.token}, "b": {bob.token}, "ida": {strconv.FormatUint(a.id, 10)}}
+	b.open(t, site+"/?"+q.Encode(), "#title")
 	waitJS(t, b, "the page's message on its own stream", `window.got.includes("hello from the page") || window.errors.length > 0`)
 	if errs := eval[[]string](t, b, `window.errors`); len(errs) > 0 {
 		t.Fatalf("the page failed: %v", errs)
@@ -44,7 +61,6 @@ func TestCrossOriginBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS(t, b, "a later message on the open stream", `window.got.includes("live from Go")`)
-	b.screenshot(t, "crossorigin-chat")
 
 	if got := eval[[]string](t, b, `window.got`); !slices.Equal(got, []string{"hello from the page", "live from Go"}) {
 		t.Errorf("streamed %q, want the two messages in order", got)

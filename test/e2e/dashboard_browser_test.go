@@ -50,7 +50,9 @@ type browser struct {
 	requested []string
 }
 
-func newBrowser(t *testing.T) *browser {
+// newBrowser starts headless Chromium with extra options after the
+// usual ones.
+func newBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
@@ -58,6 +60,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-gpu", true),
 		chromedp.WindowSize(1280, 1000),
 	)
+	opts = append(opts, extra...)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(allocCtx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, browserTimeout)

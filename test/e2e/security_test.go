@@ -11,21 +11,46 @@ import (
 // without --api-key must refuse to start, with a non-zero exit and a
 // message that names the missing key.
 func TestRefusesPublicAddressWithoutKey(t *testing.T) {
-	s := launch(t, []string{"serve", "--addr", "0.0.0.0:0", "--data", t.TempDir()}, nil)
+	out := wantRefusal(t, "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir())
+	if !strings.Contains(out, "api-key") && !strings.Contains(out, "api key") {
+		t.Errorf("refusal should explain that --api-key is needed; output:\n%s", out)
+	}
+}
+
+// TestRefusesPlaintextOffLoopback: with a key but neither TLS nor
+// --plaintext-behind-proxy, a non-loopback address is refused, and the
+// message names both ways out.
+func TestRefusesPlaintextOffLoopback(t *testing.T) {
+	out := wantRefusal(t, "serve", "--addr", "0.0.0.0:0", "--api-key", "K", "--data", t.TempDir())
+	for _, want := range []string{"plaintext", "--tls-cert", "--tls-key", "--plaintext-behind-proxy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("refusal should name %s; output:\n%s", want, out)
+		}
+	}
+}
+
+// wantRefusal runs surge with args, which must exit non-zero without
+// listening, and returns its output, lower-cased.
+func wantRefusal(t *testing.T, args ...string) string {
+	t.Helper()
+	return awaitRefusal(t, launch(t, args, nil))
+}
+
+// awaitRefusal waits for s to exit non-zero without listening and
+// returns its output, lower-cased.
+func awaitRefusal(t *testing.T, s *server) string {
+	t.Helper()
 	select {
 	case <-s.exited:
 	case u := <-s.listen:
-		t.Fatalf("server started on %s without an API key; it must refuse", u)
+		t.Fatalf("%s started on %s; it must refuse", s.name, u)
 	case <-time.After(startTimeout):
-		t.Fatalf("server neither exited nor listened within %v", startTimeout)
+		t.Fatalf("%s neither exited nor listened within %v", s.name, startTimeout)
 	}
 	if s.err == nil {
-		t.Errorf("exit status 0; refusing to start must exit non-zero")
+		t.Errorf("%s: exit status 0; refusing to start must exit non-zero", s.name)
 	}
-	out := strings.ToLower(s.out.String())
-	if !strings.Contains(out, "api-key") && !strings.Contains(out, "api key") {
-		t.Errorf("refusal should explain that --api-key is needed; output:\n%s", s.out.String())
-	}
+	return strings.ToLower(s.out.String())
 }
 
 // TestAPIKey: with an API key (flag or SURGE_API_KEY, loopback or
@@ -40,7 +65,7 @@ func TestAPIKey(t *testing.T) {
 	}{
 		{"flag", []string{"--addr", "127.0.0.1:0", "--api-key", "k3y"}, nil},
 		{"env", []string{"--addr", "127.0.0.1:0"}, []string{"SURGE_API_KEY=k3y"}},
-		{"wildcard_with_key", []string{"--addr", "0.0.0.0:0", "--api-key", "k3y"}, nil},
+		{"wildcard_with_key", []string{"--addr", "0.0.0.0:0", "--api-key", "k3y", "--plaintext-behind-proxy"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"serve", "--data", t.TempDir()}, tc.args...)

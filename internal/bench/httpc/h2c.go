@@ -2,7 +2,9 @@ package httpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -17,9 +19,10 @@ import (
 )
 
 // H2CClient is HTTP/2 over cleartext with prior knowledge (h2c), as
-// ticket-master's load client speaks it: Conns connections, each carrying
-// the streams of many Endpoints at once (golang.org/x/net/http2's
-// Transport; see HTTPClient.H2Events for what the server did to them).
+// ticket-master's load client speaks it, or over TLS for an https://
+// target: Conns connections, each carrying the streams of many Endpoints
+// at once (golang.org/x/net/http2's Transport; see HTTPClient.H2Events for
+// what the server did to them).
 const H2CClient ClientKind = "h2c"
 
 // H2Events is what the server did to the h2c connections, read off the
@@ -61,30 +64,62 @@ type h2Pool struct {
 	events H2Events
 }
 
-func newH2Pool(conns int, wire *wireCounters) *h2Pool {
+// newH2Pool makes conns connections: h2c, or with tc HTTP/2 over TLS
+// (ALPN h2), for https:// targets.
+func newH2Pool(conns int, wire *wireCounters, tc *tls.Config) *h2Pool {
 	p := &h2Pool{events: H2Events{GoAways: map[string]int64{}, Resets: map[string]int64{}, ConnErrors: map[string]int64{}}}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	// Prior knowledge: over TLS the dialer below has made the handshake,
+	// and net/http, seeing no *tls.Conn, speaks HTTP/2 on the connection
+	// as it is, so frameConn reads the frames in the clear.
 	protocols := new(http.Protocols)
-	protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge, for http:// URLs
+	protocols.SetUnencryptedHTTP2(true)
 	for range conns {
 		c := new(h2Conn)
-		c.t = &http.Transport{
-			Protocols: protocols,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				conn, err := dialer.DialContext(ctx, network, addr)
-				if err != nil {
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			raw, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			p.count(func(e *H2Events) { e.Dials++ })
+			conn := wire.wrap(raw)
+			if tc != nil {
+				if conn, err = handshakeH2(ctx, conn, addr, tc); err != nil {
 					return nil, err
 				}
-				p.count(func(e *H2Events) { e.Dials++ })
-				fc := &frameConn{Conn: conn, pool: p, ready: make(chan struct{})}
-				c.frames.Store(fc)
-				return wire.wrap(fc), nil
-			},
-			DisableCompression: true,
+			}
+			fc := &frameConn{Conn: conn, pool: p, ready: make(chan struct{})}
+			c.frames.Store(fc)
+			return fc, nil
+		}
+		c.t = &http.Transport{Protocols: protocols, DialContext: dial, DisableCompression: true}
+		if tc != nil {
+			c.t.DialTLSContext = dial
 		}
 		p.conns = append(p.conns, c)
 	}
 	return p
+}
+
+// handshakeH2 makes conn a TLS client connection to addr, configured by
+// cfg, that has agreed on HTTP/2 (ALPN h2).
+func handshakeH2(ctx context.Context, conn net.Conn, addr string, cfg *tls.Config) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.Clone()
+	cfg.ServerName, cfg.NextProtos = host, []string{"h2"}
+	tc := tls.Client(conn, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+		_ = tc.Close()
+		return nil, fmt.Errorf("bench: %s agreed on %q over TLS, not h2", addr, p)
+	}
+	return tc, nil
 }
 
 // transport is the next Endpoint's connection, round robin.

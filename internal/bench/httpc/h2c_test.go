@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -128,9 +129,29 @@ func TestH2CCountsAConnectionLostUnderARequest(t *testing.T) {
 	}
 }
 
-func TestH2CNeedsPlainHTTP(t *testing.T) {
-	if _, err := NewHTTPClient(HTTPOptions{Target: "https://127.0.0.1:1", Client: H2CClient}); err == nil {
-		t.Error("h2c accepted an https target")
+// TestH2OverTLS: for an https:// target the pool speaks HTTP/2 over TLS,
+// ALPN h2, still reading the server's frames in the clear (its SETTINGS
+// open the connection's streams).
+func TestH2OverTLS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Proto)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	c, err := NewHTTPClient(HTTPOptions{Target: srv.URL, Client: H2CClient, Conns: 1, TLS: srv.Client().Transport.(*http.Transport).TLSClientConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ep := c.Endpoint(t.Context(), http.MethodGet, "/")
+	for range 3 {
+		if status, reply, err := ep.Send(nil); err != nil || status != 200 || string(reply) != "HTTP/2.0" {
+			t.Fatalf("over TLS: %d %q %v, want 200 HTTP/2.0", status, reply, err)
+		}
+	}
+	if e := c.H2Events(); e.Dials != 1 {
+		t.Errorf("events %+v, want one connection dialled", e)
 	}
 }
 

@@ -3,6 +3,7 @@ package httpc
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +63,9 @@ type HTTPOptions struct {
 	// Timeout bounds a request: the wait for the reply's headers with
 	// StdClient, the whole exchange with FastClient (0: 30 s).
 	Timeout time.Duration
+	// TLS configures https:// targets (StdClient and H2CClient); nil: the
+	// system's authorities (SSL_CERT_FILE names others).
+	TLS *tls.Config
 	// Pipeline, above 1, has that many Endpoints share each connection
 	// and pipeline their requests on it (pipeclient.go); FastClient only.
 	// 0 or 1: each Endpoint has a connection of its own.
@@ -122,10 +126,14 @@ func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
 		return c, nil
 	}
 	if o.Client == H2CClient {
-		if base.Scheme != "http" {
-			return nil, errors.New("bench: h2c (HTTP/2 with prior knowledge) needs an http:// target")
+		var tc *tls.Config
+		if base.Scheme == "https" {
+			tc = o.TLS.Clone()
+			if tc == nil {
+				tc = &tls.Config{}
+			}
 		}
-		c.h2 = newH2Pool(conns, &c.wire)
+		c.h2 = newH2Pool(conns, &c.wire, tc)
 		return c, nil
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
@@ -143,6 +151,7 @@ func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: timeout,
 		TLSHandshakeTimeout:   10 * time.Second,
+		TLSClientConfig:       o.TLS.Clone(),
 		// The server's replies are small JSON; gzip would only cost CPU on
 		// both sides of a shared machine.
 		DisableCompression: true,

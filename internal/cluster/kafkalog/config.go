@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // DefaultCluster names the topics and consumer group when Config.Cluster is empty.
@@ -50,6 +51,17 @@ type Config struct {
 	// the others; Kafka's default, 45 s, if zero. The brokers refuse values
 	// below their group.min.session.timeout.ms (6 s by default).
 	SessionTimeout time.Duration
+	// Dial are the options every client of the node connects to the
+	// brokers with beyond their addresses: TLS and SASL
+	// (Security.Options); none for PLAINTEXT.
+	Dial []kgo.Opt
+}
+
+// Seeds are the options that reach the brokers: their addresses and
+// Dial. Each call returns a new slice, to append a client's own options
+// to.
+func (c Config) Seeds() []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.Dial...)
 }
 
 func (c Config) name() string {

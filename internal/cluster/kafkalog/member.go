@@ -105,8 +105,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		return nil, errors.New("kafkalog: empty node id")
 	}
 	m := &Member{cfg: c, owned: map[int32]bool{}}
-	base := []kgo.Opt{
-		kgo.SeedBrokers(c.Brokers...),
+	base := append(c.Seeds(),
 		kgo.ConsumerGroup(c.Group()),
 		kgo.ConsumeTopics(c.CommandsTopic()),
 		// A partition without committed offsets is read from its first command.
@@ -121,7 +120,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		kgo.OnPartitionsAssigned(m.track(true, h.Assigned)),
 		kgo.OnPartitionsRevoked(m.track(false, h.Revoked)),
 		kgo.OnPartitionsLost(m.track(false, h.Revoked)),
-	}
+	)
 	if c.SessionTimeout > 0 {
 		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
 	}

@@ -21,13 +21,12 @@ func NewProducer(c Config, opts ...kgo.Opt) (*Producer, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	base := []kgo.Opt{
-		kgo.SeedBrokers(c.Brokers...),
+	base := append(c.Seeds(),
 		kgo.DefaultProduceTopic(c.CommandsTopic()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
-	}
+	)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkalog: producer: %w", err)

@@ -32,8 +32,7 @@ func readRange(ctx context.Context, c Config, topic string, partition int32, fro
 	if committed {
 		isolation = kgo.ReadCommitted()
 	}
-	base := []kgo.Opt{
-		kgo.SeedBrokers(c.Brokers...),
+	base := append(c.Seeds(),
 		kgo.FetchIsolationLevel(isolation),
 		// Transaction markers come through too: the last offset before the
 		// end may be a marker, and seeing it ends the read.
@@ -41,7 +40,7 @@ func readRange(ctx context.Context, c Config, topic string, partition int32, fro
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 			topic: {partition: kgo.NewOffset().At(from)},
 		}),
-	}
+	)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return fmt.Errorf("kafkalog: reading %s/%d: %w", topic, partition, err)
@@ -78,7 +77,7 @@ func readRange(ctx context.Context, c Config, topic string, partition int32, fro
 // Waiting matters after a round commits: the transaction coordinator writes
 // the commit markers to the round's partitions after EndTxn returns.
 func endOffset(ctx context.Context, c Config, topic string, partition int32, committed bool, opts []kgo.Opt) (int64, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, opts...)...)
+	cl, err := kgo.NewClient(append(c.Seeds(), opts...)...)
 	if err != nil {
 		return 0, fmt.Errorf("kafkalog: end of %s: %w", topic, err)
 	}

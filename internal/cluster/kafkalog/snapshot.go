@@ -42,7 +42,7 @@ type changelogState struct {
 // open in it to end (see endOffset).
 func describe(ctx context.Context, c Config, partition int32, opts []kgo.Opt) (changelogState, error) {
 	var st changelogState
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, opts...)...)
+	cl, err := kgo.NewClient(append(c.Seeds(), opts...)...)
 	if err != nil {
 		return st, fmt.Errorf("kafkalog: describing the changelog: %w", err)
 	}
@@ -139,7 +139,7 @@ func CheckSnapshot(ctx context.Context, c Config, partition int32, snap Snapshot
 // epochDoubt asks the partition's leader where the copy's leader epoch
 // ends: before snap.Offset, the log the copy read was cut and rewritten.
 func epochDoubt(ctx context.Context, c Config, partition int32, snap Snapshot, opts []kgo.Opt) (string, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, opts...)...)
+	cl, err := kgo.NewClient(append(c.Seeds(), opts...)...)
 	if err != nil {
 		return "", fmt.Errorf("kafkalog: %w", err)
 	}

@@ -31,7 +31,14 @@ type Cluster struct {
 
 // Start starts a cluster of n combined broker+controller nodes and waits
 // until each serves. With n > 1 its internal topics are replicated n times.
-func Start(n int) (*Cluster, error) {
+func Start(n int) (*Cluster, error) { return start(n) }
+
+// StartSecure starts a cluster as Start does whose clients reach it only
+// through a SASL_SSL listener made from secDir's files (scripts/kafka.sh
+// start -s says which): Brokers are that listener's addresses.
+func StartSecure(n int, secDir string) (*Cluster, error) { return start(n, "-s", secDir) }
+
+func start(n int, extra ...string) (*Cluster, error) {
 	script, err := findScript()
 	if err != nil {
 		return nil, err
@@ -43,7 +50,7 @@ func Start(n int) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := run(script, "start", "-n", strconv.Itoa(n), "-d", dir)
+	out, err := run(script, append([]string{"start", "-n", strconv.Itoa(n), "-d", dir}, extra...)...)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err

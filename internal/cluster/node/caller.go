@@ -44,12 +44,11 @@ func newCaller(ctx context.Context, c kafkalog.Config, node string, log *slog.Lo
 	// a reply can then never come before the point reading starts.
 	from, err := inboxEnd(ctx, c, k.inbox)
 	if err == nil {
-		k.cl, err = kgo.NewClient(
-			kgo.SeedBrokers(c.Brokers...),
+		k.cl, err = kgo.NewClient(append(c.Seeds(),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.RepliesTopic(): {k.inbox: kgo.NewOffset().At(from)}}),
 			kgo.FetchMaxWait(50e6), // 50 ms: a reply waits no longer for company
-		)
+		)...)
 	}
 	if err != nil {
 		prod.Close()
@@ -63,7 +62,7 @@ func newCaller(ctx context.Context, c kafkalog.Config, node string, log *slog.Lo
 // while if the brokers do not know the topic's partitions yet (just after
 // it was created).
 func inboxEnd(ctx context.Context, c kafkalog.Config, inbox int32) (int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	cl, err := kgo.NewClient(c.Seeds()...)
 	if err != nil {
 		return 0, err
 	}

@@ -193,7 +193,7 @@ func nodeID(dir string) (string, error) {
 // together race to create them: the losers may find a topic the brokers do
 // not serve yet, so they try again for a while.
 func ensureTopics(ctx context.Context, c kafkalog.Config) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
+	cl, err := kgo.NewClient(c.Seeds()...)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}

@@ -73,13 +73,12 @@ func Open(ctx context.Context, c kafkalog.Config, logger *slog.Logger, opts ...k
 	}
 	l := &Log{topic: Topic(c), log: logger, waiting: map[string]chan any{}, reached: make(chan struct{}), dead: make(chan struct{}), done: make(chan struct{})}
 	var err error
-	l.prod, err = kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(c.Brokers...),
+	l.prod, err = kgo.NewClient(append(append(c.Seeds(),
 		kgo.DefaultProduceTopic(l.topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
-	}, opts...)...)
+	), opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("sociallog: %w", err)
 	}
@@ -139,12 +138,11 @@ func (l *Log) Run(ctx context.Context, c kafkalog.Config, from int64, apply Appl
 	if from > end {
 		return fmt.Errorf("sociallog: the node's store has applied %s up to %d, past its end %d: another cluster's data?", l.topic, from, end)
 	}
-	l.cons, err = kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(c.Brokers...),
+	l.cons, err = kgo.NewClient(append(append(c.Seeds(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.topic: {0: kgo.NewOffset().At(from)}}),
-		kgo.FetchMaxWait(50 * time.Millisecond),
-	}, opts...)...)
+		kgo.FetchMaxWait(50*time.Millisecond),
+	), opts...)...)
 	if err != nil {
 		return fmt.Errorf("sociallog: %w", err)
 	}

@@ -83,6 +83,9 @@ func (a *API) SetReady(ready bool) {
 	a.ready.Store(ready)
 }
 
+// Ready reports whether /readyz answers 200.
+func (a *API) Ready() bool { return a.ready.Load() }
+
 // SetUnready makes /readyz answer 503 saying why (a storage fault).
 func (a *API) SetUnready(reason string) {
 	a.unready.Store(&reason)
