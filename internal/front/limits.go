@@ -266,6 +266,9 @@ type countedConn struct {
 	once   sync.Once
 }
 
+// NetConn is the connection counted, as tls.Conn's NetConn is.
+func (c *countedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *countedConn) Close() error {
 	c.once.Do(func() {
 		c.g.conns.give(1)

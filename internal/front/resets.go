@@ -51,6 +51,7 @@ const (
 	frameGoAway       = 0x7
 	frameWindowUpdate = 0x8
 	errNoError        = 0x0
+	errProtocol       = 0x1
 	errFlowControl    = 0x3
 	errEnhanceYourCal = 0xb
 	frameHeaderLen    = 9

@@ -26,6 +26,7 @@ package front
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -226,6 +227,11 @@ func (s *Server) route(c net.Conn, qs queues) {
 	}
 	method, path := requestTarget(head)
 	switch {
+	case !bytes.Equal(method, preface) && negotiated(c) == "h2":
+		// A client that chose h2 by ALPN speaks HTTP/2 from its first
+		// byte; any other start is a connection error (RFC 9113 §3.4).
+		_, _ = c.Write(goAway(0, errProtocol, "invalid preface"))
+		_ = c.Close()
 	case bytes.Equal(method, preface) && qs.grpc != nil:
 		replay, opening, err := sniffHTTP2(c, head, s.opts.HeaderTimeout, qs.h2Settings)
 		switch {
@@ -246,6 +252,21 @@ func (s *Server) route(c net.Conn, qs queues) {
 }
 
 var preface = []byte("PRI") // HTTP/2's connection preface starts "PRI * HTTP/2.0"
+
+// negotiated is the protocol c's client chose by TLS ALPN, "" on a
+// connection without TLS.
+func negotiated(c net.Conn) string {
+	for {
+		switch v := c.(type) {
+		case interface{ ConnectionState() tls.ConnectionState }:
+			return v.ConnectionState().NegotiatedProtocol
+		case interface{ NetConn() net.Conn }:
+			c = v.NetConn()
+		default:
+			return ""
+		}
+	}
+}
 
 func (s *Server) isSlow(method, path []byte) bool {
 	if bytes.Equal(method, preface) {

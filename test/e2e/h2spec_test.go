@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -18,10 +19,11 @@ import (
 )
 
 // TestH2SpecConformance runs h2spec, the HTTP/2 conformance suite (pinned
-// in go.mod as a tool), against surge over h2c with prior knowledge, and
-// against an empty Go h2c server (net/http's HTTP/2, which x/net/http2's
-// deprecated h2c package now points to), the reference: every case the
-// empty server passes, surge must pass too.
+// in go.mod as a tool), against surge, over h2c with prior knowledge and
+// over TLS with ALPN, and against an empty Go server the same way
+// (net/http's HTTP/2, which x/net/http2's deprecated h2c package now
+// points to), the reference: every case the empty server passes, surge
+// must pass too.
 //
 // surge is asked for an entry of /v0/entity, a native route, whose
 // handler reads the whole body before it answers: with a handler that
@@ -31,27 +33,45 @@ import (
 // need a response body run rather than skip.
 func TestH2SpecConformance(t *testing.T) {
 	h2spec := buildH2Spec(t)
-	s := start(t, t.TempDir())
+	t.Run("h2c", func(t *testing.T) {
+		s := start(t, t.TempDir())
+		h2specAgainst(t, h2spec, s, serveEmptyH2(t, nil), false)
+	})
+	t.Run("tls", func(t *testing.T) {
+		pki := newTestPKI(t, "h2spec")
+		cert := pki.issue(t, "server", "", "", "127.0.0.1")
+		pair, err := tls.LoadX509KeyPair(cert.certFile, cert.keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := startTLS(t, pki, cert, nil)
+		h2specAgainst(t, h2spec, s, serveEmptyH2(t, &tls.Config{Certificates: []tls.Certificate{pair}}), true)
+	})
+}
+
+// h2specAgainst runs h2spec against the surge s and the empty server at
+// empty, both at once, over TLS if secure, and fails each case the empty
+// server passes and surge does not.
+func h2specAgainst(t *testing.T, h2spec string, s *server, empty string, secure bool) {
+	t.Helper()
 	const path = "/v0/entity?id=h2spec"
 	if r, err := s.c.raw(http.MethodPut, path, "application/octet-stream", []byte("conformance")); err != nil || r.Status != http.StatusCreated {
 		t.Fatalf("PUT %s: %v %v", path, r, err)
 	}
-	empty := serveEmptyH2C(t)
-
 	type run struct {
 		results map[string]string
 		err     error
 	}
 	runs := make(chan run, 1)
 	go func() {
-		r, err := runH2Spec(h2spec, empty, "/", filepath.Join(t.TempDir(), "empty.xml"))
+		r, err := runH2Spec(h2spec, empty, "/", filepath.Join(t.TempDir(), "empty.xml"), secure)
 		runs <- run{r, err}
 	}()
 	u, err := url.Parse(s.url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := runH2Spec(h2spec, u.Host, path, filepath.Join(t.TempDir(), "surge.xml"))
+	got, err := runH2Spec(h2spec, u.Host, path, filepath.Join(t.TempDir(), "surge.xml"), secure)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +79,7 @@ func TestH2SpecConformance(t *testing.T) {
 	if ref.err != nil {
 		t.Fatal(ref.err)
 	}
-	t.Logf("h2spec: surge passes %d of %d, the empty Go h2c server %d", count(got, "pass"), len(got), count(ref.results, "pass"))
+	t.Logf("h2spec: surge passes %d of %d, the empty Go server %d", count(got, "pass"), len(got), count(ref.results, "pass"))
 	for _, c := range sortedKeys(ref.results) {
 		if ref.results[c] == "pass" && got[c] != "pass" {
 			t.Errorf("%s: surge %s, the empty server passes", c, got[c])
@@ -88,9 +108,10 @@ func buildH2Spec(t *testing.T) string {
 	return bin
 }
 
-// serveEmptyH2C serves an empty handler over h2c with net/http on a
-// loopback port until the test ends, and returns its address.
-func serveEmptyH2C(t *testing.T) string {
+// serveEmptyH2 serves an empty handler over HTTP/2 with net/http on a
+// loopback port until the test ends, over TLS with tc if it is not nil,
+// else over h2c; it returns the address.
+func serveEmptyH2(t *testing.T, tc *tls.Config) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -102,14 +123,21 @@ func serveEmptyH2C(t *testing.T) string {
 		ErrorLog:  log.New(io.Discard, "", 0), // h2spec's broken frames would fill the test's output
 	}
 	srv.Protocols.SetUnencryptedHTTP2(true)
+	if tc != nil {
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetHTTP2(true)
+		srv.TLSConfig = tc
+		ln = tls.NewListener(ln, tc)
+	}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	return ln.Addr().String()
 }
 
-// runH2Spec runs h2spec against addr, asking for path, and returns each
-// case's outcome (pass, fail or skip) by its section and title.
-func runH2Spec(bin, addr, path, report string) (map[string]string, error) {
+// runH2Spec runs h2spec against addr, asking for path, over TLS (any
+// certificate accepted) if secure, and returns each case's outcome (pass,
+// fail or skip) by its section and title.
+func runH2Spec(bin, addr, path, report string, secure bool) (map[string]string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -117,7 +145,11 @@ func runH2Spec(bin, addr, path, report string) (map[string]string, error) {
 	if _, err := strconv.Atoi(port); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "-h", host, "-p", port, "-P", path, "-o", "3", "-j", report)
+	args := []string{"-h", host, "-p", port, "-P", path, "-o", "3", "-j", report}
+	if secure {
+		args = append(args, "-t", "-k")
+	}
+	cmd := exec.Command(bin, args...)
 	out, runErr := cmd.CombinedOutput()
 	b, err := os.ReadFile(report)
 	if err != nil {
