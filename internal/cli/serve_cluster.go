@@ -94,7 +94,8 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	defer wallet.close()
-	srv := clusterFront(c, n, api, tix, wallet, reg, logger)
+	kvs := kvapi.New(n.KV(), kvapi.Options{MaxValueBytes: c.kvValue, Authorize: api.AuthorizedHeader, Registry: reg, Logger: logger})
+	srv := clusterFront(c, api, tix, kvs, wallet, reg, logger)
 	fmt.Fprintf(out, "surge: node %s of cluster %s on %s (%d partitions)\n", n.ID(), c.cluster.name, c.cluster.kafka, c.cluster.partitions)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -113,17 +114,17 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	return nil
 }
 
-// clusterFront is a node's front door: the ledger's and ticketing's
-// routes native, the rest (key-value, the wallet's faces, profiles) on
-// net/http, and the wallet's gRPC.
-func clusterFront(c serveConfig, n *node.Node, api *ledgerapi.API, tix *ticketapi.API, wallet *clusterWallet, reg *prometheus.Registry, logger *slog.Logger) *front.Server {
+// clusterFront is a node's front door: the ledger's, ticketing's and
+// key-value routes native, the rest (ranges, the wallet's faces, profiles)
+// on net/http, and the wallet's gRPC.
+func clusterFront(c serveConfig, api *ledgerapi.API, tix *ticketapi.API, kvs *kvapi.Handler, wallet *clusterWallet, reg *prometheus.Registry, logger *slog.Logger) *front.Server {
 	grpcSrv := wallet.svc.GRPCServer()
 	wallet.face.RegisterGRPC(grpcSrv)
 	return front.New(front.Options{
-		Routes: slices.Concat(api.FastRoutes(), tix.FastRoutes()),
+		Routes: slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tix.FastRoutes()),
 		Net: table{
 			{under("/debug/pprof/"), telemetry.OperatorOnly(profiles(), c.apiKey)},
-			{anyPath, clusterRoutes(api, tix, wallet, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger))},
+			{anyPath, clusterRoutes(api, tix, wallet, kvs)},
 		},
 		Limits:              c.limits,
 		GRPC:                grpcSrv,
@@ -173,7 +174,7 @@ func clusterHoldSecret(ctx context.Context, t *node.Tickets, logger interface{ W
 
 // clusterRoutes is the net/http table of a cluster node: the ledger,
 // ticketing, key-value entries and the wallet's faces.
-func clusterRoutes(api *ledgerapi.API, tix *ticketapi.API, wallet *clusterWallet, entries http.Handler) http.Handler {
+func clusterRoutes(api *ledgerapi.API, tix *ticketapi.API, wallet *clusterWallet, entries *kvapi.Handler) http.Handler {
 	v1 := http.NewServeMux()
 	for _, p := range ticketapi.Routes {
 		v1.Handle(p, tix)

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/store"
 )
 
@@ -214,21 +216,25 @@ func (s *kvSlice) Finish() time.Time {
 	return time.Time{}
 }
 
-// KV is the key-value entries as a node's clients see them: each call is a
-// command to the partition owning its key.
+// KV is the key-value entries as a node's clients see them (a
+// kvapi.Store): each call is a command to the partition owning its key.
 type KV struct {
 	k          *caller
 	partitions int
 }
 
-func (kv *KV) do(ctx context.Context, c *kvCommand) (*kvCommand, error) {
-	return kv.doOn(ctx, engine.ShardIndex(c.Key, kv.partitions), c)
+func (e *KV) do(ctx context.Context, c *kvCommand) (*kvCommand, error) {
+	return e.doOn(ctx, engine.ShardIndex(c.Key, e.partitions), c)
 }
 
-// doOn sends c to partition and returns its outcome.
-func (kv *KV) doOn(ctx context.Context, partition int, c *kvCommand) (*kvCommand, error) {
+// doOn sends c to partition and returns its outcome. A partition that did
+// not answer is kv.ErrUnavailable.
+func (e *KV) doOn(ctx context.Context, partition int, c *kvCommand) (*kvCommand, error) {
 	var out kvCommand
-	if err := kv.k.callJSON(ctx, partition, workloadKV, c, &out); err != nil {
+	if err := e.k.callJSON(ctx, partition, workloadKV, c, &out); err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			return nil, fmt.Errorf("%w: %w", kv.ErrUnavailable, err)
+		}
 		return nil, err
 	}
 	if out.Fault != "" {
@@ -241,34 +247,41 @@ func (kv *KV) doOn(ctx context.Context, partition int, c *kvCommand) (*kvCommand
 // time: the client may retry.
 var ErrUnavailable = errors.New("cluster: partition unavailable")
 
-// Get returns key's value, or found false.
-func (kv *KV) Get(ctx context.Context, key string) (value []byte, found bool, err error) {
-	out, err := kv.do(ctx, &kvCommand{Op: kvGet, Key: key})
+// Get returns key's value appended to dst, or found false.
+func (e *KV) Get(ctx context.Context, key string, dst []byte) (value []byte, found bool, err error) {
+	out, err := e.do(ctx, &kvCommand{Op: kvGet, Key: key})
 	if err != nil {
 		return nil, false, err
 	}
-	return out.Value, out.Found, nil
+	return append(dst, out.Value...), out.Found, nil
 }
 
-// Put stores value under key; it returns once the write is committed.
-func (kv *KV) Put(ctx context.Context, key string, value []byte) error {
-	_, err := kv.do(ctx, &kvCommand{Op: kvPut, Key: key, Value: value})
-	return err
+// PutNoWait stores value under key; it returns once the write is
+// committed, so its Wait has nothing left to wait for.
+func (e *KV) PutNoWait(ctx context.Context, key string, value []byte) (kv.Write, error) {
+	_, err := e.do(ctx, &kvCommand{Op: kvPut, Key: key, Value: value})
+	return committed{}, err
 }
 
-// Delete removes key; it returns once the removal is committed.
-func (kv *KV) Delete(ctx context.Context, key string) error {
-	_, err := kv.do(ctx, &kvCommand{Op: kvDelete, Key: key})
-	return err
+// DeleteNoWait removes key, returning as PutNoWait does.
+func (e *KV) DeleteNoWait(ctx context.Context, key string) (kv.Write, error) {
+	_, err := e.do(ctx, &kvCommand{Op: kvDelete, Key: key})
+	return committed{}, err
 }
 
-// Range opens the entries of [start, end) (end "": to the last key) in key
+// committed is a write its owner committed before answering.
+type committed struct{}
+
+// Wait returns at once: the write is durable.
+func (committed) Wait() error { return nil }
+
+// Scan opens the entries of [start, end) (end "": to the last key) in key
 // order: it reads each partition's first page at once, then the next page
 // of a partition when the merge has taken its last. Each page is as of its
 // partition's round, so a range is not one snapshot of the cluster: an
 // entry written while it runs may or may not be in it.
-func (kv *KV) Range(ctx context.Context, start, end string) (*Range, error) {
-	r := &Range{kv: kv, ctx: ctx, end: end, parts: make([]rangePart, kv.partitions)}
+func (e *KV) Scan(ctx context.Context, start, end string) (kv.Entries, error) {
+	r := &Range{kv: e, ctx: ctx, end: end, parts: make([]rangePart, e.partitions)}
 	errs := make([]error, len(r.parts))
 	var wg sync.WaitGroup
 	for p := range r.parts {
@@ -282,7 +295,7 @@ func (kv *KV) Range(ctx context.Context, start, end string) (*Range, error) {
 	return r, nil
 }
 
-// Range is a key range being read from every partition (kvapi.Entries).
+// Range is a key range being read from every partition (a kv.Entries).
 type Range struct {
 	kv    *KV
 	ctx   context.Context
