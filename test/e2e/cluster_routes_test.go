@@ -13,11 +13,13 @@ import (
 const clusterKey = "k3y"
 
 // The routes that span partitions answer on any node of a cluster as on a
-// single node: ticketing's cancel and seat map, key-value ranges.
+// single node: ticketing's cancel and seat map, key-value ranges, and every
+// key-value exchange of kvScript.
 func TestClusterServesOnAnyNode(t *testing.T) {
 	c := startCluster(t, 1, 2, "--api-key", clusterKey)
 	t.Run("cancel and seat map", c.cancelsAndSeatMaps)
 	t.Run("key-value ranges", c.ranges)
+	t.Run("key-value as one node", c.kvAsOneNode)
 }
 
 // A reservation filed on one node is seen on another's seat map, and
