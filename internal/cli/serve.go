@@ -88,7 +88,8 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the surge server",
-		Long: `Run the surge server: every workload on one port, storage embedded under --data.
+		Long: `Run the surge server: every workload on one port, storage embedded under --data;
+with --kafka, as a node of a cluster on Kafka (docs/CLUSTER.md).
 
 Listening on a loopback address needs no key. Listening on any other address
 requires --api-key, which every /v1 and /v0 request must then carry as
