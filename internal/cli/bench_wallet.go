@@ -46,7 +46,7 @@ caller, with a new request_id each time; GetMessages reads the caller's
 conversation with a random friend; the other calls read the caller's own
 data (GetHistory: the newest 20 items).
 
-The summary ends with an informational verdict against SPEC §8 (Transfer
+The summary ends with an informational verdict against its target (Transfer
 ≥ 10,000 rps, reads ≥ 20,000 rps each, at c=20). The exit status is 1 only
 if setup failed or more than 1% of calls failed.`,
 		Example: `  surge bench wallet --call Transfer -n 500 -c 20
