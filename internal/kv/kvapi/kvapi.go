@@ -1,6 +1,7 @@
 // Package kvapi is the HTTP transport of surge's key-value storage, the
-// polis highload-dht API (SPEC §3.3), answering exactly as the course's
-// service did so that its tests, clients and wrk scripts run unchanged:
+// polis highload-dht API (docs/API.md, "Key-value storage"), answering
+// exactly as the course's service did so that its tests, clients and wrk
+// scripts run unchanged:
 //
 //	GET|PUT|DELETE /v0/entity?id=K    200 value | 404, 201, 202
 //	GET /v0/entities?start=K[&end=K]  200, one chunk per entry: key \n value

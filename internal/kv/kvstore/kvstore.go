@@ -1,4 +1,4 @@
-// Package kvstore keeps surge's key-value entries (SPEC §3.3) in a Pebble
+// Package kvstore keeps surge's key-value entries (docs/API.md) in a Pebble
 // database of their own (Open; their keys in layout.go) and makes its
 // reads linearizable.
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/surge-dev/surge/internal/store"
 )
 
-// Key-value entries (SPEC §3.3) are stored under the prefix kv/<key>, in a
+// Key-value entries are stored under the prefix kv/<key>, in a
 // Pebble database of their own (Open). A scan bounded by [kv/, kv0) sees
 // entries only ('0' is the byte after '/').
 const (
