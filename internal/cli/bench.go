@@ -184,8 +184,8 @@ func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Co
 	}
 	// The load generator keeps little (histograms, a run's users) and throws
 	// away every reply it decodes: collecting at Go's default GOGC of 100
-	// cost it 5-19% more CPU per GetHistory call (A/B pairs), CPU the
-	// server under test shares.
+	// cost it more CPU per call in A/B pairs (docs/BENCHMARKS.md, "Figures
+	// behind the code"), CPU the server under test shares.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(benchGCPercent)
 	}

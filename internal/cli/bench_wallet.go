@@ -32,8 +32,8 @@ every friendship one transfer and one chat message, so that histories and
 chat lists have something to show. It is repeatable: a second run logs in
 and replays the funding and setup transfers.
 
-Registration costs the server a bcrypt hash per user (about 80 ms of CPU
-each), so a run keeps its users and their tokens (--users-cache, by default
+Registration costs the server a bcrypt hash per user (tens of milliseconds
+of CPU each), so a run keeps its users and their tokens (--users-cache, by default
 in the user's cache directory, named after the target and the setup's
 settings). The next run with the same settings against the same server
 checks a sample of them (GetBalance with their tokens) and, if the server
