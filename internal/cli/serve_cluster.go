@@ -20,6 +20,7 @@ import (
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/cluster/node"
 	"github.com/surge-dev/surge/internal/front"
+	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvapi"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/telemetry"
@@ -48,6 +49,11 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 // ticketing's, key-value and the wallet's routes answer on every node.
 func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	logger := telemetry.NewLogger(os.Stderr, c.logLevel, c.logFmt)
+	kvValue, err := clusterKVValue(c.kvValue, logger)
+	if err != nil {
+		return err
+	}
+	c.kvValue = kvValue
 	dir, err := filepath.Abs(c.data)
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
@@ -134,6 +140,20 @@ func clusterFront(c serveConfig, api *ledgerapi.API, tix *ticketapi.API, kvs *kv
 		// RPCs stream too: net/http serves them.
 		SlowPrefixes: slices.Concat([]string{"/v0/entities", "/surge.wallet.v1.", "/grpc."}, vmr.SlowPrefixes),
 	})
+}
+
+// clusterKVValue is --kv-max-value in cluster mode, where a value travels
+// in one Kafka record: the default is lowered to what a record carries, and
+// a larger value set by hand refused.
+func clusterKVValue(limit int, logger *slog.Logger) (int, error) {
+	switch {
+	case limit <= node.MaxKVValueBytes:
+		return limit, nil
+	case limit == kv.DefaultMaxValueBytes:
+		logger.Info("cluster: key-value values limited to what a Kafka record carries", "kv_max_value", node.MaxKVValueBytes)
+		return node.MaxKVValueBytes, nil
+	}
+	return 0, fmt.Errorf("--kv-max-value %d: in cluster mode a value travels in one Kafka record, so at most %d bytes", limit, node.MaxKVValueBytes)
 }
 
 // worldOnce creates @world, retrying until the cluster answers.

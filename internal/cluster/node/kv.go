@@ -39,6 +39,11 @@ const (
 	kvRange  = "range"
 )
 
+// MaxKVValueBytes is the largest value a cluster stores: a PUT's command,
+// and a GET's reply, carry the value in one Kafka record, whose default
+// limit is 1 MiB, in JSON (base64, a third larger) with room to spare.
+const MaxKVValueBytes = 640 << 10
+
 // A range's page holds up to rangePageEntries entries or rangePageBytes of
 // values (and at least one entry), so that its reply stays well below
 // Kafka's default record size limit of 1 MiB.
