@@ -3,10 +3,9 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/surge-dev/surge/internal/kv"
 )
 
 // kvScript is a key-value session of every kind of request and refusal:
@@ -15,7 +14,7 @@ import (
 // paths, methods a route does not allow, and requests without the key.
 // It returns each exchange as a line: method, path, status, the headers a
 // client acts on, and the body.
-func kvScript(t *testing.T, base, key string) []string {
+func kvScript(t *testing.T, base, key string, maxValue int) []string {
 	t.Helper()
 	c := newClient(base, key)
 	var out []string
@@ -58,8 +57,8 @@ func kvScript(t *testing.T, base, key string) []string {
 	note(c.kvPut("line\nbreak", []byte("v")))
 	note(c.raw(http.MethodGet, "/v0/entity", "", nil))
 	note(c.raw(http.MethodGet, "/v0/entity?id=%zz", "", nil))
-	note(c.kvPut("same-big", make([]byte, kv.DefaultMaxValueBytes+1)))
-	note(c.kvPut("same-fits", make([]byte, kv.DefaultMaxValueBytes)))
+	note(c.kvPut("same-big", make([]byte, maxValue+1)))
+	note(c.kvPut("same-fits", make([]byte, maxValue)))
 	note(c.kvDelete("same-fits"))
 	note(c.raw(http.MethodPost, "/v0/entity?id=same-00", "", []byte("v")))
 	note(c.raw(http.MethodPost, "/v0/entities?start=a", "", []byte("v")))
@@ -76,9 +75,9 @@ func kvScript(t *testing.T, base, key string) []string {
 // single process's: the same script, against a single process and then
 // against a node of the cluster, gives the same exchanges line for line.
 func (c *clusterNodes) kvAsOneNode(t *testing.T) {
-	single := start(t, t.TempDir(), "--api-key", clusterKey)
-	want := kvScript(t, single.url, clusterKey)
-	got := kvScript(t, c.nodes[1].url, clusterKey)
+	single := start(t, t.TempDir(), "--api-key", clusterKey, "--kv-max-value", strconv.Itoa(clusterKVValue))
+	want := kvScript(t, single.url, clusterKey, clusterKVValue)
+	got := kvScript(t, c.nodes[1].url, clusterKey, clusterKVValue)
 	for i := range max(len(want), len(got)) {
 		if i >= len(want) || i >= len(got) || want[i] != got[i] {
 			t.Fatalf("a cluster node answered, from line %d,\n%s\n\nthe single process\n%s", i+1,
