@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/surge-dev/surge/internal/kv/kvapi"
 	"github.com/surge-dev/surge/internal/kv/kvstore"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+	"github.com/surge-dev/surge/internal/routes"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
@@ -314,27 +314,20 @@ func (p *process) front(c serveConfig, cors *browser.CORS, tp trace.TracerProvid
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tp,
 	})
-	native, netRoutes := routes(transports{ledger: p.api, tickets: p.tickets, kv: p.kvs, wallet: p.wallet, vmr: p.face, dashboard: p.dash, apiKey: c.apiKey})
 	grpcSrv := p.wallet.GRPCServer(append(mw.GRPC(), p.admission.GRPCOptions(idleTimeout)...)...)
 	p.face.RegisterGRPC(grpcSrv)
-	srv := front.New(front.Options{
-		Routes:       native,
-		Net:          netRoutes,
-		GRPC:         grpcSrv,
-		Middleware:   mw.Wrap,
-		Wrap:         mw.Fast,
-		OnNetRequest: telemetry.HandOver,
-		SlowPrefixes: slices.Concat(slowPrefixes, vmr.SlowPrefixes),
-		// The ledger's batch body is the largest a handler takes, unless
-		// --kv-max-value is larger; handlers check their own limits.
-		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
-		HeaderTimeout:       c.headerTO,
-		IdleTimeout:         idleTimeout,
-		Admission:           p.admission,
-		Authorize:           p.api.AuthorizedHeader,
-		Registerer:          reg,
-		Logger:              logger,
-		CORS:                cors,
+	t := routes.Transports{Ledger: p.api, Tickets: p.tickets, KV: p.kvs, Wallet: p.wallet, VMR: p.face, Dashboard: p.dash, APIKey: c.apiKey}
+	srv := routes.Front(t, front.Options{
+		GRPC:          grpcSrv,
+		Middleware:    mw.Wrap,
+		Wrap:          mw.Fast,
+		OnNetRequest:  telemetry.HandOver,
+		HeaderTimeout: c.headerTO,
+		IdleTimeout:   idleTimeout,
+		Admission:     p.admission,
+		Registerer:    reg,
+		Logger:        logger,
+		CORS:          cors,
 	})
 	// Dashboard streams never end on their own; Shutdown would wait for them.
 	srv.RegisterOnShutdown(p.dash.Close)
@@ -374,12 +367,6 @@ func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, d
 	}
 	return p.eng.Close()
 }
-
-// slowPrefixes are the paths whose connections net/http serves from the
-// first request on (see package front): the dashboard and its event
-// stream, the wallet's RPCs over every protocol, gRPC health and
-// reflection, profiles, and key-value ranges, which stream.
-var slowPrefixes = []string{"/", "/ui/", "/surge.wallet.v1.", "/grpc.", "/debug/", "/v0/entities"}
 
 // shutdownTracing sends the spans still buffered, waiting a few seconds
 // at most for a collector that is gone.

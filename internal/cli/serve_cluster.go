@@ -9,25 +9,22 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/surge-dev/surge/internal/browser"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/cluster/node"
 	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvapi"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+	"github.com/surge-dev/surge/internal/routes"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 	"github.com/surge-dev/surge/internal/wallet/auth"
-	"github.com/surge-dev/surge/internal/wallet/rpc"
-	"github.com/surge-dev/surge/internal/wallet/vmr"
 )
 
 // clusterConfig holds the flags of cluster mode (docs/CLUSTER.md).
@@ -101,7 +98,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	defer wallet.close()
 	kvs := kvapi.New(n.KV(), kvapi.Options{MaxValueBytes: c.kvValue, Authorize: api.AuthorizedHeader, Registry: reg, Logger: logger})
-	srv := clusterFront(c, api, tix, kvs, wallet, reg, logger)
+	srv := clusterFront(c, routes.Transports{Ledger: api, Tickets: tix, KV: kvs, Wallet: wallet.svc, VMR: wallet.face, APIKey: c.apiKey}, reg, logger)
 	fmt.Fprintf(out, "surge: node %s of cluster %s on %s (%d partitions)\n", n.ID(), c.cluster.name, c.cluster.kafka, c.cluster.partitions)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -120,25 +117,15 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	return nil
 }
 
-// clusterFront is a node's front door: the ledger's, ticketing's and
-// key-value routes native, the rest (ranges, the wallet's faces, profiles)
-// on net/http, and the wallet's gRPC.
-func clusterFront(c serveConfig, api *ledgerapi.API, tix *ticketapi.API, kvs *kvapi.Handler, wallet *clusterWallet, reg *prometheus.Registry, logger *slog.Logger) *front.Server {
-	grpcSrv := wallet.svc.GRPCServer()
-	wallet.face.RegisterGRPC(grpcSrv)
-	return front.New(front.Options{
-		Routes: slices.Concat(api.FastRoutes(), kvs.FastRoutes(), tix.FastRoutes()),
-		Net: table{
-			{under("/debug/pprof/"), telemetry.OperatorOnly(profiles(), c.apiKey)},
-			{anyPath, clusterRoutes(api, tix, wallet, kvs)},
-		},
-		Limits:              c.limits,
-		GRPC:                grpcSrv,
-		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
-		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,
-		// Ranges stream one flushed chunk per entry, and the wallet's
-		// RPCs stream too: net/http serves them.
-		SlowPrefixes: slices.Concat([]string{"/v0/entities", "/surge.wallet.v1.", "/grpc."}, vmr.SlowPrefixes),
+// clusterFront is a node's front door: the route table of a single
+// process but the dashboard, and the wallet's gRPC.
+func clusterFront(c serveConfig, t routes.Transports, reg *prometheus.Registry, logger *slog.Logger) *front.Server {
+	grpcSrv := t.Wallet.GRPCServer()
+	t.VMR.RegisterGRPC(grpcSrv)
+	return routes.Front(t, front.Options{
+		Limits: c.limits, GRPC: grpcSrv,
+		HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
+		Registerer: reg, Logger: logger,
 	})
 }
 
@@ -189,21 +176,5 @@ func clusterHoldSecret(ctx context.Context, t *node.Tickets, logger interface{ W
 			return nil, ctx.Err()
 		case <-time.After(time.Second):
 		}
-	}
-}
-
-// clusterRoutes is the net/http table of a cluster node: the ledger,
-// ticketing, key-value entries and the wallet's faces.
-func clusterRoutes(api *ledgerapi.API, tix *ticketapi.API, wallet *clusterWallet, entries *kvapi.Handler) http.Handler {
-	v1 := http.NewServeMux()
-	for _, p := range ticketapi.Routes {
-		v1.Handle(p, tix)
-	}
-	v1.Handle("/", api.Handler())
-	return table{
-		{kvapi.Owns, entries},
-		{rpc.Owns, browser.GRPCWebText(wallet.svc.Handler())},
-		{vmr.Owns, wallet.face.Handler()},
-		{anyPath, v1},
 	}
 }

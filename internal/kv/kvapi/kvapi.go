@@ -171,3 +171,6 @@ func (h *Handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	h.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
 	fail(w, http.StatusInternalServerError, "internal error") // a no-op on the wire if the reply had started
 }
+
+// MaxValueBytes is the largest value h stores; larger PUTs get 413.
+func (h *Handler) MaxValueBytes() int { return h.maxValue }
