@@ -29,6 +29,7 @@ import (
 	"github.com/surge-dev/surge/internal/kv/kvapi"
 	"github.com/surge-dev/surge/internal/kv/kvstore"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+	"github.com/surge-dev/surge/internal/lifecycle"
 	"github.com/surge-dev/surge/internal/routes"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
@@ -175,13 +176,13 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
-	faults := newStorageFaults(reg, logger)
-	ln, err := listen(c.addr)
+	faults := lifecycle.NewStorageFaults(reg, logger)
+	ln, err := lifecycle.Listen(c.addr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "surge: listening on http://%s\n", ln.Addr())
-	recovering, err := serveStarting(ln, logger)
+	recovering, err := lifecycle.ServeStarting(ln, logger)
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	defer p.close()
 	srv := p.front(c, cors, tracing.Provider(), reg, logger)
-	if err := recovering.stop(logger); err != nil {
+	if err := recovering.Stop(logger); err != nil {
 		return err
 	}
 	if err := stopProfile(); err != nil {
@@ -251,11 +252,11 @@ type process struct {
 
 // openProcess opens the workloads on dir, recovering their state, and
 // their transports; traced wraps the ledger and ticketing in spans.
-func openProcess(ctx context.Context, c serveConfig, dir string, reg *prometheus.Registry, faults *storageFaults, traced bool, logger *slog.Logger) (*process, error) {
+func openProcess(ctx context.Context, c serveConfig, dir string, reg *prometheus.Registry, faults *lifecycle.StorageFaults, traced bool, logger *slog.Logger) (*process, error) {
 	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, SweepEntries: c.sweep, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
-		OnStorageFault: faults.hook("ledger"), AcceptWALLoss: c.walLoss,
+		OnStorageFault: faults.Hook("ledger"), AcceptWALLoss: c.walLoss,
 	}, Tickets: ticketengine.Config{
 		OutcomeRetention: c.outcomes.retention, OutcomeMemoryBytes: int64(c.outcomes.memoryMB) << 20,
 	}})
@@ -269,7 +270,7 @@ func openProcess(ctx context.Context, c serveConfig, dir string, reg *prometheus
 		ledger, box = ledgerapi.Traced(ledger), ticketapi.Traced(box)
 	}
 	p.api = ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
-	if p.kvdb, err = openKV(dir, c, faults.hook("kv")); err != nil {
+	if p.kvdb, err = openKV(dir, c, faults.Hook("kv")); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -336,7 +337,7 @@ func (p *process) front(c serveConfig, cors *browser.CORS, tp trace.TracerProvid
 
 // run serves ln until ctx ends, then shuts down; a storage fault's
 // restart in place (resumeWhenWritable) ends it too.
-func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, dir string, faults *storageFaults, logger *slog.Logger) error {
+func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, dir string, faults *lifecycle.StorageFaults, logger *slog.Logger) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	p.api.SetReady(true)
@@ -345,10 +346,12 @@ func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, d
 		p.api.SetUnready(reason)
 		p.ready.Store(false)
 	}
-	faults.reportTo(unready)
-	defer checkTables(ctx, logger, []namedStore{{"ledger", p.eng.Store()}, {"kv", p.kvdb}}, unready)()
+	faults.ReportTo(unready)
+	defer lifecycle.CheckTables(ctx, logger, []lifecycle.NamedStore{{Name: "ledger", Store: p.eng.Store()}, {Name: "kv", Store: p.kvdb}}, unready)()
 	restart := make(chan error, 1)
-	go func() { restart <- faults.resumeWhenWritable(ctx, dir, ln, func() { stopServing(srv, logger) }) }()
+	go func() {
+		restart <- faults.ResumeWhenWritable(ctx, dir, ln, func() { lifecycle.StopServing(srv, logger) })
+	}()
 	select {
 	case err := <-served:
 		if errors.Is(err, http.ErrServerClosed) { // stopped for a restart in place

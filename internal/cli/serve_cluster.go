@@ -21,6 +21,7 @@ import (
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvapi"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+	"github.com/surge-dev/surge/internal/lifecycle"
 	"github.com/surge-dev/surge/internal/routes"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
@@ -60,7 +61,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
-	ln, err := listen(c.addr)
+	ln, err := lifecycle.Listen(c.addr)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package cli
+package lifecycle
 
 import (
 	"context"
@@ -10,36 +10,36 @@ import (
 	"github.com/surge-dev/surge/internal/store"
 )
 
-// namedStore is a store with the name the log and /readyz give it.
-type namedStore struct {
-	name string
-	s    *store.Store
+// NamedStore is a store with the name the log and /readyz give it.
+type NamedStore struct {
+	Name  string
+	Store *store.Store
 }
 
-// checkTables checks every table file of stores once (store.VerifyTables),
+// CheckTables checks every table file of stores once (store.VerifyTables),
 // in the background from the moment the server is ready; it returns the
 // function that stops the check and waits for it, to call before the
 // stores close. A damaged file is logged, naming it, and unready is told:
 // /readyz answers 503 from then on. Reads that need the damaged blocks
 // fail; the rest are served.
-func checkTables(ctx context.Context, log *slog.Logger, stores []namedStore, unready func(reason string)) (stop func()) {
+func CheckTables(ctx context.Context, log *slog.Logger, stores []NamedStore, unready func(reason string)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for _, ns := range stores {
 			began := time.Now()
-			err := ns.s.VerifyTables(ctx)
+			err := ns.Store.VerifyTables(ctx)
 			var damage *store.TableDamage
 			switch {
 			case errors.As(err, &damage):
 				log.Error("storage damaged: a table file fails its checksums; reads that need it fail, the rest are served; restore the data directory from a copy",
-					"store", ns.name, "file", damage.Path, "err", damage.Err)
-				unready(fmt.Sprintf("%s storage damaged: table file %s fails its checksums", ns.name, damage.Path))
+					"store", ns.Name, "file", damage.Path, "err", damage.Err)
+				unready(fmt.Sprintf("%s storage damaged: table file %s fails its checksums", ns.Name, damage.Path))
 			case err != nil && ctx.Err() == nil:
-				log.Warn("table files not checked", "store", ns.name, "err", err)
+				log.Warn("table files not checked", "store", ns.Name, "err", err)
 			case err == nil:
-				log.Info("table files checked", "store", ns.name, "elapsed", time.Since(began).Round(time.Millisecond))
+				log.Info("table files checked", "store", ns.Name, "elapsed", time.Since(began).Round(time.Millisecond))
 			}
 		}
 	}()
