@@ -21,7 +21,6 @@ import (
 
 	"github.com/surge-dev/surge/internal/bench"
 	"github.com/surge-dev/surge/internal/browser"
-	"github.com/surge-dev/surge/internal/cluster/node"
 	"github.com/surge-dev/surge/internal/dashboard"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/front"
@@ -129,7 +128,7 @@ trace and read surge.`,
 	f.StringVar(&c.recProf, "recovery-profile", "", "write a CPU profile of recovery, from start until ready, to this file (for go tool pprof)")
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
-	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d; in cluster mode %d, what a Kafka record carries, which is also the default there); larger ones get 413", kv.MaxValueLimit, node.MaxKVValueBytes))
+	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d; in cluster mode %d, what a Kafka record carries, which is also the default there); larger ones get 413", kv.MaxValueLimit, kvstore.MaxClusterValueBytes))
 	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
 	addLimitFlags(f, &c)
 	addClusterFlags(f, &c.cluster)

@@ -20,6 +20,7 @@ import (
 	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvapi"
+	"github.com/surge-dev/surge/internal/kv/kvstore"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
 	"github.com/surge-dev/surge/internal/lifecycle"
 	"github.com/surge-dev/surge/internal/routes"
@@ -135,13 +136,13 @@ func clusterFront(c serveConfig, t routes.Transports, reg *prometheus.Registry, 
 // a larger value set by hand refused.
 func clusterKVValue(limit int, logger *slog.Logger) (int, error) {
 	switch {
-	case limit <= node.MaxKVValueBytes:
+	case limit <= kvstore.MaxClusterValueBytes:
 		return limit, nil
 	case limit == kv.DefaultMaxValueBytes:
-		logger.Info("cluster: key-value values limited to what a Kafka record carries", "kv_max_value", node.MaxKVValueBytes)
-		return node.MaxKVValueBytes, nil
+		logger.Info("cluster: key-value values limited to what a Kafka record carries", "kv_max_value", kvstore.MaxClusterValueBytes)
+		return kvstore.MaxClusterValueBytes, nil
 	}
-	return 0, fmt.Errorf("--kv-max-value %d: in cluster mode a value travels in one Kafka record, so at most %d bytes", limit, node.MaxKVValueBytes)
+	return 0, fmt.Errorf("--kv-max-value %d: in cluster mode a value travels in one Kafka record, so at most %d bytes", limit, kvstore.MaxClusterValueBytes)
 }
 
 // worldOnce creates @world, retrying until the cluster answers.

@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/surge-dev/surge/internal/cluster/node"
 	"github.com/surge-dev/surge/internal/kv"
+	"github.com/surge-dev/surge/internal/kv/kvstore"
 )
 
 // In cluster mode a value travels in one Kafka record: the default limit
@@ -18,9 +18,9 @@ func TestClusterKVValueFitsARecord(t *testing.T) {
 		fails       bool
 	}{
 		{limit: 4096, want: 4096},
-		{limit: node.MaxKVValueBytes, want: node.MaxKVValueBytes},
-		{limit: kv.DefaultMaxValueBytes, want: node.MaxKVValueBytes},
-		{limit: node.MaxKVValueBytes + 1, fails: true},
+		{limit: kvstore.MaxClusterValueBytes, want: kvstore.MaxClusterValueBytes},
+		{limit: kv.DefaultMaxValueBytes, want: kvstore.MaxClusterValueBytes},
+		{limit: kvstore.MaxClusterValueBytes + 1, fails: true},
 		{limit: kv.MaxValueLimit, fails: true},
 	} {
 		got, err := clusterKVValue(c.limit, log)
