@@ -21,6 +21,7 @@ import (
 // entries.
 type kvCommand = kvstore.Command
 
+// newKVSlices are the engine slices of the owned partitions' entries in db.
 func newKVSlices(db *store.Store, shards int) []engine.Slice {
 	return kvstore.ClusterSlices(db, shards)
 }
