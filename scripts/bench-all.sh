@@ -18,7 +18,7 @@ serve
 $B bench transfer --target http://$A --iterations 1 --vus 1 --duration 0 >/dev/null 2>&1
 for i in 1 2 3; do hdr transfer-$i; t0=$(cpu $SP); $B bench transfer --target http://$A --no-setup --vus 100 --duration 60s --out $O/transfer-$i.json 2>/dev/null | grep -E 'http_req_duration|http_reqs|http_req_failed|load_generator'; echo "server cpu ticks: $(( $(cpu $SP)-t0 ))"; done
 for i in 1 2 3; do hdr batch-$i; $B bench transfer --target http://$A --no-setup --vus 4 --batch 8190 --duration 30s --out $O/batch-$i.json 2>/dev/null | grep -E 'http_req_duration|http_reqs|transfers|load_generator'; done
-# SPEC §8's ratio: single transfers with wrk, then an empty fasthttp handler with the same wrk
+# The target's ratio: single transfers with wrk, then an empty fasthttp handler with the same wrk
 hdr wrk-transfer-c64; ACCOUNTS=50000 wrk -t2 -c64 -d30s -s scripts/wrk/transfer.lua --latency http://$A | grep -E 'Latency|Requests/sec|requests in|Non-2xx'
 stop
 hdr wrk-transfer-c64-empty-fasthttp; go build -o $O/emptyhttp ./scripts/emptyhttp; $O/emptyhttp -fasthttp -addr $A & EP=$!; sleep 1

@@ -47,8 +47,8 @@ type Common struct {
 	// result reports.
 	Seed uint64
 	// NoStallMeter leaves the machine-stall meter off (see MachineStalls),
-	// giving its 2-4% of one core back to the load generator; the result
-	// then has no MachineStalls.
+	// giving its wake-ups back to the load generator; the result then has
+	// no MachineStalls.
 	NoStallMeter bool
 	// Log receives setup messages and progress lines; nil discards them.
 	Log io.Writer

@@ -1,6 +1,6 @@
 // Package bench is surge's load lab: it drives a running surge over its
 // public API and reports what it saw in the shape of the load-test reports
-// surge answers (SPEC §6).
+// surge answers (docs/BENCHMARKS.md).
 //
 // The lab is split by what each piece is:
 //

@@ -17,7 +17,7 @@ import (
 	"github.com/surge-dev/surge/internal/bench/transfer"
 )
 
-// newBenchCommand is `surge bench`, the load lab (SPEC §6). Each scenario
+// newBenchCommand is `surge bench`, the load lab (docs/BENCHMARKS.md). Each scenario
 // is a subcommand; the work is done in internal/bench.
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -90,7 +90,7 @@ on a request is taken from the server. --http-client std sends with Go's
 net/http instead, to compare the two or to reach an https target; the
 summary's load generator CPU line shows the difference.
 
-The summary ends with an informational verdict against SPEC §8 (≥ 30,000 TPS
+The summary ends with an informational verdict against its target (≥ 30,000 TPS
 with p95 ≤ 10 ms; ≥ 500,000 transfers/s with --batch). The exit status is 1
 only if setup failed, the target was unreachable, or more than 1% of requests
 or transfers failed.` + stallsHelp,
@@ -184,8 +184,8 @@ func runBenchScenario(cmd *cobra.Command, opts *benchOptions, run func(*cobra.Co
 	}
 	// The load generator keeps little (histograms, a run's users) and throws
 	// away every reply it decodes: collecting at Go's default GOGC of 100
-	// cost it 5-19% more CPU per GetHistory call (A/B pairs), CPU the
-	// server under test shares.
+	// cost it more CPU per call in A/B pairs (docs/BENCHMARKS.md, "Figures
+	// behind the code"), CPU the server under test shares.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(benchGCPercent)
 	}

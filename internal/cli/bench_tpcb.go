@@ -37,7 +37,7 @@ as pgbench -i does. --no-setup reuses both. After the run, TPC-B's
 consistency check runs on each: branches, tellers (and on PostgreSQL the
 accounts and the history) sum to the same total.
 
-The verdict is SPEC §8's: surge at least 10 × PostgreSQL's rate, same run.`,
+The verdict is against the target: surge at least 10 × PostgreSQL's rate, same run.`,
 		Example: `  surge bench tpcb --pg postgres://postgres@/postgres?host=/var/run/postgresql
   surge bench tpcb --pg "$PG" --scale 10 --vus 16 --duration 30s --rounds 3 --out tpcb.json`,
 		Args:         cobra.NoArgs,

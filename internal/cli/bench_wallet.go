@@ -32,8 +32,8 @@ every friendship one transfer and one chat message, so that histories and
 chat lists have something to show. It is repeatable: a second run logs in
 and replays the funding and setup transfers.
 
-Registration costs the server a bcrypt hash per user (about 80 ms of CPU
-each), so a run keeps its users and their tokens (--users-cache, by default
+Registration costs the server a bcrypt hash per user (tens of milliseconds
+of CPU each), so a run keeps its users and their tokens (--users-cache, by default
 in the user's cache directory, named after the target and the setup's
 settings). The next run with the same settings against the same server
 checks a sample of them (GetBalance with their tokens) and, if the server
@@ -46,7 +46,7 @@ caller, with a new request_id each time; GetMessages reads the caller's
 conversation with a random friend; the other calls read the caller's own
 data (GetHistory: the newest 20 items).
 
-The summary ends with an informational verdict against SPEC §8 (Transfer
+The summary ends with an informational verdict against its target (Transfer
 ≥ 10,000 rps, reads ≥ 20,000 rps each, at c=20). The exit status is 1 only
 if setup failed or more than 1% of calls failed.`,
 		Example: `  surge bench wallet --call Transfer -n 500 -c 20

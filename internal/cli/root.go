@@ -30,8 +30,11 @@ func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "surge",
 		Short: "A server for flash-crowd workloads, and the load lab that measures it",
-		Long: `surge serves a sharded, group-committed ledger (and more workloads to come) on one
-port, with embedded storage, and measures itself with "surge bench".
+		Long: `surge serves four workloads on one port: a sharded, group-committed ledger;
+flash-sale ticketing; key-value storage; and a wallet with friends and chat over
+gRPC, gRPC-Web and Connect. It runs as one process on embedded storage, or as
+the nodes of a cluster on Apache Kafka (serve --kafka). "surge bench" is its
+load lab: it measures surge, and its peers, under each workload's load.
 
 Every flag can also be set from the environment as SURGE_<FLAG>, with the flag's
 name upper-cased and dashes turned into underscores (--api-key → SURGE_API_KEY).

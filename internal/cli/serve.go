@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +29,8 @@ import (
 	"github.com/surge-dev/surge/internal/kv/kvapi"
 	"github.com/surge-dev/surge/internal/kv/kvstore"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+	"github.com/surge-dev/surge/internal/lifecycle"
+	"github.com/surge-dev/surge/internal/routes"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
@@ -92,7 +93,8 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the surge server",
-		Long: `Run the surge server: every workload on one port, storage embedded under --data.
+		Long: `Run the surge server: every workload on one port, storage embedded under --data;
+with --kafka, as a node of a cluster on Kafka (docs/CLUSTER.md).
 
 Listening on a loopback address needs no key. Listening on any other address
 requires --api-key, which every /v1 and /v0 request must then carry as
@@ -131,9 +133,9 @@ trace and read surge.`,
 	f.BoolVar(&c.walLoss, "accept-wal-loss", false, "start even though a WAL is damaged with valid records after the damage, dropping everything in it from the damage on (without it, surge refuses to start and names the file and offset)")
 	f.StringVar(&c.recProf, "recovery-profile", "", "write a CPU profile of recovery, from start until ready, to this file (for go tool pprof)")
 	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
-	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, so collecting at 100% spent ~12% of CPU marking them again and again")
-	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d); larger ones get 413", kv.MaxValueLimit))
-	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which keeps a flash sale's million reservations under 1 GiB of RSS")
+	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, which Go's default of 100 marks again and again")
+	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d; in cluster mode %d, what a Kafka record carries, which is also the default there); larger ones get 413", kv.MaxValueLimit, kvstore.MaxClusterValueBytes))
+	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which bounds a flash sale's RSS")
 	addLimitFlags(f, &c)
 	addClusterFlags(f, &c.cluster)
 	addTLSFlags(f, &c.tls)
@@ -180,12 +182,12 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
-	faults := newStorageFaults(reg, logger)
+	faults := lifecycle.NewStorageFaults(reg, logger)
 	ln, tc, err := openPort(c, out, logger)
 	if err != nil {
 		return err
 	}
-	recovering, err := serveStarting(ln, tc, logger)
+	recovering, err := lifecycle.ServeStarting(ln, tc, logger)
 	if err != nil {
 		return err
 	}
@@ -195,7 +197,7 @@ func serve(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	defer p.close()
 	srv := p.front(c, cors, tracing.Provider(), reg, logger)
-	if err := recovering.stop(logger); err != nil {
+	if err := recovering.Stop(logger); err != nil {
 		return err
 	}
 	if err := stopProfile(); err != nil {
@@ -259,11 +261,11 @@ type process struct {
 
 // openProcess opens the workloads on dir, recovering their state, and
 // their transports; traced wraps the ledger and ticketing in spans.
-func openProcess(ctx context.Context, c serveConfig, dir string, reg *prometheus.Registry, faults *storageFaults, traced bool, logger *slog.Logger) (*process, error) {
+func openProcess(ctx context.Context, c serveConfig, dir string, reg *prometheus.Registry, faults *lifecycle.StorageFaults, traced bool, logger *slog.Logger) (*process, error) {
 	wl, err := workloads.Open(ctx, workloads.Config{Currency: c.currency, SweepEntries: c.sweep, Engine: engine.Config{
 		Dir: dir, Shards: c.shards, QueueCapacity: c.queue, MaxBatch: c.maxBatch,
 		NoSync: c.noSync, MemTableBytes: uint64(c.memtable) << 20, Registerer: reg, Logger: logger,
-		OnStorageFault: faults.hook("ledger"), AcceptWALLoss: c.walLoss,
+		OnStorageFault: faults.Hook("ledger"), AcceptWALLoss: c.walLoss,
 	}, Tickets: ticketengine.Config{
 		OutcomeRetention: c.outcomes.retention, OutcomeMemoryBytes: int64(c.outcomes.memoryMB) << 20,
 	}})
@@ -279,7 +281,7 @@ func openProcess(ctx context.Context, c serveConfig, dir string, reg *prometheus
 	p.api = ledgerapi.New(ledger, ledgerapi.Options{APIKey: c.apiKey, Registry: reg, Logger: logger})
 	p.reg = reg
 	registerReady(reg, p.api.Ready)
-	if p.kvdb, err = openKV(dir, c, faults.hook("kv")); err != nil {
+	if p.kvdb, err = openKV(dir, c, faults.Hook("kv")); err != nil {
 		p.close()
 		return nil, err
 	}
@@ -324,27 +326,20 @@ func (p *process) front(c serveConfig, cors *browser.CORS, tp trace.TracerProvid
 	mw := telemetry.NewMiddleware(nil, telemetry.MiddlewareOptions{
 		Meter: meter, Logger: logger, Registerer: reg, TracerProvider: tp,
 	})
-	native, netRoutes := routes(transports{ledger: p.api, tickets: p.tickets, kv: p.kvs, wallet: p.wallet, vmr: p.face, dashboard: p.dash, apiKey: c.apiKey})
 	grpcSrv := p.wallet.GRPCServer(append(mw.GRPC(), p.admission.GRPCOptions(idleTimeout)...)...)
 	p.face.RegisterGRPC(grpcSrv)
-	srv := front.New(front.Options{
-		Routes:       native,
-		Net:          netRoutes,
-		GRPC:         grpcSrv,
-		Middleware:   mw.Wrap,
-		Wrap:         mw.Fast,
-		OnNetRequest: telemetry.HandOver,
-		SlowPrefixes: slices.Concat(slowPrefixes, vmr.SlowPrefixes),
-		// The ledger's batch body is the largest a handler takes, unless
-		// --kv-max-value is larger; handlers check their own limits.
-		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1,
-		HeaderTimeout:       c.headerTO,
-		IdleTimeout:         idleTimeout,
-		Admission:           p.admission,
-		Authorize:           p.api.AuthorizedHeader,
-		Registerer:          reg,
-		Logger:              logger,
-		CORS:                cors,
+	t := routes.Transports{Ledger: p.api, Tickets: p.tickets, KV: p.kvs, Wallet: p.wallet, VMR: p.face, Dashboard: p.dash, APIKey: c.apiKey}
+	srv := routes.Front(t, front.Options{
+		GRPC:          grpcSrv,
+		Middleware:    mw.Wrap,
+		Wrap:          mw.Fast,
+		OnNetRequest:  telemetry.HandOver,
+		HeaderTimeout: c.headerTO,
+		IdleTimeout:   idleTimeout,
+		Admission:     p.admission,
+		Registerer:    reg,
+		Logger:        logger,
+		CORS:          cors,
 	})
 	// Dashboard streams never end on their own; Shutdown would wait for them.
 	srv.RegisterOnShutdown(p.dash.Close)
@@ -352,9 +347,9 @@ func (p *process) front(c serveConfig, cors *browser.CORS, tp trace.TracerProvid
 }
 
 // run serves ln (with TLS tc, if not nil) until ctx ends, then shuts
-// down; a storage fault's restart in place (resumeWhenWritable) ends it
+// down; a storage fault's restart in place (ResumeWhenWritable) ends it
 // too.
-func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, tc *tls.Config, dir string, faults *storageFaults, logger *slog.Logger) error {
+func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, tc *tls.Config, dir string, faults *lifecycle.StorageFaults, logger *slog.Logger) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(secured(ln, tc)) }()
 	p.api.SetReady(true)
@@ -363,10 +358,12 @@ func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, t
 		p.api.SetUnready(reason)
 		p.ready.Store(false)
 	}
-	faults.reportTo(unready)
-	defer checkTables(ctx, logger, []namedStore{{"ledger", p.eng.Store()}, {"kv", p.kvdb}}, unready, p.reg)()
+	faults.ReportTo(unready)
+	defer lifecycle.CheckTables(ctx, logger, []lifecycle.NamedStore{{Name: "ledger", Store: p.eng.Store()}, {Name: "kv", Store: p.kvdb}}, unready, p.reg)()
 	restart := make(chan error, 1)
-	go func() { restart <- faults.resumeWhenWritable(ctx, dir, ln, func() { stopServing(srv, logger) }) }()
+	go func() {
+		restart <- faults.ResumeWhenWritable(ctx, dir, ln, func() { lifecycle.StopServing(srv, logger) })
+	}()
 	select {
 	case err := <-served:
 		if errors.Is(err, http.ErrServerClosed) { // stopped for a restart in place
@@ -385,12 +382,6 @@ func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, t
 	}
 	return p.eng.Close()
 }
-
-// slowPrefixes are the paths whose connections net/http serves from the
-// first request on (see package front): the dashboard and its event
-// stream, the wallet's RPCs over every protocol, gRPC health and
-// reflection, profiles, and key-value ranges, which stream.
-var slowPrefixes = []string{"/", "/ui/", "/surge.wallet.v1.", "/grpc.", "/debug/", "/v0/entities"}
 
 // shutdownTracing sends the spans still buffered, waiting a few seconds
 // at most for a collector that is gone.

@@ -9,24 +9,23 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/surge-dev/surge/internal/browser"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/cluster/node"
 	"github.com/surge-dev/surge/internal/front"
+	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvapi"
+	"github.com/surge-dev/surge/internal/kv/kvstore"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+	"github.com/surge-dev/surge/internal/routes"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 	"github.com/surge-dev/surge/internal/wallet/auth"
-	"github.com/surge-dev/surge/internal/wallet/rpc"
-	"github.com/surge-dev/surge/internal/wallet/vmr"
 )
 
 // clusterConfig holds the flags of cluster mode (docs/CLUSTER.md).
@@ -50,6 +49,11 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 // ticketing's, key-value and the wallet's routes answer on every node.
 func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	logger := telemetry.NewLogger(os.Stderr, c.logLevel, c.logFmt)
+	kvValue, err := clusterKVValue(c.kvValue, logger)
+	if err != nil {
+		return err
+	}
+	c.kvValue = kvValue
 	dir, err := filepath.Abs(c.data)
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
@@ -100,7 +104,8 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	defer wallet.close()
-	srv := clusterFront(c, n, api, tix, wallet, reg, logger)
+	kvs := kvapi.New(n.KV(), kvapi.Options{MaxValueBytes: c.kvValue, Authorize: api.AuthorizedHeader, Registry: reg, Logger: logger})
+	srv := clusterFront(c, routes.Transports{Ledger: api, Tickets: tix, KV: kvs, Wallet: wallet.svc, VMR: wallet.face, APIKey: c.apiKey}, reg, logger)
 	fmt.Fprintf(out, "surge: node %s of cluster %s on %s (%d partitions)\n", n.ID(), c.cluster.name, c.cluster.kafka, c.cluster.partitions)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(secured(ln, tc)) }()
@@ -119,26 +124,30 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	return nil
 }
 
-// clusterFront is a node's front door: the ledger's and ticketing's
-// routes native, the rest (key-value, the wallet's faces, profiles) on
-// net/http, and the wallet's gRPC.
-func clusterFront(c serveConfig, n *node.Node, api *ledgerapi.API, tix *ticketapi.API, wallet *clusterWallet, reg *prometheus.Registry, logger *slog.Logger) *front.Server {
-	grpcSrv := wallet.svc.GRPCServer()
-	wallet.face.RegisterGRPC(grpcSrv)
-	return front.New(front.Options{
-		Routes: slices.Concat(api.FastRoutes(), tix.FastRoutes()),
-		Net: table{
-			{under("/debug/pprof/"), telemetry.OperatorOnly(profiles(), c.apiKey)},
-			{anyPath, clusterRoutes(api, tix, wallet, clusterKV(n.KV(), c.kvValue, api.AuthorizedHeader, logger))},
-		},
-		Limits:              c.limits,
-		GRPC:                grpcSrv,
-		MaxRequestBodyBytes: max(ledgerapi.MaxBatchBody, c.kvValue) + 1, HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
-		Authorize: api.AuthorizedHeader, Registerer: reg, Logger: logger,
-		// Ranges stream one flushed chunk per entry, and the wallet's
-		// RPCs stream too: net/http serves them.
-		SlowPrefixes: slices.Concat([]string{"/v0/entities", "/surge.wallet.v1.", "/grpc."}, vmr.SlowPrefixes),
+// clusterFront is a node's front door: the route table of a single
+// process but the dashboard, and the wallet's gRPC.
+func clusterFront(c serveConfig, t routes.Transports, reg *prometheus.Registry, logger *slog.Logger) *front.Server {
+	grpcSrv := t.Wallet.GRPCServer()
+	t.VMR.RegisterGRPC(grpcSrv)
+	return routes.Front(t, front.Options{
+		Limits: c.limits, GRPC: grpcSrv,
+		HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
+		Registerer: reg, Logger: logger,
 	})
+}
+
+// clusterKVValue is --kv-max-value in cluster mode, where a value travels
+// in one Kafka record: the default is lowered to what a record carries, and
+// a larger value set by hand refused.
+func clusterKVValue(limit int, logger *slog.Logger) (int, error) {
+	switch {
+	case limit <= kvstore.MaxClusterValueBytes:
+		return limit, nil
+	case limit == kv.DefaultMaxValueBytes:
+		logger.Info("cluster: key-value values limited to what a Kafka record carries", "kv_max_value", kvstore.MaxClusterValueBytes)
+		return kvstore.MaxClusterValueBytes, nil
+	}
+	return 0, fmt.Errorf("--kv-max-value %d: in cluster mode a value travels in one Kafka record, so at most %d bytes", limit, kvstore.MaxClusterValueBytes)
 }
 
 // worldOnce creates @world, retrying until the cluster answers.
@@ -174,21 +183,5 @@ func clusterHoldSecret(ctx context.Context, t *node.Tickets, logger interface{ W
 			return nil, ctx.Err()
 		case <-time.After(time.Second):
 		}
-	}
-}
-
-// clusterRoutes is the net/http table of a cluster node: the ledger,
-// ticketing, key-value entries and the wallet's faces.
-func clusterRoutes(api *ledgerapi.API, tix *ticketapi.API, wallet *clusterWallet, entries http.Handler) http.Handler {
-	v1 := http.NewServeMux()
-	for _, p := range ticketapi.Routes {
-		v1.Handle(p, tix)
-	}
-	v1.Handle("/", api.Handler())
-	return table{
-		{kvapi.Owns, entries},
-		{rpc.Owns, browser.GRPCWebText(wallet.svc.Handler())},
-		{vmr.Owns, wallet.face.Handler()},
-		{anyPath, v1},
 	}
 }

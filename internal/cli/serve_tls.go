@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/surge-dev/surge/internal/certs"
+	"github.com/surge-dev/surge/internal/lifecycle"
 )
 
 // tlsConfig holds the flags of TLS on the port (docs/OPERATIONS.md,
@@ -87,7 +88,7 @@ func openPort(c serveConfig, out io.Writer, log *slog.Logger) (net.Listener, *tl
 	if err != nil {
 		return nil, nil, err
 	}
-	ln, err := listen(c.addr)
+	ln, err := lifecycle.Listen(c.addr)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/surge-dev/surge/internal/lifecycle"
 )
 
 // selfSignedTLS is a server TLS config for 127.0.0.1 and a client config
@@ -50,11 +52,11 @@ func TestStartingServerSpeaksTLS(t *testing.T) {
 	defer ln.Close()
 	server, client := selfSignedTLS(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := serveStarting(ln, server, log)
+	s, err := lifecycle.ServeStarting(ln, server, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = s.stop(log) }()
+	defer func() { _ = s.Stop(log) }()
 	for _, h2 := range []bool{false, true} {
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: client.Clone(), ForceAttemptHTTP2: h2}}
 		res, err := hc.Get("https://" + ln.Addr().String() + "/readyz")

@@ -3,8 +3,8 @@
 //
 // HTTP/1.1 is served by fasthttp. In a flash crowd every request is small
 // and the server's own HTTP work is most of its CPU: answering an empty
-// request costs net/http about 27 µs of CPU on the 2-vCPU machine of
-// docs/BENCHMARKS.md and fasthttp about 14 µs, since fasthttp reuses its
+// request costs net/http about twice the CPU fasthttp takes
+// (docs/BENCHMARKS.md, "Figures behind the code"), since fasthttp reuses its
 // request and response objects and parses in place instead of building
 // header maps and starting a background reader per request.
 //

@@ -1,5 +1,6 @@
-// Package kv holds the rules of surge's key-value storage (SPEC §3.3), the
-// polis highload-dht API: what a key may be and how large a value may grow.
+// Package kv holds the rules of surge's key-value storage (docs/API.md),
+// the polis highload-dht API: what a key may be and how large a value may
+// grow.
 // It is plain code with no I/O; storage and transport apply its rules.
 package kv
 

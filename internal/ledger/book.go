@@ -163,9 +163,9 @@ func (b *Book) Changes() *Changes { return &b.changes }
 func (b *Book) Reset() {
 	// Clearing a map costs its capacity, not its length, and a map never
 	// shrinks: after one batch that touched many accounts (a setup opening
-	// 50,000 of them), every later Reset would pay 30 µs on the shard's
-	// path for a batch of 25 transfers. Maps far larger than the batches
-	// now using them are made anew instead.
+	// tens of thousands of them), every later Reset would pay for all of
+	// them on the shard's path, however small its batch. Maps far larger
+	// than the batches now using them are made anew instead.
 	n := max(len(b.dirty), len(b.recent))
 	if b.batchPeak > 1024 && n < b.batchPeak/8 {
 		b.dirty = make(map[*Account]struct{}, n)

@@ -59,8 +59,8 @@ func skipEntry(b []byte) (rest []byte, ok bool) {
 // A shard's journal record holds the history entries of one batch as
 // items. A transfer between two accounts of the shard is one item holding
 // both its entries, which share the transfer's id, amount, memo and time:
-// written as two, they were 40% of what a transfer wrote to storage. Any
-// other entry is an item of its own.
+// written as two, the repeated fields were a large part of what a
+// transfer wrote to storage. Any other entry is an item of its own.
 const (
 	journalEntry = 1 // account, seq, then the entry as AppendEntry writes it
 	journalPair  = 2 // transfer id, amount, memo, time, then account, seq and balance after of the debit and of the credit

@@ -35,10 +35,9 @@ type Options struct {
 	L0CompactionThreshold int
 	// UncompressedL0 stores level 0, what flushes write, uncompressed.
 	// Under a steady write load it is compacted away within seconds, so
-	// compressing it costs CPU and saves disk only briefly: 7% of the
-	// ledger's batch route CPU (A/B pairs). The levels below stay
-	// compressed (Snappy), where data settles and takes 40% less disk for
-	// it.
+	// compressing it costs CPU (on the ledger's batch route, in A/B
+	// pairs) and saves disk only briefly. The levels below stay compressed
+	// (Snappy), where data settles and the disk saved lasts.
 	UncompressedL0 bool
 	// OnFault, if set, is told once when the store stops taking writes
 	// because its disk failed one (see Fault).
@@ -91,9 +90,9 @@ func Open(dir string, o Options) (*Store, error) {
 		// Ledger writes are random keys (history entries of random
 		// accounts), so every L0 file overlaps all of Lbase and each L0
 		// compaction rewrites Lbase. Compacting 16 files at a time instead
-		// of 4 amortises that rewrite: in two A/B pairs of 60 s transfer
-		// runs it gave 5% more throughput and a lower p95 and p99. The
-		// ledger's reads are mostly served from memory.
+		// of 4 amortises that rewrite: in A/B pairs of transfer runs it gave
+		// more throughput and a lower p95 and p99. The ledger's reads are
+		// mostly served from memory.
 		o.L0CompactionThreshold = 16
 	}
 	cache := pebble.NewCache(o.CacheBytes)

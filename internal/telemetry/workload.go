@@ -30,7 +30,7 @@ type Rule struct {
 	Workload string
 }
 
-// DefaultRules are the routes of SPEC §3. A workload that adds routes under
+// DefaultRules are the routes of docs/API.md. A workload that adds routes under
 // a new prefix adds a rule here. The wallet's procedures are the same paths
 // over gRPC, gRPC-Web and Connect; gRPC health and reflection are not a
 // workload.

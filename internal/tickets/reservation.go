@@ -100,7 +100,7 @@ func (a *Area) reserveRandom(req ReserveRequest) ([]Seat, Reason, string) {
 func NoBlockDetail(n int, eventID, areaID string) string {
 	// Built by concatenation, not fmt, as FailureText is: a flash sale's
 	// sold-out requests build it two or three times each, and fmt.Sprintf
-	// in the two was 2.8% of the server's CPU in a 1M-request spike.
+	// in the two showed in the server's profile of a spike.
 	return "no continuous " + strconv.Itoa(n) + " seats at area " + areaID + " in event " + eventID
 }
 

@@ -1,6 +1,6 @@
 // Command emptyhttp serves an empty 200 to every request: the ceiling of
 // what Go's net/http can answer on this machine, to measure beside surge's
-// /v0 figures in the same session and the same way (SPEC §8 quotes one).
+// /v0 figures in the same session and the same way (docs/BENCHMARKS.md quotes one).
 //
 //	go run ./scripts/emptyhttp -addr 127.0.0.1:8081
 //

@@ -1,6 +1,6 @@
 -- POST /v1/transfers of 1..1000 between two random accounts of surge bench
 -- transfer's set (bench-0 ... bench-N), for wrk (Debian's package): single
--- transfers measured by the same client as an empty handler, for SPEC §8's
+-- transfers measured by the same client as an empty handler, for the target's
 -- ratio to the ceiling. Create and fund the accounts first:
 --   surge bench transfer --iterations 1 --vus 1 --duration 0
 --   ACCOUNTS=50000 wrk -t2 -c64 -d30s -s scripts/wrk/transfer.lua http://127.0.0.1:8080

@@ -4,20 +4,27 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 )
 
-// clusterKey is the API key of the nodes of TestClusterServesOnAnyNode.
-const clusterKey = "k3y"
+// clusterKey is the API key of the nodes of TestClusterServesOnAnyNode;
+// clusterKVValue, their --kv-max-value.
+const (
+	clusterKey     = "k3y"
+	clusterKVValue = 64 << 10
+)
 
 // The routes that span partitions answer on any node of a cluster as on a
-// single node: ticketing's cancel and seat map, key-value ranges.
+// single node: ticketing's cancel and seat map, key-value ranges, and every
+// key-value exchange of kvScript.
 func TestClusterServesOnAnyNode(t *testing.T) {
-	c := startCluster(t, 1, 2, "--api-key", clusterKey)
+	c := startCluster(t, 1, 2, "--api-key", clusterKey, "--kv-max-value", strconv.Itoa(clusterKVValue))
 	t.Run("cancel and seat map", c.cancelsAndSeatMaps)
 	t.Run("key-value ranges", c.ranges)
+	t.Run("key-value as one node", c.kvAsOneNode)
 }
 
 // A reservation filed on one node is seen on another's seat map, and

@@ -1,7 +1,7 @@
 // Package e2e is the black-box end-to-end suite of surge. It builds
 // the real binary, runs it as a process on a loopback port and drives it over
 // real HTTP, exactly as a client would: no mocks, no internal packages. The
-// contract it checks is docs/API.md and the promises of SPEC §5.
+// contract it checks is docs/API.md and its "Promises".
 //
 // TestMain builds ./cmd/surge once, or uses the binary named by SURGE_BIN.
 // The long tests (conservation under concurrency, and the two crash tests)

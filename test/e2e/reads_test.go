@@ -12,12 +12,12 @@ import (
 // readsTransfers is how many transfers TestLinearizableReads makes.
 const readsTransfers = 300
 
-// TestLinearizableReads checks that reads are linearizable (SPEC §5): one
-// client moves money from lz-p to lz-q, one transfer at a time, and checks
-// after each acknowledgement that both balances show it; meanwhile another
-// client waits for each transfer to become visible through GET
-// /v1/transfers/{id} and then reads lz-p, which must already show the
-// debit, in its balance and in its history.
+// TestLinearizableReads checks that reads are linearizable (docs/API.md,
+// "Promises"): one client moves money from lz-p to lz-q, one transfer at a
+// time, and checks after each acknowledgement that both balances show it;
+// meanwhile another client waits for each transfer to become visible
+// through GET /v1/transfers/{id} and then reads lz-p, which must already
+// show the debit, in its balance and in its history.
 func TestLinearizableReads(t *testing.T) {
 	srv := start(t, t.TempDir(), "--shards", "4")
 	c := srv.c

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The ticketing API's JSON, as a client sees it (SPEC §3.2).
+// The ticketing API's JSON, as a client sees it (docs/API.md).
 
 type Event struct {
 	EventName              string      `json:"eventName"`

@@ -6,8 +6,9 @@ import (
 	"github.com/surge-dev/surge/internal/bench/measure"
 )
 
-// SyntheticStalls is a tally of a one-second phase of a 1 ms meter: 990
-// sleeps 50 µs late, as waking a thread costs, and ten stalls of 20 ms.
+// SyntheticStalls is a tally of a one-second phase of a meter that sleeps
+// a millisecond at a time: 990 sleeps a little late, as waking a thread
+// costs, and ten stalls of twenty sleeps' length.
 func SyntheticStalls() *measure.StallTally {
 	tally := measure.NewStallTally(time.Millisecond)
 	for i := range 1000 {

@@ -16,8 +16,8 @@ import (
 // Transport is general: a connection pool shared by any number of
 // goroutines, a reader and a writer goroutine per connection, request and
 // response objects, header maps. On the load generator each of those is
-// CPU taken from the server under test on the same machine (about 45 µs
-// and 47 allocations a request). A VU needs far less: it has exactly one
+// CPU taken from the server under test on the same machine (dozens of
+// allocations a request). A VU needs far less: it has exactly one
 // request in flight, always to the same URL, with the same headers. So:
 //
 //   - A VU's Endpoint owns one connection for its whole life. The VU's
@@ -35,14 +35,11 @@ import (
 // the server.
 //
 // It is kept beside fasthttp's HostClient (FastHTTPClient, a dependency of
-// the server already) because the library costs the load generator more:
-// in A/B pairs against one server (surge bench transfer --vus 100
-// --duration 15s, --http-client fast then fasthttp, alternating), the
-// fast client spent 20.2 / 19.8 / 21.2 µs of CPU per request and fasthttp
-// 23.9 / 25.4 / 23.1 µs, 9-28% more in every pair, at the same rate
-// (docs/bench/client-ab-*.json, a machine busy with other work: 19-32%
-// of each run stalled). Both allocate nothing per request (TestFastAllocs
-// logs fasthttp's count). Pipelining is compared in pipeclient.go.
+// the server already) because the library costs the load generator more
+// CPU per request, in every A/B pair at the same rate (docs/BENCHMARKS.md,
+// "Figures behind the code"; docs/bench/client-ab-*.json). Both allocate
+// nothing per request (TestFastAllocs logs fasthttp's count). Pipelining
+// is compared in pipeclient.go.
 
 const (
 	fastBufferSize = 16 << 10 // as the net/http client's buffers

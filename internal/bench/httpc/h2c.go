@@ -49,13 +49,12 @@ type H2Events struct {
 // but not its pool: with StrictMaxConcurrentRequests, the pool reserves a
 // stream for every request that asks, past the server's limit, and the
 // request that holds the connection's header lock then waits for a slot
-// those very reservations fill, forever (golang/go#70809; 0 completions
-// of 200,000 with 10,000 workers on 16 connections and the server's 250
-// streams each). A ClientConn used directly reserves nothing: its requests
-// wait for the streams that are open, which end. It also costs the load
-// generator less: 89 and 98 µs of CPU per reservation against the pool's
-// 108 and 116 (surge bench spike --http2 --conns 16 -c 1000 -n 50000, two
-// A/B pairs on a busy machine).
+// those very reservations fill, forever (golang/go#70809: no request
+// completes once the workers outnumber the connections' streams). A
+// ClientConn used directly reserves nothing: its requests wait for the
+// streams that are open, which end. It also costs the load generator less
+// CPU per reservation than the pool (docs/BENCHMARKS.md, "Figures behind
+// the code").
 type h2Pool struct {
 	conns []*h2Conn
 	next  atomic.Uint32

@@ -17,9 +17,9 @@ import (
 //
 // Why: on a small machine a request's system calls, not its handler, are
 // most of what it costs. One at a time, each request is a write and a read
-// on each side; an empty route took 25 µs of this 2-vCPU VM's server CPU a
-// request so, against 11 µs sixteen deep (wrk, 64 connections,
-// docs/BENCHMARKS.md). A shared connection carries whatever its VUs queued
+// on each side; an empty route costs the server less than half as much
+// CPU a request sixteen deep (docs/BENCHMARKS.md, "Figures behind the
+// code"). A shared connection carries whatever its VUs queued
 // since its last write in one write, which the server reads in one read
 // and answers in one write. The server still sees every request, in full;
 // what changes is how many of them a system call carries, as behind a
@@ -35,12 +35,9 @@ import (
 // server may have acted on it; the next request dials a new connection.
 //
 // It is kept beside fasthttp's PipelineClient (--http-client fasthttp with
-// --pipeline) because the library costs the load generator more: in A/B
-// pairs against one server (surge bench transfer --vus 128 --pipeline 16
-// --duration 12s, alternating), 32.7 / 31.5 / 26.9 µs of CPU per request
-// here against 54.4 / 58.1 / 44.2 µs, 64-84% more in every pair
-// (docs/bench/client-ab-pipeline-*.json, on a machine busy with other
-// work: 15-31% of each run stalled).
+// --pipeline) because the library costs the load generator more CPU per
+// request, in every A/B pair (docs/BENCHMARKS.md, "Figures behind the
+// code"; docs/bench/client-ab-pipeline-*.json).
 
 var errServerClosing = errors.New("the server closed the pipelined connection")
 

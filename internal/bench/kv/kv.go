@@ -18,7 +18,7 @@ import (
 	"github.com/surge-dev/surge/internal/bench/units"
 )
 
-// Targets from SPEC §8 for the kv scenario.
+// Targets for the kv scenario (docs/BENCHMARKS.md, "Targets").
 const (
 	TargetKVOneConnRPS = 12000 // PUT or GET on one connection, at p99 ≤ 1 ms
 	TargetKVP99Ms      = 1
@@ -217,7 +217,7 @@ func kvParams(c KVConfig, rate float64) map[string]string {
 	}
 }
 
-// kvVerdict judges a run against SPEC §8: ≥ 12,000 PUTs or GETs per
+// kvVerdict judges a run against its targets: ≥ 12,000 PUTs or GETs per
 // second at p99 ≤ 1 ms on one connection, ≥ 60,000 per second on 64.
 // stalls explain a missed p99.
 func kvVerdict(r *report.Result, c KVConfig, stalls *measure.StallHistograms) *report.Verdict {

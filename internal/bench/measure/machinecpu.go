@@ -24,8 +24,8 @@ type MachineCPU struct {
 }
 
 // NoisySteal is the share of stolen CPU time above which a run's figures
-// should not be compared with a quiet run's: on the 2-vCPU machine of
-// docs/BENCHMARKS.md, runs with 12-33% steal moved by 30% and more.
+// should not be compared with a quiet run's (docs/BENCHMARKS.md, "Method",
+// says how far runs with more steal moved).
 const NoisySteal = 0.05
 
 // String is the summary's reading, such as "6% stolen by the hypervisor

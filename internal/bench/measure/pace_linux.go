@@ -11,15 +11,15 @@ import (
 )
 
 // SleepUntil returns at t, give or take ten microseconds. An open-model
-// connection at 12,000 requests/s has 83 µs between sends, and Go's timers
-// (time.Sleep) round any wait shorter than a millisecond up to one when the
-// process is otherwise idle, which would delay most sends by up to a
-// millisecond and, since latency counts from the scheduled send, show up
-// as a millisecond of latency the server never caused. (wrk2's own
-// millisecond timers do just that.) So the last stretch of a wait is a
-// nanosleep system call, with the thread's timer slack cut from its 50 µs
-// default to 1 µs: the goroutine may run on any thread, and the call costs
-// less than a microsecond.
+// connection at the kv targets' rates has far less than a millisecond
+// between sends, and Go's timers (time.Sleep) round any wait shorter than
+// a millisecond up to one when the process is otherwise idle, which would
+// delay most sends by up to a millisecond and, since latency counts from
+// the scheduled send, show up as latency the server never caused. (wrk2's
+// own millisecond timers do just that.) So the last stretch of a wait is a
+// nanosleep system call, with the thread's timer slack cut from its
+// default to a microsecond: the goroutine may run on any thread, and the
+// call is cheap.
 func SleepUntil(t time.Time) {
 	for {
 		d := time.Until(t)

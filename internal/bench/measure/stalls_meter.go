@@ -22,13 +22,11 @@ const meterPeriod = time.Millisecond
 // when its sleep ends, so would any other thread woken then. (So would a
 // goroutine of the load generator waiting for one of its GOMAXPROCS: the
 // meter's goroutine waits for one too, when others took it during its
-// sleep.) Its cost is a wake-up a millisecond: on the 2-vCPU development
-// VM, BenchmarkStallMeterTick puts its thread at 20-22 µs of CPU per tick
-// while the machine is quiet and 30-42 µs while it is loaded (in part
-// because the guest charges time stolen from a running thread to that
-// thread), and an otherwise idle Go process running only the meter used
-// 2.5-2.8% of one core: 2-4% of a core in all, which the summary's load
-// generator CPU includes.
+// sleep.) Its cost is a wake-up a millisecond (BenchmarkStallMeterTick;
+// docs/BENCHMARKS.md, "Method", gives its share of a core), more while the
+// machine is loaded, in part because the guest charges time stolen from a
+// running thread to that thread; the summary's load generator CPU
+// includes it.
 //
 // Sleeping goes through SleepUntil, whose nanosleep with the thread's
 // timer slack cut to a microsecond keeps Go's timer rounding (up to a

@@ -3,5 +3,6 @@
 // the k6/wrk2/ghz-style summary (WriteSummary), JSON (WriteJSON,
 // ReadJSON), Markdown (WriteMarkdown), a self-contained HTML page
 // (WriteHTML), the comparison of two results (Compare), verdicts against
-// SPEC's targets, and Progress, the line a second printed while a run goes.
+// the targets of docs/BENCHMARKS.md, and Progress, the line a second
+// printed while a run goes.
 package report

@@ -35,7 +35,7 @@ func TestCompareSpikes(t *testing.T) {
 
 func TestSpikeSummaryAndFiles(t *testing.T) {
 	r := reporttest.SpikeResult()
-	r.Verdict = &report.Verdict{Target: "SPEC §8", Pass: true}
+	r.Verdict = &report.Verdict{Target: "the target", Pass: true}
 	var sum bytes.Buffer
 	if err := report.WriteSummary(&sum, r); err != nil {
 		t.Fatal(err)

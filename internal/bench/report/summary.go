@@ -47,7 +47,7 @@ func WriteSummary(w io.Writer, r *Result) error {
 		b.WriteString(" and 0 interrupted iterations\n")
 	}
 	if v := r.Verdict; v != nil {
-		fmt.Fprintf(&b, "verdict: %s (SPEC §8 target %s): %s\n", passWord(v.Pass), v.Target, v.Detail)
+		fmt.Fprintf(&b, "verdict: %s (target %s): %s\n", passWord(v.Pass), v.Target, v.Detail)
 	}
 	writeWarnings(&b, r)
 	_, err := io.WriteString(w, b.String())

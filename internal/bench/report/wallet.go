@@ -56,7 +56,7 @@ func writeGHZSummary(w io.Writer, r *Result) error {
 		if v.Pass {
 			verdict = "met"
 		}
-		fmt.Fprintf(&b, "\nTarget (SPEC §8): %s — %s (%s)\n", v.Target, verdict, v.Detail)
+		fmt.Fprintf(&b, "\nTarget: %s — %s (%s)\n", v.Target, verdict, v.Detail)
 	}
 	if c := r.Client; c.CPU >= 0 {
 		fmt.Fprintf(&b, "Load generator CPU: %.1f%% of one core, %.1fµs per call\n", c.CPUShare*100, c.MicrosPerRequest)

@@ -9,7 +9,7 @@ import (
 	"github.com/surge-dev/surge/internal/bench/units"
 )
 
-// Targets from SPEC §8 for the spike scenario.
+// Targets for the spike scenario (docs/BENCHMARKS.md, "Targets").
 const (
 	TargetSpikeCompletion = 30 * time.Second
 	TargetSpikeP99        = 3 * time.Second
@@ -78,7 +78,7 @@ func secondsPtr(d time.Duration) *measure.Seconds {
 	return &s
 }
 
-// spikeVerdict judges a run against SPEC §8; stalls explain a missed p99.
+// spikeVerdict judges a run against its targets; stalls explain a missed p99.
 func spikeVerdict(r *report.Result, stalls *measure.StallHistograms) *report.Verdict {
 	s := r.Spike
 	elapsed, p99 := r.Totals.Elapsed.Duration(), units.MsDuration(r.Latency.P99)

@@ -27,7 +27,7 @@ import (
 	"github.com/surge-dev/surge/internal/bench/units"
 )
 
-// TargetRatio is SPEC §8's target: surge at least ten times PostgreSQL's
+// TargetRatio is the target of docs/BENCHMARKS.md: surge at least ten times PostgreSQL's
 // TPC-B rate, measured in the same run.
 const TargetRatio = 10
 

@@ -22,7 +22,7 @@ import (
 // MaxBatch is the most transfers the ledger accepts in one batch.
 const MaxBatch = 8190
 
-// Targets from SPEC §8 for the transfer scenario.
+// Targets for the transfer scenario (docs/BENCHMARKS.md, "Targets").
 const (
 	TargetTPS         = 30000
 	TargetP95Ms       = 10
@@ -136,7 +136,7 @@ func transferParams(c TransferConfig, runID string) map[string]string {
 	}
 }
 
-// transferVerdict judges a run against SPEC §8, counting only transfers
+// transferVerdict judges a run against its targets, counting only transfers
 // the server accepted; stalls explain a missed p95.
 func transferVerdict(r *report.Result, batch int, stalls *measure.StallHistograms) *report.Verdict {
 	secs := float64(r.Totals.Elapsed)

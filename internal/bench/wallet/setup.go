@@ -26,8 +26,8 @@ const walletSetupWorkers = 32
 
 // setupWallet makes cfg.Users users ready: from the users cache of an
 // earlier run with the same settings, when the server still knows them
-// (registration alone costs the server a bcrypt hash a user, about 80 ms
-// of CPU each), else with makeUsers, after which it caches them.
+// (registration alone costs the server a bcrypt hash a user), else with
+// makeUsers, after which it caches them.
 func setupWallet(ctx context.Context, conn *grpc.ClientConn, cfg WalletConfig, log *report.Progress) ([]benchUser, error) {
 	path, err := cachePath(cfg)
 	if err != nil {

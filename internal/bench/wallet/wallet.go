@@ -24,7 +24,7 @@ import (
 	"github.com/surge-dev/surge/internal/wallet/rpc/vtcodec"
 )
 
-// Targets from SPEC §8 for the wallet scenario, at c=20.
+// Targets for the wallet scenario, at c=20 (docs/BENCHMARKS.md, "Targets").
 const (
 	TargetWalletTransferRPS = 10000
 	TargetWalletReadRPS     = 20000
@@ -154,7 +154,7 @@ func walletParams(c WalletConfig, runID string) map[string]string {
 	}
 }
 
-// walletVerdict judges a run against SPEC §8, counting only OK calls.
+// walletVerdict judges a run against its targets, counting only OK calls.
 func walletVerdict(r *report.Result, call string) *report.Verdict {
 	target := TargetWalletReadRPS
 	if call == "Transfer" {

@@ -1,74 +1,87 @@
 package node
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
-	"time"
 
-	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/kv"
+	"github.com/surge-dev/surge/internal/kv/kvapi"
+	"github.com/surge-dev/surge/internal/kv/kvstore"
 	"github.com/surge-dev/surge/internal/store"
 )
 
-// kvRound applies cmds to shard's slice of db's entries, of shards, as an
-// owner's round, and writes the round's records back.
-func kvRound(t *testing.T, db *store.Store, shard, shards int, cmds ...engine.Command) {
+// kvTranscript runs one key-value script against s: PUTs, replacing and
+// deleting entries (present and absent), GETs, and ranges bounded, open,
+// empty and across deletions, over keys of every partition; it returns
+// each answer as a line.
+func kvTranscript(t *testing.T, s kvapi.Store) []string {
 	t.Helper()
-	s := newKVSlices(db, shards)[shard]
-	s.Apply(cmds, time.Now())
-	b := db.NewBatch()
-	s.Write(b)
-	if err := db.CommitNoSync(b); err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	var out []string
+	note := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	wrote := func(what string, w kv.Write, err error) {
+		if err == nil {
+			err = w.Wait()
+		}
+		note("%s err=%v", what, err)
 	}
-	s.Finish()
+	get := func(key string) {
+		v, found, err := s.Get(ctx, key, nil)
+		note("get %s = %q found=%v err=%v", key, v, found, err)
+	}
+	scan := func(start, end string) {
+		it, err := s.Scan(ctx, start, end)
+		if err != nil {
+			note("range [%s, %s) err=%v", start, end, err)
+			return
+		}
+		defer it.Close()
+		var got []string
+		for k, v, ok := it.Next(); ok; k, v, ok = it.Next() {
+			got = append(got, string(k)+"="+string(v))
+		}
+		note("range [%s, %s) = %s err=%v", start, end, strings.Join(got, " "), it.Err())
+	}
+	for i := range 40 {
+		key := fmt.Sprintf("k%02d", i)
+		w, err := s.PutNoWait(ctx, key, []byte(fmt.Sprintf("v%d", i)))
+		wrote("put "+key, w, err)
+	}
+	w, err := s.PutNoWait(ctx, "k07", []byte("again"))
+	wrote("put k07", w, err)
+	w, err = s.PutNoWait(ctx, "k08", nil)
+	wrote("put k08 empty", w, err)
+	for _, key := range []string{"k03", "k30", "absent"} {
+		w, err := s.DeleteNoWait(ctx, key)
+		wrote("delete "+key, w, err)
+	}
+	for _, key := range []string{"k00", "k03", "k07", "k08", "absent"} {
+		get(key)
+	}
+	scan("k", "")
+	scan("k05", "k12")
+	scan("k29", "k32")
+	scan("k50", "k60")
+	scan("a", "b")
+	return out
 }
 
-// A partition's pages of a range hold its keys only, in order, page after
-// page from Next, with the round's earlier PUTs and DELETEs over the
-// store's entries.
-func TestKVOwnerReadsItsPartOfARangeInPages(t *testing.T) {
-	db := openStore(t)
-	const shards = 2
-	var puts [shards][]engine.Command
-	mine := 0 // keys of shard 0 stored
-	for i := range 1200 {
-		key := fmt.Sprintf("k%04d", i)
-		p := engine.ShardIndex(key, shards)
-		puts[p] = append(puts[p], &kvCommand{Op: kvPut, Key: key, Value: []byte(key)})
-		if p == 0 {
-			mine++
-		}
+// The key-value entries of a cluster node answer the script as a single
+// process's store does, line for line.
+func TestClusterKVAnswersAsOneNode(t *testing.T) {
+	db, err := kvstore.Open(t.TempDir(), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for p := range shards {
-		kvRound(t, db, p, shards, puts[p]...)
-	}
-	var added, deleted string // keys of shard 0: one new in the range's round, one stored
-	for i := 0; added == "" || deleted == ""; i++ {
-		if k := fmt.Sprintf("k%04d", i); engine.ShardIndex(k, shards) == 0 && deleted == "" {
-			deleted = k
-		} else if k := fmt.Sprintf("k%04da", i); engine.ShardIndex(k, shards) == 0 && added == "" {
-			added = k
-		}
-	}
-	var got []string
-	next, pages := "k", 0
-	for more := true; more; pages++ {
-		page := &kvCommand{Op: kvRange, Key: next, End: "l"}
-		kvRound(t, db, 0, shards, &kvCommand{Op: kvPut, Key: added, Value: []byte(added)}, &kvCommand{Op: kvDelete, Key: deleted}, page)
-		for _, e := range page.Entries {
-			if engine.ShardIndex(e.Key, shards) != 0 || string(e.Value) != e.Key || len(got) > 0 && e.Key <= got[len(got)-1] {
-				t.Fatalf("page %d: entry %q=%q after %d entries", pages, e.Key, e.Value, len(got))
-			}
-			got = append(got, e.Key)
-		}
-		next, more = page.Next, page.More
-	}
-	if pages < 2 || len(got) != mine {
-		t.Fatalf("%d entries in %d pages, want %d (one added, one deleted) in 2 or more", len(got), pages, mine)
-	}
-	for _, k := range got {
-		if k == deleted {
-			t.Fatalf("deleted %s is in the range", k)
+	t.Cleanup(func() { db.Close() })
+	want := kvTranscript(t, kvstore.New(db, nil))
+	got := kvTranscript(t, clusterNode(t).KV())
+	for i := range max(len(want), len(got)) {
+		if i >= len(want) || i >= len(got) || want[i] != got[i] {
+			t.Fatalf("a cluster node answered, from line %d,\n%s\n\nthe single process\n%s", i+1,
+				strings.Join(got[min(i, len(got)):], "\n"), strings.Join(want[min(i, len(want)):], "\n"))
 		}
 	}
 }

@@ -18,8 +18,9 @@ func benchHandler(b *testing.B, noSync bool) *Handler {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	h := New(kvstore.New(db, nil), Options{})
-	if err := h.kv.Put("k0000000042", bytes.Repeat([]byte("v"), 100)); err != nil {
+	s := kvstore.New(db, nil)
+	h := New(s, Options{})
+	if err := s.Put("k0000000042", bytes.Repeat([]byte("v"), 100)); err != nil {
 		b.Fatal(err)
 	}
 	return h

@@ -6,7 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/surge-dev/surge/internal/front"
-	"github.com/surge-dev/surge/internal/kv/kvstore"
+	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/telemetry"
 )
 
@@ -67,28 +67,28 @@ func (h *Handler) entity(ctx *fasthttp.RequestCtx, start time.Time) (op, int) {
 		if len(value) > h.maxValue {
 			return o, failFast(ctx, fasthttp.StatusRequestEntityTooLarge, tooLarge(h.maxValue))
 		}
-		w, err := h.kv.PutNoWait(id, value)
+		w, err := h.kv.PutNoWait(ctx, id, value)
 		return o, h.write(ctx, o, start, w, err, fasthttp.StatusCreated)
 	}
-	w, err := h.kv.DeleteNoWait(id)
+	w, err := h.kv.DeleteNoWait(ctx, id)
 	return o, h.write(ctx, o, start, w, err, fasthttp.StatusAccepted)
 }
 
 func (h *Handler) get(ctx *fasthttp.RequestCtx, id string) int {
-	status := fasthttp.StatusNotFound
-	err := h.kv.Get(id, func(v []byte, found bool) error {
-		if found {
-			status = fasthttp.StatusOK
-			ctx.SetContentType("application/octet-stream")
-			ctx.SetBody(v) // a copy: v is valid only during the call
-		}
-		return nil
-	})
+	buf := getBuffer()
+	defer putBuffer(buf)
+	v, found, err := h.kv.Get(ctx, id, (*buf)[:0])
 	if err != nil {
 		return h.fault(ctx, "get", err)
 	}
-	ctx.SetStatusCode(status)
-	return status
+	*buf = v[:0] // keep a buffer the value outgrew
+	if !found {
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		return fasthttp.StatusNotFound
+	}
+	ctx.SetContentType("application/octet-stream")
+	ctx.SetBody(v) // a copy: the buffer goes back to the pool
+	return fasthttp.StatusOK
 }
 
 // write answers status for an applied PUT or DELETE once it is durable.
@@ -96,7 +96,7 @@ func (h *Handler) get(ctx *fasthttp.RequestCtx, id string) int {
 // handler returns at once and the connection holds the reply back until
 // then, so that the writes of requests pipelined on one connection share
 // a fsync instead of taking one each; it returns statusLater.
-func (h *Handler) write(ctx *fasthttp.RequestCtx, o op, start time.Time, w kvstore.Write, err error, status int) int {
+func (h *Handler) write(ctx *fasthttp.RequestCtx, o op, start time.Time, w kv.Write, err error, status int) int {
 	if err != nil {
 		return h.fault(ctx, opNames[o], err)
 	}

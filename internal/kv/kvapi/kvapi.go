@@ -1,6 +1,7 @@
 // Package kvapi is the HTTP transport of surge's key-value storage, the
-// polis highload-dht API (SPEC §3.3), answering exactly as the course's
-// service did so that its tests, clients and wrk scripts run unchanged:
+// polis highload-dht API (docs/API.md, "Key-value storage"), answering
+// exactly as the course's service did so that its tests, clients and wrk
+// scripts run unchanged:
 //
 //	GET|PUT|DELETE /v0/entity?id=K    200 value | 404, 201, 202
 //	GET /v0/entities?start=K[&end=K]  200, one chunk per entry: key \n value
@@ -11,6 +12,7 @@
 package kvapi
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -23,9 +25,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/surge-dev/surge/internal/kv"
-	"github.com/surge-dev/surge/internal/kv/kvstore"
-	"github.com/surge-dev/surge/internal/telemetry"
 )
+
+// Store is the key-value entries a Handler serves: one process's
+// (kvstore.Store) or a cluster's, each key on its partition's owner
+// (node.KV). The handler checks keys and values (package kv) before it
+// calls the store, and answers both alike.
+type Store interface {
+	// Get returns key's value appended to dst, or found false, once the
+	// answer is durable.
+	Get(ctx context.Context, key string, dst []byte) (value []byte, found bool, err error)
+	// PutNoWait stores value under key and returns once the write is
+	// readable; its Wait returns once it is durable.
+	PutNoWait(ctx context.Context, key string, value []byte) (kv.Write, error)
+	// DeleteNoWait removes key, returning as PutNoWait does.
+	DeleteNoWait(ctx context.Context, key string) (kv.Write, error)
+	// Scan opens the entries of [start, end), or from start to the last
+	// key if end is empty.
+	Scan(ctx context.Context, start, end string) (kv.Entries, error)
+}
 
 // Options configure a Handler.
 type Options struct {
@@ -43,7 +61,7 @@ type Options struct {
 
 // Handler serves /v0. It is safe for concurrent use.
 type Handler struct {
-	kv       *kvstore.Store
+	kv       Store
 	maxValue int
 	auth     func(authorization string) bool
 	log      *slog.Logger
@@ -51,7 +69,7 @@ type Handler struct {
 }
 
 // New returns a Handler serving the entries of s.
-func New(s *kvstore.Store, o Options) *Handler {
+func New(s Store, o Options) *Handler {
 	h := &Handler{kv: s, maxValue: o.MaxValueBytes, auth: o.Authorize, log: o.Logger, metrics: newMetrics(o.Registry)}
 	if h.maxValue <= 0 {
 		h.maxValue = kv.DefaultMaxValueBytes
@@ -124,27 +142,6 @@ func putBuffer(b *[]byte) {
 // storage snapshot for as long as it kept the connection.
 const rangeStall = 30 * time.Second
 
-// entities streams a range of the store (ServeRange).
-func (h *Handler) entities(w http.ResponseWriter, r *http.Request) int {
-	scan := func(start, end string) (Entries, error) {
-		it, err := h.kv.Scan(start, end)
-		if err != nil {
-			return nil, err
-		}
-		return it, nil
-	}
-	return ServeRange(w, r, scan, h.refuseScan, h.log)
-}
-
-// refuseScan answers a store that could not open a range.
-func (h *Handler) refuseScan(w http.ResponseWriter, err error) int {
-	if status, msg := refusal(err); status != 0 {
-		return fail(w, status, msg)
-	}
-	h.logFault(telemetry.RequestID(w), "range", err)
-	return fail(w, http.StatusInternalServerError, "internal error")
-}
-
 // fail writes a plain-text error and returns its status.
 func fail(w http.ResponseWriter, status int, msg string) int {
 	hdr := w.Header()
@@ -174,3 +171,6 @@ func (h *Handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	h.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
 	fail(w, http.StatusInternalServerError, "internal error") // a no-op on the wire if the reply had started
 }
+
+// MaxValueBytes is the largest value h stores; larger PUTs get 413.
+func (h *Handler) MaxValueBytes() int { return h.maxValue }

@@ -1,33 +1,18 @@
 package kvapi
 
 import (
-	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/surge-dev/surge/internal/telemetry"
 )
 
-// Entries walks a key range's entries in key order: a snapshot of one
-// store (kvstore.Iter), or in cluster mode the merge of the parts each
-// partition's owner reads. It must be closed.
-type Entries interface {
-	Next() (key, value []byte, ok bool)
-	Err() error
-	Close() error
-}
-
-// Scanner opens the entries of [start, end), or from start to the last key
-// if end is empty.
-type Scanner func(start, end string) (Entries, error)
-
-// ServeRange serves GET /v0/entities?start=K[&end=K] with the entries scan
-// opens: one chunk per entry (key \n value), each written and flushed as
-// the iterator reaches it, so that no range is ever held in memory. A scan
-// that cannot open is answered by refuse, which writes the reply and
-// returns its status; one that fails mid-stream breaks the connection, so
-// that the client does not take the range as complete.
-func ServeRange(w http.ResponseWriter, r *http.Request, scan Scanner, refuse func(http.ResponseWriter, error) int, log *slog.Logger) int {
+// entities serves GET /v0/entities?start=K[&end=K]: one chunk per entry
+// (key \n value), each written and flushed as the store's walk reaches it,
+// so that no range is ever held in memory. A walk that fails mid-stream
+// breaks the connection, so that the client does not take the range as
+// complete.
+func (h *Handler) entities(w http.ResponseWriter, r *http.Request) int {
 	if r.Method != http.MethodGet {
 		w.Header()["Allow"] = allowEntities
 		return fail(w, http.StatusMethodNotAllowed, "/v0/entities allows GET")
@@ -36,9 +21,9 @@ func ServeRange(w http.ResponseWriter, r *http.Request, scan Scanner, refuse fun
 	if err != nil {
 		return fail(w, http.StatusBadRequest, err.Error())
 	}
-	it, err := scan(start, end)
+	it, err := h.kv.Scan(r.Context(), start, end)
 	if err != nil {
-		return refuse(w, err)
+		return h.refuseScan(w, err)
 	}
 	defer it.Close()
 	w.Header()["Content-Type"] = octetStream
@@ -59,10 +44,22 @@ func ServeRange(w http.ResponseWriter, r *http.Request, scan Scanner, refuse fun
 		}
 	}
 	if err := it.Err(); err != nil {
-		log.Error("range read failed mid-stream", "request_id", telemetry.RequestID(w), "start", start, "end", end, "err", err)
+		h.log.Error("range read failed mid-stream", "request_id", telemetry.RequestID(w), "start", start, "end", end, "err", err)
 		// Ending the reply normally would tell the client the range is
 		// complete; breaking the connection tells it otherwise.
 		panic(http.ErrAbortHandler)
 	}
 	return http.StatusOK
+}
+
+// refuseScan answers a store that could not open a range.
+func (h *Handler) refuseScan(w http.ResponseWriter, err error) int {
+	if status, msg := refusal(err); status != 0 {
+		if status == http.StatusServiceUnavailable {
+			w.Header()["Retry-After"] = retryAfter
+		}
+		return fail(w, status, msg)
+	}
+	h.logFault(telemetry.RequestID(w), "range", err)
+	return fail(w, http.StatusInternalServerError, "internal error")
 }

@@ -1,4 +1,4 @@
-// Package kvstore keeps surge's key-value entries (SPEC §3.3) in a Pebble
+// Package kvstore keeps surge's key-value entries (docs/API.md) in a Pebble
 // database of their own (Open; their keys in layout.go) and makes its
 // reads linearizable.
 //
@@ -20,11 +20,14 @@
 package kvstore
 
 import (
+	"context"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/store"
 )
 
@@ -33,7 +36,9 @@ import (
 // table is sized to make that rare with hundreds of writers in flight.
 const slots = 4096
 
-// Store reads and writes key-value entries. It is safe for concurrent use.
+// Store reads and writes key-value entries (it is the kvapi.Store of one
+// process). It is safe for concurrent use. Its calls answer from the local
+// disk and do not watch their context.
 type Store struct {
 	db *store.Store
 	// durable is false when the store runs without fsync (--no-sync):
@@ -70,12 +75,12 @@ func New(db *store.Store, reg prometheus.Registerer) *Store {
 // Put stores value under key; once it returns nil the value is durable
 // (unless the store runs with NoSync).
 func (s *Store) Put(key string, value []byte) error {
-	return waited(s.PutNoWait(key, value))
+	return waited(s.PutNoWait(context.Background(), key, value))
 }
 
 // Delete removes key, durably as Put. Deleting an absent key succeeds.
 func (s *Store) Delete(key string) error {
-	return waited(s.DeleteNoWait(key))
+	return waited(s.DeleteNoWait(context.Background(), key))
 }
 
 // PutNoWait stores value under key and returns once the write is applied,
@@ -84,71 +89,78 @@ func (s *Store) Delete(key string) error {
 // write's Wait, which returns once the write is durable, before it
 // acknowledges the write; callers with several writes to acknowledge make
 // them all share a fsync this way.
-func (s *Store) PutNoWait(key string, value []byte) (Write, error) {
+func (s *Store) PutNoWait(_ context.Context, key string, value []byte) (kv.Write, error) {
 	slot := s.begin(key)
 	w, err := putEntry(s.db, key, value)
 	return s.written(slot, w, err)
 }
 
 // DeleteNoWait removes key, returning as PutNoWait does.
-func (s *Store) DeleteNoWait(key string) (Write, error) {
+func (s *Store) DeleteNoWait(_ context.Context, key string) (kv.Write, error) {
 	slot := s.begin(key)
 	w, err := deleteEntry(s.db, key)
 	return s.written(slot, w, err)
 }
 
-// Write is a write applied but perhaps not yet durable.
-type Write struct {
+// write is a write applied but perhaps not yet durable (a kv.Write).
+type write struct {
 	s    *Store
 	w    store.Pending
 	slot int
 }
 
 // Wait returns once the write is durable. It must be called exactly once.
-func (w Write) Wait() error {
-	defer w.s.end(w.slot)
-	return w.w.Wait()
+func (w *write) Wait() error {
+	s, pending, slot := w.s, w.w, w.slot
+	*w = write{}
+	writes.Put(w)
+	defer s.end(slot)
+	return pending.Wait()
 }
 
-func (s *Store) written(slot int, w store.Pending, err error) (Write, error) {
+func (s *Store) written(slot int, w store.Pending, err error) (kv.Write, error) {
 	if err != nil {
 		s.end(slot)
-		return Write{}, err
+		return nil, err
 	}
-	return Write{s: s, w: w, slot: slot}, nil
+	wr := writes.Get().(*write)
+	*wr = write{s: s, w: w, slot: slot}
+	return wr, nil
 }
 
-func waited(w Write, err error) error {
+// writes recycles writes, which Wait releases, so that a PUT or DELETE
+// costs no allocation for its handle.
+var writes = sync.Pool{New: func() any { return new(write) }}
+
+func waited(w kv.Write, err error) error {
 	if err != nil {
 		return err
 	}
 	return w.Wait()
 }
 
-// Get looks key up and calls fn with its value, or with found false. value
-// is valid only during the call. fn runs only once the answer is durable:
-// no crash can undo what it is shown.
-func (s *Store) Get(key string, fn func(value []byte, found bool) error) error {
-	found, err := getEntry(s.db, key, func(v []byte) error {
-		if err := s.settle(key); err != nil {
-			return err
-		}
-		return fn(v, true)
+// Get looks key up and returns its value appended to dst, or found false.
+// It returns only once the answer is durable: no crash can undo what it
+// shows.
+func (s *Store) Get(_ context.Context, key string, dst []byte) (value []byte, found bool, err error) {
+	found, err = getEntry(s.db, key, func(v []byte) error {
+		dst = append(dst, v...)
+		return nil
 	})
-	if err != nil || found {
-		return err
+	if err == nil {
+		err = s.settle(key)
 	}
-	if err := s.settle(key); err != nil {
-		return err
+	if err != nil {
+		return nil, false, err
 	}
-	return fn(nil, false)
+	return dst, found, nil
 }
 
 // Scan opens an iterator over the keys in [start, end) (to the last key if
 // end is empty), in key order, over a snapshot of the store of this moment.
 // Like Get, it returns only once everything in the snapshot is durable.
 // The iterator must be closed.
-func (s *Store) Scan(start, end string) (*Iter, error) {
+func (s *Store) Scan(_ context.Context, start, end string) (kv.Entries, error) {
 	it, err := scanEntries(s.db, start, end)
 	if err != nil {
 		return nil, err

@@ -24,21 +24,16 @@ func open(t *testing.T, noSync bool) *Store {
 
 func get(t *testing.T, s *Store, key string) (string, bool) {
 	t.Helper()
-	var out string
-	var ok bool
-	err := s.Get(key, func(v []byte, found bool) error {
-		out, ok = string(v), found
-		return nil
-	})
+	v, ok, err := s.Get(t.Context(), key, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out, ok
+	return string(v), ok
 }
 
 func scan(t *testing.T, s *Store, start, end string) string {
 	t.Helper()
-	it, err := s.Scan(start, end)
+	it, err := s.Scan(t.Context(), start, end)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +166,7 @@ func TestConcurrentWritesLeaveNothingInFlight(t *testing.T) {
 // gone after Wait.
 func TestNoWaitWritesStayInFlightUntilWaited(t *testing.T) {
 	s := open(t, false)
-	put, err := s.PutNoWait("k", []byte("v"))
+	put, err := s.PutNoWait(t.Context(), "k", []byte("v"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +179,7 @@ func TestNoWaitWritesStayInFlightUntilWaited(t *testing.T) {
 	if err := put.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	del, err := s.DeleteNoWait("k")
+	del, err := s.DeleteNoWait(t.Context(), "k")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/surge-dev/surge/internal/store"
 )
 
-// Key-value entries (SPEC §3.3) are stored under the prefix kv/<key>, in a
+// Key-value entries are stored under the prefix kv/<key>, in a
 // Pebble database of their own (Open). A scan bounded by [kv/, kv0) sees
 // entries only ('0' is the byte after '/').
 const (
@@ -17,11 +17,11 @@ const (
 )
 
 // l0CompactionThreshold keeps the key-value database's level 0 short.
-// Every overlapping L0 file costs each GET a lookup: on a 1.3 M-key store
-// whose L0 held 6 sublevels (the ledger's threshold of 16 allows up to 15),
-// a GET cost the server 24 µs of CPU, against 16 µs once L0 was compacted
-// away (copies of one store, the same binary). Pebble's default, 4, keeps
-// it so at the price of compacting more often under writes.
+// Every overlapping L0 file costs each GET a lookup, and the ledger's
+// threshold of 16 lets L0 hold many sublevels: a GET cost the server
+// markedly more CPU on such a store than on a copy with L0 compacted away
+// (docs/BENCHMARKS.md, "Figures behind the code"). Pebble's default, 4,
+// keeps L0 short at the price of compacting more often under writes.
 const l0CompactionThreshold = 4
 
 // Open opens (creating if needed) the database of key-value entries in dir:

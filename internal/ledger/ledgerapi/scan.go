@@ -17,12 +17,10 @@ import (
 // in fuzz_test.go check it against encoding/json.
 //
 // Why not github.com/go-json-experiment/json, which is as strict
-// (TestJSONv2IsStrict): it costs twice as much. In five alternating A/B
-// pairs on the shared 2-vCPU development VM (jsonv2_bench_test.go), a batch
-// of 8,190 transfers took a median 61 ms into plain structs against 21 ms
-// for the scanner, which also validates and builds the requests (per-pair
-// ratio 1.5-3.7x, median 2.0x), with 24,589 allocations against 8,192; a
-// single transfer took 3.6 µs against 2.2 µs (per-pair median 2.3x).
+// (TestJSONv2IsStrict): it costs about twice as much, with three times the
+// allocations, though the scanner also validates and builds the requests
+// (jsonv2_bench_test.go in alternating A/B pairs; docs/BENCHMARKS.md,
+// "Figures behind the code").
 
 // errKind classifies an input error. Handlers only need the status it maps to;
 // the tests use the kind to tell deliberate strictness apart from a bug.

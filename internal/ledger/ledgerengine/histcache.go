@@ -7,7 +7,7 @@ import (
 )
 
 // History pages are read from storage: a reverse range scan through the
-// LSM's levels was about 40% of a wallet GetHistory's server CPU. The
+// LSM's levels dominated a wallet GetHistory's server CPU. The
 // newest page of an account is read over and over (an app opening the
 // wallet), so the engine keeps the last newest page read of recently read
 // accounts.

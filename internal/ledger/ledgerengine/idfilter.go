@@ -85,19 +85,18 @@ func restoreIDFilter(st idFilterState) *idFilter {
 // specifies: a key sets 8 bits, one in each 32-bit word of a single
 // 32-byte block, so a lookup reads one cache line. A classic Bloom filter
 // such as bits-and-blooms/bloom probes 7 bits scattered over the whole
-// filter; with millions of ids that is 7 cache and TLB misses, 8% of the
-// server's CPU on the batch route (pprof). No blocked filter was available
+// filter; with millions of ids that is 7 cache and TLB misses, a share of
+// the batch route's server CPU that pprof shows plainly. No blocked filter was available
 // from the module proxy this project uses, so this is written here; it is
 // small.
 type blockFilter []block
 
 type block [8]uint32
 
-// bitsPerID sizes a filter: 16 bits per id give a split-block filter about
-// a 0.13% false-positive rate (TestIDFilter measures it). Every generation
-// adds its rate, and each false positive costs a storage lookup of about
-// 5 µs: at 12 bits (0.55% each), four generations sent 2% of new ids to
-// storage, 2% of the batch route's CPU (pprof).
+// bitsPerID sizes a filter (TestIDFilter measures its false-positive
+// rate). Every generation adds its rate, and each false positive costs a
+// storage lookup: with fewer bits, the generations together sent enough
+// new ids to storage to show in the batch route's profile.
 const bitsPerID = 16
 
 // salts spread a hash's low 32 bits over a block's eight words; they are

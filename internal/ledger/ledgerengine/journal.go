@@ -20,10 +20,8 @@ const (
 	// defaultSweepEntries is how many entries the shards write, together,
 	// while a sweep visits every account once. Recent entries in memory
 	// (about 40 bytes each, encoded) and the journal stay under about
-	// twice this. Over 50,000 accounts, chunks hold about 20 entries; a
-	// sweep of 2^18 made chunks of 5, and the random chunk keys cost 13%
-	// more CPU per transfer in BenchmarkBatch8190Accounts50k. Live heap
-	// after a 30 s single-transfer run: 66 MB.
+	// twice this. A smaller sweep makes smaller chunks, and their random
+	// keys cost more CPU per transfer (BenchmarkBatch8190Accounts50k).
 	defaultSweepEntries = 1 << 20
 )
 

@@ -1,4 +1,4 @@
-// Package ticketapi is the HTTP transport of surge's ticketing (SPEC §3.2):
+// Package ticketapi is the HTTP transport of surge's ticketing (docs/API.md):
 // ticket-master's endpoints with its paths, fields and codes, so that its
 // load client and k6 scripts run unchanged, plus seat maps, payment and
 // cancellation.

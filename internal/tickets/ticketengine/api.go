@@ -16,7 +16,7 @@ import (
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
-// The Engine's ticketing API (SPEC §3.2). Reservations are decided by the
+// The Engine's ticketing API (docs/API.md). Reservations are decided by the
 // shard owning their area and answered from the reservation index once
 // durable; events and availability are read from published state.
 

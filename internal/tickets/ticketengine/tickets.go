@@ -13,7 +13,7 @@ import (
 )
 
 // Tickets is the ticketing workload on the engine's shards, and its API
-// (SPEC §3.2). Seat maps and open reservations live in the shards that own
+// (docs/API.md). Seat maps and open reservations live in the shards that own
 // their areas (shard); the events, the reservation index readers use, and
 // the seats each user holds per event are shared.
 type Tickets struct {

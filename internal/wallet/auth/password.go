@@ -16,7 +16,7 @@ var ErrBadPassword = errors.New("auth: wrong password")
 type Hasher struct{ cost int }
 
 // NewHasher returns a Hasher of the given bcrypt cost (4 to 31; 10 is
-// bcrypt's default, about 50 ms a hash on a current core).
+// bcrypt's default, and each step doubles a hash's time).
 func NewHasher(cost int) (Hasher, error) {
 	if cost < bcrypt.MinCost || cost > bcrypt.MaxCost {
 		return Hasher{}, errors.New("auth: bcrypt cost must be between 4 and 31")

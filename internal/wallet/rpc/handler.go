@@ -26,11 +26,11 @@ const maxMessageBytes = 64 << 10
 // streamWorkers is how many long-lived goroutines serve gRPC calls. By
 // default grpc-go starts a goroutine per call, whose stack then grows
 // twice or three times on the way through the transport, the interceptors
-// and the handler: runtime.copystack was 15% of GetBalance's server CPU. A
-// worker keeps its grown stack from call to call. In back-to-back A/B
-// pairs the workers cut the server's CPU per call by 17-24% (GetBalance
-// 42-44 µs against 51-54 µs with a goroutine per call). Calls beyond this
-// many at once get a goroutine of their own.
+// and the handler, and runtime.copystack stood out in GetBalance's
+// profile. A worker keeps its grown stack from call to call, which cut the
+// server's CPU per call in every back-to-back A/B pair (docs/BENCHMARKS.md,
+// "Figures behind the code"). Calls beyond this many at once get a
+// goroutine of their own.
 const streamWorkers = 32
 
 // healthName is the standard gRPC health service.
@@ -82,8 +82,8 @@ func (s *Service) Handler() http.Handler {
 	opts := []connect.HandlerOption{
 		connect.WithReadMaxBytes(maxMessageBytes),
 		// Replies are small (a balance, a page of history); gzipping them
-		// cost ~30% of a GetBalance's server CPU under ghz, which asks for
-		// gzip (pprof), for a few bytes saved.
+		// cost a large share of a GetBalance's server CPU under ghz, which
+		// asks for gzip (pprof), for a few bytes saved.
 		connect.WithCompressMinBytes(compressMinBytes),
 	}
 	mux := http.NewServeMux()

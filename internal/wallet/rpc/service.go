@@ -1,4 +1,4 @@
-// Package rpc serves the wallet, friends and chat of SPEC §3.4 as gRPC,
+// Package rpc serves the wallet, friends and chat of docs/API.md as gRPC,
 // gRPC-Web and Connect/JSON (connect-go) on surge's one port, with server
 // reflection and grpc.health.v1.
 //

@@ -1,4 +1,4 @@
-// Package social is the domain of surge's wallet chat (SPEC §3.4): users,
+// Package social is the domain of surge's wallet chat (docs/API.md): users,
 // friendships, conversations, messages and unread counts, as plain
 // in-memory state with no I/O.
 //

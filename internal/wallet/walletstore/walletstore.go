@@ -13,7 +13,7 @@ import (
 	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
-// Social key layout (the wallet chat of SPEC §3.4). Every key starts with
+// Social key layout (the wallet chat of docs/API.md). Every key starts with
 // 's', so none can collide with the ledger's 'l' keys or the key-value
 // store's "kv/". Ids are 8-byte big-endian, so a pair's messages sort by seq.
 //

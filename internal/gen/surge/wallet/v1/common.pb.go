@@ -4,7 +4,7 @@
 // 	protoc        (unknown)
 // source: surge/wallet/v1/common.proto
 
-// Wallet, friends and chat (SPEC §3.4): each user's wallet is an account of
+// Wallet, friends and chat (docs/API.md): each user's wallet is an account of
 // surge's ledger; friendships, conversations and read markers live beside it
 // in the same durable store.
 

@@ -118,7 +118,7 @@ func (x *GetBalanceRequest) GetUserId() uint64 {
 type GetBalanceResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	UserId uint64                 `protobuf:"varint,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
-	// Account_id is the wallet's ledger account (SPEC §3.1).
+	// Account_id is the wallet's ledger account (docs/API.md, "Accounts").
 	AccountId string `protobuf:"bytes,2,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
 	Currency  string `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
 	// Balance in minor units.

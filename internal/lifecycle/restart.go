@@ -1,4 +1,4 @@
-package cli
+package lifecycle
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // A store whose disk fails a write refuses writes from then on and serves
 // reads from its committed state (store/fault.go); the engine's Books are
 // ahead of that state, so writes can only resume from the disk, as a
-// restart recovers. storageFaults says so once per store (log, metric,
+// restart recovers. StorageFaults says so once per store (log, metric,
 // /readyz) and, once the disk takes writes again, restarts the process in
 // place: it execs itself, handing the listening socket over, so that the
 // port stays open and clients queue rather than being refused.
@@ -41,8 +41,8 @@ const (
 	probeBytes      = 1 << 20
 )
 
-// storageFaults gathers the stores' write faults.
-type storageFaults struct {
+// StorageFaults gathers the stores' write faults.
+type StorageFaults struct {
 	log     *slog.Logger
 	gauge   *prometheus.GaugeVec
 	faulted chan struct{} // closed at the first fault
@@ -52,8 +52,8 @@ type storageFaults struct {
 	unready func(reason string) // set once /readyz exists
 }
 
-func newStorageFaults(reg prometheus.Registerer, log *slog.Logger) *storageFaults {
-	f := &storageFaults{log: log, faulted: make(chan struct{})}
+func NewStorageFaults(reg prometheus.Registerer, log *slog.Logger) *StorageFaults {
+	f := &StorageFaults{log: log, faulted: make(chan struct{})}
 	f.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "surge_storage_write_fault",
 		Help: "1 while a store refuses writes because its disk failed one: kind full (no space left) or unavailable (another write error). Reads are served meanwhile; writes resume by a restart in place once the disk takes writes again.",
@@ -62,8 +62,8 @@ func newStorageFaults(reg prometheus.Registerer, log *slog.Logger) *storageFault
 	return f
 }
 
-// hook is the OnFault of the store named name.
-func (f *storageFaults) hook(name string) func(*store.Fault) {
+// Hook is the OnFault of the store named name.
+func (f *StorageFaults) Hook(name string) func(*store.Fault) {
 	return func(fault *store.Fault) {
 		kind := "unavailable"
 		if errors.Is(fault, store.ErrFull) {
@@ -87,8 +87,8 @@ func (f *storageFaults) hook(name string) func(*store.Fault) {
 	}
 }
 
-// reportTo has unready told of every fault, past and future.
-func (f *storageFaults) reportTo(unready func(reason string)) {
+// ReportTo has unready told of every fault, past and future.
+func (f *StorageFaults) ReportTo(unready func(reason string)) {
 	f.mu.Lock()
 	f.unready = unready
 	reasons := strings.Join(f.reasons, "; ")
@@ -98,11 +98,11 @@ func (f *storageFaults) reportTo(unready func(reason string)) {
 	}
 }
 
-// resumeWhenWritable waits for a fault, then for the disk under dir to
+// ResumeWhenWritable waits for a fault, then for the disk under dir to
 // take writes again, and then restarts the process in place with ln,
 // calling stop first. It returns when ctx ends first, or with the error
 // that kept it from restarting.
-func (f *storageFaults) resumeWhenWritable(ctx context.Context, dir string, ln net.Listener, stop func()) error {
+func (f *StorageFaults) ResumeWhenWritable(ctx context.Context, dir string, ln net.Listener, stop func()) error {
 	select {
 	case <-f.faulted:
 	case <-ctx.Done():
@@ -148,7 +148,7 @@ func probeWritable(dir string) error {
 }
 
 // reexec stops serving and replaces the process with a new run of the same
-// command, which takes over ln (see listen).
+// command, which takes over ln (see Listen).
 func reexec(ln net.Listener, stop func()) error {
 	tl, ok := ln.(*net.TCPListener)
 	if !ok {
@@ -176,9 +176,9 @@ func reexec(ln net.Listener, stop func()) error {
 	return syscall.Exec(exe, os.Args, env)
 }
 
-// listen opens the server's socket on addr, or takes over the one a
+// Listen opens the server's socket on addr, or takes over the one a
 // restart in place handed over.
-func listen(addr string) (net.Listener, error) {
+func Listen(addr string) (net.Listener, error) {
 	v, ok := os.LookupEnv(listenFDEnv)
 	if !ok {
 		return net.Listen("tcp", addr)
@@ -193,9 +193,9 @@ func listen(addr string) (net.Listener, error) {
 	return net.FileListener(fh)
 }
 
-// stopServing closes the port's listener and waits a few seconds at most
+// StopServing closes the port's listener and waits a few seconds at most
 // for the requests in progress, before a restart in place.
-func stopServing(srv interface{ Shutdown(context.Context) error }, log *slog.Logger) {
+func StopServing(srv interface{ Shutdown(context.Context) error }, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {

@@ -1,4 +1,4 @@
-package cli
+package lifecycle
 
 import (
 	"io"
@@ -17,7 +17,7 @@ func TestStartingServerHandsOverTheListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := serveStarting(ln, nil, log)
+	s, err := ServeStarting(ln, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestStartingServerHandsOverTheListener(t *testing.T) {
 	if status, _ := get(t, hc, base+"/healthz"); status != http.StatusOK {
 		t.Fatalf("/healthz while recovering: %d", status)
 	}
-	if err := s.stop(log); err != nil {
+	if err := s.Stop(log); err != nil {
 		t.Fatal(err)
 	}
 	real := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ready") })}

@@ -1,4 +1,4 @@
-package cli
+package lifecycle
 
 import (
 	"context"
@@ -18,22 +18,22 @@ import (
 // rather than a refused connection. The real server takes the listener
 // over once recovery is done.
 
-// starting is the server of the recovery phase.
-type starting struct {
+// Starting is the server of the recovery phase.
+type Starting struct {
 	srv   *http.Server
 	ln    *net.TCPListener
 	began time.Time
 	done  chan struct{}
 }
 
-// serveStarting answers on ln (with TLS tc, if not nil) until stop is
+// ServeStarting answers on ln (with TLS tc, if not nil) until Stop is
 // called, logging recovery's progress every few seconds.
-func serveStarting(ln net.Listener, tc *tls.Config, log *slog.Logger) (*starting, error) {
+func ServeStarting(ln net.Listener, tc *tls.Config, log *slog.Logger) (*Starting, error) {
 	tl, ok := ln.(*net.TCPListener)
 	if !ok {
 		return nil, fmt.Errorf("listener %T cannot be handed over after recovery", ln)
 	}
-	s := &starting{ln: tl, began: time.Now(), done: make(chan struct{})}
+	s := &Starting{ln: tl, began: time.Now(), done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprint(w, "ok\n") })
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
@@ -53,7 +53,7 @@ func serveStarting(ln net.Listener, tc *tls.Config, log *slog.Logger) (*starting
 }
 
 // progress says every few seconds that recovery goes on.
-func (s *starting) progress(log *slog.Logger) {
+func (s *Starting) progress(log *slog.Logger) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
@@ -66,9 +66,9 @@ func (s *starting) progress(log *slog.Logger) {
 	}
 }
 
-// stop ends the recovery server, leaving the listener open for the real
+// Stop ends the recovery server, leaving the listener open for the real
 // one, and logs how long recovery took.
-func (s *starting) stop(log *slog.Logger) error {
+func (s *Starting) Stop(log *slog.Logger) error {
 	close(s.done)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

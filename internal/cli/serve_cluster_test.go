@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/surge-dev/surge/internal/kv"
+	"github.com/surge-dev/surge/internal/kv/kvstore"
+)
+
+// In cluster mode a value travels in one Kafka record: the default limit
+// is lowered to what a record carries, a smaller one kept, and a larger
+// one set by hand refused before the node starts.
+func TestClusterKVValueFitsARecord(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for _, c := range []struct {
+		limit, want int
+		fails       bool
+	}{
+		{limit: 4096, want: 4096},
+		{limit: kvstore.MaxClusterValueBytes, want: kvstore.MaxClusterValueBytes},
+		{limit: kv.DefaultMaxValueBytes, want: kvstore.MaxClusterValueBytes},
+		{limit: kvstore.MaxClusterValueBytes + 1, fails: true},
+		{limit: kv.MaxValueLimit, fails: true},
+	} {
+		got, err := clusterKVValue(c.limit, log)
+		if (err != nil) != c.fails || got != c.want {
+			t.Errorf("--kv-max-value %d in cluster mode: %d, %v; want %d (fails %v)", c.limit, got, err, c.want, c.fails)
+		}
+	}
+}
