@@ -18,18 +18,19 @@ var (
 	roundLinger = 5 * time.Millisecond
 )
 
-// gather adds to batch the commands that come within roundLinger, up to
-// max in all, if the previous round was busy.
-func (m *Member) gather(ctx context.Context, batch []Command, max int) []Command {
+// gather adds to batch the commands of the records that come within
+// roundLinger, up to records more, if the previous round was busy.
+func (m *Member) gather(ctx context.Context, batch []Command, records int) []Command {
 	if m.last < busyRound {
 		return batch
 	}
 	linger, cancel := context.WithTimeout(ctx, roundLinger)
 	defer cancel()
-	for len(batch) < max {
-		more, err := m.poll(linger, max-len(batch))
+	for records > 0 {
+		more, n, err := m.poll(linger, records)
 		batch = append(batch, more...)
-		if err != nil || len(more) == 0 {
+		records -= n
+		if err != nil || n == 0 {
 			break
 		}
 	}

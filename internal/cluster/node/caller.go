@@ -117,6 +117,12 @@ func (k *caller) call(ctx context.Context, partition int, value []byte) ([]byte,
 	}
 }
 
+// mine reports whether rid is a request of this node's (a nil caller, a
+// node's in tests, has none).
+func (k *caller) mine(rid []byte) bool {
+	return k != nil && len(rid) > len(k.node) && rid[len(k.node)] == '-' && string(rid[:len(k.node)]) == k.node
+}
+
 // callJSON sends cmd, JSON behind its workload's byte, to partition and
 // decodes the reply into out. A call not answered within callTimeout is
 // ErrUnavailable.
