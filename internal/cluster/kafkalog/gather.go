@@ -15,7 +15,7 @@ import (
 // applied as soon as it is read.
 var (
 	busyRound   = 32
-	roundLinger = 5 * time.Millisecond
+	roundLinger = 20 * time.Millisecond
 )
 
 // gather adds to batch the commands of the records that come within

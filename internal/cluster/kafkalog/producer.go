@@ -98,6 +98,7 @@ func (p *Producer) send() {
 		<-p.closing
 		cancel()
 	}()
+	last := 0 // the commands of the previous request
 	for {
 		select {
 		case <-p.closing:
@@ -105,7 +106,32 @@ func (p *Producer) send() {
 			return
 		case <-p.wake:
 		}
-		p.flush(ctx, p.take())
+		if last >= busySend {
+			p.linger()
+		}
+		cmds := p.take()
+		last = len(cmds)
+		p.flush(ctx, cmds)
+	}
+}
+
+// A busy producer lingers before it sends: when its previous request
+// carried at least busySend commands, the next waits sendLinger for the
+// rest of the burst it belongs to (the clients a round's replies set
+// free send their next requests together). At low load a command is sent
+// at once.
+var (
+	busySend   = 4
+	sendLinger = 2 * time.Millisecond
+)
+
+// linger waits sendLinger, or until Close.
+func (p *Producer) linger() {
+	t := time.NewTimer(sendLinger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.closing:
 	}
 }
 
