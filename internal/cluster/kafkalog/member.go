@@ -119,6 +119,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(flushLinger),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
 		kgo.OnPartitionsAssigned(m.track(true, h.Assigned)),
 		kgo.OnPartitionsRevoked(m.track(false, h.Revoked)),
 		kgo.OnPartitionsLost(m.track(false, h.Revoked)),

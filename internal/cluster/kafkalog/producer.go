@@ -55,6 +55,7 @@ func NewProducer(c Config, opts ...kgo.Opt) (*Producer, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(flushLinger),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
 	}
 	cl, err := kgo.NewClient(append(base, opts...)...)
