@@ -23,11 +23,13 @@ export CPU_CAP=${CPU_CAP:-0.25} BENCHFLAGS=${BENCHFLAGS:---vus 300 --accounts 10
 echo "every node capped at $CPU_CAP CPUs; load: $BENCHFLAGS; $secs s per run"
 runs=()
 for n in 1 2 3 3 2 1; do runs+=("scale:$bin:$n"); done
-out=$("$here/cluster-ab.sh" "$secs" "${runs[@]}" | tee /dev/stderr)
-echo "$out" | awk '
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+"$here/cluster-ab.sh" "$secs" "${runs[@]}" | tee "$log"
+awk '
   $1 == "scale" { n = $2; sub(/n:$/, "", n); r = $3; sub(/\/s$/, "", r); sum[n] += r; cnt[n]++ }
   END {
     if (!cnt[1]) { print "no run of one node finished"; exit 1 }
     one = sum[1] / cnt[1]
     for (n = 1; n <= 3; n++) if (cnt[n]) printf "%d node(s): %.0f transfers/s (mean of %d), %.2fx one node\n", n, sum[n] / cnt[n], cnt[n], sum[n] / cnt[n] / one
-  }'
+  }' "$log"
