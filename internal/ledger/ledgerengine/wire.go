@@ -64,7 +64,7 @@ func decodeBinary(b []byte) (engine.Command, error) {
 		}
 		cmd = c
 	case wireCredit:
-		cmd = &cmdCredit{leg: ledger.CreditLeg{TransferID: d.Str(), From: d.Str(), To: d.Str(), Amount: d.Varint(), Memo: d.Str(), At: unixNano(d.Varint())}}
+		cmd = &cmdCredit{leg: ledger.CreditLeg{TransferID: d.Str(), From: d.Str(), To: d.Str(), Amount: d.Varint(), Memo: d.Str(), At: d.Time()}}
 	default:
 		return nil, fmt.Errorf("ledgerengine: command of unknown kind %#x", b[0])
 	}
@@ -82,7 +82,7 @@ func encodeCredit(leg *ledger.CreditLeg) []byte {
 	e.String(leg.To)
 	e.Varint(leg.Amount)
 	e.String(leg.Memo)
-	e.Varint(nanos(leg.At))
+	e.Time(leg.At)
 	return e.B
 }
 
@@ -112,8 +112,8 @@ func encodeTransferOutcome(t *ledger.Transfer, replayed bool, err error) []byte 
 	e.Bool(t.TwoPhase)
 	e.Varint(int64(t.Timeout))
 	e.Varint(t.PostedAmount)
-	e.Varint(nanos(t.CreatedAt))
-	e.Varint(nanos(t.UpdatedAt))
+	e.Time(t.CreatedAt)
+	e.Time(t.UpdatedAt)
 	e.Bool(t.CurrencyGiven)
 	switch {
 	case derr != nil:
@@ -135,7 +135,7 @@ func DecodeOutcome(b []byte, o *WireOutcome) error {
 	t := &ledger.Transfer{
 		ID: d.Str(), From: d.Str(), To: d.Str(), Amount: d.Varint(), Currency: d.Str(), Memo: d.Str(),
 		State: ledger.TransferState(d.Byte()), TwoPhase: d.Bool(), Timeout: time.Duration(d.Varint()),
-		PostedAmount: d.Varint(), CreatedAt: unixNano(d.Varint()), UpdatedAt: unixNano(d.Varint()), CurrencyGiven: d.Bool(),
+		PostedAmount: d.Varint(), CreatedAt: d.Time(), UpdatedAt: d.Time(), CurrencyGiven: d.Bool(),
 	}
 	*o = WireOutcome{Transfer: t, Replayed: flags&outcomeReplayed != 0}
 	switch {
@@ -148,21 +148,4 @@ func DecodeOutcome(b []byte, o *WireOutcome) error {
 		return fmt.Errorf("ledgerengine: decoding an outcome: %w", err)
 	}
 	return nil
-}
-
-// nanos is t in nanoseconds since the epoch; 0 for the zero time, which
-// has none.
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-// unixNano is the time nanos gave n for, in UTC.
-func unixNano(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }
