@@ -9,17 +9,20 @@ import (
 // fixed cost (the requests to the transaction coordinator, and one commit
 // marker per partition the round wrote) is most of what a command costs
 // the brokers. When the previous round read at least busyRound commands,
-// a round that polled fewer than its max keeps reading for roundLinger
-// before it applies them: under load a command waits a little for
-// company, while at low load (small previous rounds) a command is
-// applied as soon as it is read.
+// a round that polled fewer than its max keeps reading while commands
+// keep coming: until gatherGap passes without any, or roundLinger in all.
+// Under load a command waits a little for company (the commands of the
+// other nodes' producers, which send at their own times), a burst is
+// read whole and not waited past, and at low load (small previous
+// rounds) a command is applied as soon as it is read.
 var (
 	busyRound   = 32
+	gatherGap   = 4 * time.Millisecond
 	roundLinger = 20 * time.Millisecond
 )
 
-// gather adds to batch the commands of the records that come within
-// roundLinger, up to records more, if the previous round was busy.
+// gather adds to batch the commands of the records that come, as above, up
+// to records more, if the previous round was busy.
 func (m *Member) gather(ctx context.Context, batch []Command, records int) []Command {
 	if m.last < busyRound {
 		return batch
@@ -27,7 +30,9 @@ func (m *Member) gather(ctx context.Context, batch []Command, records int) []Com
 	linger, cancel := context.WithTimeout(ctx, roundLinger)
 	defer cancel()
 	for records > 0 {
-		more, n, err := m.poll(linger, records)
+		gap, cancelGap := context.WithTimeout(linger, gatherGap)
+		more, n, err := m.poll(gap, records)
+		cancelGap()
 		batch = append(batch, more...)
 		records -= n
 		if err != nil || n == 0 {
