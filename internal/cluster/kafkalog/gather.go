@@ -21,21 +21,20 @@ var (
 	roundLinger = 20 * time.Millisecond
 )
 
-// gather adds to batch the commands of the records that come, as above, up
-// to records more, if the previous round was busy.
-func (m *Member) gather(ctx context.Context, batch []Command, records int) []Command {
+// gather adds to batch the commands that come, as above, until it has
+// max of them (poll), if the previous round was busy.
+func (m *Member) gather(ctx context.Context, batch []Command, max int) []Command {
 	if m.last < busyRound {
 		return batch
 	}
 	linger, cancel := context.WithTimeout(ctx, roundLinger)
 	defer cancel()
-	for records > 0 {
+	for len(batch) < max {
 		gap, cancelGap := context.WithTimeout(linger, gatherGap)
-		more, n, err := m.poll(gap, records)
+		more, err := m.poll(gap, max-len(batch))
 		cancelGap()
 		batch = append(batch, more...)
-		records -= n
-		if err != nil || n == 0 {
+		if err != nil || len(more) == 0 {
 			break
 		}
 	}

@@ -167,8 +167,8 @@ func (m *Member) Owned() []int32 {
 }
 
 // Round runs one consume-transform-produce round: it waits for commands
-// (until ctx ends), reads at most max of them (at most max/PackMax records,
-// at least one: a packed record is never split), applies them and, in one
+// (until ctx ends), reads up to max of them (max+PackMax-1 at most: a
+// packed record is never split), applies them and, in one
 // transaction, writes the outputs and commits the consumer offsets. Rounds
 // of one member must not run concurrently.
 func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, error) {
@@ -179,10 +179,9 @@ func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, 
 // with no commands then returns wait's error and nothing else. The round
 // that found commands runs under ctx.
 func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, apply Apply) (RoundResult, error) {
-	records := max(1, maxCommands/PackMax)
-	batch, n, err := m.poll(wait, records)
+	batch, err := m.poll(wait, maxCommands)
 	if err == nil && len(batch) > 0 {
-		batch = m.gather(ctx, batch, records-n)
+		batch = m.gather(ctx, batch, maxCommands)
 	}
 	m.last = len(batch)
 	if err != nil || len(batch) == 0 {
@@ -214,35 +213,51 @@ func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, apply App
 	return res, nil
 }
 
-// poll reads the commands of up to max records, waiting until some come
-// or ctx ends, and returns them with the number of records. With an error
-// it returns the commands it read before it. A packed record that does not
-// unpack is one command with no key and no value, which the round drops
-// as malformed.
-func (m *Member) poll(ctx context.Context, max int) ([]Command, int, error) {
-	fetches := m.s.PollRecords(ctx, max)
-	if fetches.IsClientClosed() {
-		return nil, 0, kgo.ErrClientClosed
-	}
-	// Records polled count as consumed: they are applied even if ctx ended
-	// meanwhile, or the next commit would skip them.
-	n := fetches.NumRecords()
-	if err := ctx.Err(); err != nil && n == 0 {
-		return nil, 0, err
-	}
-	batch := make([]Command, 0, n)
-	fetches.EachRecord(func(r *kgo.Record) {
-		if err := unpacked(r, func(c Command) { batch = append(batch, c) }); err != nil {
-			batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset})
+// poll reads commands, waiting until some come or ctx ends, and stops
+// once it has want of them: it takes ceil((want-had)/PackMax) records at a
+// time, the first waiting, the next only if the client holds them already,
+// so it reads at most want+PackMax-1 commands (a packed record is never
+// split). With an error it returns the commands it read before it. A
+// packed record that does not unpack is one command with no key and no
+// value, which the round drops as malformed.
+func (m *Member) poll(ctx context.Context, want int) ([]Command, error) {
+	var batch []Command
+	for wait := ctx; len(batch) < want; wait = done {
+		fetches := m.s.PollRecords(wait, (want-len(batch)+PackMax-1)/PackMax)
+		if fetches.IsClientClosed() {
+			return batch, kgo.ErrClientClosed
 		}
-	})
-	for _, fe := range fetches.Errors() {
-		if !transient(fe.Err) {
-			return batch, n, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+		// Records polled count as consumed: they are applied even if ctx
+		// ended meanwhile, or the next commit would skip them.
+		if fetches.NumRecords() == 0 {
+			if err := ctx.Err(); err != nil && len(batch) == 0 {
+				return nil, err
+			}
+			if wait == done {
+				return batch, nil
+			}
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			if err := unpacked(r, func(c Command) { batch = append(batch, c) }); err != nil {
+				batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset})
+			}
+		})
+		for _, fe := range fetches.Errors() {
+			if !transient(fe.Err) && !errors.Is(fe.Err, context.Canceled) && !errors.Is(fe.Err, context.DeadlineExceeded) {
+				return batch, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+			}
 		}
 	}
-	return batch, n, nil
+	return batch, nil
 }
+
+// done is a context that has ended: a poll under it returns only what the
+// client holds already.
+var done = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // transient reports a poll error that the client gets over by itself: a
 // failed attempt to join the group, which it retries (the coordinator may
