@@ -54,7 +54,7 @@ test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skip
 
 test-cluster: ## Cluster tests: 3 brokers, one killed; 3 surge nodes, one killed (on plain and on SASL_SSL brokers); routes, the wallet, two-phase and atomic batches on any node (~4 min; Java + Maven)
 	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestBrokerDeath' ./internal/cluster/...
-	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestClusterSurvivesANodesKill|TestClusterServesOnAnyNode|TestClusterWallet|TestClusterSellsSeatsOnce|TestClusterTwoPhaseAndAtomic' ./test/e2e/
+	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -run 'TestClusterSurvivesANodesKill|TestClusterServesOnAnyNode|TestClusterWallet|TestClusterSellsSeatsOnce|TestClusterTwoPhaseAndAtomic|TestClusterAtomicBatchOfTheSingleNodesSize' ./test/e2e/
 
 test-cluster-long: ## 3 brokers and 3 surge nodes, one broker killed under load (~3 min; Java + Maven)
 	SURGE_KAFKA_CLUSTER_TESTS=1 $(GO) test -race -count=1 -timeout 20m -run 'TestClusterSurvivesABrokersKill' ./test/e2e/

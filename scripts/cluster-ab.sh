@@ -19,14 +19,32 @@
 #   BENCHFLAGS (default --vus 200 --accounts 500), PARTITIONS (default 6).
 #   OUT=DIR writes each run's result to DIR/LABEL-NODESnodes.json; PROFILE=DIR writes a 10 s CPU
 #   profile of the first node, taken mid-run, to DIR/LABEL-NODESnodes.pprof.
+#   CPU_CAP=F (root, cgroup v1) caps every node at F CPUs (e.g. 0.25) with a cgroup of its own
+#   (cpu.cfs_quota_us), so that nodes behave like separate small machines; the broker(s) and the
+#   load generator are not capped. scripts/cluster-scale.sh uses it.
 set -euo pipefail
 secs=$1; shift
 : "${KAFKA:?KAFKA=host:port of the brokers}" "${KAFKA_DIR:?KAFKA_DIR=the dir given to scripts/kafka.sh start -d}"
 bench=${BENCHFLAGS:---vus 200 --accounts 500}
 work=$(mktemp -d /tmp/cluster-ab.XXXXXX)
 pids=()
-stop_nodes() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=(); }
+cgroups=()
+stop_nodes() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=()
+  for g in "${cgroups[@]}"; do rmdir "$g" 2>/dev/null || true; done; cgroups=()
+}
 trap 'stop_nodes; rm -rf "$work"' EXIT
+# capped NAME CMD...: runs CMD in a cgroup of its own capped at CPU_CAP CPUs, or as is without one
+capped() {
+  local name=$1; shift
+  [ -n "${CPU_CAP:-}" ] || exec "$@"
+  local g=/sys/fs/cgroup/cpu/$name
+  mkdir -p "$g"
+  echo 100000 > "$g/cpu.cfs_period_us"
+  awk -v f="$CPU_CAP" 'BEGIN {printf "%d\n", f * 100000}' > "$g/cpu.cfs_quota_us"
+  echo "$BASHPID" > "$g/cgroup.procs"
+  exec "$@"
+}
 hz=$(getconf CLK_TCK)
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 brokers() { cat "$KAFKA_DIR"/node-*/pid; }
@@ -39,8 +57,9 @@ for spec in "$@"; do
   if [ "$nodes" = 0 ]; then cluster=(); fi # one embedded node, to compare with
   for i in $(seq 1 "$((nodes > 0 ? nodes : 1))"); do
     addr=127.0.0.1:$((18500 + i))
-    "$bin" serve --addr "$addr" --data "$work/$name-n$i" "${cluster[@]}" > "$work/$name-n$i.log" 2>&1 &
+    capped "$name-n$i" "$bin" serve --addr "$addr" --data "$work/$name-n$i" "${cluster[@]}" > "$work/$name-n$i.log" 2>&1 &
     pids+=($!); targets+=("http://$addr")
+    [ -z "${CPU_CAP:-}" ] || cgroups+=("/sys/fs/cgroup/cpu/$name-n$i")
   done
   t=$(IFS=,; echo "${targets[*]}")
   # every node ready at once, 6 times in a row: a node joining the group moves the others' partitions

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"time"
 )
 
 // ErrCorrupt reports bytes that do not decode as the record they should be.
@@ -116,3 +117,22 @@ func (e *Encoder) String(s string) { e.B = AppendString(e.B, s) }
 
 // Bool appends v as one byte (AppendBool).
 func (e *Encoder) Bool(v bool) { e.B = AppendBool(e.B, v) }
+
+// Time appends t as its nanoseconds since the epoch (a signed varint), the
+// zero time as 0, which has none in that range.
+func (e *Encoder) Time(t time.Time) {
+	if t.IsZero() {
+		e.Varint(0)
+		return
+	}
+	e.Varint(t.UnixNano())
+}
+
+// Time reads a time Encoder.Time wrote, in UTC; 0 is the zero time.
+func (d *Decoder) Time() time.Time {
+	n := d.Varint()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 )
 
 // Fields read back in the order written, and bytes left over are an error.
@@ -45,5 +46,17 @@ func TestFailureIsSticky(t *testing.T) {
 	d := Decoder{B: []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 'x'}}
 	if d.Bytes() != nil || !errors.Is(d.Err, ErrCorrupt) {
 		t.Fatal("a length beyond the record read")
+	}
+}
+
+// A time reads back as the same instant in UTC, and the zero time as zero.
+func TestTimeRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 28, 1, 2, 3, 4, time.FixedZone("x", 3600))
+	var e Encoder
+	e.Time(at)
+	e.Time(time.Time{})
+	d := Decoder{B: e.B}
+	if got, zero := d.Time(), d.Time(); !got.Equal(at) || got.Location() != time.UTC || !zero.IsZero() || d.Done() != nil {
+		t.Fatalf("read %v and %v (%v)", got, zero, d.Err)
 	}
 }

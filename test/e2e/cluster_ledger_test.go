@@ -264,3 +264,35 @@ func (c *clusterNodes) sampleStats(t *testing.T, stop <-chan struct{}) int {
 		time.Sleep(50 * time.Millisecond) // a read every 50 ms is enough to sample
 	}
 }
+
+// An atomic batch of the single node's largest size, 8,190 items across
+// partitions, is applied whole on a cluster: its command, carrying every
+// item from partition to partition, and its reply are records of several
+// MiB, over Kafka's default limit of 1 MiB.
+func TestClusterAtomicBatchOfTheSingleNodesSize(t *testing.T) {
+	c := startCluster(t, 1, 2)
+	const accounts, items = 8, 8190
+	want := map[string]int64{}
+	for a := range accounts {
+		id := fmt.Sprint("big-", a)
+		if r := c.do(a, http.MethodPost, "/v1/accounts", NewAccount{ID: id, Currency: "USD"}, nil); r.Status >= 300 {
+			t.Fatalf("creating %s: %s", id, r)
+		}
+		if r := c.do(a, http.MethodPost, "/v1/transfers", TransferReq{ID: "fund-" + id, From: "@world", To: id, Amount: items}, nil); r.Status >= 300 {
+			t.Fatalf("funding %s: %s", id, r)
+		}
+		want[id] = items
+	}
+	batch := make([]TransferReq, items)
+	for i := range batch {
+		from, to := fmt.Sprint("big-", i%accounts), fmt.Sprint("big-", (i+1)%accounts)
+		batch[i] = TransferReq{ID: fmt.Sprint("big-item-", i), From: from, To: to, Amount: int64(1 + i%accounts)}
+		want[from] -= batch[i].Amount
+		want[to] += batch[i].Amount
+	}
+	var out BatchReply
+	if r := c.do(1, http.MethodPost, "/v1/transfers/batch", BatchReq{Atomic: true, Transfers: batch}, &out); r.Status != http.StatusOK || len(out.Results) != items {
+		t.Fatalf("atomic batch of %d items: %d results, %s", items, len(out.Results), r)
+	}
+	c.checkBalances(t, want)
+}

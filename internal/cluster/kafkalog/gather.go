@@ -9,17 +9,20 @@ import (
 // fixed cost (the requests to the transaction coordinator, and one commit
 // marker per partition the round wrote) is most of what a command costs
 // the brokers. When the previous round read at least busyRound commands,
-// a round that polled fewer than its max keeps reading for roundLinger
-// before it applies them: under load a command waits a little for
-// company, while at low load (small previous rounds) a command is
-// applied as soon as it is read.
+// a round that polled fewer than its max keeps reading while commands
+// keep coming: until gatherGap passes without any, or roundLinger in all.
+// Under load a command waits a little for company (the commands of the
+// other nodes' producers, which send at their own times), a burst is
+// read whole and not waited past, and at low load (small previous
+// rounds) a command is applied as soon as it is read.
 var (
 	busyRound   = 32
-	roundLinger = 5 * time.Millisecond
+	gatherGap   = 4 * time.Millisecond
+	roundLinger = 20 * time.Millisecond
 )
 
-// gather adds to batch the commands that come within roundLinger, up to
-// max in all, if the previous round was busy.
+// gather adds to batch the commands that come, as above, until it has
+// max of them (poll), if the previous round was busy.
 func (m *Member) gather(ctx context.Context, batch []Command, max int) []Command {
 	if m.last < busyRound {
 		return batch
@@ -27,7 +30,9 @@ func (m *Member) gather(ctx context.Context, batch []Command, max int) []Command
 	linger, cancel := context.WithTimeout(ctx, roundLinger)
 	defer cancel()
 	for len(batch) < max {
-		more, err := m.poll(linger, max-len(batch))
+		gap, cancelGap := context.WithTimeout(linger, gatherGap)
+		more, err := m.poll(gap, max-len(batch))
+		cancelGap()
 		batch = append(batch, more...)
 		if err != nil || len(more) == 0 {
 			break

@@ -2,36 +2,60 @@ package kafkalog
 
 import (
 	"context"
-	"strconv"
+	"fmt"
+	"sync"
 	"testing"
 )
 
-// Rounds after a busy one gather more commands, never more than their max,
-// each command once and in its partition's order.
-func TestBusyRoundsKeepMaxAndOrder(t *testing.T) {
-	const n, max = 300, 40
+// Commands appended at once travel packed, and rounds read them: never
+// more than their max but for the rest of a record, each command once and
+// in its appender's order.
+func TestPackedRoundsKeepMaxAndOrder(t *testing.T) {
+	const appenders, each, most = 16, 100, 2 * PackMax
 	ctx, c := newCluster(t, 1)
-	appendCommands(t, ctx, c, 0, n)
-	m := join(t, ctx, c, "a", Handlers{})
-	var applied []string
-	for len(applied) < n {
-		res, err := m.Round(ctx, max, func(ctx context.Context, batch []Command) ([]Output, error) {
-			for _, cmd := range batch {
-				applied = append(applied, string(cmd.Key))
+	p, err := NewProducer(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var wg sync.WaitGroup
+	for a := range appenders {
+		wg.Go(func() {
+			for i := range each {
+				key := fmt.Appendf(nil, "cmd-%d", a*each+i)
+				if _, err := p.Append(ctx, 0, key, key); err != nil {
+					t.Error(err)
+					return
+				}
 			}
+		})
+	}
+	wg.Wait()
+	m := join(t, ctx, c, "a", Handlers{})
+	next := make([]int, appenders)
+	applied, packed := 0, false
+	for applied < appenders*each {
+		res, err := m.Round(ctx, most, func(ctx context.Context, batch []Command) ([]Output, error) {
+			for i, cmd := range batch {
+				packed = packed || i > 0 && cmd.Offset == batch[i-1].Offset
+				var n int
+				if _, err := fmt.Sscanf(string(cmd.Key), "cmd-%d", &n); err != nil || n%each != next[n/each] {
+					t.Fatalf("command %s applied after %d of its appender's", cmd.Key, next[n/each])
+				}
+				next[n/each]++
+			}
+			applied += len(batch)
 			return echo(c, "a", "a")(ctx, batch)
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Commands > max || !res.Committed {
-			t.Fatalf("round %+v after %d commands: want at most %d commands, committed", res, len(applied), max)
+		if res.Commands > most+PackMax-1 || !res.Committed {
+			t.Fatalf("round %+v after %d commands: want at most %d commands, committed", res, applied, most+PackMax-1)
 		}
 	}
-	for i, k := range applied {
-		if want := "cmd-" + strconv.Itoa(i); k != want {
-			t.Fatalf("command %d applied was %s, want %s", i, k, want)
-		}
+	if !packed {
+		t.Error("no record carried several commands")
 	}
-	exactlyOnce(t, "committed replies", readAll(t, ctx, c, c.RepliesTopic(), true), n)
+	exactlyOnce(t, "committed replies", readAll(t, ctx, c, c.RepliesTopic(), true), appenders*each)
 }

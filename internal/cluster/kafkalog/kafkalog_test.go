@@ -1,8 +1,10 @@
 package kafkalog
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -333,7 +335,7 @@ func TestAbortedRoundIsInvisibleToReadCommitted(t *testing.T) {
 	// batch limit) aborts after its other outputs went to the broker.
 	res, err := m.Round(ctx, n, func(ctx context.Context, batch []Command) ([]Output, error) {
 		outs, _ := echo(c, "n1", "aborted")(ctx, batch)
-		tooBig := Output{Kind: Reply, Key: []byte("too-big"), Value: make([]byte, 2<<20)}
+		tooBig := Output{Kind: Reply, Key: []byte("too-big"), Value: make([]byte, MaxRecordBytes+1)}
 		return append(outs, tooBig), nil
 	})
 	if err == nil || res.Committed {
@@ -358,4 +360,45 @@ func TestAbortedRoundIsInvisibleToReadCommitted(t *testing.T) {
 		t.Fatal("no output of the aborted round reached the broker: the test shows nothing")
 	}
 	t.Logf("%d outputs of the aborted round are in the log, none visible to read_committed", aborted)
+}
+
+// Records of several MiB, over Kafka's default limit of 1 MiB, go through:
+// a command appended, and a round's forward and reply.
+func TestLargeRecordsGoThrough(t *testing.T) {
+	ctx, c := newCluster(t, 2)
+	p, err := NewProducer(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	big := bytes.Repeat([]byte("x"), 3<<20)
+	if _, err := p.Append(ctx, 0, []byte("big"), big); err != nil {
+		t.Fatal(err)
+	}
+	m := join(t, ctx, c, "n1", Handlers{})
+	forwarded := false
+	for !forwarded {
+		res, err := m.Round(ctx, 10, func(_ context.Context, batch []Command) ([]Output, error) {
+			var outs []Output
+			for _, cmd := range batch {
+				if len(cmd.Value) != len(big) {
+					return nil, fmt.Errorf("command %s of %d bytes, want %d", cmd.Key, len(cmd.Value), len(big))
+				}
+				if cmd.Partition == 0 {
+					outs = append(outs, Output{Kind: Forward, Partition: 1, Key: []byte("big-forward"), Value: cmd.Value})
+				} else {
+					forwarded = true
+					outs = append(outs, Output{Kind: Reply, Partition: 0, Key: []byte("cmd-0"), Value: cmd.Value})
+				}
+			}
+			return outs, nil
+		})
+		if err != nil || (res.Commands > 0 && !res.Committed) {
+			t.Fatalf("round %+v: %v", res, err)
+		}
+	}
+	replies := readAll(t, ctx, c, c.RepliesTopic(), true)
+	if len(replies) != 1 || len(replies[0].Value) != len(big) {
+		t.Fatalf("%d replies, want one of %d bytes", len(replies), len(big))
+	}
 }

@@ -116,7 +116,9 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
+		kgo.ProducerLinger(flushLinger),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
 		kgo.OnPartitionsAssigned(m.track(true, h.Assigned)),
 		kgo.OnPartitionsRevoked(m.track(false, h.Revoked)),
 		kgo.OnPartitionsLost(m.track(false, h.Revoked)),
@@ -164,7 +166,8 @@ func (m *Member) Owned() []int32 {
 }
 
 // Round runs one consume-transform-produce round: it waits for commands
-// (until ctx ends), reads at most max of them, applies them and, in one
+// (until ctx ends), reads up to max of them (max+PackMax-1 at most: a
+// packed record is never split), applies them and, in one
 // transaction, writes the outputs and commits the consumer offsets. Rounds
 // of one member must not run concurrently.
 func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, error) {
@@ -174,10 +177,10 @@ func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, 
 // RoundWait is Round waiting for commands only until wait ends: a round
 // with no commands then returns wait's error and nothing else. The round
 // that found commands runs under ctx.
-func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (RoundResult, error) {
-	batch, err := m.poll(wait, max)
+func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, apply Apply) (RoundResult, error) {
+	batch, err := m.poll(wait, maxCommands)
 	if err == nil && len(batch) > 0 {
-		batch = m.gather(ctx, batch, max)
+		batch = m.gather(ctx, batch, maxCommands)
 	}
 	m.last = len(batch)
 	if err != nil || len(batch) == 0 {
@@ -209,29 +212,51 @@ func (m *Member) RoundWait(wait, ctx context.Context, max int, apply Apply) (Rou
 	return res, nil
 }
 
-// poll reads up to max commands, waiting until some come or ctx ends. With
-// an error it returns the commands it read before it.
-func (m *Member) poll(ctx context.Context, max int) ([]Command, error) {
-	fetches := m.s.PollRecords(ctx, max)
-	if fetches.IsClientClosed() {
-		return nil, kgo.ErrClientClosed
-	}
-	// Records polled count as consumed: they are applied even if ctx ended
-	// meanwhile, or the next commit would skip them.
-	if err := ctx.Err(); err != nil && fetches.NumRecords() == 0 {
-		return nil, err
-	}
-	batch := make([]Command, 0, fetches.NumRecords())
-	fetches.EachRecord(func(r *kgo.Record) {
-		batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value})
-	})
-	for _, fe := range fetches.Errors() {
-		if !transient(fe.Err) {
-			return batch, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+// poll reads commands, waiting until some come or ctx ends, and stops
+// once it has want of them: it takes ceil((want-had)/PackMax) records at a
+// time, the first waiting, the next only if the client holds them already,
+// so it reads at most want+PackMax-1 commands (a packed record is never
+// split). With an error it returns the commands it read before it. A
+// packed record that does not unpack is one command with no key and no
+// value, which the round drops as malformed.
+func (m *Member) poll(ctx context.Context, want int) ([]Command, error) {
+	var batch []Command
+	for wait := ctx; len(batch) < want; wait = done {
+		fetches := m.s.PollRecords(wait, (want-len(batch)+PackMax-1)/PackMax)
+		if fetches.IsClientClosed() {
+			return batch, kgo.ErrClientClosed
+		}
+		// Records polled count as consumed: they are applied even if ctx
+		// ended meanwhile, or the next commit would skip them.
+		if fetches.NumRecords() == 0 {
+			if err := ctx.Err(); err != nil && len(batch) == 0 {
+				return nil, err
+			}
+			if wait == done {
+				return batch, nil
+			}
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			if err := unpacked(r, func(c Command) { batch = append(batch, c) }); err != nil {
+				batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset})
+			}
+		})
+		for _, fe := range fetches.Errors() {
+			if !transient(fe.Err) && !errors.Is(fe.Err, context.Canceled) && !errors.Is(fe.Err, context.DeadlineExceeded) {
+				return batch, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
+			}
 		}
 	}
 	return batch, nil
 }
+
+// done is a context that has ended: a poll under it returns only what the
+// client holds already.
+var done = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // transient reports a poll error that the client gets over by itself: a
 // failed attempt to join the group, which it retries (the coordinator may
@@ -242,40 +267,45 @@ func transient(err error) bool {
 	return errors.As(err, &session) || kerr.IsRetriable(err)
 }
 
-// produce writes a round's outputs into the open transaction and waits
-// until every one is acknowledged. It returns, per changelog partition
-// written, the offset after the last record written there.
+// produce writes a round's outputs into the open transaction, in one
+// request per broker, the forwards packed per partition (pack.go), and
+// waits until every one is acknowledged. It returns, per changelog
+// partition written, the offset after the last record written there.
 func (m *Member) produce(ctx context.Context, outs []Output) (map[int32]int64, error) {
-	records := make([]*kgo.Record, len(outs))
-	for i, o := range outs {
-		topic, err := m.topic(o.Kind)
-		if err != nil {
-			return nil, err
+	records := make([]*kgo.Record, 0, len(outs))
+	forwards := newPacker(m.cfg.CommandsTopic())
+	ends := map[int32]*kgo.Record{}
+	for _, o := range outs {
+		switch o.Kind {
+		case Forward:
+			forwards.add(o.Partition, o.Key, o.Value)
+			continue
+		case Change:
+		case Reply:
+		default:
+			return nil, fmt.Errorf("kafkalog: output of unknown kind %d", o.Kind)
 		}
-		records[i] = &kgo.Record{Topic: topic, Partition: o.Partition, Key: o.Key, Value: o.Value}
+		r := &kgo.Record{Topic: m.topic(o.Kind), Partition: o.Partition, Key: o.Key, Value: o.Value}
+		if o.Kind == Change {
+			ends[o.Partition] = r
+		}
+		records = append(records, r)
 	}
-	if err := m.s.ProduceSync(ctx, records...).FirstErr(); err != nil {
+	for _, err := range produceAll(ctx, m.s.Client(), append(records, forwards.records...)) {
 		return nil, fmt.Errorf("kafkalog: producing a round's outputs: %w", err)
 	}
-	ends := map[int32]int64{}
-	for i, o := range outs {
-		if o.Kind == Change {
-			ends[o.Partition] = max(ends[o.Partition], records[i].Offset+1)
-		}
+	offsets := make(map[int32]int64, len(ends))
+	for p, r := range ends {
+		offsets[p] = r.Offset + 1
 	}
-	return ends, nil
+	return offsets, nil
 }
 
-func (m *Member) topic(k Kind) (string, error) {
-	switch k {
-	case Reply:
-		return m.cfg.RepliesTopic(), nil
-	case Change:
-		return m.cfg.ChangelogTopic(), nil
-	case Forward:
-		return m.cfg.CommandsTopic(), nil
+func (m *Member) topic(k Kind) string {
+	if k == Reply {
+		return m.cfg.RepliesTopic()
 	}
-	return "", fmt.Errorf("kafkalog: output of unknown kind %d", k)
+	return m.cfg.ChangelogTopic()
 }
 
 // Close leaves the group; the member's partitions move to the others.

@@ -3,6 +3,8 @@ package kafkalog
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -10,10 +12,35 @@ import (
 // Producer appends commands to the partitions of the commands topic. Its
 // writes are acknowledged by all in-sync replicas (acks=all) and idempotent:
 // a retried send is written once.
+//
+// Commands appended at once share records and requests: one goroutine
+// sends, one request at a time, every command queued since its last send,
+// packed per partition (pack.go). Under load the commands of many clients
+// thus cost the brokers one request, and a command waits at most for the
+// request before it; an idle producer sends a command at once.
 type Producer struct {
 	cl    *kgo.Client
 	topic string
+
+	mu      sync.Mutex
+	queue   []*pending
+	wake    chan struct{}
+	closing chan struct{}
+	done    chan struct{}
 }
+
+// pending is a command waiting to be sent, and where its outcome goes.
+type pending struct {
+	partition  int32
+	key, value []byte
+	offset     int64
+	err        error
+	sent       chan struct{}
+}
+
+// deliveryTimeout bounds the brokers' acknowledgement of a send: a command
+// not durable by then fails, and its caller answers unavailable.
+const deliveryTimeout = 30 * time.Second
 
 // NewProducer connects a producer to the cluster c; opts are added last
 // (tests use them for shorter timeouts).
@@ -25,24 +52,157 @@ func NewProducer(c Config, opts ...kgo.Opt) (*Producer, error) {
 		kgo.DefaultProduceTopic(c.CommandsTopic()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
+		kgo.ProducerLinger(flushLinger),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
+		kgo.RecordDeliveryTimeout(deliveryTimeout),
 	)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkalog: producer: %w", err)
 	}
-	return &Producer{cl: cl, topic: c.CommandsTopic()}, nil
+	p := &Producer{cl: cl, topic: c.CommandsTopic(), wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
+	go p.send()
+	return p, nil
 }
 
 // Append writes a command to partition p and returns its offset once it is
-// durable on every in-sync replica.
+// durable on every in-sync replica. The commands appended to one
+// partition are written in the order of their Appends.
 func (p *Producer) Append(ctx context.Context, partition int32, key, value []byte) (int64, error) {
-	r := &kgo.Record{Topic: p.topic, Partition: partition, Key: key, Value: value}
-	if err := p.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return 0, fmt.Errorf("kafkalog: appending to %s/%d: %w", p.topic, partition, err)
+	c := &pending{partition: partition, key: key, value: value, sent: make(chan struct{})}
+	p.mu.Lock()
+	p.queue = append(p.queue, c)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default: // the sender is woken already
 	}
-	return r.Offset, nil
+	select {
+	case <-c.sent:
+		if c.err != nil {
+			return 0, fmt.Errorf("kafkalog: appending to %s/%d: %w", p.topic, partition, c.err)
+		}
+		return c.offset, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 }
 
-// Close flushes nothing further and closes the connections.
-func (p *Producer) Close() { p.cl.Close() }
+// send sends the queued commands until Close.
+func (p *Producer) send() {
+	defer close(p.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-p.closing
+		cancel()
+	}()
+	last := 0 // the commands of the previous request
+	for {
+		select {
+		case <-p.closing:
+			p.fail(p.take(), kgo.ErrClientClosed)
+			return
+		case <-p.wake:
+		}
+		if last >= busySend {
+			p.linger()
+		}
+		cmds := p.take()
+		last = len(cmds)
+		p.flush(ctx, cmds)
+	}
+}
+
+// A busy producer lingers before it sends: when its previous request
+// carried at least busySend commands, the next waits sendLinger for the
+// rest of the burst it belongs to (the clients a round's replies set
+// free send their next requests together). At low load a command is sent
+// at once.
+var (
+	busySend   = 4
+	sendLinger = 2 * time.Millisecond
+)
+
+// linger waits sendLinger, or until Close.
+func (p *Producer) linger() {
+	t := time.NewTimer(sendLinger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-p.closing:
+	}
+}
+
+// take empties the queue.
+func (p *Producer) take() []*pending {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.queue
+	p.queue = nil
+	return q
+}
+
+// flush writes cmds, packed, in one request per broker and tells each
+// its outcome.
+func (p *Producer) flush(ctx context.Context, cmds []*pending) {
+	if len(cmds) == 0 {
+		return
+	}
+	pk := newPacker(p.topic)
+	carried := make([]*kgo.Record, len(cmds))
+	for i, c := range cmds {
+		carried[i] = pk.add(c.partition, c.key, c.value)
+	}
+	failed := produceAll(ctx, p.cl, pk.records)
+	for i, c := range cmds {
+		c.offset, c.err = carried[i].Offset, failed[carried[i]]
+		close(c.sent)
+	}
+}
+
+// flushLinger is how long a record produced may wait for a flush, which
+// produceAll ends with: far longer than any flush takes to come. Sent as
+// soon as it is produced (no linger), a group's first record would travel
+// alone, and the rest in a request after it.
+const flushLinger = time.Minute
+
+// produceAll writes records, on a client lingering flushLinger, in one
+// request per broker, and returns the errors of those that failed.
+func produceAll(ctx context.Context, cl *kgo.Client, records []*kgo.Record) map[*kgo.Record]error {
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed = map[*kgo.Record]error{}
+	)
+	wg.Add(len(records))
+	for _, r := range records {
+		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				failed[r] = err
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	// An error here is ctx's end, which fails every record not sent.
+	_ = cl.Flush(ctx)
+	wg.Wait()
+	return failed
+}
+
+func (p *Producer) fail(cmds []*pending, err error) {
+	for _, c := range cmds {
+		c.err = err
+		close(c.sent)
+	}
+}
+
+// Close fails the commands not sent yet and closes the connections.
+func (p *Producer) Close() {
+	close(p.closing)
+	<-p.done
+	p.cl.Close()
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,15 @@ var ErrTopicMismatch = errors.New("kafkalog: existing topic does not match the c
 // request's deadline, so older ones only take disk.
 const replyRetention = "3600000"
 
+// MaxRecordBytes bounds a record of the cluster's topics, set as their
+// max.message.bytes and as the producers' batch limit: an atomic batch of
+// a single node's 8,190 items travels across partitions as one command
+// carrying all its items (node atomic.go), several MiB, over Kafka's
+// default of 1 MiB.
+const MaxRecordBytes = 8 << 20
+
+var maxRecordBytes = kadm.StringPtr(strconv.Itoa(MaxRecordBytes))
+
 // topicSpec is one cluster topic as EnsureTopics creates and checks it.
 type topicSpec struct {
 	name    string
@@ -30,19 +40,21 @@ type topicSpec struct {
 
 func (c Config) topicSpecs() []topicSpec {
 	return []topicSpec{
-		{c.CommandsTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("delete")}},
-		{c.ChangelogTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}},
+		{c.CommandsTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("delete"), "max.message.bytes": maxRecordBytes}},
+		{c.ChangelogTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("compact"), "max.message.bytes": maxRecordBytes}},
 		{c.RepliesTopic(), map[string]*string{
-			"cleanup.policy": kadm.StringPtr("delete"),
-			"retention.ms":   kadm.StringPtr(replyRetention),
+			"cleanup.policy":    kadm.StringPtr("delete"),
+			"retention.ms":      kadm.StringPtr(replyRetention),
+			"max.message.bytes": maxRecordBytes,
 		}},
 	}
 }
 
 // EnsureTopics creates the cluster's topics with c.Partitions partitions
 // each, or, for those that exist, checks that they have that many
-// partitions and the cleanup policy the cluster needs. It returns once
-// the brokers serve every partition.
+// partitions and the cleanup policy the cluster needs, and sets their
+// max.message.bytes to MaxRecordBytes. It returns once the brokers serve
+// every partition.
 func EnsureTopics(ctx context.Context, cl *kgo.Client, c Config) error {
 	if err := c.validate(); err != nil {
 		return err
@@ -57,6 +69,9 @@ func EnsureTopics(ctx context.Context, cl *kgo.Client, c Config) error {
 		switch {
 		case errors.Is(err, kerr.TopicAlreadyExists):
 			if err := checkTopic(ctx, adm, t, c.Partitions); err != nil {
+				return err
+			}
+			if err := setRecordLimit(ctx, adm, t.name); err != nil {
 				return err
 			}
 		case err != nil:
@@ -135,6 +150,23 @@ func checkTopic(ctx context.Context, adm *kadm.Client, t topicSpec, partitions i
 		if cfg.Key == "cleanup.policy" && !slices.Contains(splitPolicy(cfg.MaybeValue()), want) {
 			return fmt.Errorf("%w: %s has cleanup.policy %q, want %q", ErrTopicMismatch, t.name, cfg.MaybeValue(), want)
 		}
+	}
+	return nil
+}
+
+// setRecordLimit sets an existing topic's max.message.bytes to
+// MaxRecordBytes (a topic made by a node of an earlier version has the
+// brokers' default).
+func setRecordLimit(ctx context.Context, adm *kadm.Client, topic string) error {
+	resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: maxRecordBytes}}, topic)
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		if r, err = resp.On(topic, nil); err == nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("kafkalog: setting %s's max.message.bytes: %w", topic, err)
 	}
 	return nil
 }

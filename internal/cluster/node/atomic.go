@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 )
@@ -76,11 +77,11 @@ func (l *Ledger) chain(items []ledger.TransferRequest) []int {
 }
 
 // maxAtomicBytes bounds an atomic batch across partitions as its command
-// carries it: under Kafka's default record limit (1 MiB: the brokers'
-// message.max.bytes, the producer's batch size), with room for the
-// chain's fields. A command too large to forward would fail its round
-// each time it is read.
-const maxAtomicBytes = 900_000
+// carries it: under the cluster's record limit (kafkalog.MaxRecordBytes,
+// its topics' max.message.bytes and the producers' batch size), with room
+// for the chain's fields. A command too large to forward would fail its
+// round each time it is read.
+const maxAtomicBytes = kafkalog.MaxRecordBytes * 7 / 8
 
 // fitsOneRecord refuses items whose batch could not travel as one record
 // once every item's result is added: a result repeats the request's

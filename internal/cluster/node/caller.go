@@ -116,6 +116,12 @@ func (k *caller) call(ctx context.Context, partition int, value []byte) ([]byte,
 	}
 }
 
+// mine reports whether rid is a request of this node's (a nil caller, a
+// node's in tests, has none).
+func (k *caller) mine(rid []byte) bool {
+	return k != nil && len(rid) > len(k.node) && rid[len(k.node)] == '-' && string(rid[:len(k.node)]) == k.node
+}
+
 // callJSON sends cmd, JSON behind its workload's byte, to partition and
 // decodes the reply into out. A call not answered within callTimeout is
 // ErrUnavailable.
@@ -124,13 +130,20 @@ func (k *caller) callJSON(ctx context.Context, partition int, workload byte, cmd
 	if err != nil {
 		return err
 	}
+	return k.callWith(ctx, partition, workload, v, func(b []byte) error { return json.Unmarshal(b, out) })
+}
+
+// callWith sends v, an encoded command, behind its workload's byte to
+// partition and decodes the reply with decode. A call not answered within
+// callTimeout is ErrUnavailable.
+func (k *caller) callWith(ctx context.Context, partition int, workload byte, v []byte, decode func([]byte) error) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	b, err := k.call(ctx, partition, append([]byte{workload}, v...))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	if err := json.Unmarshal(b, out); err != nil {
+	if err := decode(b); err != nil {
 		return fmt.Errorf("cluster: decoding a reply: %w", err)
 	}
 	return nil

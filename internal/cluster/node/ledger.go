@@ -38,7 +38,11 @@ func (l *Ledger) partition(key string) int { return engine.ShardIndex(key, l.par
 // do sends w to partition and decodes the outcome.
 func (l *Ledger) do(ctx context.Context, partition int, w *ledgerengine.WireCommand) (*ledgerengine.WireOutcome, error) {
 	var o ledgerengine.WireOutcome
-	if err := l.k.callJSON(ctx, partition, workloadLedger, w, &o); err != nil {
+	v, err := ledgerengine.EncodeCommand(w)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.k.callWith(ctx, partition, workloadLedger, v, func(b []byte) error { return ledgerengine.DecodeOutcome(b, &o) }); err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
 		}

@@ -320,9 +320,10 @@ func TestClusterRefusesAnAtomicBatchTooLargeForARecord(t *testing.T) {
 	a, b := idIn("a", 0), idIn("b", 1)
 	s := &transcript{ctx: ctx, l: l}
 	open(s, 10_000, a, b)
-	reqs := make([]ledger.TransferRequest, 4000)
+	reqs := make([]ledger.TransferRequest, 8190) // the single node's largest batch, with the longest memos
+	memo := strings.Repeat("m", ledger.MaxMemoLength)
 	for i := range reqs {
-		reqs[i] = ledger.TransferRequest{ID: fmt.Sprint("big-", i), From: a, To: b, Amount: 1}
+		reqs[i] = ledger.TransferRequest{ID: fmt.Sprint("big-", i), From: a, To: b, Amount: 1, Memo: memo}
 		if i%2 == 1 {
 			reqs[i].From, reqs[i].To = b, a
 		}
@@ -338,6 +339,9 @@ func TestClusterRefusesAnAtomicBatchTooLargeForARecord(t *testing.T) {
 	}
 	if _, err := l.GetTransfer(ctx, "big-0"); ledger.CodeOf(err) != ledger.CodeTransferNotFound {
 		t.Fatalf("big-0: %v", err)
+	}
+	for i := range reqs {
+		reqs[i].Memo = ""
 	}
 	if res, _ := l.TransferBatch(ctx, reqs[:1000], true); res[999].Err != nil {
 		t.Fatalf("1,000 items: %v", res[999].Err)

@@ -50,6 +50,9 @@ type state struct {
 	kv     *engine.Port
 	seats  *engine.Port
 	commit *committer
+	// held are the replies of the open round to the node's own requests,
+	// handed to their callers once it committed.
+	held []kafkalog.Output
 }
 
 func (s *state) close() {
@@ -80,7 +83,11 @@ func (n *Node) own(ctx context.Context) {
 		}
 		if err == nil && res.Committed {
 			err = n.snaps.commit(outs, res.Changelog)
+			for _, o := range st.held {
+				n.caller.deliver(string(o.Key), o.Value)
+			}
 		}
+		st.held = nil
 		if err != nil || (res.Commands > 0 && !res.Committed) {
 			if !errors.Is(err, errMoved) {
 				n.cfg.Logger.Warn("cluster: round not committed; rebuilding", "err", err)
@@ -219,7 +226,8 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 				}
 			}
 		}
-		return packReplies(outs), nil
+		outs, st.held = packReplies(outs, n.caller.mine)
+		return outs, nil
 	}
 }
 

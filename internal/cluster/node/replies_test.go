@@ -9,7 +9,7 @@ import (
 )
 
 func TestRepliesPackPerInboxInOrder(t *testing.T) {
-	big := bytes.Repeat([]byte("x"), packLimit/3)
+	big := bytes.Repeat([]byte("x"), kafkalog.PackLimit/3)
 	outs := []kafkalog.Output{
 		reply(1, []byte("a"), []byte("ra")),
 		{Kind: kafkalog.Change, Partition: 0, Key: []byte("k"), Value: []byte("v")},
@@ -18,15 +18,18 @@ func TestRepliesPackPerInboxInOrder(t *testing.T) {
 		{Kind: kafkalog.Forward, Partition: 3, Value: []byte("f")},
 		reply(1, []byte("d"), big),
 		reply(1, []byte("e"), big),
-		reply(1, []byte("f"), big), // over packLimit with d and e: a second record
+		reply(1, []byte("f"), big), // over kafkalog.PackLimit with d and e: a second record
 	}
-	packed := packReplies(outs)
+	packed, held := packReplies(outs, none)
+	if len(held) != 0 {
+		t.Fatalf("held %d replies of no local request", len(held))
+	}
 	if len(packed) != 5 || packed[0].Kind != kafkalog.Change || packed[1].Kind != kafkalog.Forward {
 		t.Fatalf("packed into %d outputs: %+v", len(packed), packed)
 	}
 	var got []string
 	for _, o := range packed[2:] {
-		if o.Kind != kafkalog.Reply || len(o.Value) > packLimit {
+		if o.Kind != kafkalog.Reply || len(o.Value) > kafkalog.PackLimit {
 			t.Fatalf("packed reply record to %d: kind %d, %d bytes", o.Partition, o.Kind, len(o.Value))
 		}
 		err := unpackReplies(o.Value, func(rid string, r []byte) {
@@ -42,11 +45,26 @@ func TestRepliesPackPerInboxInOrder(t *testing.T) {
 	}
 }
 
-func TestUnpackRefusesATruncatedRecord(t *testing.T) {
-	v := packReplies([]kafkalog.Output{reply(0, []byte("rid"), []byte("reply"))})[0].Value
-	for n := 1; n < len(v); n++ {
-		if err := unpackReplies(v[:n], func(string, []byte) {}); err == nil {
-			t.Errorf("%d of %d bytes unpacked without an error", n, len(v))
+func none([]byte) bool { return false }
+
+func TestRepliesToLocalRequestsAreHeldNotPacked(t *testing.T) {
+	k := &caller{node: "n1"}
+	outs := []kafkalog.Output{
+		reply(1, []byte("n1-1"), []byte("mine")),
+		reply(1, []byte("n10-1"), []byte("another node's, same inbox")),
+		reply(1, []byte("n1"), []byte("not a request id of n1")),
+	}
+	packed, held := packReplies(outs, k.mine)
+	if len(held) != 1 || string(held[0].Key) != "n1-1" || string(held[0].Value) != "mine" {
+		t.Fatalf("held %+v, want n1-1's reply alone", held)
+	}
+	var sent []string
+	for _, o := range packed {
+		if err := unpackReplies(o.Value, func(rid string, _ []byte) { sent = append(sent, rid) }); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if fmt.Sprint(sent) != "[n10-1 n1]" {
+		t.Errorf("packed %v, want [n10-1 n1]", sent)
 	}
 }

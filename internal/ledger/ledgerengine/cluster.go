@@ -118,6 +118,9 @@ type (
 
 // Decode turns a wire command into the command its shard's owner applies.
 func Decode(b []byte) (engine.Command, error) {
+	if len(b) > 0 && b[0] != '{' {
+		return decodeBinary(b)
+	}
 	var w WireCommand
 	if err := json.Unmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("ledgerengine: decoding a command: %w", err)
@@ -160,6 +163,9 @@ func Outcome(cmd engine.Command) []byte {
 		o.Account, o.Created = &c.account, c.created
 		setErr(&o, c.err)
 	case *cmdTransfer:
+		if c.binary {
+			return encodeTransferOutcome(&c.transfer, c.replayed, c.err)
+		}
 		o.Transfer, o.Replayed = &c.transfer, c.replayed
 		setErr(&o, c.err)
 	case *cmdPost:
@@ -252,7 +258,7 @@ func (r *remoteCurrencies) currency(id string) (string, bool) {
 func Encode(cmd engine.Command) ([]byte, error) {
 	switch c := cmd.(type) {
 	case *cmdCredit:
-		return json.Marshal(&WireCommand{Op: OpCredit, Credit: &c.leg})
+		return encodeCredit(&c.leg), nil
 	case *cmdAtomic:
 		return json.Marshal(&WireCommand{Op: c.op, Batch: &c.batch})
 	}

@@ -26,9 +26,12 @@ type cmdTransfer struct {
 	attached []store.Record
 	// currencies are receivers' currencies sent along in a cluster.
 	currencies map[string]string
-	transfer   ledger.Transfer
-	replayed   bool
-	err        error
+	// binary: it came to a cluster's owner in binary, and its outcome
+	// goes back so (wire.go).
+	binary   bool
+	transfer ledger.Transfer
+	replayed bool
+	err      error
 }
 
 // cmdBatch makes many transfers debiting accounts of the shard; with
