@@ -7,7 +7,6 @@ import (
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
-	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets"
 	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
@@ -105,16 +104,4 @@ func (r *rounds) ticketReply(rid string, out ticketengine.Command) {
 	if err := ticketengine.DecodeOutcome(out, r.replies[rid][0]); err != nil {
 		r.t.Fatal(err)
 	}
-}
-
-// openStore opens a store in a temporary directory, closed at the test's
-// end.
-func openStore(t *testing.T) *store.Store {
-	t.Helper()
-	db, err := store.Open(t.TempDir(), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
 }
