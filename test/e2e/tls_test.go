@@ -352,7 +352,7 @@ func TestHealthcheck(t *testing.T) {
 func TestTLSMaxConnsSilentClientHoldsNoAccept(t *testing.T) {
 	const limit = 4
 	pki := newTestPKI(t, "surge-test")
-	srv := startTLS(t, pki, pki.issue(t, "server", "", "", "127.0.0.1"), nil, "--max-conns", strconv.Itoa(limit))
+	srv := startTLS(t, pki, pki.issue(t, "server", "", "", "127.0.0.1"), nil, "--max-conns", strconv.Itoa(limit), "--max-conns-per-client", strconv.Itoa(limit))
 	srv.c.hc.CloseIdleConnections()
 	addr := strings.TrimPrefix(srv.url, "https://")
 	var held []*tls.Conn
