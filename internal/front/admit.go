@@ -61,6 +61,8 @@ var (
 		"the request body could not be read", reasonBodyRead}
 	refuseBusy = &refusal{http.StatusServiceUnavailable, "overloaded",
 		"the server has as much work in progress as it may take; retry later", reasonWork}
+	refuseRequests = &refusal{http.StatusServiceUnavailable, "overloaded",
+		"the server has as many requests in progress as it may take; retry later", reasonRequests}
 	refuseClientBusy = &refusal{http.StatusServiceUnavailable, "overloaded",
 		"this client has as much work in progress as it may take; retry later", reasonClientWork}
 	refuseSlow = &refusal{http.StatusRequestTimeout, "request_timeout",
