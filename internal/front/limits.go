@@ -75,8 +75,7 @@ var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxWork: 65536,
 // (GOMAXPROCS) is given by DefaultMaxRequests. The engine is busy with a
 // few dozen requests at once per CPU (a group commit gathers those that
 // wait); more only lengthen the queue, so each request past this waits
-// longer without raising throughput. The figures behind it are in
-// docs/BENCHMARKS.md ("Shedding").
+// longer without raising throughput (docs/OPERATIONS.md, "Limits").
 const RequestsPerCPU = 128
 
 // DefaultMaxRequests is Limits.MaxRequests' default: RequestsPerCPU for
@@ -343,7 +342,8 @@ func (a *Admission) Use() Use {
 }
 
 // GRPCOptions are the gRPC server's options under a's limits: each call
-// holds one unit of MaxWork while its handler runs, and a call past it is
+// holds a place under MaxRequests and one unit of MaxWork while its
+// handler runs, and a call past either is
 // refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
 // as "retry later", as HTTP's 503) and a pushback of a second; at most
 // MaxStreams streams per connection, each with at most maxHeaderList of
