@@ -30,7 +30,8 @@ import (
 // client that declares 4 MiB and sends 8 KiB holds 8 KiB. A chunk the
 // budget cannot take → 503 overloaded, Retry-After; a body that arrives
 // slower than Limits.MinBodyRate once bodyGrace is over → 408
-// request_timeout. Once the body is whole, the request takes its work
+// request_timeout. Once the body is whole, the request takes its place
+// among the requests in progress (Limits.MaxRequests) and its work
 // (Limits.MaxWork, and its client's share, Limits.MaxWorkPerClient) or is
 // answered 503 overloaded, Retry-After. net/http's requests are
 // admitted the same way (admitNet). /healthz and /readyz take no work, so
@@ -61,6 +62,8 @@ var (
 		"the request body could not be read", reasonBodyRead}
 	refuseBusy = &refusal{http.StatusServiceUnavailable, "overloaded",
 		"the server has as much work in progress as it may take; retry later", reasonWork}
+	refuseRequests = &refusal{http.StatusServiceUnavailable, "overloaded",
+		"the server has as many requests in progress as it may take; retry later", reasonRequests}
 	refuseClientBusy = &refusal{http.StatusServiceUnavailable, "overloaded",
 		"this client has as much work in progress as it may take; retry later", reasonClientWork}
 	refuseSlow = &refusal{http.StatusRequestTimeout, "request_timeout",
@@ -106,8 +109,8 @@ func (rt *router) admission(r *route, n int64, auth []byte) (int64, *refusal) {
 func unbudgeted(path string) bool { return path == "/healthz" || path == "/readyz" }
 
 // admitFast admits and reads the body of a request fasthttp serves, and
-// takes its work (Limits.MaxWork). It returns what the request holds, or
-// false after refusing.
+// takes its place and work (Limits.MaxRequests, Limits.MaxWork). It
+// returns what the request holds, or false after refusing.
 func (rt *router) admitFast(ctx *fasthttp.RequestCtx, r *route) (hold, bool) {
 	h := &ctx.Request.Header
 	n := h.ContentLength() // -1: chunked, -2: none

@@ -15,12 +15,22 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// TestGRPCCallsPastMaxWorkAreShed holds the whole work budget (MaxWork 2)
-// with two server streams of grpc-go: a third call, unary or streaming, is
-// refused at once, UNAVAILABLE with a second's pushback, as a request over
-// net/http or fasthttp would get 503 with Retry-After: 1.
+// TestGRPCCallsPastMaxWorkAreShed holds the whole work budget (MaxWork 2),
+// or every place for a request (MaxRequests 2), with two server streams of
+// grpc-go: a third call, unary or streaming, is refused at once,
+// UNAVAILABLE with a second's pushback, as a request over net/http or
+// fasthttp would get 503 with Retry-After: 1.
 func TestGRPCCallsPastMaxWorkAreShed(t *testing.T) {
-	adm := NewAdmission(Limits{MaxWork: 2, MaxWorkPerClient: 2}, nil)
+	for name, l := range map[string]Limits{
+		"work":     {MaxWork: 2, MaxWorkPerClient: 2},
+		"requests": {MaxRequests: 2},
+	} {
+		t.Run(name, func(t *testing.T) { testGRPCShed(t, l) })
+	}
+}
+
+func testGRPCShed(t *testing.T, l Limits) {
+	adm := NewAdmission(l, nil)
 	grpcSrv := grpc.NewServer(adm.GRPCOptions(time.Minute)...)
 	healthpb.RegisterHealthServer(grpcSrv, health.NewServer())
 	srv := New(Options{GRPC: grpcSrv, Net: http.NotFoundHandler(), Admission: adm, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})

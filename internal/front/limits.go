@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,14 @@ type Limits struct {
 	// Past it a request is answered 503 overloaded, with Retry-After, at
 	// once, rather than queued behind the others.
 	MaxWork int64
+	// MaxRequests bounds the requests in progress, each counted once
+	// whatever its body, from the moment it takes its work until its
+	// handler returns. MaxWork weighs bodies for memory's sake; this
+	// bound is the one that turns overload into refusals, since it sits
+	// where requests only queue for the engine: past it a request is
+	// answered 503 overloaded, with Retry-After, at once. Zero means
+	// DefaultMaxRequests.
+	MaxRequests int64
 	// MaxStreams bounds the concurrent streams of one HTTP/2 connection,
 	// gRPC's included.
 	MaxStreams uint32
@@ -62,6 +71,18 @@ type Limits struct {
 // DefaultLimits are the limits surge serve starts with.
 var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxWork: 65536, MaxStreams: 250, BodyTimeout: 30 * time.Second, MinBodyRate: 8 << 10}
 
+// RequestsPerCPU is how many requests in progress each CPU of the process
+// (GOMAXPROCS) is given by DefaultMaxRequests. The engine is busy with a
+// few dozen requests at once per CPU (a group commit gathers those that
+// wait); more only lengthen the queue, so each request past this waits
+// longer without raising throughput (docs/OPERATIONS.md, "Limits").
+const RequestsPerCPU = 128
+
+// DefaultMaxRequests is Limits.MaxRequests' default: RequestsPerCPU for
+// each CPU the process may use, which keeps the bound at what the machine
+// serves rather than at a count of connections.
+func DefaultMaxRequests() int64 { return RequestsPerCPU * int64(runtime.GOMAXPROCS(0)) }
+
 // WorkUnitBytes is how many bytes of a request's body count as one unit of
 // work (Limits.MaxWork): about one transfer's JSON, so that a batch of
 // 8,190 transfers weighs what as many single transfers do.
@@ -75,6 +96,7 @@ func (g *guard) workOf(n int64) int64 { return min(1+n/WorkUnitBytes, g.work.lim
 // of body, work, and of its client's share of work.
 type hold struct {
 	body, work, clientWork int64
+	request                bool // counted against MaxRequests
 	client                 netip.Addr
 	cut                    bool // the body was cut at its limit: the connection must close
 }
@@ -89,6 +111,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxWork <= 0 {
 		l.MaxWork = DefaultLimits.MaxWork
+	}
+	if l.MaxRequests <= 0 {
+		l.MaxRequests = DefaultMaxRequests()
 	}
 	if l.MaxStreams == 0 {
 		l.MaxStreams = DefaultLimits.MaxStreams
@@ -120,6 +145,7 @@ const (
 	reasonRapidReset   = "rapid_reset"
 	reasonFlowControl  = "flow_control"
 	reasonWork         = "overloaded"
+	reasonRequests     = "max_requests"
 	reasonSlow         = "slow_request"
 	reasonMalformed    = "malformed"
 	reasonClientConns  = "client_conns"
@@ -155,6 +181,7 @@ type guard struct {
 	conns    budget
 	bodies   budget
 	work     budget
+	requests budget
 	clients  *clients
 	rejected *prometheus.CounterVec
 }
@@ -163,23 +190,31 @@ type guard struct {
 func (g *guard) release(h hold) {
 	g.bodies.give(h.body)
 	g.work.give(h.work)
+	if h.request {
+		g.requests.give(1)
+	}
 	if h.clientWork > 0 {
 		g.clients.give(h.client, 0, h.clientWork)
 	}
 }
 
-// takeWork holds units of work for a request of client a: of the global
-// budget, then of the client's share.
+// takeWork holds a request's place under MaxRequests and its units of
+// work for client a: of the global budget, then of the client's share.
 func (g *guard) takeWork(a netip.Addr, units int64) (hold, *refusal) {
+	if !g.requests.take(1) {
+		return hold{}, refuseRequests
+	}
 	if !g.work.take(units) {
+		g.requests.give(1)
 		return hold{}, refuseBusy
 	}
 	mine, ok := g.clients.take(a, 0, units)
 	if !ok {
 		g.work.give(units)
+		g.requests.give(1)
 		return hold{}, refuseClientBusy
 	}
-	return hold{work: units, clientWork: mine, client: a}, nil
+	return hold{work: units, request: true, clientWork: mine, client: a}, nil
 }
 
 func newGuard(l Limits, reg prometheus.Registerer) *guard {
@@ -187,16 +222,17 @@ func newGuard(l Limits, reg prometheus.Registerer) *guard {
 	g.conns.limit = int64(l.MaxConns)
 	g.bodies.limit = l.BodyBytes
 	g.work.limit = l.MaxWork
+	g.requests.limit = l.MaxRequests
 	g.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "surge_front_rejected_total",
-		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, body_too_large, unauthorized, framing, body_read, slow_request, malformed, client_conns, client_overloaded, rapid_reset, flow_control).",
+		Help: "Connections and requests the front door refused before any handler, by reason (max_conns, body_budget, overloaded, max_requests, body_too_large, unauthorized, framing, body_read, slow_request, malformed, client_conns, client_overloaded, rapid_reset, flow_control).",
 	}, []string{"reason"})
-	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonSlow, reasonMalformed, reasonClientConns, reasonClientWork, reasonRapidReset, reasonFlowControl, reasonWork} {
+	for _, r := range []string{reasonConns, reasonBodyBudget, reasonBodyTooLarge, reasonUnauthorized, reasonFraming, reasonBodyRead, reasonSlow, reasonMalformed, reasonClientConns, reasonClientWork, reasonRapidReset, reasonFlowControl, reasonWork, reasonRequests} {
 		g.rejected.WithLabelValues(r)
 	}
 	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "surge_front_limit",
-		Help: "The front door's limits: max_conns (connections), body_bytes (request body bytes held at once), max_work (units of work in progress), max_streams (per HTTP/2 connection), max_conns_per_client and max_work_per_client (one client's share), min_body_rate (bytes a second).",
+		Help: "The front door's limits: max_conns (connections), body_bytes (request body bytes held at once), max_work (units of work in progress), max_requests (requests in progress), max_streams (per HTTP/2 connection), max_conns_per_client and max_work_per_client (one client's share), min_body_rate (bytes a second).",
 	}, []string{"limit"})
 	limit.WithLabelValues("max_conns_per_client").Set(float64(l.MaxConnsPerClient))
 	limit.WithLabelValues("max_work_per_client").Set(float64(l.MaxWorkPerClient))
@@ -204,12 +240,14 @@ func newGuard(l Limits, reg prometheus.Registerer) *guard {
 	limit.WithLabelValues("max_conns").Set(float64(l.MaxConns))
 	limit.WithLabelValues("body_bytes").Set(float64(l.BodyBytes))
 	limit.WithLabelValues("max_work").Set(float64(l.MaxWork))
+	limit.WithLabelValues("max_requests").Set(float64(l.MaxRequests))
 	limit.WithLabelValues("max_streams").Set(float64(l.MaxStreams))
 	if reg != nil {
 		reg.MustRegister(g.rejected, limit,
 			g.conns.gauge("surge_front_connections", "Connections open (counted against max_conns)."),
 			g.bodies.gauge("surge_front_body_bytes", "Bytes of request bodies admitted and not yet released (counted against body_bytes)."),
-			g.work.gauge("surge_front_work", "Units of work in progress: one per request in a handler and one per 128 bytes of its body (counted against max_work)."))
+			g.work.gauge("surge_front_work", "Units of work in progress: one per request in a handler and one per 128 bytes of its body (counted against max_work)."),
+			g.requests.gauge("surge_front_requests", "Requests in progress (counted against max_requests)."))
 	}
 	return g
 }
@@ -295,16 +333,17 @@ func (a *Admission) Limits() Limits { return a.g.limits }
 
 // Use is how much of each budget is held now.
 type Use struct {
-	Conns, BodyBytes, Work int64
+	Conns, BodyBytes, Work, Requests int64
 }
 
 // Use reads how much of each budget is held now.
 func (a *Admission) Use() Use {
-	return Use{Conns: a.g.conns.used.Load(), BodyBytes: a.g.bodies.used.Load(), Work: a.g.work.used.Load()}
+	return Use{Conns: a.g.conns.used.Load(), BodyBytes: a.g.bodies.used.Load(), Work: a.g.work.used.Load(), Requests: a.g.requests.used.Load()}
 }
 
 // GRPCOptions are the gRPC server's options under a's limits: each call
-// holds one unit of MaxWork while its handler runs, and a call past it is
+// holds a place under MaxRequests and one unit of MaxWork while its
+// handler runs, and a call past either is
 // refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
 // as "retry later", as HTTP's 503) and a pushback of a second; at most
 // MaxStreams streams per connection, each with at most maxHeaderList of

@@ -1,0 +1,57 @@
+package front
+
+import (
+	"net/netip"
+	"runtime"
+	"testing"
+)
+
+// TestRequestsInProgressBounded: MaxRequests counts requests, not their
+// bodies: a batch-sized body and a bare request take one place each, the
+// next is refused as overloaded (reason max_requests), and a place comes
+// back when a request ends or when another budget refuses it.
+func TestRequestsInProgressBounded(t *testing.T) {
+	g := newGuard(Limits{MaxRequests: 2, MaxWork: 10000}.withDefaults(), nil)
+	a := netip.MustParseAddr("192.0.2.1")
+	batch, no := g.takeWork(a, g.workOf(4500*WorkUnitBytes))
+	if no != nil {
+		t.Fatalf("a batch: %v", no.detail)
+	}
+	one, no := g.takeWork(netip.MustParseAddr("192.0.2.2"), 1)
+	if no != nil {
+		t.Fatalf("a request beside a batch: %v", no.detail)
+	}
+	if _, no := g.takeWork(netip.MustParseAddr("192.0.2.3"), 1); no != refuseRequests {
+		t.Fatalf("a third request with MaxRequests 2: %v, want refuseRequests", no)
+	}
+	if no := refuseRequests; no.status != 503 || no.code != "overloaded" || no.reason != reasonRequests {
+		t.Fatalf("the refusal: %d %s %s", no.status, no.code, no.reason)
+	}
+	g.release(one)
+	if got := g.requests.used.Load(); got != 1 {
+		t.Fatalf("requests in progress after one ended: %d, want 1", got)
+	}
+	// Refused by the work budget, a request gives its place back.
+	if _, no := g.takeWork(a, 9000); no != refuseBusy {
+		t.Fatalf("a request over the work left: %v, want refuseBusy", no)
+	}
+	if got := g.requests.used.Load(); got != 1 {
+		t.Fatalf("requests in progress after a refusal: %d, want 1", got)
+	}
+	g.release(batch)
+	if got := g.requests.used.Load(); got != 0 {
+		t.Fatalf("requests in progress once all ended: %d, want 0", got)
+	}
+}
+
+// TestMaxRequestsDefaultFollowsCPUs: the bound's default is the machine's,
+// not a count of connections.
+func TestMaxRequestsDefaultFollowsCPUs(t *testing.T) {
+	want := int64(RequestsPerCPU * runtime.GOMAXPROCS(0))
+	if got := (Limits{}).withDefaults().MaxRequests; got != want {
+		t.Fatalf("MaxRequests default %d, want %d", got, want)
+	}
+	if got := (Limits{MaxRequests: 7}).withDefaults().MaxRequests; got != 7 {
+		t.Fatalf("MaxRequests 7 became %d", got)
+	}
+}

@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestAbuseHTTP1OverloadShed: HTTP/1.1 clients, one request per
+// connection, reach the bound on requests in progress with its default
+// (--max-inflight-requests: 128 per CPU, here GOMAXPROCS=1), far below
+// --max-conns. Past it every further request is answered at once with 503
+// overloaded and Retry-After, over HTTP/1.1 and HTTP/2 alike, while
+// /healthz, asked on connections of its own at the same time, is never
+// refused; once the requests end, the server serves again.
+func TestAbuseHTTP1OverloadShed(t *testing.T) {
+	const bound, excess = 128, 64
+	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, []string{"GOMAXPROCS=1"})
+	s.awaitReady("")
+	s.c.hc.CloseIdleConnections()
+	// Each event stream is a request in its handler for as long as it is
+	// open, on a connection of its own.
+	holders := make([]*rawConn, bound)
+	for i := range holders {
+		holders[i] = holdEventStream(t, s)
+	}
+
+	oneShot := clientFrom("127.0.0.1") // a connection per request
+	type answer struct {
+		path, status, retryAfter, body string
+	}
+	answers := make(chan answer, 2*excess)
+	var wg sync.WaitGroup
+	for range excess {
+		for _, path := range []string{"/v1/accounts/shed-1", "/healthz"} {
+			wg.Go(func() {
+				resp, err := oneShot.Get(s.url + path)
+				if err != nil {
+					answers <- answer{path: path, status: err.Error()}
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				answers <- answer{path, strconv.Itoa(resp.StatusCode), resp.Header.Get("Retry-After"), string(b)}
+			})
+		}
+	}
+	wg.Wait()
+	close(answers)
+	for a := range answers {
+		switch {
+		case a.path == "/healthz" && a.status != "200":
+			t.Errorf("/healthz past the bound: %s %s", a.status, a.body)
+		case a.path != "/healthz" && (a.status != "503" || a.retryAfter != "1" || !strings.Contains(a.body, `"overloaded"`)):
+			t.Errorf("%s past the bound: %s (Retry-After %q) %s, want 503 overloaded with Retry-After: 1", a.path, a.status, a.retryAfter, a.body)
+		}
+	}
+	resp, body := h2Get(t, h2cConn(t, s), s.url+"/v1/accounts/shed-1")
+	wantOverloaded(t, resp, body)
+
+	for _, h := range holders {
+		_ = h.c.Close()
+	}
+	poll(t, startTimeout, "the server to serve again once the requests end", func() (bool, string) {
+		status, page := getFrom(t, oneShot, s.url+"/metrics")
+		return status == http.StatusOK, page[:min(len(page), 200)]
+	})
+	if n := metric(t, s, `surge_front_rejected_total{reason="max_requests"}`); n != excess+1 {
+		t.Errorf(`surge_front_rejected_total{reason="max_requests"} = %v, want %d`, n, excess+1)
+	}
+	if n := metric(t, s, `surge_front_limit{limit="max_requests"}`); n != bound {
+		t.Errorf(`surge_front_limit{limit="max_requests"} = %v, want %d`, n, bound)
+	}
+}
