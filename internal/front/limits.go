@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,8 +44,10 @@ type Limits struct {
 	// handler returns. MaxWork weighs bodies for memory's sake; this
 	// bound is the one that turns overload into refusals, since it sits
 	// where requests only queue for the engine: past it a request is
-	// answered 503 overloaded, with Retry-After, at once. Zero means
-	// DefaultMaxRequests.
+	// answered 503 overloaded, with Retry-After, at once. Zero means no
+	// bound: a long-poll or a stream holds its place for as long as it
+	// waits, so a default sized to the CPUs would let a few hundred chat
+	// streams or reservation long-polls shed every other request.
 	MaxRequests int64
 	// MaxStreams bounds the concurrent streams of one HTTP/2 connection,
 	// gRPC's included.
@@ -70,18 +71,6 @@ type Limits struct {
 
 // DefaultLimits are the limits surge serve starts with.
 var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxWork: 65536, MaxStreams: 250, BodyTimeout: 30 * time.Second, MinBodyRate: 8 << 10}
-
-// RequestsPerCPU is how many requests in progress each CPU of the process
-// (GOMAXPROCS) is given by DefaultMaxRequests. The engine is busy with a
-// few dozen requests at once per CPU (a group commit gathers those that
-// wait); more only lengthen the queue, so each request past this waits
-// longer without raising throughput (docs/OPERATIONS.md, "Limits").
-const RequestsPerCPU = 128
-
-// DefaultMaxRequests is Limits.MaxRequests' default: RequestsPerCPU for
-// each CPU the process may use, which keeps the bound at what the machine
-// serves rather than at a count of connections.
-func DefaultMaxRequests() int64 { return RequestsPerCPU * int64(runtime.GOMAXPROCS(0)) }
 
 // WorkUnitBytes is how many bytes of a request's body count as one unit of
 // work (Limits.MaxWork): about one transfer's JSON, so that a batch of
@@ -111,9 +100,6 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxWork <= 0 {
 		l.MaxWork = DefaultLimits.MaxWork
-	}
-	if l.MaxRequests <= 0 {
-		l.MaxRequests = DefaultMaxRequests()
 	}
 	if l.MaxStreams == 0 {
 		l.MaxStreams = DefaultLimits.MaxStreams
@@ -198,23 +184,26 @@ func (g *guard) release(h hold) {
 	}
 }
 
-// takeWork holds a request's place under MaxRequests and its units of
-// work for client a: of the global budget, then of the client's share.
+// takeWork holds a request's place under MaxRequests, if it is set, and
+// its units of work for client a: of the global budget, then of the
+// client's share.
 func (g *guard) takeWork(a netip.Addr, units int64) (hold, *refusal) {
-	if !g.requests.take(1) {
+	counted := g.limits.MaxRequests > 0
+	if counted && !g.requests.take(1) {
 		return hold{}, refuseRequests
 	}
+	h := hold{work: units, request: counted, client: a}
 	if !g.work.take(units) {
-		g.requests.give(1)
+		g.release(hold{request: counted})
 		return hold{}, refuseBusy
 	}
 	mine, ok := g.clients.take(a, 0, units)
 	if !ok {
-		g.work.give(units)
-		g.requests.give(1)
+		g.release(hold{work: units, request: counted})
 		return hold{}, refuseClientBusy
 	}
-	return hold{work: units, request: true, clientWork: mine, client: a}, nil
+	h.clientWork = mine
+	return h, nil
 }
 
 func newGuard(l Limits, reg prometheus.Registerer) *guard {

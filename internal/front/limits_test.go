@@ -2,7 +2,6 @@ package front
 
 import (
 	"net/netip"
-	"runtime"
 	"testing"
 )
 
@@ -44,14 +43,23 @@ func TestRequestsInProgressBounded(t *testing.T) {
 	}
 }
 
-// TestMaxRequestsDefaultFollowsCPUs: the bound's default is the machine's,
-// not a count of connections.
-func TestMaxRequestsDefaultFollowsCPUs(t *testing.T) {
-	want := int64(RequestsPerCPU * runtime.GOMAXPROCS(0))
-	if got := (Limits{}).withDefaults().MaxRequests; got != want {
-		t.Fatalf("MaxRequests default %d, want %d", got, want)
+// TestMaxRequestsZeroBoundsNothing: without MaxRequests no request is
+// refused for the count of those in progress, and none is counted.
+func TestMaxRequestsZeroBoundsNothing(t *testing.T) {
+	g := newGuard(Limits{MaxWork: 10000}.withDefaults(), nil)
+	a := netip.MustParseAddr("192.0.2.1")
+	var held []hold
+	for i := range 1000 {
+		h, no := g.takeWork(a, 1)
+		if no != nil {
+			t.Fatalf("request %d: %v", i, no.detail)
+		}
+		held = append(held, h)
 	}
-	if got := (Limits{MaxRequests: 7}).withDefaults().MaxRequests; got != 7 {
-		t.Fatalf("MaxRequests 7 became %d", got)
+	if got := g.requests.used.Load(); got != 0 {
+		t.Fatalf("requests counted without a bound: %d", got)
+	}
+	for _, h := range held {
+		g.release(h)
 	}
 }

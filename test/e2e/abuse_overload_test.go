@@ -10,15 +10,14 @@ import (
 )
 
 // TestAbuseHTTP1OverloadShed: HTTP/1.1 clients, one request per
-// connection, reach the bound on requests in progress with its default
-// (--max-inflight-requests: 128 per CPU, here GOMAXPROCS=1), far below
-// --max-conns. Past it every further request is answered at once with 503
+// connection, reach the bound on requests in progress
+// (--max-inflight-requests 128), far below --max-conns. Past it every further request is answered at once with 503
 // overloaded and Retry-After, over HTTP/1.1 and HTTP/2 alike, while
 // /healthz, asked on connections of its own at the same time, is never
 // refused; once the requests end, the server serves again.
 func TestAbuseHTTP1OverloadShed(t *testing.T) {
 	const bound, excess = 128, 64
-	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir()}, []string{"GOMAXPROCS=1"})
+	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--max-inflight-requests", strconv.Itoa(bound)}, nil)
 	s.awaitReady("")
 	s.c.hc.CloseIdleConnections()
 	// Each event stream is a request in its handler for as long as it is
