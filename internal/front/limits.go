@@ -62,7 +62,8 @@ type Limits struct {
 	MinBodyRate int64
 	// MaxConnsPerClient and MaxWorkPerClient bound what one client holds
 	// of MaxConns and MaxWork (see clients.go); zero means a quarter of
-	// each. TrustedProxies are the proxies whose X-Forwarded-For names
+	// MaxConns and half of MaxWork, which leaves one client room for
+	// several batches of 8,190 transfers (each some 5,000 units) at once. TrustedProxies are the proxies whose X-Forwarded-For names
 	// the client, and whose own connections are not capped.
 	MaxConnsPerClient int
 	MaxWorkPerClient  int64
@@ -114,7 +115,7 @@ func (l Limits) withDefaults() Limits {
 		l.MaxConnsPerClient = max(l.MaxConns/4, 1)
 	}
 	if l.MaxWorkPerClient <= 0 {
-		l.MaxWorkPerClient = max(l.MaxWork/4, 1)
+		l.MaxWorkPerClient = max(l.MaxWork/2, 1)
 	}
 	return l
 }
