@@ -246,12 +246,21 @@ func (w *resetWatch) Close() error {
 	}
 	// Closing a socket with unread input resets it, and a reset can
 	// destroy what the client has not read yet: read on, discarding, for
-	// a while first, off the server's goroutine.
+	// a while first, off the server's goroutine. The server's reader may
+	// still be inside a read of the replay, so the linger reads the socket.
 	go func() {
-		lingerClose(w.Conn)
+		lingerClose(w.socket())
 		_ = w.Conn.Close()
 	}()
 	return nil
+}
+
+// socket is the connection under the replayed opening, if there is one.
+func (w *resetWatch) socket() net.Conn {
+	if r, ok := w.Conn.(interface{ socket() net.Conn }); ok {
+		return r.socket()
+	}
+	return w.Conn
 }
 
 // How long, and for how many bytes, a connection given its last answer is

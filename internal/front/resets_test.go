@@ -2,6 +2,8 @@ package front
 
 import (
 	"bytes"
+	"io"
+	"net"
 	"strings"
 	"testing"
 
@@ -92,5 +94,38 @@ func TestFrameSplitterIncrement(t *testing.T) {
 		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 			t.Fatalf("cut at %d: %+v, want %+v", cut, got, want)
 		}
+	}
+}
+
+// TestTrippedWatchLingersBesideTheReader: the server's reader may still be
+// inside a read when a tripped connection closes, so the linger that
+// follows must read the socket, never the replayed bytes the reader is
+// consuming (the race detector fails the old way).
+func TestTrippedWatchLingersBesideTheReader(t *testing.T) {
+	client, server := net.Pipe()
+	replay := &replayConn{Conn: server, head: make([]byte, 4096)}
+	w := &resetWatch{Conn: replay}
+	w.calm.Store(true)
+	go func() { _, _ = io.Copy(io.Discard, client) }()
+	go func() {
+		_, _ = client.Write(make([]byte, 4096))
+		_ = client.Close()
+	}()
+	readerDone := make(chan int)
+	go func() {
+		b, n := make([]byte, 1), 0
+		for {
+			if _, err := replay.Read(b); err != nil {
+				readerDone <- n
+				return
+			}
+			n++
+		}
+	}()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-readerDone; n < 4096 {
+		t.Fatalf("the reader got %d bytes, want the 4096 replayed at least", n)
 	}
 }

@@ -64,6 +64,10 @@ func (c *replayConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// socket is the connection under the replay: unlike the replay, it may be
+// read from two goroutines at once.
+func (c *replayConn) socket() net.Conn { return c.Conn }
+
 // queue is a net.Listener whose connections are handed over by the
 // sniffer, so that each server accepts only its own.
 type queue struct {
