@@ -65,14 +65,18 @@ func (l *LoginLimiter) Admit(username, addr string) bool {
 	return pair.TokensAt(now) >= 1 && src.TokensAt(now) >= 1
 }
 
-// Failed counts a failed attempt on username from addr.
-func (l *LoginLimiter) Failed(username, addr string) {
+// Failed counts a failed attempt on username from addr, made now.
+func (l *LoginLimiter) Failed(username, addr string) { l.FailedAt(username, addr, time.Now()) }
+
+// FailedAt counts a failed attempt on username from addr, made at at: a
+// cluster node counts the failures every node appends to the cluster's
+// social log, each with the time its node saw it.
+func (l *LoginLimiter) FailedAt(username, addr string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
 	pair, src := l.limiters(username, addr)
-	pair.AllowN(now, 1)
-	src.AllowN(now, 1)
+	pair.AllowN(at, 1)
+	src.AllowN(at, 1)
 }
 
 // limiters returns the buckets of (username, addr's source) and of the
