@@ -232,9 +232,6 @@ func (l *Log) scan(ctx context.Context, c kafkalog.Config, from, to int64, opts 
 	defer cl.Close()
 	for {
 		fetches := cl.PollFetches(ctx)
-		if err := fetches.Err0(); err != nil {
-			return fmt.Errorf("sociallog: reading %s: %w", l.snapTopic, err)
-		}
 		if err := fetches.Err(); err != nil {
 			return fmt.Errorf("sociallog: reading %s: %w", l.snapTopic, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,7 +89,8 @@ func startWalletNode(t *testing.T, ctx context.Context, c kafkalog.Config, every
 // A node started on an empty store after many social records loads the
 // newest snapshot and applies only the log's records after it, and its
 // store then holds what the node that wrote the snapshots holds. Each
-// snapshot cuts the log below the one before.
+// snapshot cuts the log below the one before; a node whose next record
+// was cut stops rather than skip it.
 func TestNewNodeStartsFromTheNewestSnapshot(t *testing.T) {
 	ctx, c := newConfig(t)
 	wl := openLedger(t)
@@ -147,6 +149,16 @@ func TestNewNodeStartsFromTheNewestSnapshot(t *testing.T) {
 	page, err := b.chat.GetMessages(ctx, req)
 	if err != nil || len(page.Msg.Messages) != tail-1 {
 		t.Fatalf("bob's messages on the new node: %v %v", page, err)
+	}
+
+	lagging, err := Open(ctx, c, Snapshots{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lagging.Close()
+	err = lagging.Run(ctx, c, every-1, (&node{}).apply)
+	if err == nil || !strings.Contains(err.Error(), "restart the node") {
+		t.Fatalf("a node whose next record was cut: %v, want the error that says to restart", err)
 	}
 }
 
