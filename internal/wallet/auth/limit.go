@@ -83,9 +83,23 @@ func (l *LoginLimiter) FailedAt(username, addr string, at time.Time) {
 // source; the lock must be held.
 func (l *LoginLimiter) limiters(username, addr string) (pair, src *rate.Limiter) {
 	source := sourceOf(addr)
-	pair = limiter(l.byPair, username+"\x00"+source, l.cfg.Rate, l.cfg.Burst)
+	pair = limiter(l.byPair, CountedName(username)+"\x00"+source, l.cfg.Rate, l.cfg.Burst)
 	src = limiter(l.bySource, source, l.cfg.Rate*sourceFactor, l.cfg.Burst*sourceFactor)
 	return pair, src
+}
+
+// maxCountedName bounds the part of a username its failures count under:
+// twice the longest username, so that every name that can be someone's
+// counts alone, while a name as long as a request allows costs no more
+// memory here (and no more log in a cluster) than a short one.
+const maxCountedName = 64
+
+// CountedName is the part of username its failed attempts count under.
+func CountedName(username string) string {
+	if len(username) > maxCountedName {
+		return username[:maxCountedName]
+	}
+	return username
 }
 
 // sourceOf is the source an address counts as: an IPv6 address's /64,

@@ -10,6 +10,7 @@ import (
 
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/wallet/auth"
 	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
@@ -172,7 +173,7 @@ func (s *Service) countFailure(ctx context.Context, username, addr string) error
 		s.limiter.Failed(username, addr)
 		return nil
 	}
-	_, err := s.propose(context.WithoutCancel(ctx), &op{Kind: opLoginFailed, At: time.Now().UTC(), Login: username, Addr: addr})
+	_, err := s.propose(context.WithoutCancel(ctx), &op{Kind: opLoginFailed, At: time.Now().UTC(), Login: auth.CountedName(username), Addr: addr})
 	return err
 }
 
