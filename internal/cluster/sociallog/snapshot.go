@@ -150,10 +150,12 @@ func (l *Log) Restore(ctx context.Context, c kafkalog.Config, applied int64, opt
 	case t.Offset < start:
 		return applied, fmt.Errorf("sociallog: the newest snapshot stands at %d, below %s's start %d: start the node again", t.Offset, l.topic, start)
 	}
+	began := time.Now()
 	if err := l.load(ctx, c, t, opts...); err != nil {
 		return applied, err
 	}
-	l.log.Info("cluster: the social state restored from a snapshot", "offset", t.Offset, "pairs", t.Pairs, "records", l.snapRead.Load())
+	l.log.Info("cluster: the social state restored from a snapshot", "offset", t.Offset, "pairs", t.Pairs,
+		"records", l.snapRead.Load(), "elapsed", time.Since(began).Round(time.Millisecond))
 	return t.Offset - 1, nil
 }
 
