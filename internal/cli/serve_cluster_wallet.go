@@ -18,6 +18,7 @@ import (
 	"github.com/surge-dev/surge/internal/wallet/auth"
 	"github.com/surge-dev/surge/internal/wallet/rpc"
 	"github.com/surge-dev/surge/internal/wallet/vmr"
+	"github.com/surge-dev/surge/internal/wallet/walletstore"
 )
 
 // Intents of wallet transfers older than intentAge are settled by every
@@ -50,8 +51,13 @@ func openClusterWallet(ctx context.Context, c serveConfig, k kafkalog.Config, n 
 		return nil, err
 	}
 	w := &clusterWallet{db: db}
-	if w.log, err = sociallog.Open(ctx, k, logger); err != nil {
+	snaps := sociallog.Snapshots{State: socialState{walletstore.Store{Store: db}}, Every: sociallog.DefaultSnapshotEvery}
+	if w.log, err = sociallog.Open(ctx, k, snaps, logger); err != nil {
 		db.Close()
+		return nil, err
+	}
+	if err := w.restore(ctx, k); err != nil {
+		w.close()
 		return nil, err
 	}
 	w.svc, err = rpc.New(ctx, rpc.Config{
@@ -76,6 +82,28 @@ func openClusterWallet(ctx context.Context, c serveConfig, k kafkalog.Config, n 
 	})
 	go repeat(ctx, rpc.PresenceBeat, w.svc.PresenceOwed(), logger, "cluster: renewing the node's presence", w.svc.BeatPresence)
 	return w, nil
+}
+
+// restore loads the newest snapshot of the social state into the node's
+// copy if the copy is empty or the log no longer holds the records after
+// it (sociallog.Log.Restore).
+func (w *clusterWallet) restore(ctx context.Context, k kafkalog.Config) error {
+	applied, err := walletstore.Store{Store: w.db}.Applied()
+	if err != nil {
+		return fmt.Errorf("wallet: reading the applied offset: %w", err)
+	}
+	_, err = w.log.Restore(ctx, k, applied)
+	return err
+}
+
+// socialState is the node's copy of the social state, as the social log
+// snapshots and restores it.
+type socialState struct{ walletstore.Store }
+
+func (s socialState) Snapshot() (sociallog.Pairs, error) { return s.SocialView() }
+
+func (s socialState) Restore(each func(put func(key, value []byte) error) error) error {
+	return s.ReplaceSocial(each)
 }
 
 // catchUp applies the social log from the store's offset on, until it has

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/coder/websocket"
@@ -21,9 +22,10 @@ import (
 // reach a Subscribe stream open on a third live and in order, and a VMR
 // WebSocket on a node that did not take the call; a transfer's TRANSFER
 // message is written once, its retry on another node is a replay, and the
-// balances read alike on every node. A node killed with kill -9 and
-// restarted serves all of it again, from its own copy and the log's tail,
-// or from the whole log when its copy is gone; streams get new events.
+// balances read alike on every node; failed logins are limited
+// cluster-wide. A node killed with kill -9 and restarted serves all of it
+// again, from its own copy and the log's tail, or from the whole log when
+// its copy is gone; streams get new events.
 func TestClusterWallet(t *testing.T) {
 	c := startCluster(t, 1, 3, walletArgs...)
 	w := make([]*walletClients, 3)
@@ -38,6 +40,7 @@ func TestClusterWallet(t *testing.T) {
 		t.Fatalf("bob logs in on node 2: %v %v", login, err)
 	}
 	bob.token = login.Msg.Token // signed by node 2, good on node 3
+	wantLoginLimitClusterWide(t, w, "nobody-"+alice.username)
 
 	ctx, cancel := context.WithTimeout(context.Background(), rpcTimeout)
 	defer cancel()
@@ -100,6 +103,31 @@ func TestClusterWallet(t *testing.T) {
 		}
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
+}
+
+// wantLoginLimitClusterWide floods logins at username with a wrong
+// password, spread over the nodes, and checks that they are limited as on
+// one node: the burst of failures runs (auth.DefaultLimit: 10), then the
+// attempts are refused, but for one more per 6 s of the flood's length.
+// Counted per node, each node would run its own burst.
+func wantLoginLimitClusterWide(t *testing.T, w []*walletClients, username string) {
+	t.Helper()
+	const burst, attempts = 10, 30
+	start := time.Now()
+	admitted := 0
+	for i := range attempts {
+		_, err := w[i%len(w)].auth.Login(ctxT(t), connect.NewRequest(&walletv1.LoginRequest{Username: username, Password: "wrong-password"}))
+		switch connect.CodeOf(err) {
+		case connect.CodeUnauthenticated:
+			admitted++
+		case connect.CodeResourceExhausted:
+		default:
+			t.Fatalf("failed login %d on node %d: %v", i+1, i%len(w)+1, err)
+		}
+	}
+	if allowed := burst + int(time.Since(start)/(6*time.Second)); admitted < burst || admitted > allowed {
+		t.Fatalf("%d of %d failed logins over %d nodes ran; want %d to %d", admitted, attempts, len(w), burst, allowed)
+	}
 }
 
 // wantPresence checks that presence is cluster-wide: bob, whose streams

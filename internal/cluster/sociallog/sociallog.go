@@ -46,14 +46,26 @@ var ErrStopped = errors.New("sociallog: the log stopped applying")
 
 // Log is a node's handle on the social log.
 type Log struct {
-	topic string
-	prod  *kgo.Client
-	cons  *kgo.Client
-	log   *slog.Logger
+	topic     string
+	snapTopic string
+	snaps     Snapshots
+	cfg       kafkalog.Config
+	opts      []kgo.Opt
+	prod      *kgo.Client
+	cons      *kgo.Client
+	log       *slog.Logger
 	// prefix makes the keys of this incarnation's proposals unique.
 	prefix string
 	seq    atomic.Uint64
 	ends   endReader
+
+	logRead, snapRead, snapWritten atomic.Int64
+	// writing is set while a snapshot of this node's is written, by a
+	// goroutine of writers that Close cancels (bg) and waits for.
+	writing atomic.Bool
+	writers sync.WaitGroup
+	bg      context.Context
+	stopBg  context.CancelFunc
 
 	mu      sync.Mutex
 	waiting map[string]chan any
@@ -65,13 +77,17 @@ type Log struct {
 	done    chan struct{}
 }
 
-// Open connects to the social log of cluster c, creating its topic if need
-// be. Nothing is applied until Run.
-func Open(ctx context.Context, c kafkalog.Config, logger *slog.Logger, opts ...kgo.Opt) (*Log, error) {
+// Open connects to the social log of cluster c, creating its topics if
+// need be, with snaps for its snapshots. Nothing is applied until Run.
+func Open(ctx context.Context, c kafkalog.Config, snaps Snapshots, logger *slog.Logger, opts ...kgo.Opt) (*Log, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	l := &Log{topic: Topic(c), log: logger, waiting: map[string]chan any{}, reached: make(chan struct{}), dead: make(chan struct{}), done: make(chan struct{})}
+	l := &Log{
+		topic: Topic(c), snapTopic: SnapshotTopic(c), snaps: snaps, cfg: c, opts: opts, log: logger,
+		waiting: map[string]chan any{}, reached: make(chan struct{}), dead: make(chan struct{}), done: make(chan struct{}),
+	}
+	l.bg, l.stopBg = context.WithCancel(context.Background())
 	var err error
 	l.prod, err = kgo.NewClient(append(append(c.Seeds(),
 		kgo.DefaultProduceTopic(l.topic),
@@ -83,7 +99,7 @@ func Open(ctx context.Context, c kafkalog.Config, logger *slog.Logger, opts ...k
 		return nil, fmt.Errorf("sociallog: %w", err)
 	}
 	l.ends = endReader{cl: l.prod, topic: l.topic}
-	if err := l.ensureTopic(ctx, c); err != nil {
+	if err := l.ensureTopics(ctx, c); err != nil {
 		l.prod.Close()
 		return nil, err
 	}
@@ -93,10 +109,11 @@ func Open(ctx context.Context, c kafkalog.Config, logger *slog.Logger, opts ...k
 	return l, nil
 }
 
-// ensureTopic creates the log's topic, one partition kept forever (a node
-// with an empty store rebuilds the social state from the start), or finds
-// it, and returns once its leader answers.
-func (l *Log) ensureTopic(ctx context.Context, c kafkalog.Config) error {
+// ensureTopics creates the log's topic and its snapshots', or finds them,
+// and returns once the log's leader answers. Both have one partition and
+// no retention: the log is cut only below a snapshot (snapshot.go), and
+// the snapshot topic below the previous snapshot.
+func (l *Log) ensureTopics(ctx context.Context, c kafkalog.Config) error {
 	adm := kadm.NewClient(l.prod)
 	rf := c.ReplicationFactor
 	if rf == 0 {
@@ -107,12 +124,16 @@ func (l *Log) ensureTopic(ctx context.Context, c kafkalog.Config) error {
 		"retention.ms":    kadm.StringPtr("-1"),
 		"retention.bytes": kadm.StringPtr("-1"),
 	}
+	topics := []string{l.topic}
+	if l.snaps.State != nil {
+		topics = append(topics, l.snapTopic)
+	}
 	for try := 1; ; try++ {
-		resp, err := adm.CreateTopic(ctx, 1, rf, configs, l.topic)
+		resp, err := adm.CreateTopics(ctx, 1, rf, configs, topics...)
 		if err == nil {
-			err = resp.Err
+			err = created(resp)
 		}
-		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+		if err == nil {
 			_, err = l.ends.read()
 		}
 		if err == nil || try == 30 {
@@ -141,6 +162,7 @@ func (l *Log) Run(ctx context.Context, c kafkalog.Config, from int64, apply Appl
 	l.cons, err = kgo.NewClient(append(append(c.Seeds(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.topic: {0: kgo.NewOffset().At(from)}}),
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchMaxWait(50*time.Millisecond),
 	), opts...)...)
 	if err != nil {
@@ -181,11 +203,17 @@ func (l *Log) read(apply Apply) {
 			l.stop(ErrStopped)
 			return
 		}
-		fetches.EachError(func(t string, p int32, err error) {
-			l.log.Warn("cluster: reading the social log", "topic", t, "partition", p, "err", err)
-		})
+		if err := l.fetchErrors(fetches); err != nil {
+			l.log.Error("cluster: reading the social log; the wallet stops", "err", err)
+			l.stop(err)
+			return
+		}
 		for it := fetches.RecordIter(); !it.Done(); {
 			r := it.Next()
+			if r.Offset != l.nextOffset() {
+				l.stop(cutBelow(l.topic, l.nextOffset()))
+				return
+			}
 			out, err := apply(r.Offset, r.Value)
 			if err != nil {
 				l.log.Error("cluster: applying the social log; the wallet stops", "offset", r.Offset, "err", err)
@@ -193,8 +221,48 @@ func (l *Log) read(apply Apply) {
 				return
 			}
 			l.applied(r, out)
+			l.logRead.Add(1)
+			l.maybeSnapshot(r)
 		}
 	}
+}
+
+// fetchErrors logs the errors of a fetch that retrying may cure, and
+// returns one that it may not: the node's next record is no longer in
+// the log.
+func (l *Log) fetchErrors(fetches kgo.Fetches) error {
+	var fatal error
+	fetches.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, kerr.OffsetOutOfRange) {
+			fatal = cutBelow(t, l.nextOffset())
+			return
+		}
+		l.log.Warn("cluster: reading the social log", "topic", t, "partition", p, "err", err)
+	})
+	return fatal
+}
+
+// cutBelow is the error of a node whose next record was deleted: it lags
+// more than a snapshot interval behind, and must start again, from the
+// newest snapshot.
+func cutBelow(topic string, next int64) error {
+	return fmt.Errorf("sociallog: %s no longer holds record %d, which this node applies next (cut below a snapshot while the node lagged): restart the node", topic, next)
+}
+
+func (l *Log) nextOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next
+}
+
+// created returns the first error of resp other than an existing topic.
+func created(resp kadm.CreateTopicResponses) error {
+	for _, r := range resp.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			return r.Err
+		}
+	}
+	return nil
 }
 
 // applied hands r's outcome to its proposer, if it waits here, and moves
@@ -253,11 +321,14 @@ func (l *Log) Propose(ctx context.Context, record []byte) (any, error) {
 	}
 }
 
-// Close stops applying and closes the connections.
+// Close stops applying and writing snapshots, and closes the
+// connections.
 func (l *Log) Close() {
 	if l.cons != nil {
 		l.cons.Close()
 		<-l.done
 	}
+	l.stopBg()
+	l.writers.Wait()
 	l.prod.Close()
 }

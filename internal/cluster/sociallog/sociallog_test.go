@@ -49,7 +49,7 @@ func newConfig(t *testing.T) (context.Context, kafkalog.Config) {
 // startNode opens the log and applies it from offset from.
 func startNode(t *testing.T, ctx context.Context, c kafkalog.Config, from int64) *node {
 	t.Helper()
-	l, err := Open(ctx, c, nil)
+	l, err := Open(ctx, c, Snapshots{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestRunRefusesAnOffsetPastTheEnd(t *testing.T) {
 	if _, err := a.log.Propose(ctx, []byte("one")); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open(ctx, c, nil)
+	l, err := Open(ctx, c, Snapshots{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestRunRefusesAnOffsetPastTheEnd(t *testing.T) {
 // every later one, fails.
 func TestFailedApplyStopsTheLog(t *testing.T) {
 	ctx, c := newConfig(t)
-	l, err := Open(ctx, c, nil)
+	l, err := Open(ctx, c, Snapshots{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

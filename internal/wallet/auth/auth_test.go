@@ -104,6 +104,26 @@ func TestLoginLimiter(t *testing.T) {
 	}
 }
 
+// A username longer than any can be counts under its first
+// maxCountedName bytes: a flood of long names from one source shares one
+// bucket per prefix and keeps no more of each name than that.
+func TestLoginLimiterBoundsLongNames(t *testing.T) {
+	l := NewLoginLimiter(LimitConfig{Rate: rate.Every(time.Hour), Burst: 1, Keys: 100})
+	long := strings.Repeat("x", 64<<10)
+	l.Failed(long+"a", "1.2.3.4")
+	if l.Admit(long+"b", "1.2.3.4") {
+		t.Errorf("another long name with the same first %d bytes admitted after a failure", maxCountedName)
+	}
+	if n := len(CountedName(long)); n != maxCountedName {
+		t.Errorf("a %d-byte name counts under %d bytes, want %d", len(long), n, maxCountedName)
+	}
+	for _, k := range l.byPair.Keys() {
+		if len(k) > maxCountedName+1+len("1.2.3.4") {
+			t.Errorf("a pair kept under a %d-byte key", len(k))
+		}
+	}
+}
+
 // One source failing at many usernames is slowed too, after sourceFactor
 // times a username's burst; addresses of one IPv6 /64 are one source.
 func TestLoginLimiterCountsSources(t *testing.T) {

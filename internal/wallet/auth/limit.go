@@ -65,23 +65,41 @@ func (l *LoginLimiter) Admit(username, addr string) bool {
 	return pair.TokensAt(now) >= 1 && src.TokensAt(now) >= 1
 }
 
-// Failed counts a failed attempt on username from addr.
-func (l *LoginLimiter) Failed(username, addr string) {
+// Failed counts a failed attempt on username from addr, made now.
+func (l *LoginLimiter) Failed(username, addr string) { l.FailedAt(username, addr, time.Now()) }
+
+// FailedAt counts a failed attempt on username from addr, made at at: a
+// cluster node counts the failures every node appends to the cluster's
+// social log, each with the time its node saw it.
+func (l *LoginLimiter) FailedAt(username, addr string, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
 	pair, src := l.limiters(username, addr)
-	pair.AllowN(now, 1)
-	src.AllowN(now, 1)
+	pair.AllowN(at, 1)
+	src.AllowN(at, 1)
 }
 
 // limiters returns the buckets of (username, addr's source) and of the
 // source; the lock must be held.
 func (l *LoginLimiter) limiters(username, addr string) (pair, src *rate.Limiter) {
 	source := sourceOf(addr)
-	pair = limiter(l.byPair, username+"\x00"+source, l.cfg.Rate, l.cfg.Burst)
+	pair = limiter(l.byPair, CountedName(username)+"\x00"+source, l.cfg.Rate, l.cfg.Burst)
 	src = limiter(l.bySource, source, l.cfg.Rate*sourceFactor, l.cfg.Burst*sourceFactor)
 	return pair, src
+}
+
+// maxCountedName bounds the part of a username its failures count under:
+// twice the longest username, so that every name that can be someone's
+// counts alone, while a name as long as a request allows costs no more
+// memory here (and no more log in a cluster) than a short one.
+const maxCountedName = 64
+
+// CountedName is the part of username its failed attempts count under.
+func CountedName(username string) string {
+	if len(username) > maxCountedName {
+		return username[:maxCountedName]
+	}
+	return username
 }
 
 // sourceOf is the source an address counts as: an IPv6 address's /64,

@@ -10,6 +10,7 @@ import (
 
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/wallet/auth"
 	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
@@ -121,7 +122,7 @@ func (s authService) signIn(u social.User) (signedIn, *timestamppb.Timestamp, er
 
 // Login checks the password, rate-limited per username and address.
 func (s authService) Login(ctx context.Context, m *walletv1.LoginRequest) (*walletv1.LoginResponse, error) {
-	u, err := s.checkPassword(m.Username, m.Password, clientAddr(ctx), errBadLogin)
+	u, err := s.checkPassword(ctx, m.Username, m.Password, errBadLogin)
 	if err != nil {
 		return nil, err
 	}
@@ -138,8 +139,10 @@ func (s authService) Login(ctx context.Context, m *walletv1.LoginRequest) (*wall
 }
 
 // checkPassword returns the user called username if password is theirs,
-// else wrong. Failures count against the login rate limit.
-func (s *Service) checkPassword(username, password, addr string, wrong error) (social.User, error) {
+// else wrong. Failures count against the login rate limit of the caller's
+// address, cluster-wide in a cluster (countFailure).
+func (s *Service) checkPassword(ctx context.Context, username, password string, wrong error) (social.User, error) {
+	addr := clientAddr(ctx)
 	if !s.limiter.Admit(username, addr) {
 		return social.User{}, errTooManyLogins
 	}
@@ -151,10 +154,27 @@ func (s *Service) checkPassword(username, password, addr string, wrong error) (s
 	}
 	s.mu.RUnlock()
 	if !ok || len(password) > social.MaxPassword || s.hasher.Check(u.PasswordHash, password) != nil {
-		s.limiter.Failed(username, addr)
+		if err := s.countFailure(ctx, username, addr); err != nil {
+			return social.User{}, err
+		}
 		return social.User{}, wrong
 	}
 	return u, nil
+}
+
+// countFailure counts a failed password attempt. A single node counts it
+// at once. A cluster node appends it to the social log and returns once
+// its own apply counted it (Apply): every node counts every
+// node's failures, in the same limiter, so the limit is the single node's
+// whichever nodes the attempts reach, and an attempt that begins after a
+// failure was answered sees it (every call syncs first).
+func (s *Service) countFailure(ctx context.Context, username, addr string) error {
+	if s.repl == nil {
+		s.limiter.Failed(username, addr)
+		return nil
+	}
+	_, err := s.propose(context.WithoutCancel(ctx), &op{Kind: opLoginFailed, At: time.Now().UTC(), Login: auth.CountedName(username), Addr: addr})
+	return err
 }
 
 // clientAddr is the host of the caller's address, the key of the

@@ -72,6 +72,7 @@ const (
 	opOffline     // it holds no stream of the user any more
 	opSnapshot    // it holds exactly Users; Start: it just started
 	opBeat        // it is alive
+	opLoginFailed // a password attempt failed (countFailure)
 )
 
 // op is one record of the social log.
@@ -98,6 +99,9 @@ type op struct {
 	Inc   string          `json:"i,omitempty"`
 	Users []social.UserID `json:"us,omitempty"`
 	Start bool            `json:"st,omitempty"`
+	// Login and Addr are a failed login's username and client address.
+	Login string `json:"login,omitempty"`
+	Addr  string `json:"addr,omitempty"`
 }
 
 // outcome is what an op's apply decided, for the node that proposed it.
@@ -188,6 +192,8 @@ func (s *Service) decideOp(o *op, b walletstore.SocialBatch) (out *outcome, afte
 		return &outcome{}, nil, nil
 	case opOnline, opOffline, opSnapshot, opBeat:
 		return &outcome{}, func() { s.applyPresence(o) }, nil
+	case opLoginFailed:
+		return &outcome{}, func() { s.limiter.FailedAt(o.Login, o.Addr, o.At) }, nil
 	}
 	return &outcome{err: errInternal}, nil, nil
 }

@@ -480,3 +480,30 @@ func TestReplicaPresenceStartDropsFormerIncarnation(t *testing.T) {
 		t.Fatal("node 2's snapshot after node 1's start dropped ann, whose stream it holds")
 	}
 }
+
+// Failed logins count on every node: a flood at one username spread over
+// the nodes is refused once the single node's burst is spent, not N
+// bursts. The allowance grows by one attempt per 1/Rate of the flood's
+// length.
+func TestReplicaLoginLimitIsClusterWide(t *testing.T) {
+	nodes, _ := startMemCluster(t, 3)
+	register(t, nodes[0], "ann")
+	ctx := context.Background()
+	const attempts = 30
+	start := time.Now()
+	admitted := 0
+	for i := range attempts {
+		_, err := nodes[i%3].auth.Login(ctx, connect.NewRequest(&walletv1.LoginRequest{Username: "ann", Password: "wrong-password"}))
+		switch codeOf(err) {
+		case connect.CodeUnauthenticated:
+			admitted++
+		case connect.CodeResourceExhausted:
+		default:
+			t.Fatalf("attempt %d on node %d: %v", i+1, i%3+1, err)
+		}
+	}
+	allowed := auth.DefaultLimit.Burst + int(time.Since(start).Seconds()*float64(auth.DefaultLimit.Rate))
+	if admitted < auth.DefaultLimit.Burst || admitted > allowed {
+		t.Fatalf("%d of %d failed attempts over 3 nodes ran; want %d to %d", admitted, attempts, auth.DefaultLimit.Burst, allowed)
+	}
+}

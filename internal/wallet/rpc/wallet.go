@@ -105,7 +105,7 @@ func (s walletService) Transfer(ctx context.Context, m *walletv1.TransferRequest
 	}
 	if m.Password != "" {
 		u, _ := s.user(me)
-		if _, err := s.checkPassword(u.Username, m.Password, clientAddr(ctx), errBadPassword); err != nil {
+		if _, err := s.checkPassword(ctx, u.Username, m.Password, errBadPassword); err != nil {
 			return nil, err
 		}
 	}

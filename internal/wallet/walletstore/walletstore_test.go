@@ -118,3 +118,58 @@ func TestReminders(t *testing.T) {
 		t.Errorf("ReminderFor(3, r2) found %v, %v", ok, err)
 	}
 }
+
+// TestReplaceSocialKeepsTheNodesOwnKeys: a snapshot holds every social key
+// but the node's own (sk/), and replacing a store's social state with it
+// drops the keys the snapshot lacks, keeps the node's own, and takes the
+// snapshot's applied offset.
+func TestReplaceSocialKeepsTheNodesOwnKeys(t *testing.T) {
+	from, to := openStore(t, t.TempDir()), openStore(t, t.TempDir())
+	write := func(s Store, pairs ...string) {
+		t.Helper()
+		b := s.NewSocialBatch()
+		for i := 0; i < len(pairs); i += 2 {
+			_ = b.Set([]byte(pairs[i]), []byte(pairs[i+1]), nil)
+		}
+		if err := s.Commit(b.Batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(from, "sk/token", "from's secret", "su/1", "ann", "sm/1", "hi")
+	putApplied(t, from, 41)
+	write(to, "sk/presence-node", "to's name", "su/9", "stale")
+	putApplied(t, to, 3)
+
+	view, err := from.SocialView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	if err := to.ReplaceSocial(func(put func(k, v []byte) error) error { return view.Each(put) }); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = to.Scan([]byte("s"), []byte("t"), false, func(k, v []byte) (bool, error) {
+		if string(k) != string(keyApplied) {
+			got = append(got, string(k)+"="+string(v))
+		}
+		return true, nil
+	})
+	want := []string{"sk/presence-node=to's name", "sm/1=hi", "su/1=ann"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the replace: %q (%v), want %q", got, err, want)
+	}
+	if applied, err := to.Applied(); applied != 41 || err != nil {
+		t.Fatalf("applied offset %d (%v), want 41", applied, err)
+	}
+}
+
+// putApplied records offset as s's applied offset.
+func putApplied(t *testing.T, s Store, offset int64) {
+	t.Helper()
+	b := s.NewSocialBatch()
+	b.PutApplied(offset)
+	if err := s.Commit(b.Batch); err != nil {
+		t.Fatal(err)
+	}
+}
