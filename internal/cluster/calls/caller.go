@@ -7,7 +7,6 @@ package calls
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -125,17 +124,6 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte) ([]byte,
 // node's in tests, has none).
 func (k *Caller) Mine(rid []byte) bool {
 	return k != nil && len(rid) > len(k.node) && rid[len(k.node)] == '-' && string(rid[:len(k.node)]) == k.node
-}
-
-// CallJSON sends cmd, JSON behind its workload's byte, to partition and
-// decodes the reply into out. A call not answered within Timeout is
-// ErrUnavailable.
-func (k *Caller) CallJSON(ctx context.Context, partition int, workload byte, cmd, out any) error {
-	v, err := json.Marshal(cmd)
-	if err != nil {
-		return err
-	}
-	return k.CallWith(ctx, partition, workload, v, func(b []byte) error { return json.Unmarshal(b, out) })
 }
 
 // CallWith sends v, an encoded command, behind its workload's byte to

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -259,9 +258,8 @@ func decode(st *state, v []byte) (engine.Command, func(context.Context, int, eng
 		cmd, err := ledgerengine.Decode(v[1:])
 		return cmd, st.ledger.Submit, ledgerengine.Outcome, err
 	case calls.WorkloadKV:
-		cmd := &kvstore.Command{}
-		err := json.Unmarshal(v[1:], cmd)
-		return cmd, st.kv.Submit, encodeJSON, err
+		cmd, err := kvstore.DecodeCommand(v[1:])
+		return cmd, st.kv.Submit, kvOutcome, err
 	case calls.WorkloadTickets:
 		cmd, err := ticketengine.Decode(v[1:])
 		return cmd, st.seats.Submit, ticketengine.Outcome, err
@@ -269,10 +267,7 @@ func decode(st *state, v []byte) (engine.Command, func(context.Context, int, eng
 	return nil, nil, nil, fmt.Errorf("command of unknown workload %q", v[0])
 }
 
-func encodeJSON(cmd engine.Command) []byte {
-	b, _ := json.Marshal(cmd) // strings and bytes always encode
-	return b
-}
+func kvOutcome(cmd engine.Command) []byte { return kvstore.EncodeOutcome(cmd.(*kvstore.Command)) }
 
 // committer is the engine's Committer on a node: it turns each round's
 // batches, forwards and the replies the ledger owes for atomic batches

@@ -30,8 +30,9 @@ func (e *KV) do(ctx context.Context, c *kvstore.Command) (*kvstore.Command, erro
 // doOn sends c to partition and returns its outcome. A partition that did
 // not answer is kv.ErrUnavailable.
 func (e *KV) doOn(ctx context.Context, partition int, c *kvstore.Command) (*kvstore.Command, error) {
-	var out kvstore.Command
-	if err := e.k.CallJSON(ctx, partition, calls.WorkloadKV, c, &out); err != nil {
+	out := kvstore.Command{Op: c.Op}
+	decode := func(b []byte) error { return kvstore.DecodeOutcome(&out, b) }
+	if err := e.k.CallWith(ctx, partition, calls.WorkloadKV, kvstore.EncodeCommand(c), decode); err != nil {
 		if errors.Is(err, calls.ErrUnavailable) {
 			return nil, fmt.Errorf("%w: %w", kv.ErrUnavailable, err)
 		}
