@@ -1,9 +1,11 @@
 // Package node runs a surge node of a cluster on Apache Kafka
-// (docs/CLUSTER.md): it owns some of the cluster's partitions and runs the
-// engine's rounds over them, each round's outputs in one Kafka transaction,
-// and it sends the requests it takes to the partitions' owners and answers
-// them when their replies come back. internal/cluster/kafkalog is the Kafka
-// layer below it; the engine and the ledger know no Kafka.
+// (docs/CLUSTER.md): it joins the cluster, owns some of its partitions and
+// runs the engine's rounds over them, each round's outputs in one Kafka
+// transaction, handing each command to its workload by its first byte.
+// Its calls to partitions go through internal/cluster/calls, its restores
+// through internal/cluster/changelog; internal/cluster/kafkalog is the
+// Kafka layer below it. It builds the workloads' thin clients
+// (ledgercluster, ticketcluster, kvcluster) over its calls.
 package node
 
 import (
