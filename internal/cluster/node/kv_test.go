@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvapi"
 	"github.com/surge-dev/surge/internal/kv/kvstore"
@@ -83,5 +85,43 @@ func TestClusterKVAnswersAsOneNode(t *testing.T) {
 			t.Fatalf("a cluster node answered, from line %d,\n%s\n\nthe single process\n%s", i+1,
 				strings.Join(got[min(i, len(got)):], "\n"), strings.Join(want[min(i, len(want)):], "\n"))
 		}
+	}
+}
+
+// kvCall appends a client's key-value command for its key's partition,
+// runs the rounds, and returns the decoded outcome.
+func (r *rounds) kvCall(c kvstore.Command) kvstore.Command {
+	r.t.Helper()
+	r.seq++
+	rid := fmt.Sprint("req", r.seq)
+	v := append([]byte{calls.WorkloadKV}, kvstore.EncodeCommand(&c)...)
+	r.waiting = append(r.waiting, kafkalog.Command{Partition: int32(part(c.Key)), Key: []byte("0:" + rid), Value: v})
+	r.settle(false)
+	if len(r.replies[rid]) != 1 {
+		r.t.Fatalf("request %s has %d replies, want 1", rid, len(r.replies[rid]))
+	}
+	out := kvstore.Command{Op: c.Op}
+	if err := kvstore.DecodeOutcome(&out, r.replies[rid][0]); err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// A key-value command in the JSON of an earlier wire (a node of the
+// earlier format still running) is answered as malformed and changes
+// nothing; the binary command that follows it is applied.
+func TestOwnerRefusesAKVCommandOfTheJSONWire(t *testing.T) {
+	r := newRounds(t)
+	rid := r.send(part("k"), calls.WorkloadKV, map[string]any{"op": "put", "key": "k", "value": []byte("old")})
+	r.settle(false)
+	if got := r.replies[rid]; len(got) != 1 || string(got[0]) != `{"fault":"malformed command"}` {
+		t.Fatalf("the JSON command was answered %q", got)
+	}
+	if got := r.kvCall(kvstore.Command{Op: kvstore.OpGet, Key: "k"}); got.Found {
+		t.Fatalf("the JSON command was applied: %q", got.Value)
+	}
+	r.kvCall(kvstore.Command{Op: kvstore.OpPut, Key: "k", Value: []byte("new")})
+	if got := r.kvCall(kvstore.Command{Op: kvstore.OpGet, Key: "k"}); !got.Found || string(got.Value) != "new" {
+		t.Fatalf("after a binary PUT, GET answered %+v", got)
 	}
 }

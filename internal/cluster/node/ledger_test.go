@@ -13,7 +13,9 @@ import (
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+	"github.com/surge-dev/surge/internal/ledger/ledgercluster"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+	"github.com/surge-dev/surge/internal/tickets"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
@@ -78,7 +80,11 @@ type transcript struct {
 	ctx     context.Context
 	l       ledgerapi.Ledger
 	tickets ticketapi.Box
-	out     []string
+	// resend sends reservation id's request again, as a node whose call
+	// timed out does, and returns the answer; nil where requests are not
+	// sent (the single process: the answer is the reservation as it is).
+	resend func(id, user string, req tickets.ReserveRequest) (tickets.Reservation, error)
+	out    []string
 }
 
 // serverID matches the ids the server gives transfers: each run its own.
@@ -126,7 +132,7 @@ func same(t *testing.T, script func(s *transcript)) {
 	single := &transcript{ctx: ctx, l: l, tickets: tk}
 	script(single)
 	n := clusterNode(t)
-	cluster := &transcript{ctx: ctx, l: n.Ledger(), tickets: n.Tickets()}
+	cluster := &transcript{ctx: ctx, l: n.Ledger(), tickets: n.Tickets(), resend: resender(n)}
 	script(cluster)
 	for i := range max(len(single.out), len(cluster.out)) {
 		if i >= len(single.out) || i >= len(cluster.out) || single.out[i] != cluster.out[i] {
@@ -282,7 +288,7 @@ func TestClusterStatsSumToZeroUnderLoad(t *testing.T) {
 
 // mixedLoad makes n operations between ids on l: in turn an atomic batch
 // of three items, a two-phase transfer posted at once, and a transfer.
-func mixedLoad(ctx context.Context, l *Ledger, ids []string, w, n int) {
+func mixedLoad(ctx context.Context, l *ledgercluster.Ledger, ids []string, w, n int) {
 	rng := rand.New(rand.NewPCG(uint64(w), 3))
 	pair := func() (string, string) {
 		a, b := rng.IntN(len(ids)), rng.IntN(len(ids)-1)

@@ -15,9 +15,12 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
+	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/tickets"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
 
 // paymentSuffix matches the attempt part of a payment's id, which the
@@ -39,6 +42,42 @@ func (s *transcript) reserve(user, area string, n int) string {
 	r, err := s.tickets.Reservation(s.ctx, id, 5*time.Second)
 	s.reservation("reserve "+user+" "+area, r, err)
 	return id
+}
+
+// retry sends reservation id's request again and notes the answer, then
+// the area's free seats: a retried request is answered with its first
+// decision and changes nothing.
+func (s *transcript) retry(id, user, area string, n int) {
+	req := tickets.ReserveRequest{EventID: "gig", AreaID: area, Kind: tickets.Random, NumOfSeats: n}
+	var r tickets.Reservation
+	var err error
+	if s.resend != nil {
+		r, err = s.resend(id, user, req)
+	} else {
+		r, err = s.tickets.Reservation(s.ctx, id, 0)
+	}
+	s.reservation("retried "+user+" "+area, r, err)
+	ev, err := s.tickets.Event("gig")
+	for _, a := range ev.Areas {
+		s.note("  area %s free=%d err=%v", a.Spec.AreaID, a.Available, err)
+	}
+}
+
+// resender sends a reservation's request again through n's calls, as
+// n's Tickets sends it the first time.
+func resender(n *Node) func(id, user string, req tickets.ReserveRequest) (tickets.Reservation, error) {
+	return func(id, user string, req tickets.ReserveRequest) (tickets.Reservation, error) {
+		c := &ticketengine.Reserve{ID: id, User: user, Req: req}
+		p := engine.ShardIndex(tickets.AreaKey(req.EventID, req.AreaID), int(n.cfg.Kafka.Partitions))
+		b, err := n.caller.Call(context.Background(), p, append([]byte{calls.WorkloadTickets}, ticketengine.Encode(c)...))
+		if err == nil {
+			err = ticketengine.DecodeOutcome(c, b)
+		}
+		if err != nil || c.Reservation == nil {
+			return tickets.Reservation{}, errors.Join(err, errors.New("no reservation in the answer"))
+		}
+		return *c.Reservation, nil
+	}
 }
 
 func (s *transcript) pay(id, account string) {
@@ -67,8 +106,10 @@ func TestClusterTicketsAnswerAsOneNode(t *testing.T) {
 			s.note("create event created=%v err=%s", created, ledger.CodeOf(err))
 		}
 		r1 := s.reserve("fan", "A", 2)
+		s.retry(r1, "fan", "A", 2) // held: the same seats, none taken again
 		r2 := s.reserve("fan", "B", 2)
-		s.reserve("fan", "A", 1) // over the limit
+		over := s.reserve("fan", "A", 1) // over the limit
+		s.retry(over, "fan", "A", 1)     // failed: still failed, not decided again
 		s.pay(r1, "fan")
 		s.pay(r1, "fan") // a replay
 		s.pay(r2, "fan") // free seats: no transfer
@@ -77,8 +118,10 @@ func TestClusterTicketsAnswerAsOneNode(t *testing.T) {
 		s.pay(r3, "poor") // 200 of 150
 		s.pay(r3, "nobody")
 		s.cancel(r3)
-		s.pay(r3, "poor") // cancelled
-		s.cancel(r3)      // a replay
+		s.pay(r3, "poor")           // cancelled
+		s.cancel(r3)                // a replay
+		s.retry(r3, "poor", "A", 2) // cancelled: its seats stay free
+		s.retry(r1, "fan", "A", 2)  // paid
 		s.reserve("poor", "A", 4)
 		s.reserve("fan", "A", 1) // still over: paid seats count
 		s.pay("00000000-0000-4000-8000-000000000000", "fan")

@@ -27,21 +27,20 @@ var clusterPrefix = []byte("kc/")
 
 func clusterKey(key string) []byte { return append(append([]byte(nil), clusterPrefix...), key...) }
 
-// Op is a key-value command's operation, as the wire names it.
-type Op string
+// Op is a key-value command's operation, its first byte on the wire.
+type Op uint8
 
 // The operations of a Command.
 const (
-	OpGet    Op = "get"
-	OpPut    Op = "put"
-	OpDelete Op = "delete"
-	OpRange  Op = "range" // a page of a range
+	OpGet Op = iota + 1
+	OpPut
+	OpDelete
+	OpRange // a page of a range
 )
 
 // MaxClusterValueBytes is the largest value a cluster stores: a PUT's
 // Command, and a GET's outcome, carry the value in one Kafka record, whose
-// default limit is 1 MiB, in JSON (base64, a third larger) with room to
-// spare.
+// default limit is 1 MiB, with room to spare.
 const MaxClusterValueBytes = 640 << 10
 
 // A range's page holds up to pageEntries entries or pageBytes of
@@ -54,24 +53,28 @@ const (
 
 // Entry is an entry of a range's page.
 type Entry struct {
-	Key   string `json:"k"`
-	Value []byte `json:"v"`
+	Key   string
+	Value []byte
 }
 
-// Command is a key-value command, on the wire and as the owner applies
-// it (its outcome in Found and Value).
+// Command is a key-value command as the owner applies it: its operation,
+// the arguments the operation takes and, once applied, its outcome
+// (wire.go carries each operation's own fields only).
 type Command struct {
-	Op    Op     `json:"op"`
-	Key   string `json:"key"`
-	Value []byte `json:"value,omitempty"`
-	Found bool   `json:"found,omitempty"`
-	Fault string `json:"fault,omitempty"`
+	Op Op
+	// Key is the entry's key, or where a range's page starts.
+	Key string
+	// Value is a PUT's value, or a GET's outcome with Found.
+	Value []byte
+	Found bool
+	// Fault is why the owner could not read its store.
+	Fault string
 	// A range's page: [Key, End) (End "": to the last key); its entries,
 	// and whether the partition has more from Next on.
-	End     string  `json:"end,omitempty"`
-	Entries []Entry `json:"entries,omitempty"`
-	More    bool    `json:"more,omitempty"`
-	Next    string  `json:"next,omitempty"`
+	End     string
+	Entries []Entry
+	More    bool
+	Next    string
 }
 
 // clusterSlice is the entries of one shard on its owner (an engine.Slice).
