@@ -25,6 +25,7 @@ import (
 	"github.com/surge-dev/surge/internal/routes"
 	"github.com/surge-dev/surge/internal/telemetry"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
+	"github.com/surge-dev/surge/internal/tickets/ticketcluster"
 	"github.com/surge-dev/surge/internal/wallet/auth"
 )
 
@@ -167,7 +168,7 @@ func worldOnce(ctx context.Context, n *node.Node, logger interface{ Warn(string,
 
 // clusterHoldSecret proposes a new hold secret to the cluster and returns
 // the one it keeps, retrying until the cluster answers.
-func clusterHoldSecret(ctx context.Context, t *node.Tickets, logger interface{ Warn(string, ...any) }) ([]byte, error) {
+func clusterHoldSecret(ctx context.Context, t *ticketcluster.Tickets, logger interface{ Warn(string, ...any) }) ([]byte, error) {
 	proposed, err := auth.NewSecret()
 	if err != nil {
 		return nil, err

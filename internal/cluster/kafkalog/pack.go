@@ -13,7 +13,7 @@ import (
 // record each. The brokers' cost is per request, per partition in a
 // request and per record, and a record read costs the reading member its
 // decoding; so does a record of the replies topic, which nodes pack the
-// same way (node.packReplies).
+// same way (calls.PackReplies).
 //
 // A packed record has no key, the header packedHeader, and as its value,
 // for each entry in order, its key and its value, each prefixed with its

@@ -26,7 +26,7 @@ const replyRetention = "3600000"
 // MaxRecordBytes bounds a record of the cluster's topics, set as their
 // max.message.bytes and as the producers' batch limit: an atomic batch of
 // a single node's 8,190 items travels across partitions as one command
-// carrying all its items (node atomic.go), several MiB, over Kafka's
+// carrying all its items (ledgercluster atomic.go), several MiB, over Kafka's
 // default of 1 MiB.
 const MaxRecordBytes = 8 << 20
 

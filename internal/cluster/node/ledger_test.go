@@ -13,6 +13,7 @@ import (
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerapi"
+	"github.com/surge-dev/surge/internal/ledger/ledgercluster"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/tickets/ticketapi"
 	"github.com/surge-dev/surge/internal/tickets/ticketengine"
@@ -282,7 +283,7 @@ func TestClusterStatsSumToZeroUnderLoad(t *testing.T) {
 
 // mixedLoad makes n operations between ids on l: in turn an atomic batch
 // of three items, a two-phase transfer posted at once, and a transfer.
-func mixedLoad(ctx context.Context, l *Ledger, ids []string, w, n int) {
+func mixedLoad(ctx context.Context, l *ledgercluster.Ledger, ids []string, w, n int) {
 	rng := rand.New(rand.NewPCG(uint64(w), 3))
 	pair := func() (string, string) {
 		a, b := rng.IntN(len(ids)), rng.IntN(len(ids)-1)

@@ -21,7 +21,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
+	"github.com/surge-dev/surge/internal/cluster/changelog"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/kv/kvcluster"
+	"github.com/surge-dev/surge/internal/ledger/ledgercluster"
+	"github.com/surge-dev/surge/internal/tickets/ticketcluster"
 )
 
 // Config sets up a node.
@@ -63,11 +68,11 @@ type Node struct {
 	cfg    Config
 	id     string
 	member *kafkalog.Member
-	caller *caller
-	ledger *Ledger
-	kv     *KV
-	seats  *Tickets
-	snaps  *snapshots
+	caller *calls.Caller
+	ledger *ledgercluster.Ledger
+	kv     *kvcluster.KV
+	seats  *ticketcluster.Tickets
+	snaps  *changelog.Snapshots
 	// gen counts the changes of the partitions the member owns; built is
 	// the gen the owner's state was last built for (owner.go).
 	gen, built atomic.Uint64
@@ -91,24 +96,24 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, id: id, onReady: onReady}
-	if n.snaps, err = openSnapshots(cfg.Dir, cfg.Kafka, cfg.Logger); err != nil {
+	if n.snaps, err = changelog.OpenSnapshots(cfg.Dir, cfg.Kafka, cfg.Logger); err != nil {
 		return nil, err
 	}
-	if n.caller, err = newCaller(ctx, cfg.Kafka, id, cfg.Logger); err != nil {
-		n.snaps.close()
+	if n.caller, err = calls.New(ctx, cfg.Kafka, id, cfg.Logger); err != nil {
+		n.snaps.Close()
 		return nil, err
 	}
 	n.member, err = kafkalog.Join(ctx, cfg.Kafka, id, kafkalog.Handlers{
 		Assigned: n.moved, Revoked: n.moved,
 	}, kgo.TransactionTimeout(cfg.TransactionTimeout))
 	if err != nil {
-		n.caller.close()
-		n.snaps.close()
+		n.caller.Close()
+		n.snaps.Close()
 		return nil, err
 	}
-	n.ledger = newLedger(n.caller, cfg.Kafka.Partitions)
-	n.kv = &KV{k: n.caller, partitions: int(cfg.Kafka.Partitions)}
-	n.seats = &Tickets{k: n.caller, ledger: n.ledger, partitions: int(cfg.Kafka.Partitions)}
+	n.ledger = ledgercluster.New(n.caller, cfg.Kafka.Partitions)
+	n.kv = kvcluster.New(n.caller, int(cfg.Kafka.Partitions))
+	n.seats = ticketcluster.New(n.caller, n.ledger, int(cfg.Kafka.Partitions))
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	n.done.Add(1)
@@ -122,13 +127,13 @@ func (n *Node) ID() string { return n.id }
 
 // Ledger is the ledger as the node's clients see it: every call goes to the
 // partition owning its account.
-func (n *Node) Ledger() *Ledger { return n.ledger }
+func (n *Node) Ledger() *ledgercluster.Ledger { return n.ledger }
 
 // KV is the key-value entries as the node's clients see them.
-func (n *Node) KV() *KV { return n.kv }
+func (n *Node) KV() *kvcluster.KV { return n.kv }
 
 // Tickets is ticketing as the node's clients see it.
-func (n *Node) Tickets() *Tickets { return n.seats }
+func (n *Node) Tickets() *ticketcluster.Tickets { return n.seats }
 
 // Owned returns the partitions the node owns.
 func (n *Node) Owned() []int32 { return n.member.Owned() }
@@ -139,7 +144,7 @@ func (n *Node) Ready() bool { return n.ready.Load() }
 // CreateWorld creates @world once the cluster serves; an existing one is
 // kept.
 func (n *Node) CreateWorld(ctx context.Context) error {
-	return n.ledger.createWorld(ctx, n.cfg.Currency)
+	return n.ledger.CreateWorld(ctx, n.cfg.Currency)
 }
 
 // moved is the group's callback on a change of the owned partitions. It
@@ -164,8 +169,8 @@ func (n *Node) Close() {
 	n.cancel()
 	n.done.Wait()
 	n.member.Close()
-	n.caller.close()
-	n.snaps.close()
+	n.caller.Close()
+	n.snaps.Close()
 }
 
 // nodeID reads the node's id from dir, or makes one and keeps it there:

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
+	"github.com/surge-dev/surge/internal/cluster/changelog"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/kv/kvstore"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/store"
 	"github.com/surge-dev/surge/internal/tickets/ticketengine"
@@ -30,7 +31,7 @@ import (
 // When the owned partitions change, or a round fails to commit, the node
 // stops its rounds and builds its state again: it wipes its cache, writes
 // the owned partitions' state into it from its local snapshot and the
-// changelog records after it (snapshot.go), and opens the engine and the
+// changelog records after it (package changelog), and opens the engine and the
 // ledger on it. A partition the node kept reads no changelog record; one
 // it gets back reads those written since it had it.
 
@@ -82,9 +83,9 @@ func (n *Node) own(ctx context.Context) {
 			continue
 		}
 		if err == nil && res.Committed {
-			err = n.snaps.commit(outs, res.Changelog)
+			err = n.snaps.Commit(outs, res.Changelog)
 			for _, o := range st.held {
-				n.caller.deliver(string(o.Key), o.Value)
+				n.caller.Deliver(string(o.Key), o.Value)
 			}
 		}
 		st.held = nil
@@ -104,12 +105,12 @@ func (n *Node) own(ctx context.Context) {
 func (n *Node) build(ctx context.Context) *state {
 	for ctx.Err() == nil {
 		gen := n.gen.Load()
-		began, read := time.Now(), n.snaps.read.Load()
+		began, read := time.Now(), n.snaps.Read()
 		st, err := n.restore(ctx, gen)
 		if err == nil {
 			n.built.Store(gen)
 			n.setReady(gen == n.gen.Load())
-			n.cfg.Logger.Info("cluster: partitions restored", "owned", n.member.Owned(), "elapsed", time.Since(began).Round(time.Millisecond), "changelog records read", n.snaps.read.Load()-read)
+			n.cfg.Logger.Info("cluster: partitions restored", "owned", n.member.Owned(), "elapsed", time.Since(began).Round(time.Millisecond), "changelog records read", n.snaps.Read()-read)
 			return st
 		}
 		n.cfg.Logger.Warn("cluster: restoring partitions", "err", err)
@@ -151,7 +152,7 @@ func (n *Node) open(dir string, gen uint64) (*state, error) {
 		_ = eng.Close()
 		return nil, err
 	}
-	st.kv = eng.Attach(newKVSlices(eng.Store(), eng.Shards()))
+	st.kv = eng.Attach(kvstore.ClusterSlices(eng.Store(), eng.Shards()))
 	if st.seats, err = ticketengine.AttachCluster(eng); err != nil {
 		_ = eng.Close()
 		return nil, err
@@ -167,15 +168,8 @@ func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
 		return err
 	}
 	defer db.Close()
-	return n.snaps.restoreAll(ctx, db, n.member.Owned())
+	return n.snaps.RestoreAll(ctx, db, n.member.Owned())
 }
-
-// The first byte of a command names its workload.
-const (
-	workloadLedger  byte = 'l'
-	workloadKV      byte = 'k'
-	workloadTickets byte = 't'
-)
 
 // fed is a command of a round: its call, its outcome once the call
 // completed, and where its reply goes.
@@ -204,7 +198,7 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 			}
 			if f.call == nil { // malformed: answered if it can be, not applied
 				if f.rid != nil {
-					outs = append(outs, reply(f.inbox, f.rid, []byte(`{"fault":"malformed command"}`)))
+					outs = append(outs, calls.Reply(f.inbox, f.rid, []byte(`{"fault":"malformed command"}`)))
 				}
 				continue
 			}
@@ -222,11 +216,11 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 				outs = append(outs, f.then(f.outcome()))
 			case f.rid != nil:
 				if v := f.outcome(); v != nil { // nil: a later round, or a chain's later step, replies
-					outs = append(outs, reply(f.inbox, f.rid, v))
+					outs = append(outs, calls.Reply(f.inbox, f.rid, v))
 				}
 			}
 		}
-		outs, st.held = packReplies(outs, n.caller.mine)
+		outs, st.held = calls.PackReplies(outs, n.caller.Mine)
 		return outs, nil
 	}
 }
@@ -234,10 +228,10 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 // feed decodes c and queues it on its shard.
 func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, error) {
 	f := fed{inbox: -1}
-	if inbox, rid, ok := replyAddress(c.Key); ok {
+	if inbox, rid, ok := calls.ReplyAddress(c.Key); ok {
 		f.inbox, f.rid = inbox, rid
 	}
-	if len(c.Value) > 0 && c.Value[0] == workloadPayment {
+	if len(c.Value) > 0 && c.Value[0] == calls.WorkloadPayment {
 		return n.feedPayment(ctx, st, c)
 	}
 	cmd, port, outcome, err := decode(st, c.Value)
@@ -261,14 +255,14 @@ func decode(st *state, v []byte) (engine.Command, func(context.Context, int, eng
 		return nil, nil, nil, errors.New("empty command")
 	}
 	switch v[0] {
-	case workloadLedger:
+	case calls.WorkloadLedger:
 		cmd, err := ledgerengine.Decode(v[1:])
 		return cmd, st.ledger.Submit, ledgerengine.Outcome, err
-	case workloadKV:
-		cmd := &kvCommand{}
+	case calls.WorkloadKV:
+		cmd := &kvstore.Command{}
 		err := json.Unmarshal(v[1:], cmd)
 		return cmd, st.kv.Submit, encodeJSON, err
-	case workloadTickets:
+	case calls.WorkloadTickets:
 		cmd, err := ticketengine.Decode(v[1:])
 		return cmd, st.seats.Submit, ticketengine.Outcome, err
 	}
@@ -278,20 +272,6 @@ func decode(st *state, v []byte) (engine.Command, func(context.Context, int, eng
 func encodeJSON(cmd engine.Command) []byte {
 	b, _ := json.Marshal(cmd) // strings and bytes always encode
 	return b
-}
-
-// replyAddress parses a command's key, "<inbox>:<request id>".
-func replyAddress(key []byte) (int32, []byte, bool) {
-	inbox, rid, ok := strings.Cut(string(key), ":")
-	if !ok {
-		return 0, nil, false
-	}
-	p, err := strconv.ParseInt(inbox, 10, 32)
-	return int32(p), []byte(rid), err == nil
-}
-
-func reply(inbox int32, rid, value []byte) kafkalog.Output {
-	return kafkalog.Output{Kind: kafkalog.Reply, Partition: inbox, Key: rid, Value: value}
 }
 
 // committer is the engine's Committer on a node: it turns each round's
@@ -309,7 +289,7 @@ func (c *committer) Commit(r *engine.Round) error {
 	defer c.mu.Unlock()
 	var err error
 	for shard, b := range r.Batches {
-		if c.outs, err = changes(c.outs, b, int32(shard)); err != nil {
+		if c.outs, err = changelog.Changes(c.outs, b, int32(shard)); err != nil {
 			return err
 		}
 	}
@@ -319,8 +299,8 @@ func (c *committer) Commit(r *engine.Round) error {
 			continue
 		}
 		if rp, ok := f.Cmd.(*ledgerengine.Reply); ok {
-			if inbox, rid, ok := replyAddress(rp.To); ok {
-				c.outs = append(c.outs, reply(inbox, rid, rp.Value))
+			if inbox, rid, ok := calls.ReplyAddress(rp.To); ok {
+				c.outs = append(c.outs, calls.Reply(inbox, rid, rp.Value))
 			}
 			continue
 		}
@@ -328,7 +308,7 @@ func (c *committer) Commit(r *engine.Round) error {
 		if err != nil {
 			return err
 		}
-		v = append([]byte{workloadLedger}, v...)
+		v = append([]byte{calls.WorkloadLedger}, v...)
 		c.outs = append(c.outs, kafkalog.Output{Kind: kafkalog.Forward, Partition: int32(f.Shard), Value: v})
 	}
 	return nil
@@ -341,4 +321,14 @@ func (c *committer) take() []kafkalog.Output {
 	outs := c.outs
 	c.outs = nil
 	return outs
+}
+
+// kept is apply keeping the outputs it returns in *outs, for the copy to
+// take once the round commits.
+func kept(apply kafkalog.Apply, outs *[]kafkalog.Output) kafkalog.Apply {
+	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
+		o, err := apply(ctx, batch)
+		*outs = o
+		return o, err
+	}
 }

@@ -3,11 +3,12 @@ package node
 import (
 	"context"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
 	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
 
 // flushCommand is a ticket command that changes nothing.
-var flushCommand = append([]byte{workloadTickets}, ticketengine.Encode(&ticketengine.Flush{})...)
+var flushCommand = append([]byte{calls.WorkloadTickets}, ticketengine.Encode(&ticketengine.Flush{})...)
 
 // flush has an idle owner commit what its engine's own rounds left
 // uncommitted (a hold's expiry, the seat limit's release it forwards):
@@ -20,7 +21,7 @@ func (n *Node) flush(ctx context.Context, st *state) {
 	if len(owned) == 0 || !st.commit.pending() {
 		return
 	}
-	if _, err := n.caller.prod.Append(ctx, owned[0], nil, flushCommand); err != nil && ctx.Err() == nil {
+	if err := n.caller.Append(ctx, owned[0], flushCommand); err != nil && ctx.Err() == nil {
 		n.cfg.Logger.Warn("cluster: appending a flush", "err", err)
 	}
 }

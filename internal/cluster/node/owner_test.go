@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
+	"github.com/surge-dev/surge/internal/cluster/changelog"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
@@ -51,9 +53,9 @@ func openOwnerOf(t *testing.T, changelog map[int32][]kafkalog.Output, parts ...i
 	return o
 }
 
-// replayed returns a new store directory holding the records of parts in
-// changelog.
-func replayed(t *testing.T, changelog map[int32][]kafkalog.Output, parts ...int32) string {
+// replayed returns a new store directory holding the changelog records of
+// parts in records.
+func replayed(t *testing.T, records map[int32][]kafkalog.Output, parts ...int32) string {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(dir, store.Options{NoSync: true})
@@ -63,8 +65,8 @@ func replayed(t *testing.T, changelog map[int32][]kafkalog.Output, parts ...int3
 	defer db.Close()
 	b := db.NewBatch()
 	for _, p := range parts {
-		for _, o := range changelog[p] {
-			if err := replay(b, nil, o.Key, o.Value); err != nil {
+		for _, o := range records[p] {
+			if err := changelog.Replay(b, nil, o.Key, o.Value); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -242,7 +244,7 @@ func (r *rounds) round(commit bool) {
 		case kafkalog.Forward:
 			r.waiting = append(r.waiting, kafkalog.Command{Partition: o.Partition, Key: o.Key, Value: o.Value})
 		case kafkalog.Reply:
-			err := unpackReplies(o.Value, func(rid string, reply []byte) {
+			err := calls.UnpackReplies(o.Value, func(rid string, reply []byte) {
 				r.replies[rid] = append(r.replies[rid], reply)
 			})
 			if err != nil {
@@ -275,7 +277,7 @@ func (r *rounds) reply(rid string, out any) {
 }
 
 func (r *rounds) ledger(partition int, w ledgerengine.WireCommand) ledgerengine.WireOutcome {
-	rid := r.send(partition, workloadLedger, &w)
+	rid := r.send(partition, calls.WorkloadLedger, &w)
 	r.settle(false)
 	var o ledgerengine.WireOutcome
 	r.reply(rid, &o)

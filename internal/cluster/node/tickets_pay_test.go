@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/tickets"
+	"github.com/surge-dev/surge/internal/tickets/ticketcluster"
 	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
 
@@ -32,7 +34,7 @@ func TestPaymentIsExactlyOnceAcrossAbortedRounds(t *testing.T) {
 	var ids []string
 	rids := map[string]string{}
 	for i := range 4 {
-		id := reservationID(area, testShards)
+		id := ticketcluster.ReservationID(area, testShards)
 		ids = append(ids, id)
 		rids[id] = r.ticket(area, &ticketengine.Reserve{ID: id, User: fmt.Sprint("u", i),
 			Req: tickets.ReserveRequest{EventID: "gig", AreaID: "A", Kind: tickets.Random, NumOfSeats: 2}})
@@ -90,7 +92,7 @@ func TestPaymentIsExactlyOnceAcrossAbortedRounds(t *testing.T) {
 func (r *rounds) ticket(partition int, c ticketengine.Command) string {
 	r.seq++
 	rid := fmt.Sprint("req", r.seq)
-	v := append([]byte{workloadTickets}, ticketengine.Encode(c)...)
+	v := append([]byte{calls.WorkloadTickets}, ticketengine.Encode(c)...)
 	r.waiting = append(r.waiting, kafkalog.Command{Partition: int32(partition), Key: []byte("0:" + rid), Value: v})
 	return rid
 }

@@ -29,7 +29,7 @@ import (
 
 // Store is the key-value entries a Handler serves: one process's
 // (kvstore.Store) or a cluster's, each key on its partition's owner
-// (node.KV). The handler checks keys and values (package kv) before it
+// (kvcluster.KV). The handler checks keys and values (package kv) before it
 // calls the store, and answers both alike.
 type Store interface {
 	// Get returns key's value appended to dst, or found false, once the

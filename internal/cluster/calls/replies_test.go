@@ -1,4 +1,4 @@
-package node
+package calls
 
 import (
 	"bytes"
@@ -11,16 +11,16 @@ import (
 func TestRepliesPackPerInboxInOrder(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), kafkalog.PackLimit/3)
 	outs := []kafkalog.Output{
-		reply(1, []byte("a"), []byte("ra")),
+		Reply(1, []byte("a"), []byte("ra")),
 		{Kind: kafkalog.Change, Partition: 0, Key: []byte("k"), Value: []byte("v")},
-		reply(2, []byte("b"), []byte("rb")),
-		reply(1, []byte("c"), nil),
+		Reply(2, []byte("b"), []byte("rb")),
+		Reply(1, []byte("c"), nil),
 		{Kind: kafkalog.Forward, Partition: 3, Value: []byte("f")},
-		reply(1, []byte("d"), big),
-		reply(1, []byte("e"), big),
-		reply(1, []byte("f"), big), // over kafkalog.PackLimit with d and e: a second record
+		Reply(1, []byte("d"), big),
+		Reply(1, []byte("e"), big),
+		Reply(1, []byte("f"), big), // over kafkalog.PackLimit with d and e: a second record
 	}
-	packed, held := packReplies(outs, none)
+	packed, held := PackReplies(outs, none)
 	if len(held) != 0 {
 		t.Fatalf("held %d replies of no local request", len(held))
 	}
@@ -32,7 +32,7 @@ func TestRepliesPackPerInboxInOrder(t *testing.T) {
 		if o.Kind != kafkalog.Reply || len(o.Value) > kafkalog.PackLimit {
 			t.Fatalf("packed reply record to %d: kind %d, %d bytes", o.Partition, o.Kind, len(o.Value))
 		}
-		err := unpackReplies(o.Value, func(rid string, r []byte) {
+		err := UnpackReplies(o.Value, func(rid string, r []byte) {
 			got = append(got, fmt.Sprintf("%d:%s:%d", o.Partition, rid, len(r)))
 		})
 		if err != nil {
@@ -48,19 +48,19 @@ func TestRepliesPackPerInboxInOrder(t *testing.T) {
 func none([]byte) bool { return false }
 
 func TestRepliesToLocalRequestsAreHeldNotPacked(t *testing.T) {
-	k := &caller{node: "n1"}
+	k := &Caller{node: "n1"}
 	outs := []kafkalog.Output{
-		reply(1, []byte("n1-1"), []byte("mine")),
-		reply(1, []byte("n10-1"), []byte("another node's, same inbox")),
-		reply(1, []byte("n1"), []byte("not a request id of n1")),
+		Reply(1, []byte("n1-1"), []byte("mine")),
+		Reply(1, []byte("n10-1"), []byte("another node's, same inbox")),
+		Reply(1, []byte("n1"), []byte("not a request id of n1")),
 	}
-	packed, held := packReplies(outs, k.mine)
+	packed, held := PackReplies(outs, k.Mine)
 	if len(held) != 1 || string(held[0].Key) != "n1-1" || string(held[0].Value) != "mine" {
 		t.Fatalf("held %+v, want n1-1's reply alone", held)
 	}
 	var sent []string
 	for _, o := range packed {
-		if err := unpackReplies(o.Value, func(rid string, _ []byte) { sent = append(sent, rid) }); err != nil {
+		if err := UnpackReplies(o.Value, func(rid string, _ []byte) { sent = append(sent, rid) }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,9 @@
-package node
+// Package calls carries the calls between the nodes of a surge cluster on
+// Apache Kafka (docs/CLUSTER.md): a node appends a command to the partition
+// that owns its key and waits for the reply, which the partition's owner
+// writes to the node's inbox, a partition of the replies topic, in its
+// round's transaction. A command's first byte names its workload.
+package calls
 
 import (
 	"context"
@@ -16,12 +21,12 @@ import (
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
 
-// caller sends commands to partitions and waits for their replies in the
+// Caller sends commands to partitions and waits for their replies in the
 // node's inbox. A command's key is "<inbox>:<request id>": the owner's
 // round writes the reply, with the request id (packed: replies.go), to that partition of
 // the replies topic in its transaction, so the reply is read
 // (read_committed) only once the command's effects are committed.
-type caller struct {
+type Caller struct {
 	prod  *kafkalog.Producer
 	inbox int32
 	node  string
@@ -34,12 +39,12 @@ type caller struct {
 	done    chan struct{}
 }
 
-func newCaller(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) (*caller, error) {
+func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) (*Caller, error) {
 	prod, err := kafkalog.NewProducer(c)
 	if err != nil {
 		return nil, err
 	}
-	k := &caller{prod: prod, inbox: c.InboxPartition(node), node: node, log: log, waiting: map[string]chan []byte{}, done: make(chan struct{})}
+	k := &Caller{prod: prod, inbox: c.InboxPartition(node), node: node, log: log, waiting: map[string]chan []byte{}, done: make(chan struct{})}
 	// Read from the inbox's end as of now, fixed before any command leaves:
 	// a reply can then never come before the point reading starts.
 	from, err := inboxEnd(ctx, c, k.inbox)
@@ -52,7 +57,7 @@ func newCaller(ctx context.Context, c kafkalog.Config, node string, log *slog.Lo
 	}
 	if err != nil {
 		prod.Close()
-		return nil, fmt.Errorf("node: inbox: %w", err)
+		return nil, fmt.Errorf("calls: inbox: %w", err)
 	}
 	go k.read()
 	return k, nil
@@ -92,8 +97,8 @@ func inboxEnd(ctx context.Context, c kafkalog.Config, inbox int32) (int64, error
 	}
 }
 
-// call appends value to partition and returns the reply.
-func (k *caller) call(ctx context.Context, partition int, value []byte) ([]byte, error) {
+// Call appends value to partition and returns the reply.
+func (k *Caller) Call(ctx context.Context, partition int, value []byte) ([]byte, error) {
 	rid := k.node + "-" + strconv.FormatUint(k.seq.Add(1), 36)
 	ch := make(chan []byte, 1)
 	k.mu.Lock()
@@ -116,30 +121,30 @@ func (k *caller) call(ctx context.Context, partition int, value []byte) ([]byte,
 	}
 }
 
-// mine reports whether rid is a request of this node's (a nil caller, a
+// Mine reports whether rid is a request of this node's (a nil caller, a
 // node's in tests, has none).
-func (k *caller) mine(rid []byte) bool {
+func (k *Caller) Mine(rid []byte) bool {
 	return k != nil && len(rid) > len(k.node) && rid[len(k.node)] == '-' && string(rid[:len(k.node)]) == k.node
 }
 
-// callJSON sends cmd, JSON behind its workload's byte, to partition and
-// decodes the reply into out. A call not answered within callTimeout is
+// CallJSON sends cmd, JSON behind its workload's byte, to partition and
+// decodes the reply into out. A call not answered within Timeout is
 // ErrUnavailable.
-func (k *caller) callJSON(ctx context.Context, partition int, workload byte, cmd, out any) error {
+func (k *Caller) CallJSON(ctx context.Context, partition int, workload byte, cmd, out any) error {
 	v, err := json.Marshal(cmd)
 	if err != nil {
 		return err
 	}
-	return k.callWith(ctx, partition, workload, v, func(b []byte) error { return json.Unmarshal(b, out) })
+	return k.CallWith(ctx, partition, workload, v, func(b []byte) error { return json.Unmarshal(b, out) })
 }
 
-// callWith sends v, an encoded command, behind its workload's byte to
+// CallWith sends v, an encoded command, behind its workload's byte to
 // partition and decodes the reply with decode. A call not answered within
-// callTimeout is ErrUnavailable.
-func (k *caller) callWith(ctx context.Context, partition int, workload byte, v []byte, decode func([]byte) error) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+// Timeout is ErrUnavailable.
+func (k *Caller) CallWith(ctx context.Context, partition int, workload byte, v []byte, decode func([]byte) error) error {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	b, err := k.call(ctx, partition, append([]byte{workload}, v...))
+	b, err := k.Call(ctx, partition, append([]byte{workload}, v...))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -150,7 +155,7 @@ func (k *caller) callWith(ctx context.Context, partition int, workload byte, v [
 }
 
 // read hands the inbox's replies to their callers until close.
-func (k *caller) read() {
+func (k *Caller) read() {
 	defer close(k.done)
 	for {
 		fetches := k.cl.PollFetches(context.Background())
@@ -161,15 +166,15 @@ func (k *caller) read() {
 			k.log.Warn("cluster: reading the inbox", "topic", t, "partition", p, "err", err)
 		})
 		fetches.EachRecord(func(r *kgo.Record) {
-			if err := unpackReplies(r.Value, k.deliver); err != nil {
+			if err := UnpackReplies(r.Value, k.Deliver); err != nil {
 				k.log.Warn("cluster: reading the inbox", "partition", r.Partition, "offset", r.Offset, "err", err)
 			}
 		})
 	}
 }
 
-// deliver hands reply to the call waiting for request rid, if any.
-func (k *caller) deliver(rid string, reply []byte) {
+// Deliver hands reply to the call waiting for request rid, if any.
+func (k *Caller) Deliver(rid string, reply []byte) {
 	k.mu.Lock()
 	ch := k.waiting[rid]
 	k.mu.Unlock()
@@ -181,7 +186,8 @@ func (k *caller) deliver(rid string, reply []byte) {
 	}
 }
 
-func (k *caller) close() {
+// Close stops reading the inbox and closes the producer.
+func (k *Caller) Close() {
 	k.cl.Close()
 	<-k.done
 	k.prod.Close()

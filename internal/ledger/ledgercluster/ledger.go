@@ -1,35 +1,34 @@
-package node
+// Package ledgercluster is the ledger as the clients of a surge cluster
+// node see it (docs/CLUSTER.md): each call is a ledgerengine command to
+// the partition that owns its account, whose owner runs ledgerengine's
+// cluster shards and answers once its round committed.
+package ledgercluster
 
 import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
 	"github.com/surge-dev/surge/internal/store"
 )
 
-// callTimeout bounds a request's wait for its partition's owner: longer
-// than a node's death takes to be noticed and its partitions restored
-// (docs/CLUSTER.md), so that a request to a dead owner's partition is
-// answered by the next owner.
-const callTimeout = 30 * time.Second
-
 // Ledger is the ledger's API on a cluster node (ledgerapi.Ledger): each
 // call is a command to the partition owning its account, answered by that
 // partition's owner once its round committed. Records attached to
 // transfers are refused with a clear error.
 type Ledger struct {
-	k          *caller
+	k          *calls.Caller
 	partitions int
 	// currencies caches accounts known to exist, with their currency.
 	currencies sync.Map
 }
 
-func newLedger(k *caller, partitions int32) *Ledger {
+// New is the ledger over calls sent with k to a cluster of partitions.
+func New(k *calls.Caller, partitions int32) *Ledger {
 	return &Ledger{k: k, partitions: int(partitions)}
 }
 
@@ -42,8 +41,8 @@ func (l *Ledger) do(ctx context.Context, partition int, w *ledgerengine.WireComm
 	if err != nil {
 		return nil, err
 	}
-	if err := l.k.callWith(ctx, partition, workloadLedger, v, func(b []byte) error { return ledgerengine.DecodeOutcome(b, &o) }); err != nil {
-		if errors.Is(err, ErrUnavailable) {
+	if err := l.k.CallWith(ctx, partition, calls.WorkloadLedger, v, func(b []byte) error { return ledgerengine.DecodeOutcome(b, &o) }); err != nil {
+		if errors.Is(err, calls.ErrUnavailable) {
 			return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
 		}
 		return nil, err
@@ -67,7 +66,8 @@ func (l *Ledger) CreateAccount(ctx context.Context, spec ledger.AccountSpec) (le
 	return *o.Account, o.Created, nil
 }
 
-func (l *Ledger) createWorld(ctx context.Context, currency string) error {
+// CreateWorld creates @world in currency; an existing one is kept.
+func (l *Ledger) CreateWorld(ctx context.Context, currency string) error {
 	_, _, err := l.CreateAccount(ctx, ledger.AccountSpec{ID: ledger.WorldID, Currency: currency})
 	if ledger.CodeOf(err) == ledger.CodeAccountExists {
 		return nil
@@ -84,8 +84,8 @@ func (l *Ledger) Account(ctx context.Context, id string) (ledger.Account, error)
 	return *o.Account, nil
 }
 
-// currencyOf returns the currency of account id, which must exist.
-func (l *Ledger) currencyOf(ctx context.Context, id string) (string, error) {
+// CurrencyOf returns the currency of account id, which must exist.
+func (l *Ledger) CurrencyOf(ctx context.Context, id string) (string, error) {
 	if c, ok := l.currencies.Load(id); ok {
 		return c.(string), nil
 	}
@@ -105,7 +105,7 @@ func (l *Ledger) receivers(ctx context.Context, reqs []ledger.TransferRequest) (
 		if _, ok := out[r.To]; ok || r.To == "" {
 			continue
 		}
-		c, err := l.currencyOf(ctx, r.To)
+		c, err := l.CurrencyOf(ctx, r.To)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,8 @@
-package node
+// Package ticketcluster is ticketing as the clients of a surge cluster node
+// see it (docs/CLUSTER.md): each call is a ticketengine command to the
+// partition of its event, area or reservation, whose owner runs
+// ticketengine's cluster slices.
+package ticketcluster
 
 import (
 	"context"
@@ -9,10 +13,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/cluster/calls"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
-	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
+	"github.com/surge-dev/surge/internal/ledger/ledgercluster"
 	"github.com/surge-dev/surge/internal/tickets"
 	"github.com/surge-dev/surge/internal/tickets/ticketengine"
 )
@@ -23,8 +27,8 @@ import (
 // reserving in an event with a per-user seat limit go on from there as
 // chains of commands (ticketengine/cluster_pay.go, cluster_limit.go).
 type Tickets struct {
-	k          *caller
-	ledger     *Ledger
+	k          *calls.Caller
+	ledger     *ledgercluster.Ledger
 	partitions int
 	// limits are the per-user seat limits of events, learnt from the
 	// answers of their reservations (an event never changes), so that a
@@ -41,9 +45,9 @@ func (t *Tickets) do(ctx context.Context, key string, c ticketengine.Command) er
 // answer: c's outcome, or (for a claim a node sends) the outcome of the
 // reservation it leads to.
 func (t *Tickets) send(ctx context.Context, key string, c, answer ticketengine.Command) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	ctx, cancel := context.WithTimeout(ctx, calls.Timeout)
 	defer cancel()
-	b, err := t.k.call(ctx, engine.ShardIndex(key, t.partitions), append([]byte{workloadTickets}, ticketengine.Encode(c)...))
+	b, err := t.k.Call(ctx, engine.ShardIndex(key, t.partitions), append([]byte{calls.WorkloadTickets}, ticketengine.Encode(c)...))
 	if err != nil {
 		return ledger.Errorf(ledger.CodeOverloaded, "cluster: ticketing operation %d did not answer: %v", c.Op(), err)
 	}
@@ -62,7 +66,7 @@ func (t *Tickets) CreateEvent(ctx context.Context, spec tickets.EventSpec) (tick
 	var currency string // the organizer's, which its areas' payments need
 	if spec.Organizer != "" {
 		var err error
-		if currency, err = t.ledger.currencyOf(ctx, spec.Organizer); err != nil {
+		if currency, err = t.ledger.CurrencyOf(ctx, spec.Organizer); err != nil {
 			return tickets.EventSpec{}, false, err
 		}
 	}
@@ -86,7 +90,7 @@ func (t *Tickets) CreateEvent(ctx context.Context, spec tickets.EventSpec) (tick
 
 // Event returns an event and each area's availability.
 func (t *Tickets) Event(name string) (tickets.EventStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), calls.Timeout)
 	defer cancel()
 	ev := &ticketengine.ReadEvent{Name: name}
 	if err := t.do(ctx, name, ev); err != nil {
@@ -119,13 +123,13 @@ func (t *Tickets) Event(name string) (tickets.EventStatus, error) {
 // names a decided reservation.
 func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, error) {
 	key := tickets.AreaKey(req.EventID, req.AreaID)
-	id := reservationID(engine.ShardIndex(key, t.partitions), t.partitions)
+	id := ReservationID(engine.ShardIndex(key, t.partitions), t.partitions)
 	res := &ticketengine.Reserve{ID: id, User: userID, Req: req}
 	var c ticketengine.Command = res
 	if limit, ok := t.limits.Load(req.EventID); ok {
 		c, key = &ticketengine.Claim{ID: id, User: userID, Req: req, Limit: limit.(int)}, ticketengine.LimitKey(req.EventID, userID)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), calls.Timeout)
 	defer cancel()
 	if err := t.send(ctx, key, c, res); err != nil {
 		return "", err
@@ -136,9 +140,9 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 	return id, nil
 }
 
-// reservationID returns a random id that hashes to partition: about
+// ReservationID returns a random id that hashes to partition: about
 // partitions draws.
-func reservationID(partition, partitions int) string {
+func ReservationID(partition, partitions int) string {
 	for {
 		if id := uuid.NewString(); engine.ShardIndex(id, partitions) == partition {
 			return id
@@ -215,43 +219,8 @@ func (t *Tickets) HoldSecret(ctx context.Context, proposed []byte) ([]byte, erro
 	return c.Secret, nil
 }
 
-// workloadPayment marks the debit of a payment, a ledger transfer whose
-// outcome goes on to the reservation's partition instead of a reply.
-const workloadPayment byte = 'p'
-
-// ticketForward is the record of a ticketing command a round owes
-// another partition: a command of the tickets workload, or a payment's
-// debit; false for any other.
-func ticketForward(f engine.Forward) (kafkalog.Output, bool) {
-	var v []byte
-	switch c := f.Cmd.(type) {
-	case *ticketengine.Debit:
-		v = append([]byte{workloadPayment}, c.Encode()...)
-	case ticketengine.Command:
-		v = append([]byte{workloadTickets}, ticketengine.Encode(c)...)
-	default:
-		return kafkalog.Output{}, false
-	}
-	return kafkalog.Output{Kind: kafkalog.Forward, Partition: int32(f.Shard), Value: v}, true
-}
-
-// feedPayment queues a payment's debit on the ledger's shard of its
-// partition; its outcome is forwarded to the reservation's partition.
-func (n *Node) feedPayment(ctx context.Context, st *state, c kafkalog.Command) (fed, error) {
-	f := fed{inbox: -1}
-	d, err := ticketengine.DecodeDebit(c.Value[1:])
-	if err == nil {
-		var cmd any
-		if cmd, err = ledgerengine.Decode(d.Transfer); err == nil {
-			f.outcome = func() []byte { return ledgerengine.Outcome(cmd) }
-			f.then = func(outcome []byte) kafkalog.Output {
-				end, _ := ticketForward(engine.Forward{Shard: d.Area, Cmd: d.End(outcome)})
-				return end
-			}
-			f.call, err = st.ledger.Submit(ctx, int(c.Partition), cmd)
-			return f, err
-		}
-	}
-	n.cfg.Logger.Error("cluster: dropping a malformed payment", "partition", c.Partition, "offset", c.Offset, "err", err)
-	return f, nil
+// New is ticketing over calls sent with k to a cluster of partitions;
+// ledger finds the organizers' currencies.
+func New(k *calls.Caller, ledger *ledgercluster.Ledger, partitions int) *Tickets {
+	return &Tickets{k: k, ledger: ledger, partitions: partitions}
 }

@@ -1,4 +1,8 @@
-package node
+// Package kvcluster is the key-value entries as the clients of a surge
+// cluster node see them (docs/CLUSTER.md): each call is a kvstore command
+// to the partition owning its key, whose owner applies it in its rounds
+// (kvstore.ClusterSlices); a range merges its pages from every partition.
+package kvcluster
 
 import (
 	"context"
@@ -6,43 +10,29 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvstore"
-	"github.com/surge-dev/surge/internal/store"
 )
-
-// Key-value entries in a cluster: a partition's owner applies the
-// commands of package kvstore (kvstore.ClusterSlices) in its rounds; KV
-// sends each call to the partition owning its key, and merges a range's
-// pages from every partition.
-
-// kvCommand is the command the owner's rounds apply to a partition's
-// entries.
-type kvCommand = kvstore.Command
-
-// newKVSlices are the engine slices of the owned partitions' entries in db.
-func newKVSlices(db *store.Store, shards int) []engine.Slice {
-	return kvstore.ClusterSlices(db, shards)
-}
 
 // KV is the key-value entries as a node's clients see them (a
 // kvapi.Store): each call is a command to the partition owning its key.
 type KV struct {
-	k          *caller
+	k          *calls.Caller
 	partitions int
 }
 
-func (e *KV) do(ctx context.Context, c *kvCommand) (*kvCommand, error) {
+func (e *KV) do(ctx context.Context, c *kvstore.Command) (*kvstore.Command, error) {
 	return e.doOn(ctx, engine.ShardIndex(c.Key, e.partitions), c)
 }
 
 // doOn sends c to partition and returns its outcome. A partition that did
 // not answer is kv.ErrUnavailable.
-func (e *KV) doOn(ctx context.Context, partition int, c *kvCommand) (*kvCommand, error) {
-	var out kvCommand
-	if err := e.k.callJSON(ctx, partition, workloadKV, c, &out); err != nil {
-		if errors.Is(err, ErrUnavailable) {
+func (e *KV) doOn(ctx context.Context, partition int, c *kvstore.Command) (*kvstore.Command, error) {
+	var out kvstore.Command
+	if err := e.k.CallJSON(ctx, partition, calls.WorkloadKV, c, &out); err != nil {
+		if errors.Is(err, calls.ErrUnavailable) {
 			return nil, fmt.Errorf("%w: %w", kv.ErrUnavailable, err)
 		}
 		return nil, err
@@ -53,13 +43,9 @@ func (e *KV) doOn(ctx context.Context, partition int, c *kvCommand) (*kvCommand,
 	return &out, nil
 }
 
-// ErrUnavailable reports a command its partition's owner did not answer in
-// time: the client may retry.
-var ErrUnavailable = errors.New("cluster: partition unavailable")
-
 // Get returns key's value appended to dst, or found false.
 func (e *KV) Get(ctx context.Context, key string, dst []byte) (value []byte, found bool, err error) {
-	out, err := e.do(ctx, &kvCommand{Op: kvstore.OpGet, Key: key})
+	out, err := e.do(ctx, &kvstore.Command{Op: kvstore.OpGet, Key: key})
 	if err != nil {
 		return nil, false, err
 	}
@@ -69,13 +55,13 @@ func (e *KV) Get(ctx context.Context, key string, dst []byte) (value []byte, fou
 // PutNoWait stores value under key; it returns once the write is
 // committed, so its Wait has nothing left to wait for.
 func (e *KV) PutNoWait(ctx context.Context, key string, value []byte) (kv.Write, error) {
-	_, err := e.do(ctx, &kvCommand{Op: kvstore.OpPut, Key: key, Value: value})
+	_, err := e.do(ctx, &kvstore.Command{Op: kvstore.OpPut, Key: key, Value: value})
 	return committed{}, err
 }
 
 // DeleteNoWait removes key, returning as PutNoWait does.
 func (e *KV) DeleteNoWait(ctx context.Context, key string) (kv.Write, error) {
-	_, err := e.do(ctx, &kvCommand{Op: kvstore.OpDelete, Key: key})
+	_, err := e.do(ctx, &kvstore.Command{Op: kvstore.OpDelete, Key: key})
 	return committed{}, err
 }
 
@@ -125,7 +111,7 @@ type rangePart struct {
 // fill reads p's next page if the merge took all of its last one.
 func (r *Range) fill(p *rangePart) error {
 	for len(p.entries) == 0 && p.more {
-		out, err := r.kv.doOn(r.ctx, p.partition, &kvCommand{Op: kvstore.OpRange, Key: p.next, End: r.end})
+		out, err := r.kv.doOn(r.ctx, p.partition, &kvstore.Command{Op: kvstore.OpRange, Key: p.next, End: r.end})
 		if err != nil {
 			return err
 		}
@@ -163,3 +149,9 @@ func (r *Range) Err() error { return r.err }
 
 // Close ends the range; it holds nothing on the owners.
 func (r *Range) Close() error { return nil }
+
+// New is the key-value entries over calls sent with k to a cluster of
+// partitions.
+func New(k *calls.Caller, partitions int) *KV {
+	return &KV{k: k, partitions: partitions}
+}

@@ -1,4 +1,8 @@
-package node
+// Package changelog restores the state of the partitions a surge cluster
+// node owns (docs/CLUSTER.md): the changelog records a round's storage
+// batches become, and the node's local snapshot of them, from which, with
+// the records after it, a partition's state is rebuilt.
+package changelog
 
 import (
 	"encoding/binary"
@@ -29,13 +33,13 @@ const (
 	rangeMark byte = 0xff
 )
 
-// changes appends the records of batch b, shard partition's changes, to out.
-func changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalog.Output, error) {
+// Changes appends the records of batch b, shard partition's changes, to out.
+func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalog.Output, error) {
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
 		if err != nil {
-			return nil, fmt.Errorf("node: reading a round's batch: %w", err)
+			return nil, fmt.Errorf("changelog: reading a round's batch: %w", err)
 		}
 		if !ok {
 			return out, nil
@@ -50,7 +54,7 @@ func changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalo
 			key := binary.AppendUvarint([]byte{rangeMark}, uint64(len(k)))
 			o.Key, o.Value = append(append(key, k...), v...), []byte{opRange}
 		default:
-			return nil, fmt.Errorf("node: a round wrote a %s, which the changelog does not carry", kind)
+			return nil, fmt.Errorf("changelog: a round wrote a %s, which the changelog does not carry", kind)
 		}
 		out = append(out, o)
 	}
@@ -58,9 +62,9 @@ func changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalo
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
-// replay adds the operation of the changelog record key/value to b, on
+// Replay adds the operation of the changelog record key/value to b, on
 // the keys the record names preceded by prefix.
-func replay(b *pebble.Batch, prefix, key, value []byte) error {
+func Replay(b *pebble.Batch, prefix, key, value []byte) error {
 	switch {
 	case len(value) == 0:
 		return b.Delete(prefixed(prefix, key), nil)
@@ -69,12 +73,12 @@ func replay(b *pebble.Batch, prefix, key, value []byte) error {
 	case value[0] == opRange && len(key) > 0 && key[0] == rangeMark:
 		n, w := binary.Uvarint(key[1:])
 		if w <= 0 || uint64(len(key)-1-w) < n {
-			return fmt.Errorf("node: malformed range delete in the changelog")
+			return fmt.Errorf("changelog: malformed range delete in the changelog")
 		}
 		start := key[1+w : 1+w+int(n)]
 		return b.DeleteRange(prefixed(prefix, start), prefixed(prefix, key[1+w+int(n):]), nil)
 	}
-	return fmt.Errorf("node: changelog record of unknown kind %q", value[0])
+	return fmt.Errorf("changelog: changelog record of unknown kind %q", value[0])
 }
 
 // prefixed is key preceded by prefix (key itself if there is none).

@@ -1,4 +1,4 @@
-package node
+package ledgercluster
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func (l *Ledger) checkItem(ctx context.Context, r ledger.TransferRequest, cur ma
 	if _, ok := cur[r.To]; ok {
 		return nil
 	}
-	c, err := l.currencyOf(ctx, r.To)
+	c, err := l.CurrencyOf(ctx, r.To)
 	if err == nil {
 		cur[r.To] = c
 	}

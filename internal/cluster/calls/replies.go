@@ -1,4 +1,4 @@
-package node
+package calls
 
 import (
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
@@ -10,12 +10,12 @@ import (
 // record has no key; its entries (kafkalog.AppendEntry) are, in the
 // round's order, the request ids and the replies.
 
-// packReplies returns outs with its replies packed per inbox, after the
+// PackReplies returns outs with its replies packed per inbox, after the
 // other outputs, in their order. The replies to requests local says are
 // the node's own are not packed but returned apart, in held: the node
 // hands them to their callers itself once the round committed, and no
 // record of the replies topic carries them.
-func packReplies(outs []kafkalog.Output, local func(rid []byte) bool) (res, held []kafkalog.Output) {
+func PackReplies(outs []kafkalog.Output, local func(rid []byte) bool) (res, held []kafkalog.Output) {
 	res = make([]kafkalog.Output, 0, len(outs))
 	open := map[int32]int{} // inbox → its packed record still open in res
 	for _, o := range outs {
@@ -43,7 +43,7 @@ func packReplies(outs []kafkalog.Output, local func(rid []byte) bool) (res, held
 	return res, held
 }
 
-// unpackReplies calls fn with each request id and reply of a packed record.
-func unpackReplies(v []byte, fn func(rid string, reply []byte)) error {
+// UnpackReplies calls fn with each request id and reply of a packed record.
+func UnpackReplies(v []byte, fn func(rid string, reply []byte)) error {
 	return kafkalog.Unpack(v, func(rid, reply []byte) { fn(string(rid), reply) })
 }

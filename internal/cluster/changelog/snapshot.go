@@ -1,4 +1,4 @@
-package node
+package changelog
 
 import (
 	"context"
@@ -42,8 +42,8 @@ const (
 	snapMeta byte = 'm'
 )
 
-// snapshots is the node's local copy of its partitions' changelogs.
-type snapshots struct {
+// Snapshots is the node's local copy of its partitions' changelogs.
+type Snapshots struct {
 	db     *store.Store
 	cfg    kafkalog.Config
 	logger *slog.Logger
@@ -51,11 +51,11 @@ type snapshots struct {
 	read atomic.Int64
 }
 
-// openSnapshots opens the copy in dir/snapshot. A copy damaged by a crash
+// OpenSnapshots opens the copy in dir/snapshot. A copy damaged by a crash
 // of the machine (a WAL cut in its middle, a corrupt file) is dropped:
 // every partition is then read from the changelog. Other errors (another
 // process holds the directory, a failing disk) are returned.
-func openSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*snapshots, error) {
+func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snapshots, error) {
 	path := filepath.Join(dir, "snapshot")
 	db, err := store.Open(path, store.Options{NoSync: true})
 	var damage *store.WALDamage
@@ -71,10 +71,14 @@ func openSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*snaps
 			return nil, err
 		}
 	}
-	return &snapshots{db: db, cfg: cfg, logger: logger}, nil
+	return &Snapshots{db: db, cfg: cfg, logger: logger}, nil
 }
 
-func (s *snapshots) close() { _ = s.db.Close() }
+// Close closes the copy.
+func (s *Snapshots) Close() { _ = s.db.Close() }
+
+// Read counts the changelog records restores have read.
+func (s *Snapshots) Read() int64 { return s.read.Load() }
 
 // snapKey is kind, partition p, then key.
 func snapKey(kind byte, p int32, key []byte) []byte {
@@ -82,14 +86,14 @@ func snapKey(kind byte, p int32, key []byte) []byte {
 }
 
 // meta is what partition p's copy covers; false if there is none.
-func (s *snapshots) meta(p int32) (kafkalog.Snapshot, bool, error) {
+func (s *Snapshots) meta(p int32) (kafkalog.Snapshot, bool, error) {
 	var m kafkalog.Snapshot
 	v, ok, err := s.db.Get(snapKey(snapMeta, p, nil))
 	if err != nil || !ok {
 		return m, false, err
 	}
 	if len(v) != metaLen {
-		return m, false, fmt.Errorf("node: snapshot meta of partition %d: %d bytes, want %d", p, len(v), metaLen)
+		return m, false, fmt.Errorf("changelog: snapshot meta of partition %d: %d bytes, want %d", p, len(v), metaLen)
 	}
 	copy(m.Topic[:], v)
 	m.Offset = int64(binary.BigEndian.Uint64(v[16:]))
@@ -108,10 +112,10 @@ func setMeta(b *pebble.Batch, p int32, m kafkalog.Snapshot) error {
 	return b.Set(snapKey(snapMeta, p, nil), v, nil)
 }
 
-// commit adds a committed round's changes to the copies of their
+// Commit adds a committed round's changes to the copies of their
 // partitions, with the changelog offsets the round reached (ends), in one
 // local batch.
-func (s *snapshots) commit(outs []kafkalog.Output, ends map[int32]int64) error {
+func (s *Snapshots) Commit(outs []kafkalog.Output, ends map[int32]int64) error {
 	b := s.db.NewBatch()
 	if err := s.fill(b, outs, ends); err != nil {
 		_ = b.Close()
@@ -120,12 +124,12 @@ func (s *snapshots) commit(outs []kafkalog.Output, ends map[int32]int64) error {
 	return s.db.CommitNoSync(b)
 }
 
-func (s *snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32]int64) error {
+func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32]int64) error {
 	for _, o := range outs {
 		if o.Kind != kafkalog.Change {
 			continue
 		}
-		if err := replay(b, snapKey(snapData, o.Partition, nil), o.Key, o.Value); err != nil {
+		if err := Replay(b, snapKey(snapData, o.Partition, nil), o.Key, o.Value); err != nil {
 			return err
 		}
 	}
@@ -146,16 +150,16 @@ func (s *snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32
 	return nil
 }
 
-// restoreAll restores partitions into cache (see restore), all at once:
+// RestoreAll restores partitions into cache (see restore), all at once:
 // a moved partition's restore waits for its former owner's transaction to
 // end, and the others need not wait behind it.
-func (s *snapshots) restoreAll(ctx context.Context, cache *store.Store, partitions []int32) error {
+func (s *Snapshots) RestoreAll(ctx context.Context, cache *store.Store, partitions []int32) error {
 	errs := make([]error, len(partitions))
 	var wg sync.WaitGroup
 	for i, p := range partitions {
 		wg.Go(func() {
 			if err := s.restore(ctx, cache, p); err != nil {
-				errs[i] = fmt.Errorf("node: restoring partition %d: %w", p, err)
+				errs[i] = fmt.Errorf("changelog: restoring partition %d: %w", p, err)
 			}
 		})
 	}
@@ -167,7 +171,7 @@ func (s *snapshots) restoreAll(ctx context.Context, cache *store.Store, partitio
 // changelog after it, or the whole changelog if the copy is missing or
 // doubtful; the copy takes what is read, and covers the changelog's end
 // afterwards.
-func (s *snapshots) restore(ctx context.Context, cache *store.Store, p int32) error {
+func (s *Snapshots) restore(ctx context.Context, cache *store.Store, p int32) error {
 	from, err := s.from(ctx, p)
 	if err != nil {
 		return err
@@ -201,7 +205,7 @@ func (s *snapshots) restore(ctx context.Context, cache *store.Store, p int32) er
 
 // from is where partition p's changelog must be read from: after its copy,
 // or from the start.
-func (s *snapshots) from(ctx context.Context, p int32) (int64, error) {
+func (s *Snapshots) from(ctx context.Context, p int32) (int64, error) {
 	m, ok, err := s.meta(p)
 	if err != nil || !ok {
 		return 0, err
@@ -238,10 +242,10 @@ func (w *restoreWriter) copy() error {
 
 // add replays a changelog record into the cache and the copy.
 func (w *restoreWriter) add(k, v []byte) error {
-	if err := replay(w.cb, nil, k, v); err != nil {
+	if err := Replay(w.cb, nil, k, v); err != nil {
 		return err
 	}
-	if err := replay(w.sb, w.prefix, k, v); err != nil {
+	if err := Replay(w.sb, w.prefix, k, v); err != nil {
 		return err
 	}
 	return w.spill()
@@ -277,15 +281,5 @@ func (w *restoreWriter) close() {
 		if b != nil {
 			_ = b.Close()
 		}
-	}
-}
-
-// kept is apply keeping the outputs it returns in *outs, for the copy to
-// take once the round commits.
-func kept(apply kafkalog.Apply, outs *[]kafkalog.Output) kafkalog.Apply {
-	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
-		o, err := apply(ctx, batch)
-		*outs = o
-		return o, err
 	}
 }

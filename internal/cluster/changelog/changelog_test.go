@@ -1,4 +1,4 @@
-package node
+package changelog
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ func TestChangelogReplaysABatch(t *testing.T) {
 	_ = b.Delete([]byte("b"), nil)
 	_ = b.DeleteRange([]byte("c"), []byte("d"), nil)
 	_ = b.Set([]byte("e"), nil, nil)
-	outs, err := changes(nil, b, 3)
+	outs, err := Changes(nil, b, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestChangelogReplaysABatch(t *testing.T) {
 		if o.Partition != 3 {
 			t.Fatalf("record for partition %d, want 3", o.Partition)
 		}
-		if err := replay(rb, nil, o.Key, o.Value); err != nil {
+		if err := Replay(rb, nil, o.Key, o.Value); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,52 @@
+package calls
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+)
+
+// The first byte of a command names its workload.
+const (
+	WorkloadLedger  byte = 'l'
+	WorkloadKV      byte = 'k'
+	WorkloadTickets byte = 't'
+	// WorkloadPayment marks the debit of a payment, a ledger transfer whose
+	// outcome goes on to the reservation's partition instead of a reply.
+	WorkloadPayment byte = 'p'
+)
+
+// Timeout bounds a request's wait for its partition's owner: longer
+// than a node's death takes to be noticed and its partitions restored
+// (docs/CLUSTER.md), so that a request to a dead owner's partition is
+// answered by the next owner.
+const Timeout = 30 * time.Second
+
+// ErrUnavailable reports a command its partition's owner did not answer in
+// time: the client may retry.
+var ErrUnavailable = errors.New("cluster: partition unavailable")
+
+// ReplyAddress parses a command's key, "<inbox>:<request id>".
+func ReplyAddress(key []byte) (int32, []byte, bool) {
+	inbox, rid, ok := strings.Cut(string(key), ":")
+	if !ok {
+		return 0, nil, false
+	}
+	p, err := strconv.ParseInt(inbox, 10, 32)
+	return int32(p), []byte(rid), err == nil
+}
+
+// Reply is the output carrying value, the reply to request rid, to inbox.
+func Reply(inbox int32, rid, value []byte) kafkalog.Output {
+	return kafkalog.Output{Kind: kafkalog.Reply, Partition: inbox, Key: rid, Value: value}
+}
+
+// Append appends value, a command no one waits for, to partition.
+func (k *Caller) Append(ctx context.Context, partition int32, value []byte) error {
+	_, err := k.prod.Append(ctx, partition, nil, value)
+	return err
+}
