@@ -27,14 +27,15 @@ stop_nodes() {
   for g in "${cgroups[@]}"; do rmdir "$g" 2>/dev/null || true; done; cgroups=()
 }
 
-# start_nodes NAME BINARY NODES [SERVE FLAGS...]: starts NODES nodes of BINARY on ports 18501…,
+# start_nodes NAME BINARY NODES [SERVE FLAGS...]: starts NODES nodes of BINARY on ports PORT_BASE+1…
+# (PORT_BASE defaults to 18500),
 # data and logs under $work/NAME-nI, and returns once every one is ready 6 times in a row (a node
 # joining the group moves the others' partitions). NODES 0 starts one node with the flags as given.
 start_nodes() {
   local name=$1 bin=$2 nodes=$3 i addr steady; shift 3
   targets=()
   for i in $(seq 1 "$((nodes > 0 ? nodes : 1))"); do
-    addr=127.0.0.1:$((18500 + i))
+    addr=127.0.0.1:$((${PORT_BASE:-18500} + i))
     capped "$name-n$i" "$bin" serve --addr "$addr" --data "$work/$name-n$i" "$@" > "$work/$name-n$i.log" 2>&1 &
     pids+=($!); targets+=("http://$addr")
     [ -z "${CPU_CAP:-}" ] || cgroups+=("/sys/fs/cgroup/cpu/$name-n$i")
