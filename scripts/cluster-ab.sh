@@ -16,7 +16,8 @@
 #     KAFKA=$k KAFKA_DIR=$d scripts/cluster-ab.sh 15 old:/tmp/surge-old:1 new:/tmp/surge-new:1 \
 #       new:/tmp/surge-new:1 old:/tmp/surge-old:1
 #     scripts/kafka.sh stop $d
-#   BENCHFLAGS (default --vus 200 --accounts 500), PARTITIONS (default 6).
+#   BENCHFLAGS (default --vus 200 --accounts 500), PARTITIONS (default 6), PORT_BASE (the nodes
+#   listen on 127.0.0.1:PORT_BASE+1…; default 18500).
 #   OUT=DIR writes each run's result to DIR/LABEL-NODESnodes.json; PROFILE=DIR writes a 10 s CPU
 #   profile of the first node, taken mid-run, to DIR/LABEL-NODESnodes.pprof (go tool pprof), and
 #   one of the broker(s) to DIR/LABEL-NODESnodes-broker-PID.jfr (jfr print --stack-depth 64
