@@ -9,8 +9,9 @@
 # Usage: KAFKA=host:port KAFKA_DIR=DIR [NODES=3] [PROFILE=DIR] scripts/cluster-spike.sh BINARY [SPIKE FLAGS...]
 #   KAFKA_DIR is the directory scripts/kafka.sh start -d was given (its node-*/pid are the
 #   brokers). SPIKE FLAGS replace the default `-n 1000000 --events 4 --areas 100`. PARTITIONS
-#   (default 6) and PORT_BASE as for cluster-ab.sh. PROFILE=DIR writes 10 s CPU profiles, taken a few seconds into the spike, of the
-#   first node (DIR/spike.pprof) and of the broker(s) (DIR/spike-broker-PID.jfr). e.g.
+#   (default 6) and PORT_BASE as for cluster-ab.sh. PROFILE=DIR writes 10 s CPU profiles, taken a
+#   few seconds into the spike, of the first node (DIR/spike.pprof) and of the broker(s)
+#   (DIR/spike-broker-PID.jfr). e.g.
 #     d=/tmp/k; k=$(scripts/kafka.sh start -d $d)
 #     KAFKA=$k KAFKA_DIR=$d scripts/cluster-spike.sh bin/surge
 #     scripts/kafka.sh stop $d
