@@ -61,7 +61,7 @@ machine_share() {
 profile_mid() {
   local p
   for p in $(brokers); do
-    jcmd "$p" JFR.start name=surge-profile duration=10s settings=profile jdk.ExecutionSample#period=1ms \
+    jcmd "$p" JFR.start name=surge-profile duration=10s settings=profile method-profiling=max \
       filename="$1-broker-$p.jfr" > /dev/null 2>&1 || echo "no JFR of broker $p (jcmd)" >&2
   done
   curl -s -o "$1.pprof" "$2/debug/pprof/profile?seconds=10"
