@@ -16,9 +16,12 @@
 #     KAFKA=$k KAFKA_DIR=$d scripts/cluster-ab.sh 15 old:/tmp/surge-old:1 new:/tmp/surge-new:1 \
 #       new:/tmp/surge-new:1 old:/tmp/surge-old:1
 #     scripts/kafka.sh stop $d
-#   BENCHFLAGS (default --vus 200 --accounts 500), PARTITIONS (default 6).
+#   BENCHFLAGS (default --vus 200 --accounts 500), PARTITIONS (default 6), PORT_BASE (the nodes
+#   listen on 127.0.0.1:PORT_BASE+1…; default 18500).
 #   OUT=DIR writes each run's result to DIR/LABEL-NODESnodes.json; PROFILE=DIR writes a 10 s CPU
-#   profile of the first node, taken mid-run, to DIR/LABEL-NODESnodes.pprof.
+#   profile of the first node, taken mid-run, to DIR/LABEL-NODESnodes.pprof (go tool pprof), and
+#   one of the broker(s) to DIR/LABEL-NODESnodes-broker-PID.jfr (jfr print --stack-depth 64
+#   --events jdk.ExecutionSample).
 #   CPU_CAP=F (root, cgroup v1) caps every node at F CPUs (e.g. 0.25) with a cgroup of its own
 #   (cpu.cfs_quota_us), so that nodes behave like separate small machines; the broker(s) and the
 #   load generator are not capped. scripts/cluster-scale.sh uses it.
@@ -27,58 +30,24 @@ secs=$1; shift
 : "${KAFKA:?KAFKA=host:port of the brokers}" "${KAFKA_DIR:?KAFKA_DIR=the dir given to scripts/kafka.sh start -d}"
 bench=${BENCHFLAGS:---vus 200 --accounts 500}
 work=$(mktemp -d /tmp/cluster-ab.XXXXXX)
-pids=()
-cgroups=()
-stop_nodes() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; pids=()
-  for g in "${cgroups[@]}"; do rmdir "$g" 2>/dev/null || true; done; cgroups=()
-}
+# shellcheck source=scripts/cluster-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 trap 'stop_nodes; rm -rf "$work"' EXIT
-# capped NAME CMD...: runs CMD in a cgroup of its own capped at CPU_CAP CPUs, or as is without one
-capped() {
-  local name=$1; shift
-  [ -n "${CPU_CAP:-}" ] || exec "$@"
-  local g=/sys/fs/cgroup/cpu/$name
-  mkdir -p "$g"
-  echo 100000 > "$g/cpu.cfs_period_us"
-  awk -v f="$CPU_CAP" 'BEGIN {printf "%d\n", f * 100000}' > "$g/cpu.cfs_quota_us"
-  echo "$BASHPID" > "$g/cgroup.procs"
-  exec "$@"
-}
-hz=$(getconf CLK_TCK)
-ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-brokers() { cat "$KAFKA_DIR"/node-*/pid; }
-sum_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(ticks "$p"))); done; echo "$t"; }
 run=0
 for spec in "$@"; do
   IFS=: read -r label bin nodes <<< "$spec"
-  run=$((run + 1)); name="ab$$-$run"; targets=()
+  run=$((run + 1)); name="ab$$-$run"
   cluster=(--kafka "$KAFKA" --cluster "$name" --partitions "${PARTITIONS:-6}")
   if [ "$nodes" = 0 ]; then cluster=(); fi # one embedded node, to compare with
-  for i in $(seq 1 "$((nodes > 0 ? nodes : 1))"); do
-    addr=127.0.0.1:$((18500 + i))
-    capped "$name-n$i" "$bin" serve --addr "$addr" --data "$work/$name-n$i" "${cluster[@]}" > "$work/$name-n$i.log" 2>&1 &
-    pids+=($!); targets+=("http://$addr")
-    [ -z "${CPU_CAP:-}" ] || cgroups+=("/sys/fs/cgroup/cpu/$name-n$i")
-  done
+  start_nodes "$name" "$bin" "$nodes" "${cluster[@]}" || exit 1
   t=$(IFS=,; echo "${targets[*]}")
-  # every node ready at once, 6 times in a row: a node joining the group moves the others' partitions
-  steady=0
-  until [ "$steady" = 6 ]; do
-    steady=$((steady + 1))
-    for i in "${!targets[@]}"; do
-      kill -0 "${pids[i]}" 2> /dev/null || { tail -3 "$work/$name-n$((i + 1)).log" >&2; exit 1; }
-      curl -sf "${targets[i]}/readyz" > /dev/null || steady=0
-    done
-    sleep 0.5
-  done
   # shellcheck disable=SC2086 # bench flags are words
   "$bin" bench transfer --target "$t" $bench --duration 0 --iterations 2000 --vus 50 > "$work/warmup.log" 2>&1 ||
     { echo "$label: the setup and warm-up failed:" >&2; tail -5 "$work/warmup.log" >&2; }
   b0=$(sum_ticks $(brokers)); n0=(); for p in "${pids[@]}"; do n0+=("$(ticks "$p")"); done
   st0=$(head -1 /proc/stat)
   if [ -n "${PROFILE:-}" ]; then
-    (sleep $((secs / 3)); curl -s -o "$PROFILE/$label-${nodes}nodes.pprof" "${targets[0]}/debug/pprof/profile?seconds=10") &
+    (sleep $((secs / 3)); profile_mid "$PROFILE/$label-${nodes}nodes" "${targets[0]}") &
     prof=$!
   fi
   # shellcheck disable=SC2086
@@ -92,7 +61,7 @@ for spec in "$@"; do
   nodecpu=""; i=0
   for p in "${pids[@]}"; do nodecpu+=" n$((i + 1)) $(per $(( $(ticks "$p") - n0[i] )))"; i=$((i + 1)); done
   lg=$(echo "$res" | awk '/^lg / {printf "%d", ($2+$3)*1e6}')
-  machine=$(printf "%s\n%s\n" "$st0" "$st1" | awk 'NR==1{for(i=2;i<=11;i++)a[i]=$i} NR==2{t=0;for(i=2;i<=11;i++){d[i]=$i-a[i];t+=d[i]} printf "steal %.1f%% idle %.1f%%", 100*d[9]/t, 100*d[5]/t}')
+  machine=$(machine_share "$st0" "$st1")
   echo "$label ${nodes}n: $(echo "$res" | awk '/http_reqs/ {print $3}') | $(echo "$res" | grep http_req_duration | grep -oE 'p\(99\)=[^ ]+') | µs CPU per transfer:$nodecpu broker $(per $(( $(sum_ticks $(brokers)) - b0 ))) loadgen $((lg / n)) | $machine"
   stop_nodes
 done

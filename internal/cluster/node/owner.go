@@ -23,9 +23,10 @@ import (
 // of the cluster's N shards whose Committer is the round's Kafka
 // transaction, with the ledger's slices (ledgerengine, Config.Cluster).
 // Each round of the member (kafkalog.Member) feeds the commands it read to
-// the engine, waits for them, and commits, in one transaction, their
-// replies, the changelog records of the engine's batches and the credits
-// owed to other partitions.
+// the engine, waits for them, applies in the same way the commands they owe
+// partitions the node owns, and commits, in one transaction, their
+// replies, the changelog records of the engine's batches and the commands
+// owed to other nodes' partitions.
 //
 // When the owned partitions change, or a round fails to commit, the node
 // stops its rounds and builds its state again: it wipes its cache, writes
@@ -50,6 +51,8 @@ type state struct {
 	kv     *engine.Port
 	seats  *engine.Port
 	commit *committer
+	// owned are the partitions the state was restored for.
+	owned map[int32]bool
 	// held are the replies of the open round to the node's own requests,
 	// handed to their callers once it committed.
 	held []kafkalog.Output
@@ -128,16 +131,20 @@ func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
-	if err := n.replayChangelogs(ctx, dir); err != nil {
+	owned := n.member.Owned()
+	if err := n.replayChangelogs(ctx, dir, owned); err != nil {
 		return nil, err
 	}
-	return n.open(dir, gen)
+	return n.open(dir, gen, owned)
 }
 
 // open opens the engine, the ledger and the other workloads on the cache
-// in dir, restored for gen.
-func (n *Node) open(dir string, gen uint64) (*state, error) {
-	st := &state{gen: gen, commit: &committer{}}
+// in dir, restored for gen with the partitions owned.
+func (n *Node) open(dir string, gen uint64, owned []int32) (*state, error) {
+	st := &state{gen: gen, commit: &committer{}, owned: make(map[int32]bool, len(owned))}
+	for _, p := range owned {
+		st.owned[p] = true
+	}
 	eng, err := engine.Open(engine.Config{
 		Dir: dir, Shards: int(n.cfg.Kafka.Partitions), NoSync: true, Commit: st.commit,
 		QueueCapacity: 4 * n.cfg.MaxBatch, MaxBatch: n.cfg.MaxBatch, Logger: n.cfg.Logger,
@@ -161,13 +168,13 @@ func (n *Node) open(dir string, gen uint64) (*state, error) {
 }
 
 // replayChangelogs writes the owned partitions' state into a store in dir.
-func (n *Node) replayChangelogs(ctx context.Context, dir string) error {
+func (n *Node) replayChangelogs(ctx context.Context, dir string, owned []int32) error {
 	db, err := store.Open(dir, store.Options{NoSync: true})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return n.snaps.RestoreAll(ctx, db, n.member.Owned())
+	return n.snaps.RestoreAll(ctx, db, owned)
 }
 
 // fed is a command of a round: its call, its outcome once the call
@@ -182,46 +189,90 @@ type fed struct {
 	then func([]byte) kafkalog.Output
 }
 
-// apply is the round's transform over st.
+// apply is the round's transform over st: it applies the batch, then,
+// pass by pass, the commands the round owes partitions st owns
+// (state.local), and returns the outputs of every pass.
 func (n *Node) apply(st *state) kafkalog.Apply {
 	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
 		if n.gen.Load() != st.gen {
 			return nil, errMoved
 		}
 		var outs []kafkalog.Output
-		cmds := make([]fed, 0, len(batch))
-		for _, c := range batch {
-			f, err := n.feed(ctx, st, c)
+		for pass := 1; len(batch) > 0; pass++ {
+			produced, err := n.applyPass(ctx, st, batch)
 			if err != nil {
 				return nil, err
 			}
-			if f.call == nil { // malformed: answered if it can be, not applied
-				if f.rid != nil {
-					outs = append(outs, calls.Reply(f.inbox, f.rid, []byte(`{"fault":"malformed command"}`)))
-				}
-				continue
+			batch = nil
+			if pass < localPasses {
+				produced, batch = st.local(produced)
 			}
-			cmds = append(cmds, f)
-		}
-		for _, f := range cmds {
-			if err := f.call.Wait(ctx); err != nil {
-				return nil, err
-			}
-		}
-		outs = append(outs, st.commit.take()...)
-		for _, f := range cmds {
-			switch {
-			case f.then != nil:
-				outs = append(outs, f.then(f.outcome()))
-			case f.rid != nil:
-				if v := f.outcome(); v != nil { // nil: a later round, or a chain's later step, replies
-					outs = append(outs, calls.Reply(f.inbox, f.rid, v))
-				}
-			}
+			outs = append(outs, produced...)
 		}
 		outs, st.held = calls.PackReplies(outs, n.caller.Mine)
 		return outs, nil
 	}
+}
+
+// localPasses bounds a round's passes: a chain of steps between
+// partitions the node owns (an atomic batch's) goes on through Kafka
+// after that many.
+const localPasses = 8
+
+// applyPass feeds batch to the engine, waits until it is applied, and
+// returns its outputs: the records of the engine's rounds, the commands
+// they owe other partitions, and the replies.
+func (n *Node) applyPass(ctx context.Context, st *state, batch []kafkalog.Command) ([]kafkalog.Output, error) {
+	var outs []kafkalog.Output
+	cmds := make([]fed, 0, len(batch))
+	for _, c := range batch {
+		f, err := n.feed(ctx, st, c)
+		if err != nil {
+			return nil, err
+		}
+		if f.call == nil { // malformed: answered if it can be, not applied
+			if f.rid != nil {
+				outs = append(outs, calls.Reply(f.inbox, f.rid, []byte(`{"fault":"malformed command"}`)))
+			}
+			continue
+		}
+		cmds = append(cmds, f)
+	}
+	for _, f := range cmds {
+		if err := f.call.Wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	outs = append(outs, st.commit.take()...)
+	for _, f := range cmds {
+		switch {
+		case f.then != nil:
+			outs = append(outs, f.then(f.outcome()))
+		case f.rid != nil:
+			if v := f.outcome(); v != nil { // nil: a later round, or a chain's later step, replies
+				outs = append(outs, calls.Reply(f.inbox, f.rid, v))
+			}
+		}
+	}
+	return outs, nil
+}
+
+// local takes out of outs the commands owed to partitions st owns (a
+// credit to an account of another of them, a chain's next step), as the
+// commands of the round's next pass. Applied in the round that owes them,
+// they commit in its transaction, exactly once as the forwarded record a
+// later round would read, and they cost no record, no read and no later
+// round.
+func (st *state) local(outs []kafkalog.Output) (rest []kafkalog.Output, next []kafkalog.Command) {
+	rest = outs[:0]
+	for _, o := range outs {
+		if o.Kind == kafkalog.Forward && st.owned[o.Partition] {
+			next = append(next, kafkalog.Command{Partition: o.Partition, Offset: -1, Key: o.Key, Value: o.Value})
+			continue
+		}
+		rest = append(rest, o)
+	}
+	return rest, next
 }
 
 // feed decodes c and queues it on its shard.

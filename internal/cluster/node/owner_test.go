@@ -187,10 +187,14 @@ func TestOwnerRebuildsFromItsChangelog(t *testing.T) {
 // topics kept in memory: the commands waiting, the changelog, and the
 // replies each request id got. A round that does not commit drops the
 // node's state, which is rebuilt from the changelog, and leaves its
-// commands to be read again, as when an owner dies mid-round.
+// commands to be read again, as when an owner dies mid-round. The node's
+// state holds every partition, but owns only those of local: the commands
+// a round owes them it applies itself, those it owes the last partition go
+// through the commands waiting, as to another node's.
 type rounds struct {
 	t         *testing.T
 	n         *Node
+	local     []int32
 	st        *state
 	waiting   []kafkalog.Command
 	changelog map[int32][]kafkalog.Output
@@ -199,7 +203,7 @@ type rounds struct {
 }
 
 func newRounds(t *testing.T) *rounds {
-	r := &rounds{t: t, changelog: map[int32][]kafkalog.Output{}, replies: map[string][][]byte{}}
+	r := &rounds{t: t, local: []int32{0, 1}, changelog: map[int32][]kafkalog.Output{}, replies: map[string][][]byte{}}
 	r.n = &Node{cfg: Config{Kafka: kafkalog.Config{Partitions: testShards}, MaxBatch: 64, Currency: "USD", Logger: slog.New(slog.DiscardHandler)}}
 	r.rebuild()
 	t.Cleanup(func() { r.st.close() })
@@ -210,7 +214,7 @@ func newRounds(t *testing.T) *rounds {
 func (r *rounds) rebuild() {
 	r.st.close()
 	var err error
-	if r.st, err = r.n.open(replayed(r.t, r.changelog, 0, 1, 2), 0); err != nil {
+	if r.st, err = r.n.open(replayed(r.t, r.changelog, 0, 1, 2), 0, r.local); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -292,3 +296,39 @@ func (r *rounds) balance(id string) int64 {
 }
 
 func part(key string) int { return engine.ShardIndex(key, testShards) }
+
+// A round applies the credits it owes partitions the node owns itself, in
+// its own transaction, exactly once across an aborted attempt; only the
+// credit owed to another node's partition leaves it as a forwarded command.
+func TestRoundAppliesWhatItOwesItsOwnPartitions(t *testing.T) {
+	r := newRounds(t)
+	from, mine, theirs := idIn("a", 0), idIn("b", 1), idIn("c", 2)
+	for _, id := range []string{ledger.WorldID, from, mine, theirs} {
+		r.ledger(part(id), ledgerengine.WireCommand{Op: ledgerengine.OpCreateAccount, Spec: &ledger.AccountSpec{ID: id, Currency: "USD"}})
+	}
+	fund := ledger.TransferRequest{ID: "fund", From: ledger.WorldID, To: from, Amount: 100}
+	r.ledger(part(ledger.WorldID), ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &fund, Currencies: map[string]string{from: "USD"}})
+	for i, to := range []string{mine, theirs} {
+		req := ledger.TransferRequest{ID: fmt.Sprint("t", i), From: from, To: to, Amount: int64(10 + i)}
+		r.send(part(from), calls.WorkloadLedger, &ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{to: "USD"}})
+	}
+	r.round(false)
+	r.round(true)
+	if len(r.waiting) != 1 || r.waiting[0].Partition != 2 {
+		t.Fatalf("after the round, waiting %+v; want only the credit owed to partition 2", r.waiting)
+	}
+	r.settle(false)
+	for id, want := range map[string]int64{from: 100 - 10 - 11, mine: 10, theirs: 11} {
+		if got := r.balance(id); got != want {
+			t.Errorf("%s's balance %d, want %d", id, got, want)
+		}
+	}
+	var sum int64
+	for p := range testShards {
+		st := r.ledger(p, ledgerengine.WireCommand{Op: ledgerengine.OpStats}).Stats
+		sum += st.Balances["USD"] + st.Credits.Sent["USD"] - st.Credits.Received["USD"]
+	}
+	if sum != 0 {
+		t.Errorf("balances and credits in flight sum to %d, want 0", sum)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/surge-dev/surge/internal/codec"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
+	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
 )
 
 // The commands and outcomes a cluster carries most travel in binary
@@ -86,7 +87,9 @@ func encodeCredit(leg *ledger.CreditLeg) []byte {
 	return e.B
 }
 
-// encodeTransferOutcome encodes a transfer command's outcome.
+// encodeTransferOutcome encodes a transfer command's outcome: the flags,
+// the transfer's id and its record as the store keeps it
+// (ledgerstore.EncodeTransfer), then the error if there is one.
 func encodeTransferOutcome(t *ledger.Transfer, replayed bool, err error) []byte {
 	var flags byte
 	if replayed {
@@ -99,22 +102,11 @@ func encodeTransferOutcome(t *ledger.Transfer, replayed bool, err error) []byte 
 	case err != nil:
 		flags |= outcomeFault
 	}
-	e := codec.Encoder{B: make([]byte, 0, 96+len(t.ID)+len(t.From)+len(t.To)+len(t.Memo))}
+	e := codec.Encoder{B: make([]byte, 0, 64+len(t.ID)+len(t.From)+len(t.To)+len(t.Memo))}
 	e.Byte(wireOutcome)
 	e.Byte(flags)
 	e.String(t.ID)
-	e.String(t.From)
-	e.String(t.To)
-	e.Varint(t.Amount)
-	e.String(t.Currency)
-	e.String(t.Memo)
-	e.Byte(byte(t.State))
-	e.Bool(t.TwoPhase)
-	e.Varint(int64(t.Timeout))
-	e.Varint(t.PostedAmount)
-	e.Time(t.CreatedAt)
-	e.Time(t.UpdatedAt)
-	e.Bool(t.CurrencyGiven)
+	ledgerstore.EncodeTransfer(&e, t)
 	switch {
 	case derr != nil:
 		e.String(string(derr.Code))
@@ -132,12 +124,9 @@ func DecodeOutcome(b []byte, o *WireOutcome) error {
 	}
 	d := codec.Decoder{B: b[1:]}
 	flags := d.Byte()
-	t := &ledger.Transfer{
-		ID: d.Str(), From: d.Str(), To: d.Str(), Amount: d.Varint(), Currency: d.Str(), Memo: d.Str(),
-		State: ledger.TransferState(d.Byte()), TwoPhase: d.Bool(), Timeout: time.Duration(d.Varint()),
-		PostedAmount: d.Varint(), CreatedAt: d.Time(), UpdatedAt: d.Time(), CurrencyGiven: d.Bool(),
-	}
-	*o = WireOutcome{Transfer: t, Replayed: flags&outcomeReplayed != 0}
+	id := d.Str()
+	t := ledgerstore.DecodeTransfer(&d, id)
+	*o = WireOutcome{Transfer: &t, Replayed: flags&outcomeReplayed != 0}
 	switch {
 	case flags&outcomeErr != 0:
 		o.Err = &ledger.Error{Code: ledger.Code(d.Str()), Detail: d.Str()}

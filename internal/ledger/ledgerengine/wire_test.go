@@ -50,6 +50,14 @@ func TestBinaryWireRoundTrips(t *testing.T) {
 			t.Errorf("outcome with %v decoded %+v, %v; want %+v", c.err, got, err, c.want)
 		}
 	}
+	// A refused transfer's outcome carries the request's fields and no
+	// times: they come back zero, not as 1970 nor as a far date.
+	refused := ledger.Transfer{ID: "t2", From: "a", To: "b", Amount: 7}
+	var got WireOutcome
+	b := Outcome(&cmdTransfer{binary: true, transfer: refused, err: ledger.Errorf(ledger.CodeAccountNotFound, "x")})
+	if err := DecodeOutcome(b, &got); err != nil || !reflect.DeepEqual(*got.Transfer, refused) || !got.Transfer.CreatedAt.IsZero() {
+		t.Errorf("a refused transfer's outcome decoded %+v, %v; want %+v", got.Transfer, err, refused)
+	}
 	if b := Outcome(&cmdTransfer{transfer: tr}); b[0] != '{' {
 		t.Errorf("a JSON transfer's outcome is %q, want JSON", b)
 	}

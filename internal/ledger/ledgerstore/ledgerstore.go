@@ -190,6 +190,23 @@ const (
 )
 
 func encodeTransfer(dst []byte, t *ledger.Transfer) []byte {
+	e := codec.Encoder{B: dst}
+	EncodeTransfer(&e, t)
+	return e.B
+}
+
+// decodeTransfer decodes the record of transfer id.
+func decodeTransfer(id string, b []byte) (ledger.Transfer, error) {
+	d := codec.Decoder{B: b}
+	t := DecodeTransfer(&d, id)
+	return t, d.Done()
+}
+
+// EncodeTransfer appends t's record, all but its id, to e: the store's
+// value of a transfer, and the transfer in a cluster's transfer outcome
+// (ledgerengine). The times are codec times, so that the zero time an
+// outcome of a refused transfer carries comes back as the zero time.
+func EncodeTransfer(e *codec.Encoder, t *ledger.Transfer) {
 	flags := byte(t.State) & transferStateMask
 	if t.CurrencyGiven {
 		flags |= transferCurrencyGiven
@@ -204,7 +221,6 @@ func encodeTransfer(dst []byte, t *ledger.Transfer) []byte {
 	if t.PostedAmount != t.Amount {
 		flags |= transferPartly
 	}
-	e := codec.Encoder{B: dst}
 	e.Byte(transferVersion)
 	e.Byte(flags)
 	e.String(t.From)
@@ -212,42 +228,42 @@ func encodeTransfer(dst []byte, t *ledger.Transfer) []byte {
 	e.Varint(t.Amount)
 	e.String(t.Currency)
 	e.String(t.Memo)
-	e.Varint(t.CreatedAt.UnixNano())
+	e.Time(t.CreatedAt)
 	if flags&transferTwoPhase != 0 {
 		e.Bool(t.TwoPhase)
 		e.Varint(int64(t.Timeout))
 	}
 	if updated {
-		e.Varint(t.UpdatedAt.UnixNano())
+		e.Time(t.UpdatedAt)
 	}
 	if flags&transferPartly != 0 {
 		e.Varint(t.PostedAmount)
 	}
-	return e.B
 }
 
-// decodeTransfer decodes the record of transfer id.
-func decodeTransfer(id string, b []byte) (ledger.Transfer, error) {
-	d := codec.Decoder{B: b}
+// DecodeTransfer reads the record EncodeTransfer wrote of transfer id from
+// d; a malformed one fails d.
+func DecodeTransfer(d *codec.Decoder, id string) ledger.Transfer {
 	if d.Byte() != transferVersion {
-		return ledger.Transfer{}, codec.ErrCorrupt
+		d.Fail()
+		return ledger.Transfer{}
 	}
 	flags := d.Byte()
 	t := ledger.Transfer{
 		ID: id, State: ledger.TransferState(flags & transferStateMask), CurrencyGiven: flags&transferCurrencyGiven != 0,
 		From: d.Str(), To: d.Str(), Amount: d.Varint(), Currency: d.Str(), Memo: d.Str(),
-		CreatedAt: store.UnixNano(d.Varint()),
+		CreatedAt: d.Time(),
 	}
 	if flags&transferTwoPhase != 0 {
 		t.TwoPhase, t.Timeout = d.Bool(), time.Duration(d.Varint())
 	}
 	t.UpdatedAt = t.CreatedAt
 	if flags&transferUpdated != 0 {
-		t.UpdatedAt = store.UnixNano(d.Varint())
+		t.UpdatedAt = d.Time()
 	}
 	t.PostedAmount = t.Amount
 	if flags&transferPartly != 0 {
 		t.PostedAmount = d.Varint()
 	}
-	return t, d.Done()
+	return t
 }
