@@ -344,9 +344,9 @@ func (a *Admission) Use() Use {
 }
 
 // GRPCOptions are the gRPC server's options under a's limits: each call
-// holds a place under MaxRequests and one unit of MaxWork while its
-// handler runs, and a call past either is
-// refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
+// holds a place under MaxRequests and one unit of MaxWork from its
+// request message until its handler returns (a streaming call that parks
+// gives them back, Park), and a call past either is refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
 // as "retry later", as HTTP's 503) and a pushback of a second; at most
 // MaxStreams streams per connection, each with at most maxHeaderList of
 // headers, ended if its request message does not come within
