@@ -20,7 +20,7 @@ ARGS     ?=
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-.PHONY: help proto run build image test test-short h2spec test-cluster test-cluster-long test-image bench bench-ledger bench-spike bench-h2-overload bench-all lint fmt-check vet staticcheck fuzz clean
+.PHONY: help proto run build image test test-short h2spec test-cluster test-cluster-long test-image bench bench-ledger bench-spike bench-h2-overload bench-overload bench-all lint fmt-check vet staticcheck fuzz clean
 
 help: ## List targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -73,6 +73,9 @@ bench-spike: ## Ticketing figures of docs/BENCHMARKS.md: surge bench spike, 1M r
 
 bench-h2-overload: ## HTTP/2 spike, light to 100x overload: server CPU per reservation (~12 min, idle machine)
 	scripts/bench-h2-overload.sh
+
+bench-overload: ## HTTP/1.1 transfers at 1x and 10x: accepted and refused latency, server CPU per accepted (~3 min, idle machine)
+	scripts/bench-overload.sh
 
 bench-ledger: ## Ledger load figures of docs/BENCHMARKS.md: surge bench transfer, single and batch (~12 min, idle machine)
 	scripts/bench-ledger.sh

@@ -18,7 +18,7 @@ func addLimitFlags(f *pflag.FlagSet, c *serveConfig) {
 	f.IntVar(&c.limits.MaxConns, "max-conns", d.MaxConns, "connections open at once; past it a new connection gets 503 and is closed as it is accepted")
 	f.IntVar(&c.bodyMB, "body-budget-mb", int(d.BodyBytes>>20), "MiB of request bodies held at once; a body is read only once its route, key and this budget admit it, else 503 overloaded with Retry-After")
 	f.Int64Var(&c.limits.MaxWork, "max-inflight", d.MaxWork, fmt.Sprintf("units of work in progress: a request in a handler is one, plus one per %d bytes of its body (a body weighs at most all of it); past it requests get 503 overloaded with Retry-After at once (on HTTP/2, per stream), and gRPC calls UNAVAILABLE", front.WorkUnitBytes))
-	f.Int64Var(&c.limits.MaxRequests, "max-inflight-requests", 0, "requests in progress at once, whatever their bodies; past it requests get 503 overloaded with Retry-After at once (on HTTP/2, per stream), and gRPC calls UNAVAILABLE (0: no bound; long-polls and streams count while they wait, docs/OPERATIONS.md, \"Limits\")")
+	f.Int64Var(&c.limits.MaxRequests, "max-inflight-requests", d.MaxRequests, "requests in progress at once, whatever their bodies; past it requests get 503 overloaded with Retry-After at once (on HTTP/2, per stream), and gRPC calls UNAVAILABLE; long-polls, event streams and WebSockets hold no place while they wait (default: 128 for each CPU; 0: no bound)")
 	f.Uint32Var(&c.limits.MaxStreams, "max-streams", d.MaxStreams, "concurrent streams per HTTP/2 or gRPC connection")
 	f.DurationVar(&c.headerTO, "header-timeout", 10*time.Second, "longest a request's headers may take to arrive (HTTP/1.1: headers and body), and a new connection its first request")
 	f.DurationVar(&c.limits.BodyTimeout, "body-timeout", d.BodyTimeout, "longest a request body may take to arrive over HTTP/2 or gRPC-Web/Connect (HTTP/1.1: --header-timeout covers the body)")
@@ -48,6 +48,9 @@ func checkLimits(c *serveConfig) error {
 	if c.limits.MaxConns <= 0 || c.limits.MaxStreams == 0 || c.limits.MaxWork <= 0 || c.limits.BodyTimeout <= 0 ||
 		c.limits.MinBodyRate <= 0 || c.headerTO <= 0 {
 		return fmt.Errorf("--max-conns, --max-streams, --max-inflight, --header-timeout, --body-timeout and --min-body-rate must be positive")
+	}
+	if c.limits.MaxRequests == 0 {
+		c.limits.MaxRequests = -1 // no bound (front.Limits: zero takes the default)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+
+	"github.com/surge-dev/surge/internal/front"
 )
 
 //go:embed assets
@@ -67,6 +69,7 @@ func (d *Dashboard) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if !sendEvent(w, rc, []byte("retry: 2000\n"), first) {
 		return
 	}
+	front.Park(r.Context())
 	for {
 		select {
 		case f := <-frames:

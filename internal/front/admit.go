@@ -321,8 +321,9 @@ func (rt *router) admitNet(next http.Handler) http.Handler {
 			return
 		}
 		held.body = body
-		defer rt.guard.release(held)
-		next.ServeHTTP(w, req)
+		ctx, p := rt.guard.parked(req.Context(), held)
+		defer p.end()
+		next.ServeHTTP(w, req.WithContext(ctx))
 	})
 }
 

@@ -47,18 +47,45 @@ func heard(ctx context.Context) {
 	}
 }
 
-// heardStream stops its call's silence timer once the first request
-// message is received.
-type heardStream struct {
+// admittedStream admits a streaming call once its first request message
+// has arrived, as a body is admitted once it is whole: that message stops
+// the call's silence timer and takes its place and work, so a client that
+// opens streams and sends nothing holds none. The call's context carries
+// its parking (Park).
+type admittedStream struct {
 	grpc.ServerStream
-	once bool
+	g   *guard
+	ctx context.Context // with the parking, once admitted
+	p   *parking
 }
 
-func (s *heardStream) RecvMsg(m any) error {
-	err := s.ServerStream.RecvMsg(m)
-	if !s.once && err == nil {
-		s.once = true
-		heard(s.Context())
+func (s *admittedStream) Context() context.Context {
+	if s.ctx != nil {
+		return s.ctx
 	}
-	return err
+	return s.ServerStream.Context()
+}
+
+func (s *admittedStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err != nil || s.p != nil {
+		return err
+	}
+	ctx := s.ServerStream.Context()
+	heard(ctx)
+	h, no := s.g.takeWork(peerAddr(ctx), 1)
+	if no != nil {
+		s.g.reject(no.reason)
+		s.SetTrailer(grpcPushback)
+		return errGRPCOverloaded
+	}
+	s.ctx, s.p = s.g.parked(ctx, h)
+	return nil
+}
+
+// end gives back what the call holds once its handler has returned.
+func (s *admittedStream) end() {
+	if s.p != nil {
+		s.p.end()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,10 +45,12 @@ type Limits struct {
 	// handler returns. MaxWork weighs bodies for memory's sake; this
 	// bound is the one that turns overload into refusals, since it sits
 	// where requests only queue for the engine: past it a request is
-	// answered 503 overloaded, with Retry-After, at once. Zero means no
-	// bound: a long-poll or a stream holds its place for as long as it
-	// waits, so a default sized to the CPUs would let a few hundred chat
-	// streams or reservation long-polls shed every other request.
+	// answered 503 overloaded, with Retry-After, at once. A request that
+	// waits for an event (a long-poll, a stream, a WebSocket) parks and
+	// holds no place while it waits (park.go). Negative means no bound;
+	// zero, the default: requestsPerCPU for each CPU the process may
+	// use, about what the engine keeps busy with one-request-per-
+	// connection clients before requests only wait.
 	MaxRequests int64
 	// MaxStreams bounds the concurrent streams of one HTTP/2 connection,
 	// gRPC's included.
@@ -71,7 +74,13 @@ type Limits struct {
 }
 
 // DefaultLimits are the limits surge serve starts with.
-var DefaultLimits = Limits{MaxConns: 10000, BodyBytes: 64 << 20, MaxWork: 65536, MaxStreams: 250, BodyTimeout: 30 * time.Second, MinBodyRate: 8 << 10}
+var DefaultLimits = Limits{MaxConns: 10000, MaxRequests: requestsPerCPU * int64(runtime.GOMAXPROCS(0)), BodyBytes: 64 << 20, MaxWork: 65536, MaxStreams: 250, BodyTimeout: 30 * time.Second, MinBodyRate: 8 << 10}
+
+// requestsPerCPU is the default bound on requests in progress for each
+// CPU: enough for the engine's batches to fill at full throughput, few
+// enough that a request admitted under overload is served in about the
+// time it takes at capacity.
+const requestsPerCPU = 128
 
 // WorkUnitBytes is how many bytes of a request's body count as one unit of
 // work (Limits.MaxWork): about one transfer's JSON, so that a batch of
@@ -101,6 +110,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxWork <= 0 {
 		l.MaxWork = DefaultLimits.MaxWork
+	}
+	if l.MaxRequests == 0 {
+		l.MaxRequests = DefaultLimits.MaxRequests
 	}
 	if l.MaxStreams == 0 {
 		l.MaxStreams = DefaultLimits.MaxStreams
@@ -230,7 +242,7 @@ func newGuard(l Limits, reg prometheus.Registerer) *guard {
 	limit.WithLabelValues("max_conns").Set(float64(l.MaxConns))
 	limit.WithLabelValues("body_bytes").Set(float64(l.BodyBytes))
 	limit.WithLabelValues("max_work").Set(float64(l.MaxWork))
-	limit.WithLabelValues("max_requests").Set(float64(l.MaxRequests))
+	limit.WithLabelValues("max_requests").Set(float64(max(l.MaxRequests, 0))) // 0: no bound
 	limit.WithLabelValues("max_streams").Set(float64(l.MaxStreams))
 	if reg != nil {
 		reg.MustRegister(g.rejected, limit,
@@ -332,9 +344,9 @@ func (a *Admission) Use() Use {
 }
 
 // GRPCOptions are the gRPC server's options under a's limits: each call
-// holds a place under MaxRequests and one unit of MaxWork while its
-// handler runs, and a call past either is
-// refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
+// holds a place under MaxRequests and one unit of MaxWork from its
+// request message until its handler returns (a streaming call that parks
+// gives them back, Park), and a call past either is refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
 // as "retry later", as HTTP's 503) and a pushback of a second; at most
 // MaxStreams streams per connection, each with at most maxHeaderList of
 // headers, ended if its request message does not come within
@@ -377,16 +389,13 @@ func (g *guard) shedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo,
 	return next(ctx, req)
 }
 
-// shedStream runs a streaming call within the work budget, or refuses it.
+// shedStream runs a streaming call, admitted once its first request
+// message arrives (admittedStream): refused then, the call ends with the
+// refusal.
 func (g *guard) shedStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
-	h, no := g.takeWork(peerAddr(ss.Context()), 1)
-	if no != nil {
-		g.reject(no.reason)
-		ss.SetTrailer(grpcPushback)
-		return errGRPCOverloaded
-	}
-	defer g.release(h)
-	return next(srv, &heardStream{ServerStream: ss})
+	s := &admittedStream{ServerStream: ss, g: g}
+	defer s.end()
+	return next(srv, s)
 }
 
 // peerAddr is the address of a gRPC call's client.

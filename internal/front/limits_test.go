@@ -43,10 +43,14 @@ func TestRequestsInProgressBounded(t *testing.T) {
 	}
 }
 
-// TestMaxRequestsZeroBoundsNothing: without MaxRequests no request is
-// refused for the count of those in progress, and none is counted.
-func TestMaxRequestsZeroBoundsNothing(t *testing.T) {
-	g := newGuard(Limits{MaxWork: 10000}.withDefaults(), nil)
+// TestMaxRequestsNegativeBoundsNothing: with MaxRequests negative no
+// request is refused for the count of those in progress, and none is
+// counted; zero takes the default, a bound.
+func TestMaxRequestsNegativeBoundsNothing(t *testing.T) {
+	if got := (Limits{}).withDefaults().MaxRequests; got <= 0 {
+		t.Fatalf("default MaxRequests %d, want a bound", got)
+	}
+	g := newGuard(Limits{MaxWork: 10000, MaxRequests: -1}.withDefaults(), nil)
 	a := netip.MustParseAddr("192.0.2.1")
 	var held []hold
 	for i := range 1000 {

@@ -145,7 +145,7 @@ func (rt *router) Handle(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	defer rt.guard.release(held)
+	defer rt.guard.parkedFast(ctx, held).end()
 	if held.cut {
 		// The handler refuses the body; the rest of it must not be read
 		// as the connection's next request.

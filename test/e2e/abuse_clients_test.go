@@ -68,12 +68,12 @@ func TestAbuseOneClientCannotTakeEveryConnection(t *testing.T) {
 }
 
 // TestAbuseOneClientCannotTakeAllWork: a client holding its share of
-// --max-inflight (--max-inflight-per-client: one unit of four, here the
-// dashboard's event stream) is refused more (503 overloaded), while other clients, and a
+// --max-inflight (--max-inflight-per-client: one unit of four, here a
+// reply its reader takes nothing of) is refused more (503 overloaded), while other clients, and a
 // client a trusted proxy names in X-Forwarded-For, are served.
 func TestAbuseOneClientCannotTakeAllWork(t *testing.T) {
 	s := start(t, t.TempDir(), "--max-inflight", "4", "--max-inflight-per-client", "1", "--trusted-proxies", "127.0.0.4")
-	holdEventStream(t, s)
+	stallResponses(t, s, 1)
 	if status, body := getFrom(t, clientFrom("127.0.0.1"), s.url+"/metrics"); status != http.StatusServiceUnavailable ||
 		!strings.Contains(body, "this client") {
 		t.Fatalf("the same client past its share: %d %s, want 503", status, body)

@@ -20,12 +20,9 @@ func TestAbuseHTTP1OverloadShed(t *testing.T) {
 	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--max-inflight-requests", strconv.Itoa(bound)}, nil)
 	s.awaitReady("")
 	s.c.hc.CloseIdleConnections()
-	// Each event stream is a request in its handler for as long as it is
-	// open, on a connection of its own.
-	holders := make([]*rawConn, bound)
-	for i := range holders {
-		holders[i] = holdEventStream(t, s)
-	}
+	// Each stalled reply is a request in its handler for as long as its
+	// reader takes nothing.
+	holders := stallResponses(t, s, bound)
 
 	oneShot := clientFrom("127.0.0.1") // a connection per request
 	type answer struct {
@@ -60,8 +57,8 @@ func TestAbuseHTTP1OverloadShed(t *testing.T) {
 	resp, body := h2Get(t, h2cConn(t, s), s.url+"/v1/accounts/shed-1")
 	wantOverloaded(t, resp, body)
 
-	for _, h := range holders {
-		_ = h.c.Close()
+	for _, c := range holders {
+		_ = c.Close()
 	}
 	poll(t, startTimeout, "the server to serve again once the requests end", func() (bool, string) {
 		status, page := getFrom(t, oneShot, s.url+"/metrics")

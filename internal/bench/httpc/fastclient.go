@@ -306,7 +306,10 @@ type fastEndpoint struct {
 	call  pipeCall
 	buf   []byte // the last body, for Body to reuse
 	reply []byte
+	retry time.Duration // the last reply's Retry-After
 }
+
+func (e *fastEndpoint) retryAfter() time.Duration { return e.retry }
 
 func newFastEndpoint(t *fastTransport, ctx context.Context, method, requestURI, basePath string) *fastEndpoint {
 	fixed := " HTTP/1.1\r\nHost: " + t.host + "\r\n" + t.auth
@@ -382,6 +385,7 @@ func (e *fastEndpoint) send(method string, uri, body []byte) (int, []byte, error
 	if !r.keepAlive || c.br.Buffered() > 0 {
 		c.drop()
 	}
+	e.retry = r.retryAfter
 	return r.status, reply, nil
 }
 

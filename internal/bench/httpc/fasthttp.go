@@ -21,6 +21,7 @@ type leanEndpoint interface {
 	send(method string, uri, body []byte) (int, []byte, error)
 	defaultMethod() string
 	close()
+	retryAfter() time.Duration
 }
 
 func (e *fastEndpoint) defaultMethod() string { return e.method }
@@ -99,6 +100,10 @@ func newFHEndpoint(c *targetClient, ctx context.Context, method, requestURI stri
 func (e *fhEndpoint) body() []byte          { return e.buf[:0] }
 func (e *fhEndpoint) defaultMethod() string { return e.method }
 func (e *fhEndpoint) close()                {}
+
+func (e *fhEndpoint) retryAfter() time.Duration {
+	return parseRetryAfter(e.resp.Header.Peek(fasthttp.HeaderRetryAfter))
+}
 
 func (e *fhEndpoint) send(method string, uri, body []byte) (int, []byte, error) {
 	if err := e.ctx.Err(); err != nil {

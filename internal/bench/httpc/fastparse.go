@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 )
 
 // This file is the fast client's HTTP/1.1 response parser (RFC 9112). It
@@ -60,6 +61,8 @@ type reply struct {
 	// the reply was delimited by its own framing (not by the server
 	// closing) and neither side asked to close.
 	keepAlive bool
+	// retryAfter is the reply's Retry-After in seconds (0: none).
+	retryAfter time.Duration
 }
 
 // readResponse reads one reply from br and appends its content to
@@ -102,12 +105,13 @@ type head struct {
 	chunked       bool
 	close         bool // Connection: close
 	keepAlive     bool // Connection: keep-alive (meaningful for HTTP/1.0)
+	retryAfter    time.Duration
 }
 
 // readContent reads the content that h announces and decides whether the
 // connection can be reused (RFC 9112 §6.3, §9.3).
 func readContent(br *bufio.Reader, h head, noBody bool, body []byte, budget *int) (reply, []byte, error) {
-	r := reply{status: h.status, keepAlive: !h.close && (!h.http10 || h.keepAlive)}
+	r := reply{status: h.status, keepAlive: !h.close && (!h.http10 || h.keepAlive), retryAfter: h.retryAfter}
 	var err error
 	switch {
 	case noBody || h.status == 204 || h.status == 304:
@@ -184,6 +188,9 @@ func readHead(br *bufio.Reader, budget *int, first bool) (head, error) {
 		case equalFoldASCII(name, "connection"):
 			last = fieldConnection
 			h.addConnectionOptions(value)
+		case equalFoldASCII(name, "retry-after"):
+			last = fieldOther
+			h.retryAfter = parseRetryAfter(value)
 		default:
 			last = fieldOther
 		}
@@ -574,3 +581,16 @@ func isFieldValue(b []byte) bool {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// parseRetryAfter reads a Retry-After field's delay in seconds; a date,
+// or anything else, reads as none.
+func parseRetryAfter(v []byte) time.Duration {
+	n, ok := parseDecimal(trimOWS(v))
+	if !ok || n > maxRetryAfterSeconds {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// maxRetryAfterSeconds bounds the delay a reply can ask of a client.
+const maxRetryAfterSeconds = 3600

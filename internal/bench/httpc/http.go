@@ -250,6 +250,16 @@ type Endpoint struct {
 	buf   []byte // the last body, reusable if reuse is set
 	reuse bool
 	reply []byte
+	retry time.Duration // the last reply's Retry-After
+}
+
+// RetryAfter is the delay the last reply asked for in its Retry-After
+// field, in seconds (0: none, or a date).
+func (e *Endpoint) RetryAfter() time.Duration {
+	if e.fast != nil {
+		return e.fast.retryAfter()
+	}
+	return e.retry
 }
 
 // Body returns an empty buffer to build the next request body in. Pass the
@@ -306,6 +316,7 @@ func (e *Endpoint) roundTrip(tmpl *http.Request, body []byte) (status int, reply
 	if err != nil {
 		return 0, nil, err
 	}
+	e.retry = parseRetryAfter([]byte(resp.Header.Get("Retry-After")))
 	e.reply, err = readInto(resp.Body, e.reply[:0])
 	resp.Body.Close()
 	if err != nil {

@@ -58,6 +58,7 @@ type pipeCall struct {
 	isHEAD   bool          // a HEAD request: its reply has no content
 	deadline time.Time     // when the whole exchange must be over
 	status   int
+	retry    time.Duration // the reply's Retry-After
 	reply    []byte
 	err      error
 }
@@ -208,7 +209,7 @@ func (s *pipeSession) read() {
 		// behind it are due after it.
 		_ = s.tc.SetReadDeadline(c.deadline)
 		r, reply, err := readResponse(s.br, c.isHEAD, c.reply)
-		c.reply, c.status = reply, r.status
+		c.reply, c.status, c.retry = reply, r.status, r.retryAfter
 		switch {
 		case err != nil:
 			c.err = fmt.Errorf("reading the reply: %w", err)
@@ -309,5 +310,6 @@ func (e *fastEndpoint) pipeSend(method string, uri, body []byte) (int, []byte, e
 	if c.err != nil {
 		return 0, nil, e.failed(c.err)
 	}
+	e.retry = c.retry
 	return c.status, c.reply, nil
 }

@@ -56,6 +56,11 @@ type Outcome struct {
 	// Detail optionally describes the failure; the first detail seen for
 	// each key is kept as an example for the report.
 	Detail string
+	// Refused marks a request the server declined at once (503 with
+	// Retry-After): it is counted as a failure, and its latency is kept
+	// apart (Recorder.Refused), so that the latency figures are those of
+	// the requests the server took.
+	Refused bool
 }
 
 // ops returns how many units o carried and how many of them failed.
@@ -118,6 +123,8 @@ type Recorder struct {
 	counts
 	iterations int64
 	hist       *hdrhistogram.Histogram
+	timed      int64     // samples in hist
+	refused    *Recorder // the refused samples' latencies; nil: none yet
 	sumNs      int64
 	minNs      int64
 	maxNs      int64
@@ -146,27 +153,51 @@ func newRecorder(origin time.Time, sink chan<- *interval) *Recorder {
 
 // Record adds one sample: a request that started at start, completed at
 // end and produced o. The sample belongs to the second in which it ended.
+// A refused sample's latency goes to Refused, not to this Recorder's.
 func (r *Recorder) Record(start, end time.Time, o Outcome) {
 	lat := end.Sub(start)
 	r.counts.add(o)
-	recordMicros(r.hist, lat)
-	ns := int64(lat)
-	r.sumNs += ns
-	r.minNs = min(r.minNs, ns)
-	r.maxNs = max(r.maxNs, ns)
 	if o.Failure != "" {
 		ops, _ := o.ops()
 		r.failures[o.Failure]++
 		r.opFailures[o.Failure] += ops
 		r.noteExample(o.Failure, o.Detail)
 	}
+	var iv *interval
 	if r.sink != nil {
-		iv := r.intervalFor(end)
+		iv = r.intervalFor(end)
 		iv.counts.add(o)
-		iv.maxNs = max(iv.maxNs, ns)
+	}
+	if o.Refused {
+		if r.refused == nil {
+			r.refused = newRecorder(r.origin, nil)
+		}
+		r.refused.time(lat)
+		return
+	}
+	r.time(lat)
+	if iv != nil {
+		iv.maxNs = max(iv.maxNs, int64(lat))
 		recordMicros(iv.hist, lat)
 	}
 }
+
+// time adds lat to the latency figures.
+func (r *Recorder) time(lat time.Duration) {
+	recordMicros(r.hist, lat)
+	ns := int64(lat)
+	r.timed++
+	r.sumNs += ns
+	r.minNs = min(r.minNs, ns)
+	r.maxNs = max(r.maxNs, ns)
+}
+
+// Refused is the latencies of the samples recorded as refused (nil if
+// none was); its Timed counts them.
+func (r *Recorder) Refused() *Recorder { return r.refused }
+
+// Timed is the number of samples in the latency figures.
+func (r *Recorder) Timed() int64 { return r.timed }
 
 // NoteOpFailures adds n individually rejected ops to the breakdown under
 // key, with an optional example detail. Record's Outcome.FailedOps carries
@@ -212,6 +243,13 @@ func (r *Recorder) Merge(o *Recorder) {
 	r.counts.merge(o.counts)
 	r.iterations += o.iterations
 	r.hist.Merge(o.hist)
+	r.timed += o.timed
+	if o.refused != nil {
+		if r.refused == nil {
+			r.refused = newRecorder(r.origin, nil)
+		}
+		r.refused.Merge(o.refused)
+	}
 	r.sumNs += o.sumNs
 	r.minNs = min(r.minNs, o.minNs)
 	r.maxNs = max(r.maxNs, o.maxNs)
@@ -245,15 +283,15 @@ func (r *Recorder) Iterations() int64 { return r.iterations }
 
 // Mean is the exact mean latency.
 func (r *Recorder) Mean() time.Duration {
-	if r.counts.Requests == 0 {
+	if r.timed == 0 {
 		return 0
 	}
-	return time.Duration(r.sumNs / r.counts.Requests)
+	return time.Duration(r.sumNs / r.timed)
 }
 
 // Min is the exact smallest latency (0 with no samples).
 func (r *Recorder) Min() time.Duration {
-	if r.counts.Requests == 0 {
+	if r.timed == 0 {
 		return 0
 	}
 	return time.Duration(r.minNs)
@@ -272,7 +310,7 @@ func (r *Recorder) Quantile(q float64) time.Duration {
 // upper bound can lie beyond the largest sample, and a percentile above
 // the maximum would be a figure nobody measured.
 func (r *Recorder) clamp(d time.Duration) time.Duration {
-	if r.counts.Requests == 0 {
+	if r.timed == 0 {
 		return 0
 	}
 	return min(max(d, r.Min()), r.Max())
@@ -306,7 +344,7 @@ func (r *Recorder) Spectrum() []Quantile { return r.SpectrumTicks(1) }
 // SpectrumTicks is Spectrum with ticks steps in each halving of the
 // distance to 100% (wrk2's detailed spectrum has 5).
 func (r *Recorder) SpectrumTicks(ticks int32) []Quantile {
-	if r.counts.Requests == 0 {
+	if r.timed == 0 {
 		return nil
 	}
 	brackets := r.hist.CumulativeDistributionWithTicks(ticks)

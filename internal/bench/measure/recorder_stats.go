@@ -8,7 +8,7 @@ import (
 // StdDevMs is the standard deviation of the latencies, in milliseconds
 // (from the histogram: three significant digits).
 func (r *Recorder) StdDevMs() float64 {
-	if r.counts.Requests == 0 {
+	if r.timed == 0 {
 		return 0
 	}
 	return r.hist.StdDev() / 1e3

@@ -198,3 +198,26 @@ func drain(c *Collector) {
 		}
 	}
 }
+
+// TestRefusedTimedApart: refused samples count as requests and failures
+// but their latencies go to Refused, not to the latency figures.
+func TestRefusedTimedApart(t *testing.T) {
+	origin := time.Now()
+	r := NewRecorder(origin)
+	r.Record(origin, origin.Add(10*time.Millisecond), Outcome{})
+	r.Record(origin, origin.Add(20*time.Millisecond), Outcome{})
+	r.Record(origin, origin.Add(time.Millisecond), Outcome{Failure: "503 overloaded", Refused: true})
+	other := NewRecorder(origin)
+	other.Record(origin, origin.Add(2*time.Millisecond), Outcome{Failure: "503 overloaded", Refused: true})
+	r.Merge(other)
+	if r.Requests() != 4 || r.Failed() != 2 || r.Timed() != 2 {
+		t.Fatalf("requests %d, failed %d, timed %d; want 4, 2, 2", r.Requests(), r.Failed(), r.Timed())
+	}
+	if r.Min() != 10*time.Millisecond || r.Mean() != 15*time.Millisecond {
+		t.Fatalf("accepted min %v mean %v, want 10ms 15ms", r.Min(), r.Mean())
+	}
+	refused := r.Refused()
+	if refused == nil || refused.Timed() != 2 || refused.Max() != 2*time.Millisecond {
+		t.Fatalf("refused: %+v, want 2 samples up to 2ms", refused)
+	}
+}

@@ -29,7 +29,7 @@ const HistogramBuckets = 40
 // logarithmically spaced buckets from the fastest to the slowest request,
 // so that a fast bulk and a slow tail both show.
 func (r *Recorder) Histogram() []HistogramBucket {
-	if r.counts.Requests == 0 {
+	if r.timed == 0 {
 		return nil
 	}
 	lo := max(float64(r.Min().Microseconds()), 1)

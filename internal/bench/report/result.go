@@ -30,8 +30,12 @@ type Result struct {
 	Start   time.Time       `json:"start"`
 	Machine measure.Machine `json:"machine"`
 	Totals  Totals          `json:"totals"`
-	// Latency summarises every request's latency, in milliseconds.
+	// Latency summarises every request's latency, in milliseconds, but
+	// for those the server refused at once, which Refused times apart.
 	Latency Latency `json:"latency_ms"`
+	// Refused counts and times the requests the server declined at once
+	// (503 with Retry-After); absent if it declined none.
+	Refused *Refusals `json:"refused,omitempty"`
 	// Spectrum is the latency percentile spectrum, in milliseconds.
 	Spectrum []measure.Quantile `json:"spectrum,omitempty"`
 	// Failures counts failed requests by key ("422 insufficient_funds",
@@ -113,6 +117,12 @@ type Latency struct {
 	P95  float64 `json:"p95"`
 	P99  float64 `json:"p99"`
 	P999 float64 `json:"p99_9"`
+}
+
+// Refusals are the requests a server declined at once, and their latency.
+type Refusals struct {
+	Count   int64   `json:"count"`
+	Latency Latency `json:"latency_ms"`
 }
 
 // ClientCost is the load generator's own CPU use during the measured
@@ -204,6 +214,9 @@ func NewResult(scenario string, p Params, run *load.Run, wire *httpc.HTTPClient)
 		Client:        clientCost(run),
 		MachineCPU:    run.MachineCPU,
 		MachineStalls: run.Stalls,
+	}
+	if refused := s.Refused(); refused != nil {
+		res.Refused = &Refusals{Count: refused.Timed(), Latency: LatencyOf(refused)}
 	}
 	if wire != nil {
 		res.Totals.BytesSent, res.Totals.BytesReceived = wire.BytesSent(), wire.BytesReceived()

@@ -119,6 +119,10 @@ func summaryRows(r *Result) []metricRow {
 	if t.OpsName != "" {
 		rows = append(rows, metricRow{name: t.OpsName, cols: countCols(t.Ops, secs)})
 	}
+	if r.Refused != nil {
+		rows = append(rows, metricRow{name: "http_req_refused", cols: countCols(r.Refused.Count, secs)},
+			metricRow{name: "http_req_refused_duration", cols: trendCols(r.Refused.Latency), trend: true})
+	}
 	slices.SortStableFunc(rows, func(a, b metricRow) int { return cmp.Compare(a.name, b.name) })
 	return rows
 }

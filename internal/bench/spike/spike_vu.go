@@ -16,9 +16,9 @@ import (
 	"github.com/valyala/fastjson"
 )
 
-// Retry pacing for 503 replies. The fast client does not read headers, so
-// Retry-After is not known: an overloaded server is given a doubling
-// pause instead. A long poll that ran out (the server answers 503 after
+// Retry pacing for 503 replies. An overloaded server is given a doubling
+// pause, whatever its Retry-After: a crowd at a sale presses on sooner
+// than a polite client would (bench transfer's VUs wait Retry-After). A long poll that ran out (the server answers 503 after
 // holding the GET for its wait, 10 s in ticket-master; surge says
 // not_decided) is repeated at once.
 const (

@@ -206,7 +206,18 @@ func (t *transferVU) iterate(ctx context.Context, vu *load.VU) {
 	if err != nil && ctx.Err() != nil {
 		return // interrupted: not the server's failure
 	}
-	vu.Record(start, t.judge(vu, status, reply, err))
+	o := t.judge(vu, status, reply, err)
+	vu.Record(start, o)
+	if o.Refused {
+		// As a client should: the next request waits as long as the
+		// refusal asked.
+		wait := time.NewTimer(t.ep.RetryAfter())
+		defer wait.Stop()
+		select {
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // appendTransfer appends one transfer between two distinct random accounts.
@@ -242,6 +253,7 @@ func (t *transferVU) judge(vu *load.VU, status int, reply []byte, err error) mea
 		o.Failure, o.Detail = httpc.ErrorKey(err), err.Error()
 	case status < 200 || status > 299:
 		o.Failure, o.Detail = httpc.StatusKey(status, reply), httpc.ProblemDetail(reply)
+		o.Refused = status == http.StatusServiceUnavailable && t.ep.RetryAfter() > 0
 	case t.batch > 0:
 		failed, reasons, ok := JudgeBatch(reply, t.batch)
 		if !ok {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/tickets"
 )
 
@@ -167,6 +168,7 @@ func (x *resvIndex) await(ctx context.Context, id uuid.UUID, timeout time.Durati
 	defer x.parked.Add(-1)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	front.Park(ctx)
 	select {
 	case <-wait:
 	case <-timer.C:

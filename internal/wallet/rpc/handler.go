@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/gen/surge/wallet/v1/walletv1connect"
 	"github.com/surge-dev/surge/internal/wallet/rpc/vtcodec"
 )
@@ -185,6 +186,7 @@ func healthWatch(ctx context.Context, req *healthpb.HealthCheckRequest, stream s
 	if err := stream.Send(res); err != nil {
 		return err
 	}
+	front.Park(ctx)
 	<-ctx.Done() // the status never changes while the server runs
 	return nil
 }

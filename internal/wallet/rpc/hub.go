@@ -6,6 +6,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/surge-dev/surge/internal/front"
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 	"github.com/surge-dev/surge/internal/wallet/social"
 )
@@ -130,6 +131,7 @@ func (s chatService) Subscribe(ctx context.Context, _ *walletv1.SubscribeRequest
 	if err := stream.Open(); err != nil {
 		return err
 	}
+	front.Park(ctx)
 	for {
 		select {
 		case ev := <-sub.events:

@@ -3,6 +3,7 @@ package vmr
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/surge-dev/surge/internal/front"
 	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 )
 
@@ -168,6 +170,7 @@ func (f *Face) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered
 	}
 	defer conn.CloseNow()
+	front.Park(r.Context())
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	s := &socket{user: user, outbox: make(chan []byte, outboxSize), full: make(chan struct{})}
@@ -269,9 +272,25 @@ func (f *Face) readMessages(ctx context.Context, conn *websocket.Conn, user uint
 		if typ != websocket.MessageText || json.Unmarshal(b, &m) != nil || m.Type != typeChat || m.Data.ReceiverID <= 0 {
 			continue
 		}
-		_, err = f.local.SendMessage(ctx, user, &walletv1.SendMessageRequest{ToUserId: uint64(m.Data.ReceiverID), Text: m.Data.Message})
+		err = f.send(ctx, user, m)
 		if err != nil {
 			f.log.Debug("vmr: websocket message not sent", "user", user, "to", m.Data.ReceiverID, "err", err)
 		}
 	}
+}
+
+// errBusy drops a chat message the server is too busy to take: a
+// WebSocket waits without a place among the requests in progress
+// (front.Park), and each message it carries takes one for its work.
+var errBusy = errors.New("vmr: the server is at capacity")
+
+// send sends m as user, within a place among the requests in progress.
+func (f *Face) send(ctx context.Context, user uint64, m clientMessage) error {
+	done, ok := front.Work(ctx)
+	if !ok {
+		return errBusy
+	}
+	defer done()
+	_, err := f.local.SendMessage(ctx, user, &walletv1.SendMessageRequest{ToUserId: uint64(m.Data.ReceiverID), Text: m.Data.Message})
+	return err
 }
