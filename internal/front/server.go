@@ -240,10 +240,10 @@ func (s *Server) route(c net.Conn, qs queues) {
 		case opening.isGRPC:
 			qs.grpc.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
 		default:
-			qs.slow.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
+			qs.slow.put(newResetWatch(newOpenedConn(newCoalescedConn(c), replay, opening), s.guard))
 		}
 	case bytes.Equal(method, preface):
-		qs.slow.put(newResetWatch(&replayConn{Conn: c, head: head}, s.guard))
+		qs.slow.put(newResetWatch(&replayConn{Conn: newCoalescedConn(c), head: head}, s.guard))
 	case s.isSlow(method, path):
 		qs.slow.put(&replayConn{Conn: c, head: head})
 	default:
