@@ -14,6 +14,7 @@
 # Usage: scripts/tm-client.sh [RUNS] [REQUESTS]   (default 5 pairs of runs, -n 25000)
 #   SURGE=path  a surge binary instead of building ./cmd/surge; SURGE_FLAGS=... extra serve flags
 #   OUT=dir     where logs go (default bench-out/tm-client); SERVERS="surge" runs surge alone
+#   PROFILE=S   takes S seconds of surge's CPU profile from the start of each surge run
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS=${1:-5} N=${2:-25000}
@@ -42,6 +43,16 @@ metric() { # metric NAME: the counter's series, "label=value count" joined by co
   } END {print s ? s : 0}'
 }
 
+conns_peak() { # conns_peak PID...: the most connections open to the server while the PIDs run
+  local peak=0 n
+  while kill -0 "$@" 2> /dev/null; do
+    n=$(ss -Htn state established "( sport = :${A##*:} )" | wc -l)
+    peak=$((n > peak ? n : peak))
+    sleep 1
+  done
+  echo $peak
+}
+
 start() { # start surge|empty: a fresh server, its pid in SP
   if [ "$1" = surge ]; then
     rm -rf "$OUT/data"
@@ -58,17 +69,25 @@ run() { # run surge|empty I
   local name=$1 i=$2 t0 t1 errs=0 extra=
   start "$name"
   t0=$(date +%s.%N)
+  local clients=()
   for p in 1 2 3 4; do
     timeout 600 "$client" --host $A --http2 -n "$N" -a 10 -c 4 -e prod > "$OUT/$name-$i-$p.log" 2>&1 &
+    clients+=($!)
   done
-  wait $(jobs -p | grep -vx "$SP")
+  conns_peak "${clients[@]}" > "$OUT/conns" &
+  if [ -n "${PROFILE:-}" ] && [ "$name" = surge ]; then
+    curl -s -o "$OUT/$name-$i.pprof" "http://$A/debug/pprof/profile?seconds=$PROFILE" &
+  fi
+  wait "${clients[@]}"
   t1=$(date +%s.%N)
+  wait $(jobs -p | grep -vx "$SP")
+  extra=", peak connections $(cat "$OUT/conns")"
   for p in 1 2 3 4; do
     e=$(grep -o '"err results: [0-9]*' "$OUT/$name-$i-$p.log" | grep -o '[0-9]*$')
     errs=$((errs + ${e:-$N}))
   done
   if [ "$name" = surge ]; then
-    extra="; refused: $(metric surge_front_rejected_total); HTTP/2 errors: $(metric surge_front_http2_errors_total)"
+    extra="$extra; refused: $(metric surge_front_rejected_total); HTTP/2 errors: $(metric surge_front_http2_errors_total)"
   fi
   printf '%-5s run %d: wall %.1f s, client errors %d, server CPU %s s, load %s%s\n' \
     "$name" "$i" "$(echo "$t1 - $t0" | bc)" "$errs" "$(cpu $SP)" "$(cut -d' ' -f1 /proc/loadavg)" "$extra"
