@@ -4,8 +4,9 @@
 # -c client, thousands of streams queued on each, past the server's stream limit). Each run is on a
 # fresh server, alternating surge and the empty h2c handler (scripts/emptyhttp -h2c), and prints
 # the wall time of the four processes, their errors ("err results"), the server's CPU (from
-# /proc/PID/stat) and, for surge, what it refused (surge_front_rejected_total) and the HTTP/2
-# protocol errors it answered (surge_front_http2_errors_total).
+# /proc/PID/stat), its peak RSS, the most connections open at once and, for surge, what it refused
+# (surge_front_rejected_total) and the HTTP/2 protocol errors it answered
+# (surge_front_http2_errors_total).
 #
 # The client is built from ticket-master's repository at a pinned tag, cloned into a cache outside
 # this repository (TM_SRC names a checkout of it instead). The client creates its own event
@@ -89,8 +90,9 @@ run() { # run surge|empty I
   if [ "$name" = surge ]; then
     extra="$extra; refused: $(metric surge_front_rejected_total); HTTP/2 errors: $(metric surge_front_http2_errors_total)"
   fi
-  printf '%-5s run %d: wall %.1f s, client errors %d, server CPU %s s, load %s%s\n' \
-    "$name" "$i" "$(echo "$t1 - $t0" | bc)" "$errs" "$(cpu $SP)" "$(cut -d' ' -f1 /proc/loadavg)" "$extra"
+  printf '%-5s run %d: wall %.1f s, client errors %d, server CPU %s s, peak RSS %s MB, load %s%s\n' \
+    "$name" "$i" "$(echo "$t1 - $t0" | bc)" "$errs" "$(cpu $SP)" "$(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/$SP/status")" \
+    "$(cut -d' ' -f1 /proc/loadavg)" "$extra"
   kill "$SP"
   wait "$SP" 2> /dev/null
 }
