@@ -339,6 +339,11 @@ func (rt *router) readNetBody(w http.ResponseWriter, req *http.Request) ([]byte,
 	rc := http.NewResponseController(w)
 	now := time.Now()
 	p := pacer{set: rc.SetReadDeadline, start: now, hard: now.Add(rt.guard.limits.BodyTimeout), rate: rt.guard.limits.MinBodyRate}
+	if req.ProtoMajor == 2 {
+		// A stream's DATA queues behind the other streams of its
+		// connection, so the pace starts with its first bytes.
+		p.start = time.Time{}
+	}
 	b, no := rt.guard.readBody(req.Body, req.ContentLength, limit+1, p)
 	// Lifted once the body is read, so that a stream whose request has
 	// ended (the dashboard's events, a server-streaming RPC) lives on.

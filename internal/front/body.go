@@ -20,7 +20,9 @@ const firstChunk = 16 << 10
 
 // pacer sets the read deadline of the connection a body arrives on so
 // that, from start, the body must arrive at rate bytes a second once
-// bodyGrace is over, and whole by hard (zero: no bound).
+// bodyGrace is over, and whole by hard (zero: no bound). A zero start
+// starts the clock at the body's first bytes, which until then only hard
+// bounds.
 type pacer struct {
 	set         func(time.Time) error
 	start, hard time.Time
@@ -29,6 +31,9 @@ type pacer struct {
 
 // deadline is when the bytes after the first read must have arrived.
 func (p pacer) deadline(read int64) time.Time {
+	if p.start.IsZero() {
+		return p.hard
+	}
 	d := p.start.Add(bodyGrace + time.Duration(read)*time.Second/time.Duration(p.rate))
 	if !p.hard.IsZero() && d.After(p.hard) {
 		return p.hard
@@ -57,6 +62,9 @@ func (g *guard) readBody(src io.Reader, n, most int64, p pacer) ([]byte, *refusa
 			return nil, refuseOverloaded
 		}
 		buf = buf[:len(buf)+k]
+		if k > 0 && p.start.IsZero() {
+			p.start = time.Now()
+		}
 		if err == io.EOF && n < 0 {
 			break
 		}

@@ -97,7 +97,9 @@ type Server struct {
 	guard *guard
 	fast  *fasthttp.Server
 	slow  *http.Server
-	log   *slog.Logger
+	// workers run net/http's requests (workers.go).
+	workers *handlerWorkers
+	log     *slog.Logger
 
 	mu       sync.Mutex // guards closing and listener
 	closing  bool
@@ -143,8 +145,9 @@ func New(opts Options) *Server {
 		HeaderReceived:    router.paceFirstBytes,
 		ErrorHandler:      router.requestError,
 	}
+	s.workers = onWorkers(router.admitNet(measure(opts.CORS.Net(router.Net(opts.Net)))), handlerWorkerCount)
 	s.slow = &http.Server{
-		Handler:           router.admitNet(measure(opts.CORS.Net(router.Net(opts.Net)))),
+		Handler:           s.workers,
 		ReadHeaderTimeout: opts.HeaderTimeout,
 		IdleTimeout:       opts.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderList,
@@ -240,10 +243,10 @@ func (s *Server) route(c net.Conn, qs queues) {
 		case opening.isGRPC:
 			qs.grpc.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
 		default:
-			qs.slow.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
+			qs.slow.put(newResetWatch(newOpenedConn(newCoalescedConn(c), replay, opening), s.guard))
 		}
 	case bytes.Equal(method, preface):
-		qs.slow.put(newResetWatch(&replayConn{Conn: c, head: head}, s.guard))
+		qs.slow.put(newResetWatch(&replayConn{Conn: newCoalescedConn(c), head: head}, s.guard))
 	case s.isSlow(method, path):
 		qs.slow.put(&replayConn{Conn: c, head: head})
 	default:
@@ -299,6 +302,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(grpcDone)
 	}()
 	err := s.slow.Shutdown(ctx)
+	s.workers.stop()
 	<-grpcDone
 	return errors.Join(err, <-done)
 }
