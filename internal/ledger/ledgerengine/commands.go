@@ -151,32 +151,32 @@ func (c *Atomic) Op() Op      { return c.Step }
 func (c *CreateAccount) args(w *wire) { w.spec(&c.Spec) }
 func (c *CreateAccount) outcome(w *wire) {
 	w.account(&c.Account)
-	w.bool(&c.Created)
+	w.Bool(&c.Created)
 	w.err(&c.Err)
 }
-func (c *Transfer) args(w *wire) { w.request(&c.Req); w.str(&c.Currency) }
+func (c *Transfer) args(w *wire) { w.request(&c.Req); w.Str(&c.Currency) }
 func (c *Transfer) outcome(w *wire) {
 	w.transfer(&c.Transfer)
-	w.bool(&c.Replayed)
+	w.Bool(&c.Replayed)
 	w.err(&c.Err)
 }
 func (c *Batch) args(w *wire) {
 	w.requests(&c.Reqs)
-	w.bool(&c.Atomic)
+	w.Bool(&c.Atomic)
 	w.strMap(&c.Currencies)
 }
 func (c *Batch) outcome(w *wire)       { w.batchResults(&c.Results) }
-func (c *Post) args(w *wire)           { w.str(&c.ID); w.int64(&c.Amount) }
+func (c *Post) args(w *wire)           { w.Str(&c.ID); w.Int64(&c.Amount) }
 func (c *Post) outcome(w *wire)        { w.transfer(&c.Transfer); w.err(&c.Err) }
-func (c *Void) args(w *wire)           { w.str(&c.ID) }
+func (c *Void) args(w *wire)           { w.Str(&c.ID) }
 func (c *Void) outcome(w *wire)        { w.transfer(&c.Transfer); w.err(&c.Err) }
 func (c *Credit) args(w *wire)         { w.credit(&c.Leg) }
 func (*Credit) outcome(*wire)          {}
-func (c *ReadAccount) args(w *wire)    { w.str(&c.ID) }
+func (c *ReadAccount) args(w *wire)    { w.Str(&c.ID) }
 func (c *ReadAccount) outcome(w *wire) { w.account(&c.Account); w.err(&c.Err) }
-func (c *GetTransfer) args(w *wire)    { w.str(&c.ID) }
+func (c *GetTransfer) args(w *wire)    { w.Str(&c.ID) }
 func (c *GetTransfer) outcome(w *wire) { w.transfer(&c.Transfer); w.err(&c.Err) }
-func (c *History) args(w *wire)        { w.str(&c.ID); w.query(&c.Query) }
+func (c *History) args(w *wire)        { w.Str(&c.ID); w.query(&c.Query) }
 func (c *History) outcome(w *wire)     { w.page(&c.Page); w.err(&c.Err) }
 func (*Stats) args(*wire)              {}
 func (c *Stats) outcome(w *wire)       { w.stats(&c.Stats) }

@@ -26,22 +26,19 @@ func Encode(c engine.Command) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("ledgerengine: %T is not a ledger command", c)
 	}
-	w := &wire{e: &codec.Encoder{B: make([]byte, 0, 64)}}
-	w.e.Byte(byte(cmd.Op()))
-	cmd.args(w)
-	return w.e.B, nil
+	return codec.EncodeOp(byte(cmd.Op()), func(f *codec.Fields) { cmd.args(&wire{*f}) }), nil
 }
 
 // Decode decodes a command Encode encoded.
 func Decode(b []byte) (engine.Command, error) {
-	w := &wire{d: &codec.Decoder{B: b}}
-	op := Op(w.d.Byte())
-	c := newCommand(op)
-	if c == nil {
-		return nil, fmt.Errorf("ledgerengine: unknown operation %d", op)
-	}
-	c.args(w)
-	if err := w.d.Done(); err != nil {
+	var c Command
+	op, err := codec.DecodeOp(b, func(op byte, f *codec.Fields) bool {
+		if c = newCommand(Op(op)); c != nil {
+			c.args(&wire{*f})
+		}
+		return c != nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("ledgerengine: decoding operation %d: %w", op, err)
 	}
 	if a, ok := c.(*Atomic); ok && !a.Batch.valid() {
@@ -65,116 +62,32 @@ func Outcome(cmd engine.Command) []byte {
 
 // EncodeOutcome encodes c's outcome, after c's Op byte: never empty.
 func EncodeOutcome(c Command) []byte {
-	w := &wire{e: &codec.Encoder{B: make([]byte, 0, 64)}}
-	w.e.Byte(byte(c.Op()))
-	c.outcome(w)
-	return w.e.B
+	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) })
 }
 
 // DecodeOutcome decodes an outcome EncodeOutcome encoded into c, a command
 // of the same operation.
 func DecodeOutcome(c Command, b []byte) error {
-	w := &wire{d: &codec.Decoder{B: b}}
-	if op := Op(w.d.Byte()); op != c.Op() && w.d.Err == nil {
-		return fmt.Errorf("ledgerengine: an outcome of operation %d, not %d", op, c.Op())
-	}
-	c.outcome(w)
-	if err := w.d.Done(); err != nil {
-		return fmt.Errorf("ledgerengine: decoding the outcome of operation %d: %w", c.Op(), err)
+	if err := codec.DecodeAs(b, byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) }); err != nil {
+		return fmt.Errorf("ledgerengine: decoding an outcome of operation %d: %w", c.Op(), err)
 	}
 	return nil
 }
 
-// wire encodes fields into e, or decodes them from d: each field's method
-// does one or the other, so one list of a type's fields serves both.
-type wire struct {
-	e *codec.Encoder
-	d *codec.Decoder
-}
-
-func (w *wire) str(s *string) {
-	if w.e != nil {
-		w.e.String(*s)
-		return
-	}
-	*s = w.d.Str()
-}
-
-func (w *wire) bytes(b *[]byte) {
-	if w.e != nil {
-		w.e.String(string(*b))
-		return
-	}
-	if v := w.d.Bytes(); len(v) > 0 {
-		*b = append([]byte(nil), v...)
-	}
-}
-
-func (w *wire) bool(v *bool) {
-	if w.e != nil {
-		w.e.Bool(*v)
-		return
-	}
-	*v = w.d.Bool()
-}
-
-func (w *wire) int64(v *int64) {
-	if w.e != nil {
-		w.e.Varint(*v)
-		return
-	}
-	*v = w.d.Varint()
-}
-
-func (w *wire) int(v *int) {
-	n := int64(*v)
-	w.int64(&n)
-	*v = int(n)
-}
-
-func (w *wire) uint64(v *uint64) {
-	if w.e != nil {
-		w.e.Uvarint(*v)
-		return
-	}
-	*v = w.d.Uvarint()
-}
-
-func (w *wire) time(t *time.Time) {
-	if w.e != nil {
-		w.e.Time(*t)
-		return
-	}
-	*t = w.d.Time()
-}
+// wire encodes fields into E, or decodes them from D (codec.Fields), with
+// the ledger's own fields beside codec's.
+type wire struct{ codec.Fields }
 
 func (w *wire) duration(v *time.Duration) {
 	n := int64(*v)
-	w.int64(&n)
+	w.Int64(&n)
 	*v = time.Duration(n)
-}
-
-// count carries a list's length; decoding, it refuses one longer than the
-// bytes left, since every item takes one at least.
-func (w *wire) count(n int) int {
-	w.int(&n)
-	if w.d != nil && (n < 0 || n > len(w.d.B)) {
-		w.d.Fail()
-		return 0
-	}
-	return n
-}
-
-// present carries whether an optional field is there.
-func (w *wire) present(there bool) bool {
-	w.bool(&there)
-	return there
 }
 
 // list carries *s, calling item on each element.
 func list[T any](w *wire, s *[]T, item func(*T)) {
-	n := w.count(len(*s))
-	if w.d != nil {
+	n := w.Count(len(*s))
+	if w.D != nil {
 		*s = nil
 		if n > 0 {
 			*s = make([]T, n)
@@ -185,44 +98,33 @@ func list[T any](w *wire, s *[]T, item func(*T)) {
 	}
 }
 
-// strMap carries a map in its keys' order.
-func (w *wire) strMap(m *map[string]string) {
-	if w.e != nil {
-		w.count(len(*m))
+// mapOf carries a map with string keys, in its keys' order, calling value
+// on each value; an empty one decodes as nil.
+func mapOf[V any](w *wire, m *map[string]V, value func(*V)) {
+	if w.E != nil {
+		w.Count(len(*m))
 		for _, k := range slices.Sorted(maps.Keys(*m)) {
-			w.e.String(k)
-			w.e.String((*m)[k])
+			v := (*m)[k]
+			w.Str(&k)
+			value(&v)
 		}
 		return
 	}
-	n := w.count(0)
-	if n == 0 {
-		*m = nil
-		return
-	}
-	*m = make(map[string]string, n)
-	for range n {
-		k := w.d.Str()
-		(*m)[k] = w.d.Str()
+	*m = nil
+	for n := w.Count(0); n > 0; n-- {
+		var k string
+		var v V
+		w.Str(&k)
+		value(&v)
+		if *m == nil {
+			*m = map[string]V{}
+		}
+		(*m)[k] = v
 	}
 }
 
-func (w *wire) sums(m *map[string]int64) {
-	if w.e != nil {
-		w.count(len(*m))
-		for _, k := range slices.Sorted(maps.Keys(*m)) {
-			w.e.String(k)
-			w.e.Varint((*m)[k])
-		}
-		return
-	}
-	n := w.count(0)
-	*m = make(map[string]int64, n)
-	for range n {
-		k := w.d.Str()
-		(*m)[k] = w.d.Varint()
-	}
-}
+func (w *wire) strMap(m *map[string]string) { mapOf(w, m, w.Str) }
+func (w *wire) sums(m *map[string]int64)    { mapOf(w, m, w.Int64) }
 
 // err carries an error as the client hears it: none, a domain error (a
 // *ledger.Error) or a server fault, which decodes as its message.
@@ -232,75 +134,75 @@ func (w *wire) err(err *error) {
 		domain
 		fault
 	)
-	if w.e != nil {
+	if w.E != nil {
 		switch e := domainErr(*err); {
 		case *err == nil:
-			w.e.Byte(none)
+			w.E.Byte(none)
 		case e != nil:
-			w.e.Byte(domain)
-			w.e.String(string(e.Code))
-			w.e.String(e.Detail)
+			w.E.Byte(domain)
+			w.E.String(string(e.Code))
+			w.E.String(e.Detail)
 		default:
-			w.e.Byte(fault)
-			w.e.String((*err).Error())
+			w.E.Byte(fault)
+			w.E.String((*err).Error())
 		}
 		return
 	}
-	switch w.d.Byte() {
+	switch w.D.Byte() {
 	case none:
 		*err = nil
 	case domain:
-		*err = &ledger.Error{Code: ledger.Code(w.d.Str()), Detail: w.d.Str()}
+		*err = &ledger.Error{Code: ledger.Code(w.D.Str()), Detail: w.D.Str()}
 	case fault:
-		*err = errors.New(w.d.Str())
+		*err = errors.New(w.D.Str())
 	default:
-		w.d.Fail()
+		w.D.Fail()
 	}
 }
 
 // domainError carries an optional *ledger.Error.
 func (w *wire) domainError(e **ledger.Error) {
-	if !w.present(*e != nil) {
+	if !w.Present(*e != nil) {
 		*e = nil
 		return
 	}
-	if w.d != nil {
+	if w.D != nil {
 		*e = &ledger.Error{}
 	}
-	w.str((*string)(&(*e).Code))
-	w.str(&(*e).Detail)
+	w.Str((*string)(&(*e).Code))
+	w.Str(&(*e).Detail)
 }
 
 func (w *wire) spec(s *ledger.AccountSpec) {
-	w.str(&s.ID)
-	w.str(&s.Currency)
-	w.int64(&s.OverdraftLimit)
+	w.Str(&s.ID)
+	w.Str(&s.Currency)
+	w.Int64(&s.OverdraftLimit)
 	w.strMap(&s.Metadata)
 }
 
 // account carries what a client sees of an account: not its journal's
 // recent entries, which only its shard keeps.
 func (w *wire) account(a *ledger.Account) {
-	w.str(&a.ID)
-	w.str(&a.Currency)
-	w.int64(&a.OverdraftLimit)
+	w.Str(&a.ID)
+	w.Str(&a.Currency)
+	w.Int64(&a.OverdraftLimit)
 	w.strMap(&a.Metadata)
-	w.time(&a.CreatedAt)
-	w.int64(&a.Balance)
-	w.int64(&a.Pending)
-	w.uint64(&a.Entries)
+	w.Time(&a.CreatedAt)
+	w.Int64(&a.Balance)
+	w.Int64(&a.Pending)
+	w.Uint64(&a.Entries)
 }
 
 // request carries a transfer request in the order the transfer's binary
 // command always had.
 func (w *wire) request(r *ledger.TransferRequest) {
-	w.str(&r.ID)
-	w.str(&r.From)
-	w.str(&r.To)
-	w.int64(&r.Amount)
-	w.str(&r.Currency)
-	w.str(&r.Memo)
-	w.bool(&r.Pending)
+	w.Str(&r.ID)
+	w.Str(&r.From)
+	w.Str(&r.To)
+	w.Int64(&r.Amount)
+	w.Str(&r.Currency)
+	w.Str(&r.Memo)
+	w.Bool(&r.Pending)
 	w.duration(&r.Timeout)
 }
 
@@ -308,19 +210,19 @@ func (w *wire) requests(rs *[]ledger.TransferRequest) { list(w, rs, w.request) }
 
 // transfer carries a transfer as the store keeps it, after its id.
 func (w *wire) transfer(t *ledger.Transfer) {
-	if w.e != nil {
-		w.e.String(t.ID)
-		ledgerstore.EncodeTransfer(w.e, t)
+	if w.E != nil {
+		w.E.String(t.ID)
+		ledgerstore.EncodeTransfer(w.E, t)
 		return
 	}
-	id := w.d.Str()
-	*t = ledgerstore.DecodeTransfer(w.d, id)
+	id := w.D.Str()
+	*t = ledgerstore.DecodeTransfer(w.D, id)
 }
 
 func (w *wire) batchResults(rs *[]ledger.BatchResult) {
 	list(w, rs, func(r *ledger.BatchResult) {
 		w.transfer(&r.Transfer)
-		w.bool(&r.Replayed)
+		w.Bool(&r.Replayed)
 		w.err(&r.Err)
 	})
 }
@@ -328,63 +230,63 @@ func (w *wire) batchResults(rs *[]ledger.BatchResult) {
 func (w *wire) results(rs *[]WireResult) {
 	list(w, rs, func(r *WireResult) {
 		w.transfer(&r.Transfer)
-		w.bool(&r.Replayed)
+		w.Bool(&r.Replayed)
 		w.domainError(&r.Err)
 	})
 }
 
 func (w *wire) credit(leg *ledger.CreditLeg) {
-	w.str(&leg.TransferID)
-	w.str(&leg.From)
-	w.str(&leg.To)
-	w.int64(&leg.Amount)
-	w.str(&leg.Memo)
-	w.time(&leg.At)
+	w.Str(&leg.TransferID)
+	w.Str(&leg.From)
+	w.Str(&leg.To)
+	w.Int64(&leg.Amount)
+	w.Str(&leg.Memo)
+	w.Time(&leg.At)
 }
 
 func (w *wire) query(q *ledger.HistoryQuery) {
-	w.int(&q.Limit)
-	w.uint64(&q.Cursor)
-	w.uint64(&q.Offset)
+	w.Int(&q.Limit)
+	w.Uint64(&q.Cursor)
+	w.Uint64(&q.Offset)
 }
 
 func (w *wire) page(p *ledger.HistoryPage) {
 	list(w, &p.Entries, func(e *ledger.Entry) {
-		w.uint64(&e.Seq)
-		w.str(&e.TransferID)
+		w.Uint64(&e.Seq)
+		w.Str(&e.TransferID)
 		dir := uint64(e.Direction)
-		w.uint64(&dir)
+		w.Uint64(&dir)
 		e.Direction = ledger.Direction(dir)
-		w.int64(&e.Amount)
-		w.int64(&e.BalanceAfter)
-		w.str(&e.Counterpart)
-		w.str(&e.Memo)
-		w.time(&e.At)
+		w.Int64(&e.Amount)
+		w.Int64(&e.BalanceAfter)
+		w.Str(&e.Counterpart)
+		w.Str(&e.Memo)
+		w.Time(&e.At)
 	})
-	w.uint64(&p.NextCursor)
+	w.Uint64(&p.NextCursor)
 }
 
 func (w *wire) stats(s *ShardStats) {
-	w.int64(&s.Accounts)
+	w.Int64(&s.Accounts)
 	w.sums(&s.Balances)
 	w.sums(&s.Credits.Sent)
 	w.sums(&s.Credits.Received)
 }
 
-func (w *wire) ints(s *[]int) { list(w, s, w.int) }
+func (w *wire) ints(s *[]int) { list(w, s, w.Int) }
 
 func (w *wire) atomicBatch(b *AtomicBatch) {
-	w.str(&b.ID)
-	w.int(&b.Attempt)
+	w.Str(&b.ID)
+	w.Int(&b.Attempt)
 	w.requests(&b.Reqs)
 	w.strMap(&b.Currencies)
 	w.ints(&b.Chain)
-	w.int(&b.Step)
-	w.bytes(&b.ReplyTo)
-	w.bool(&b.EvalOnly)
+	w.Int(&b.Step)
+	w.Bytes(&b.ReplyTo)
+	w.Bool(&b.EvalOnly)
 	w.results(&b.Results)
-	list(w, &b.Nows, w.time)
-	w.int(&b.Failed)
+	list(w, &b.Nows, w.Time)
+	w.Int(&b.Failed)
 	w.domainError(&b.Err)
 	w.ints(&b.Reserved)
 	w.ints(&b.Skip)

@@ -42,7 +42,7 @@ func wireCases() []Command {
 			NextCursor: 6,
 		}},
 		&Stats{Stats: ShardStats{Accounts: 3, Balances: map[string]int64{"EUR": -3, "USD": 4},
-			Credits: ledger.CreditSums{Sent: map[string]int64{"EUR": 9}, Received: map[string]int64{}}}},
+			Credits: ledger.CreditSums{Sent: map[string]int64{"EUR": 9}}}},
 		&Atomic{Step: OpAtomicPrepare, Batch: batch, Results: batch.Results},
 		&Atomic{Step: OpAtomicCommit, Batch: batch},
 		&Atomic{Step: OpAtomicAbort, Batch: batch},
@@ -57,9 +57,9 @@ func argsOnly(t *testing.T, c Command) Command {
 		t.Fatal(err)
 	}
 	out := newCommand(c.Op())
-	w := &wire{d: &codec.Decoder{B: v[1:]}}
+	w := &wire{codec.Fields{D: &codec.Decoder{B: v[1:]}}}
 	out.args(w)
-	if err := w.d.Done(); err != nil {
+	if err := w.D.Done(); err != nil {
 		t.Fatal(err)
 	}
 	return out
