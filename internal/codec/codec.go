@@ -1,7 +1,9 @@
 // Package codec is the byte encoding of surge's stored records: unsigned
 // and signed varints, single bytes, and strings prefixed with their length.
 // Records put a version byte first and then their fields in a fixed order;
-// the ledger's history entries and the store's records share this.
+// the ledger's history entries and the store's records share this. The
+// messages between a cluster's nodes put an operation byte first and list
+// their fields once, for both directions (Fields, EncodeOp, DecodeOp).
 package codec
 
 import (

@@ -1,7 +1,7 @@
 package node
 
 import (
-	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,7 +48,7 @@ func (r *batchRun) split() {
 func (r *batchRun) conserved(when string) {
 	var sum int64
 	for p := range testShards {
-		st := r.on(p).do(p, ledgerengine.WireCommand{Op: ledgerengine.OpStats}).Stats
+		st := do(r.on(p), p, &ledgerengine.Stats{}).Stats
 		sum += st.Balances["USD"] + st.Credits.Sent["USD"] - st.Credits.Received["USD"]
 	}
 	if sum != 0 {
@@ -83,22 +83,19 @@ func (r *batchRun) apply(shard int, value []byte, replyTo []byte) {
 }
 
 // next applies the oldest queued command, twice if it is a decision, and
-// reports its op; "" once the queue is empty.
-func (r *batchRun) next() string {
+// reports its op; 0 once the queue is empty.
+func (r *batchRun) next() ledgerengine.Op {
 	if len(r.queue) == 0 {
-		return ""
+		return 0
 	}
 	p := r.queue[0]
 	r.queue = r.queue[1:]
-	var w ledgerengine.WireCommand
-	if err := json.Unmarshal(p.value, &w); err != nil {
-		r.on(p.shard).t.Fatal(err)
-	}
+	op := ledgerengine.Op(p.value[0])
 	r.apply(p.shard, p.value, nil)
-	if w.Op == ledgerengine.OpAtomicCommit || w.Op == ledgerengine.OpAtomicAbort {
+	if op == ledgerengine.OpAtomicCommit || op == ledgerengine.OpAtomicAbort {
 		r.apply(p.shard, p.value, nil)
 	}
-	return w.Op
+	return op
 }
 
 // startChain sends an atomic batch of items to its first partition as a
@@ -119,10 +116,19 @@ func startChain(o *owner, items ...ledger.TransferRequest) *batchRun {
 	for _, it := range items {
 		b.Currencies[it.To] = "USD"
 	}
-	v, _ := json.Marshal(&ledgerengine.WireCommand{Op: ledgerengine.OpAtomicPrepare, Batch: &b})
+	v, _ := ledgerengine.Encode(&ledgerengine.Atomic{Step: ledgerengine.OpAtomicPrepare, Batch: b})
 	r := &batchRun{of: [testShards]*owner{o, o, o}}
 	r.apply(chain[0], v, []byte("0:client"))
 	return r
+}
+
+// reply decodes the batch's first reply.
+func (r *batchRun) reply() *ledgerengine.Atomic {
+	out := &ledgerengine.Atomic{Step: ledgerengine.OpAtomicPrepare}
+	if err := ledgerengine.DecodeOutcome(out, r.replies[0]); err != nil {
+		r.of[0].t.Fatalf("reply %q: %v", r.replies[0], err)
+	}
+	return out
 }
 
 func contains(s []int, v int) bool {
@@ -140,27 +146,24 @@ func fundedOwner(t *testing.T) (*owner, []string) {
 	o := openOwner(t, map[int32][]kafkalog.Output{})
 	ids := []string{idIn("a", 0), idIn("b", 1), idIn("c", 2)}
 	for _, id := range append([]string{ledger.WorldID}, ids...) {
-		o.do(engine.ShardIndex(id, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpCreateAccount, Spec: &ledger.AccountSpec{ID: id, Currency: "USD"}})
+		do(o, engine.ShardIndex(id, testShards), &ledgerengine.CreateAccount{Spec: ledger.AccountSpec{ID: id, Currency: "USD"}})
 	}
 	for _, id := range ids {
 		req := ledger.TransferRequest{ID: "fund-" + id, From: ledger.WorldID, To: id, Amount: 100}
-		o.do(engine.ShardIndex(ledger.WorldID, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{id: "USD"}})
+		do(o, engine.ShardIndex(ledger.WorldID, testShards), &ledgerengine.Transfer{Req: req, Currency: "USD"})
 	}
 	return o, ids
 }
 
 // account reads id on o.
 func (o *owner) account(id string) ledger.Account {
-	return *o.do(engine.ShardIndex(id, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpAccount, ID: id}).Account
+	return do(o, engine.ShardIndex(id, testShards), &ledgerengine.ReadAccount{ID: id}).Account
 }
 
 // transferCode is the code of reading transfer id on shard.
 func (o *owner) transferCode(shard int, id string) ledger.Code {
-	out := o.do(shard, ledgerengine.WireCommand{Op: ledgerengine.OpGetTransfer, ID: id})
-	if out.Err != nil {
-		return out.Err.Code
-	}
-	return ""
+	out := do(o, shard, &ledgerengine.GetTransfer{ID: id})
+	return ledger.CodeOf(out.Err)
 }
 
 // A committed batch: while prepared, its debits are held and nothing else
@@ -172,7 +175,7 @@ func TestAtomicChainCommitsOnceAcrossRebuilds(t *testing.T) {
 	a, b, c := ids[0], ids[1], ids[2]
 	r := startChain(o, item("x1", a, b, 60), item("x2", b, c, 150), item("x3", c, a, 10))
 	if op := r.next(); op != ledgerengine.OpAtomicPrepare { // b's partition prepares
-		t.Fatalf("second step %q", op)
+		t.Fatalf("second step: operation %d", op)
 	}
 	midway := func(when string) {
 		// a holds x1's 60, b the 90 its steps take below its 100.
@@ -183,8 +186,8 @@ func TestAtomicChainCommitsOnceAcrossRebuilds(t *testing.T) {
 			t.Fatalf("%s: x1 read as %q before the decision", when, code)
 		}
 		req := ledger.TransferRequest{ID: "x1", From: a, To: c, Amount: 1}
-		out := r.on(0).do(0, ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{c: "USD"}})
-		if out.Err == nil || out.Err.Code != ledger.CodeIdempotencyConflict {
+		out := do(r.on(0), 0, &ledgerengine.Transfer{Req: req, Currency: "USD"})
+		if ledger.CodeOf(out.Err) != ledger.CodeIdempotencyConflict {
 			t.Fatalf("%s: another transfer x1 while the batch holds the id: %+v", when, out.Err)
 		}
 		r.conserved(when)
@@ -192,15 +195,15 @@ func TestAtomicChainCommitsOnceAcrossRebuilds(t *testing.T) {
 	midway("prepared on two partitions")
 	r.split()
 	midway("rebuilt while prepared, on two owners")
-	for op := r.next(); op != ""; op = r.next() {
-		r.conserved("after " + op)
+	for op := r.next(); op != 0; op = r.next() {
+		r.conserved(fmt.Sprint("after operation ", op))
 	}
 	if len(r.replies) != 1 {
 		t.Fatalf("%d replies", len(r.replies))
 	}
-	var out ledgerengine.WireOutcome
-	if err := json.Unmarshal(r.replies[0], &out); err != nil || len(out.Results) != 3 {
-		t.Fatalf("reply %s: %v", r.replies[0], err)
+	out := r.reply()
+	if len(out.Results) != 3 {
+		t.Fatalf("reply with %d results, want 3", len(out.Results))
 	}
 	for i, res := range out.Results {
 		if res.Err != nil || res.Transfer.State != ledger.StatePosted {
@@ -225,8 +228,8 @@ func TestAtomicChainAbortLeavesNoTrace(t *testing.T) {
 	r := startChain(o, item("y1", a, b, 10), item("y2", b, c, 5), item("y3", c, a, 500))
 	r.next() // b prepares
 	r.split()
-	for op := r.next(); op != ""; op = r.next() {
-		r.conserved("after " + op)
+	for op := r.next(); op != 0; op = r.next() {
+		r.conserved(fmt.Sprint("after operation ", op))
 	}
 	r.of = [testShards]*owner{openOwner(t, o.changelog)}
 	r.of[1], r.of[2] = r.of[0], r.of[0]
@@ -243,8 +246,10 @@ func TestAtomicChainAbortLeavesNoTrace(t *testing.T) {
 			t.Fatalf("%s read as %q", id, code)
 		}
 	}
-	var out ledgerengine.WireOutcome
-	if len(r.replies) != 1 || json.Unmarshal(r.replies[0], &out) != nil || len(out.Results) != 3 ||
+	if len(r.replies) != 1 {
+		t.Fatalf("%d replies", len(r.replies))
+	}
+	if out := r.reply(); len(out.Results) != 3 ||
 		out.Results[2].Err == nil || out.Results[2].Err.Code != ledger.CodeInsufficientFunds ||
 		out.Results[0].Err == nil || out.Results[0].Err.Code != ledger.CodeBatchAborted {
 		t.Fatalf("replies %q", r.replies)

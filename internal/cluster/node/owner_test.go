@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"testing"
 
 	"github.com/surge-dev/surge/internal/cluster/calls"
@@ -77,20 +78,36 @@ func replayed(t *testing.T, records map[int32][]kafkalog.Output, parts ...int32)
 	return dir
 }
 
-// do applies w on shard, then keeps the round's changelog records and
-// applies the credits it forwarded, as their partitions' owners would.
-func (o *owner) do(shard int, w ledgerengine.WireCommand) ledgerengine.WireOutcome {
-	v, _ := json.Marshal(&w)
+// do applies c on shard, then keeps the round's changelog records and
+// applies the credits it forwarded, as their partitions' owners would; c
+// travels there and its outcome back as on the wire.
+func do[C ledgerengine.Command](o *owner, shard int, c C) C {
+	v, err := ledgerengine.Encode(c)
+	if err != nil {
+		o.t.Fatal(err)
+	}
 	cmd, err := ledgerengine.Decode(v)
 	if err != nil {
 		o.t.Fatal(err)
 	}
 	o.run(shard, cmd)
-	var out ledgerengine.WireOutcome
-	if err := json.Unmarshal(ledgerengine.Outcome(cmd), &out); err != nil || out.Fault != "" {
-		o.t.Fatalf("%s: %v %s", w.Op, err, out.Fault)
+	if err := ledgerengine.DecodeOutcome(c, ledgerengine.Outcome(cmd)); err != nil {
+		o.t.Fatalf("%T: %v", c, err)
 	}
-	return out
+	noFault(o.t, c)
+	return c
+}
+
+// noFault fails t if c's outcome is a server fault, not a domain error.
+func noFault(t *testing.T, c ledgerengine.Command) {
+	t.Helper()
+	f := reflect.ValueOf(c).Elem().FieldByName("Err")
+	if !f.IsValid() || f.IsNil() {
+		return
+	}
+	if err := f.Interface().(error); ledger.CodeOf(err) == "" {
+		t.Fatalf("%T: a fault: %v", c, err)
+	}
 }
 
 // apply runs cmd on shard, keeps the changelog records of its round and
@@ -132,12 +149,12 @@ func (o *owner) run(shard int, cmd engine.Command) {
 func (o *owner) state(accounts []string) string {
 	s := ""
 	for _, id := range accounts {
-		a := o.do(engine.ShardIndex(id, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpAccount, ID: id}).Account
-		h := o.do(engine.ShardIndex(id, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpHistory, ID: id, Query: &ledger.HistoryQuery{Limit: 1000}}).Page
+		a := do(o, engine.ShardIndex(id, testShards), &ledgerengine.ReadAccount{ID: id}).Account
+		h := do(o, engine.ShardIndex(id, testShards), &ledgerengine.History{ID: id, Query: ledger.HistoryQuery{Limit: 1000}}).Page
 		s += fmt.Sprintf("%s %d %d %d;", id, a.Balance, a.Entries, len(h.Entries))
 	}
 	for p := range testShards {
-		st := o.do(p, ledgerengine.WireCommand{Op: ledgerengine.OpStats}).Stats
+		st := do(o, p, &ledgerengine.Stats{}).Stats
 		s += fmt.Sprintf("%d %v %v %v;", p, st.Balances, st.Credits.Sent, st.Credits.Received)
 	}
 	return s
@@ -152,9 +169,9 @@ func TestOwnerRebuildsFromItsChangelog(t *testing.T) {
 	for i := range 8 {
 		id := fmt.Sprint("a", i)
 		accounts = append(accounts, id)
-		o.do(engine.ShardIndex(id, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpCreateAccount, Spec: &ledger.AccountSpec{ID: id, Currency: "USD"}})
+		do(o, engine.ShardIndex(id, testShards), &ledgerengine.CreateAccount{Spec: ledger.AccountSpec{ID: id, Currency: "USD"}})
 	}
-	o.do(engine.ShardIndex(ledger.WorldID, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpCreateAccount, Spec: &ledger.AccountSpec{ID: ledger.WorldID, Currency: "USD"}})
+	do(o, engine.ShardIndex(ledger.WorldID, testShards), &ledgerengine.CreateAccount{Spec: ledger.AccountSpec{ID: ledger.WorldID, Currency: "USD"}})
 	transfers := func(o *owner, from, n int) {
 		for i := from; i < from+n; i++ {
 			src, dst := accounts[i%8], accounts[(i*3+1)%8]
@@ -165,8 +182,8 @@ func TestOwnerRebuildsFromItsChangelog(t *testing.T) {
 				src = ledger.WorldID
 			}
 			req := ledger.TransferRequest{ID: fmt.Sprint("t", i), From: src, To: dst, Amount: int64(1000 - i)}
-			out := o.do(engine.ShardIndex(src, testShards), ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{dst: "USD"}})
-			if out.Err != nil && out.Err.Code != ledger.CodeInsufficientFunds {
+			out := do(o, engine.ShardIndex(src, testShards), &ledgerengine.Transfer{Req: req, Currency: "USD"})
+			if out.Err != nil && ledger.CodeOf(out.Err) != ledger.CodeInsufficientFunds {
 				t.Fatalf("transfer %d: %v", i, out.Err)
 			}
 		}
@@ -224,7 +241,13 @@ func (r *rounds) rebuild() {
 func (r *rounds) send(partition int, w byte, cmd any) string {
 	r.seq++
 	rid := fmt.Sprint("req", r.seq)
-	v, _ := json.Marshal(cmd)
+	v, err := ledgerengine.Encode(cmd)
+	if _, ledgerCmd := cmd.(ledgerengine.Command); !ledgerCmd {
+		v, err = json.Marshal(cmd)
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
 	r.waiting = append(r.waiting, kafkalog.Command{Partition: int32(partition), Key: []byte("0:" + rid), Value: append([]byte{w}, v...)})
 	return rid
 }
@@ -269,30 +292,24 @@ func (r *rounds) settle(abort bool) {
 	}
 }
 
-// reply is request rid's only reply, decoded into out.
-func (r *rounds) reply(rid string, out any) {
+// ledgerCall sends c to partition, settles the rounds and decodes c's
+// only reply into c.
+func ledgerCall[C ledgerengine.Command](r *rounds, partition int, c C) C {
 	r.t.Helper()
+	rid := r.send(partition, calls.WorkloadLedger, c)
+	r.settle(false)
 	if len(r.replies[rid]) != 1 {
 		r.t.Fatalf("request %s has %d replies, want 1", rid, len(r.replies[rid]))
 	}
-	if err := json.Unmarshal(r.replies[rid][0], out); err != nil {
+	if err := ledgerengine.DecodeOutcome(c, r.replies[rid][0]); err != nil {
 		r.t.Fatal(err)
 	}
-}
-
-func (r *rounds) ledger(partition int, w ledgerengine.WireCommand) ledgerengine.WireOutcome {
-	rid := r.send(partition, calls.WorkloadLedger, &w)
-	r.settle(false)
-	var o ledgerengine.WireOutcome
-	r.reply(rid, &o)
-	if o.Fault != "" {
-		r.t.Fatalf("%s: %s", w.Op, o.Fault)
-	}
-	return o
+	noFault(r.t, c)
+	return c
 }
 
 func (r *rounds) balance(id string) int64 {
-	return r.ledger(part(id), ledgerengine.WireCommand{Op: ledgerengine.OpAccount, ID: id}).Account.Balance
+	return ledgerCall(r, part(id), &ledgerengine.ReadAccount{ID: id}).Account.Balance
 }
 
 func part(key string) int { return engine.ShardIndex(key, testShards) }
@@ -304,13 +321,13 @@ func TestRoundAppliesWhatItOwesItsOwnPartitions(t *testing.T) {
 	r := newRounds(t)
 	from, mine, theirs := idIn("a", 0), idIn("b", 1), idIn("c", 2)
 	for _, id := range []string{ledger.WorldID, from, mine, theirs} {
-		r.ledger(part(id), ledgerengine.WireCommand{Op: ledgerengine.OpCreateAccount, Spec: &ledger.AccountSpec{ID: id, Currency: "USD"}})
+		ledgerCall(r, part(id), &ledgerengine.CreateAccount{Spec: ledger.AccountSpec{ID: id, Currency: "USD"}})
 	}
 	fund := ledger.TransferRequest{ID: "fund", From: ledger.WorldID, To: from, Amount: 100}
-	r.ledger(part(ledger.WorldID), ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &fund, Currencies: map[string]string{from: "USD"}})
+	ledgerCall(r, part(ledger.WorldID), &ledgerengine.Transfer{Req: fund, Currency: "USD"})
 	for i, to := range []string{mine, theirs} {
 		req := ledger.TransferRequest{ID: fmt.Sprint("t", i), From: from, To: to, Amount: int64(10 + i)}
-		r.send(part(from), calls.WorkloadLedger, &ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{to: "USD"}})
+		r.send(part(from), calls.WorkloadLedger, &ledgerengine.Transfer{Req: req, Currency: "USD"})
 	}
 	r.round(false)
 	r.round(true)
@@ -325,7 +342,7 @@ func TestRoundAppliesWhatItOwesItsOwnPartitions(t *testing.T) {
 	}
 	var sum int64
 	for p := range testShards {
-		st := r.ledger(p, ledgerengine.WireCommand{Op: ledgerengine.OpStats}).Stats
+		st := ledgerCall(r, p, &ledgerengine.Stats{}).Stats
 		sum += st.Balances["USD"] + st.Credits.Sent["USD"] - st.Credits.Received["USD"]
 	}
 	if sum != 0 {

@@ -21,11 +21,11 @@ import (
 func TestPaymentIsExactlyOnceAcrossAbortedRounds(t *testing.T) {
 	r := newRounds(t)
 	for _, id := range []string{ledger.WorldID, "org", "u0", "u1", "u2", "u3"} {
-		r.ledger(part(id), ledgerengine.WireCommand{Op: ledgerengine.OpCreateAccount, Spec: &ledger.AccountSpec{ID: id, Currency: "USD"}})
+		ledgerCall(r, part(id), &ledgerengine.CreateAccount{Spec: ledger.AccountSpec{ID: id, Currency: "USD"}})
 	}
 	for i, fund := range []int64{100, 100, 100, 5} { // u3 cannot pay
 		req := ledger.TransferRequest{ID: fmt.Sprint("fund", i), From: ledger.WorldID, To: fmt.Sprint("u", i), Amount: fund}
-		r.ledger(part(ledger.WorldID), ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: map[string]string{req.To: "USD"}})
+		ledgerCall(r, part(ledger.WorldID), &ledgerengine.Transfer{Req: req, Currency: "USD"})
 	}
 	ev := &tickets.EventSpec{EventName: "gig", Artist: "band", Organizer: "org", PerUserSeatLimit: 3,
 		Areas: []tickets.AreaSpec{{AreaID: "A", Price: 7, RowCount: 4, ColCount: 4}}}
@@ -79,7 +79,7 @@ func TestPaymentIsExactlyOnceAcrossAbortedRounds(t *testing.T) {
 	}
 	var sum int64
 	for p := range testShards {
-		st := r.ledger(p, ledgerengine.WireCommand{Op: ledgerengine.OpStats}).Stats
+		st := ledgerCall(r, p, &ledgerengine.Stats{}).Stats
 		sum += st.Balances["USD"] + st.Credits.Sent["USD"] - st.Credits.Received["USD"]
 	}
 	if sum != 0 {

@@ -40,7 +40,8 @@ func (l *Ledger) atomicAcross(ctx context.Context, reqs []ledger.TransferRequest
 		Results: make([]ledgerengine.WireResult, len(items)), Failed: -1, EvalOnly: failed > 0,
 	}
 	b.Nows = make([]time.Time, len(b.Chain))
-	o, err := l.do(ctx, b.Chain[0], &ledgerengine.WireCommand{Op: ledgerengine.OpAtomicPrepare, Batch: b})
+	o := &ledgerengine.Atomic{Step: ledgerengine.OpAtomicPrepare, Batch: *b}
+	err := l.do(ctx, b.Chain[0], o, nil)
 	if err == nil && len(o.Results) != len(items) {
 		err = ledger.Errorf(ledger.CodeOverloaded, "cluster: an atomic batch's outcome has %d results for %d items", len(o.Results), len(items))
 	}
@@ -85,7 +86,9 @@ const maxAtomicBytes = kafkalog.MaxRecordBytes * 7 / 8
 
 // fitsOneRecord refuses items whose batch could not travel as one record
 // once every item's result is added: a result repeats the request's
-// strings and adds about 300 bytes of fixed fields.
+// strings and adds about 300 bytes of fixed fields. The items' JSON is
+// longer than their binary command (no field names, no escapes, varints
+// no longer than decimals), so the bound holds with room to spare.
 func fitsOneRecord(items []ledger.TransferRequest) error {
 	b, err := json.Marshal(items)
 	if err != nil {

@@ -59,22 +59,18 @@ func (l *Ledger) checkItem(ctx context.Context, r ledger.TransferRequest, cur ma
 // sendGroup sends the items idx of reqs, which debit partition p, and
 // fills their results.
 func (l *Ledger) sendGroup(ctx context.Context, p int, reqs []ledger.TransferRequest, idx []int, atomic bool, cur map[string]string, res []ledger.BatchResult) {
-	w := &ledgerengine.WireCommand{Op: ledgerengine.OpBatch, Atomic: atomic, Currencies: map[string]string{}}
+	c := &ledgerengine.Batch{Atomic: atomic, Currencies: map[string]string{}}
 	for _, i := range idx {
-		w.Reqs = append(w.Reqs, reqs[i])
-		w.Currencies[reqs[i].To] = cur[reqs[i].To]
+		c.Reqs = append(c.Reqs, reqs[i])
+		c.Currencies[reqs[i].To] = cur[reqs[i].To]
 	}
-	o, err := l.do(ctx, p, w)
+	err := l.do(ctx, p, c, nil)
 	for j, i := range idx {
 		switch {
 		case err != nil:
 			res[i].Err = err
-		case j < len(o.Results):
-			r := o.Results[j]
-			res[i] = ledger.BatchResult{Transfer: r.Transfer, Replayed: r.Replayed}
-			if r.Err != nil {
-				res[i].Err = r.Err
-			}
+		case j < len(c.Results):
+			res[i] = c.Results[j]
 		}
 	}
 }

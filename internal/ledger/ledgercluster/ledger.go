@@ -34,36 +34,38 @@ func New(k *calls.Caller, partitions int32) *Ledger {
 
 func (l *Ledger) partition(key string) int { return engine.ShardIndex(key, l.partitions) }
 
-// do sends w to partition and decodes the outcome.
-func (l *Ledger) do(ctx context.Context, partition int, w *ledgerengine.WireCommand) (*ledgerengine.WireOutcome, error) {
-	var o ledgerengine.WireOutcome
-	v, err := ledgerengine.EncodeCommand(w)
+// do sends c to partition and decodes its outcome into c. The error is
+// the command's transport's, or the outcome's own Err a caller passes:
+// a domain error as the client hears it, a fault as the cluster's.
+func (l *Ledger) do(ctx context.Context, partition int, c ledgerengine.Command, outcome *error) error {
+	v, err := ledgerengine.Encode(c)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := l.k.CallWith(ctx, partition, calls.WorkloadLedger, v, func(b []byte) error { return ledgerengine.DecodeOutcome(b, &o) }); err != nil {
+	if err := l.k.CallWith(ctx, partition, calls.WorkloadLedger, v, func(b []byte) error { return ledgerengine.DecodeOutcome(c, b) }); err != nil {
 		if errors.Is(err, calls.ErrUnavailable) {
-			return nil, ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
+			return ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
 		}
-		return nil, err
+		return err
 	}
-	switch {
-	case o.Fault != "":
-		return nil, errors.New("cluster: " + o.Fault)
-	case o.Err != nil:
-		return &o, o.Err
+	if outcome == nil || *outcome == nil {
+		return nil
 	}
-	return &o, nil
+	var e *ledger.Error
+	if errors.As(*outcome, &e) {
+		return e
+	}
+	return errors.New("cluster: " + (*outcome).Error())
 }
 
 // CreateAccount opens an account on its partition.
 func (l *Ledger) CreateAccount(ctx context.Context, spec ledger.AccountSpec) (ledger.Account, bool, error) {
-	o, err := l.do(ctx, l.partition(spec.ID), &ledgerengine.WireCommand{Op: ledgerengine.OpCreateAccount, Spec: &spec})
-	if err != nil {
+	c := &ledgerengine.CreateAccount{Spec: spec}
+	if err := l.do(ctx, l.partition(spec.ID), c, &c.Err); err != nil {
 		return ledger.Account{}, false, err
 	}
-	l.currencies.Store(o.Account.ID, o.Account.Currency)
-	return *o.Account, o.Created, nil
+	l.currencies.Store(c.Account.ID, c.Account.Currency)
+	return c.Account, c.Created, nil
 }
 
 // CreateWorld creates @world in currency; an existing one is kept.
@@ -77,11 +79,11 @@ func (l *Ledger) CreateWorld(ctx context.Context, currency string) error {
 
 // Account reads an account from its partition's owner.
 func (l *Ledger) Account(ctx context.Context, id string) (ledger.Account, error) {
-	o, err := l.do(ctx, l.partition(id), &ledgerengine.WireCommand{Op: ledgerengine.OpAccount, ID: id})
-	if err != nil {
+	c := &ledgerengine.ReadAccount{ID: id}
+	if err := l.do(ctx, l.partition(id), c, &c.Err); err != nil {
 		return ledger.Account{}, err
 	}
-	return *o.Account, nil
+	return c.Account, nil
 }
 
 // CurrencyOf returns the currency of account id, which must exist.
@@ -122,11 +124,11 @@ func (l *Ledger) Transfer(ctx context.Context, req ledger.TransferRequest) (ledg
 	if err != nil {
 		return ledger.Transfer{}, false, err
 	}
-	o, err := l.do(ctx, l.partition(req.From), &ledgerengine.WireCommand{Op: ledgerengine.OpTransfer, Req: &req, Currencies: cur})
-	if err != nil {
+	c := &ledgerengine.Transfer{Req: req, Currency: cur[req.To]}
+	if err := l.do(ctx, l.partition(req.From), c, &c.Err); err != nil {
 		return ledger.Transfer{}, false, err
 	}
-	return *o.Transfer, o.Replayed, nil
+	return c.Transfer, c.Replayed, nil
 }
 
 // TransferWith is Transfer; records attached to a transfer (the wallet's)
@@ -142,51 +144,61 @@ func (l *Ledger) TransferWith(ctx context.Context, req ledger.TransferRequest, a
 // debit's partition, found by reading the transfer; the credit is forwarded
 // to the receiver's partition in the post's transaction.
 func (l *Ledger) PostPending(ctx context.Context, id string, amount int64) (ledger.Transfer, error) {
-	return l.settle(ctx, &ledgerengine.WireCommand{Op: ledgerengine.OpPost, ID: id, Amount: amount})
+	c := &ledgerengine.Post{ID: id, Amount: amount}
+	return l.settle(ctx, id, c, &c.Transfer, &c.Err)
 }
 
 // VoidPending releases a pending transfer's hold on its debit's partition.
 func (l *Ledger) VoidPending(ctx context.Context, id string) (ledger.Transfer, error) {
-	return l.settle(ctx, &ledgerengine.WireCommand{Op: ledgerengine.OpVoid, ID: id})
+	c := &ledgerengine.Void{ID: id}
+	return l.settle(ctx, id, c, &c.Transfer, &c.Err)
 }
 
 // GetTransfer asks every partition, since a transfer lives in its debit's
 // partition and its id does not name it.
 func (l *Ledger) GetTransfer(ctx context.Context, id string) (ledger.Transfer, error) {
-	outs, err := l.everyPartition(ctx, &ledgerengine.WireCommand{Op: ledgerengine.OpGetTransfer, ID: id}, ledger.CodeTransferNotFound)
+	outs := make([]ledgerengine.GetTransfer, l.partitions)
+	err := l.everyPartition(ctx, func(p int) error {
+		c := &outs[p]
+		c.ID = id
+		err := l.do(ctx, p, c, &c.Err)
+		if ledger.CodeOf(err) == ledger.CodeTransferNotFound {
+			return nil
+		}
+		return err
+	})
 	if err != nil {
 		return ledger.Transfer{}, err
 	}
-	for _, o := range outs {
-		if o != nil && o.Transfer != nil {
-			return *o.Transfer, nil
+	for _, c := range outs {
+		if c.Err == nil {
+			return c.Transfer, nil
 		}
 	}
 	return ledger.Transfer{}, ledger.Errorf(ledger.CodeTransferNotFound, "transfer %s not found", id)
 }
 
-// settle sends w, a post or a void of transfer w.ID, to the partition of
-// the transfer's debit: a transfer never changes accounts, so the read
-// that finds it stays true.
-func (l *Ledger) settle(ctx context.Context, w *ledgerengine.WireCommand) (ledger.Transfer, error) {
-	t, err := l.GetTransfer(ctx, w.ID)
+// settle sends c, a post or a void of transfer id, to the partition of
+// the transfer's debit, and returns its outcome, *t and *outcome: a
+// transfer never changes accounts, so the read that finds it stays true.
+func (l *Ledger) settle(ctx context.Context, id string, c ledgerengine.Command, t *ledger.Transfer, outcome *error) (ledger.Transfer, error) {
+	found, err := l.GetTransfer(ctx, id)
 	if err != nil {
 		return ledger.Transfer{}, err
 	}
-	o, err := l.do(ctx, l.partition(t.From), w)
-	if err != nil {
+	if err := l.do(ctx, l.partition(found.From), c, outcome); err != nil {
 		return ledger.Transfer{}, err
 	}
-	return *o.Transfer, nil
+	return *t, nil
 }
 
 // History reads a page of an account's history from its partition's owner.
 func (l *Ledger) History(ctx context.Context, accountID string, q ledger.HistoryQuery) (ledger.HistoryPage, error) {
-	o, err := l.do(ctx, l.partition(accountID), &ledgerengine.WireCommand{Op: ledgerengine.OpHistory, ID: accountID, Query: &q})
-	if err != nil {
+	c := &ledgerengine.History{ID: accountID, Query: q}
+	if err := l.do(ctx, l.partition(accountID), c, &c.Err); err != nil {
 		return ledger.HistoryPage{}, err
 	}
-	return *o.Page, nil
+	return c.Page, nil
 }
 
 // Stats sums every partition's totals. Each partition's balances and
@@ -194,8 +206,8 @@ func (l *Ledger) History(ctx context.Context, accountID string, q ledger.History
 // minus credits received plus credits sent are 0, so the balances and the
 // credits in flight (sent but not yet received) sum to 0.
 func (l *Ledger) Stats(ctx context.Context) (ledger.Stats, error) {
-	outs, err := l.everyPartition(ctx, &ledgerengine.WireCommand{Op: ledgerengine.OpStats}, "")
-	if err != nil {
+	outs := make([]ledgerengine.Stats, l.partitions)
+	if err := l.everyPartition(ctx, func(p int) error { return l.do(ctx, p, &outs[p], nil) }); err != nil {
 		return ledger.Stats{}, err
 	}
 	st := ledger.Stats{BalanceSum: map[string]int64{}, CreditsInFlight: map[string]int64{}}
@@ -215,21 +227,14 @@ func (l *Ledger) Stats(ctx context.Context) (ledger.Stats, error) {
 	return st, nil
 }
 
-// everyPartition sends w to every partition at once and returns their
-// outcomes, by partition; an error of code ok leaves that outcome nil.
-func (l *Ledger) everyPartition(ctx context.Context, w *ledgerengine.WireCommand, ok ledger.Code) ([]*ledgerengine.WireOutcome, error) {
-	outs := make([]*ledgerengine.WireOutcome, l.partitions)
+// everyPartition runs call for every partition at once and joins their
+// errors.
+func (l *Ledger) everyPartition(ctx context.Context, call func(partition int) error) error {
 	errs := make([]error, l.partitions)
 	var wg sync.WaitGroup
 	for p := range l.partitions {
-		wg.Go(func() {
-			o, err := l.do(ctx, p, w)
-			if err != nil && ok != "" && ledger.CodeOf(err) == ok {
-				return
-			}
-			outs[p], errs[p] = o, err
-		})
+		wg.Go(func() { errs[p] = call(p) })
 	}
 	wg.Wait()
-	return outs, errors.Join(errs...)
+	return errors.Join(errs...)
 }

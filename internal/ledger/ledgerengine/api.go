@@ -20,11 +20,11 @@ func (l *Ledger) do(ctx context.Context, shard int, cmd engine.Command) error {
 // CreateAccount opens an account; created is false when an identical one
 // existed.
 func (l *Ledger) CreateAccount(ctx context.Context, spec ledger.AccountSpec) (ledger.Account, bool, error) {
-	c := &cmdCreateAccount{spec: spec}
+	c := &CreateAccount{Spec: spec}
 	if err := l.do(ctx, l.eng.ShardOf(spec.ID), c); err != nil {
 		return ledger.Account{}, false, err
 	}
-	return c.account, c.created, c.err
+	return c.Account, c.Created, c.Err
 }
 
 // Account returns the account id as of its last durable change.
@@ -46,11 +46,11 @@ func (l *Ledger) Transfer(ctx context.Context, req ledger.TransferRequest) (ledg
 // same storage batch as the transfer if the call makes it anew (see
 // cmdTransfer).
 func (l *Ledger) TransferWith(ctx context.Context, req ledger.TransferRequest, attached []store.Record) (ledger.Transfer, bool, error) {
-	c := &cmdTransfer{req: req, attached: attached}
+	c := &Transfer{Req: req, attached: attached}
 	if err := l.do(ctx, l.eng.ShardOf(req.From), c); err != nil {
 		return ledger.Transfer{}, false, err
 	}
-	return c.transfer, c.replayed, c.err
+	return c.Transfer, c.Replayed, c.Err
 }
 
 // TransferBatch applies reqs, each debiting shard applying its share as one
@@ -68,16 +68,16 @@ func (l *Ledger) TransferBatch(ctx context.Context, reqs []ledger.TransferReques
 // group queued, and the reason the rest were refused.
 type queuedBatch struct {
 	groups  []shardGroup
-	cmds    []*cmdBatch
+	cmds    []*Batch
 	calls   []*engine.Call
 	refused error
 }
 
 // queueBatch queues each group on its shard, in order, until one refuses.
 func (l *Ledger) queueBatch(ctx context.Context, groups []shardGroup, atomic bool) queuedBatch {
-	q := queuedBatch{groups: groups, cmds: make([]*cmdBatch, 0, len(groups)), calls: make([]*engine.Call, 0, len(groups))}
+	q := queuedBatch{groups: groups, cmds: make([]*Batch, 0, len(groups)), calls: make([]*engine.Call, 0, len(groups))}
 	for _, g := range groups {
-		cmd := &cmdBatch{reqs: g.reqs, atomic: atomic}
+		cmd := &Batch{Reqs: g.reqs, Atomic: atomic}
 		c, err := l.port.Submit(ctx, g.shard, cmd)
 		if err != nil {
 			q.refused = QueueError(err)
@@ -97,7 +97,7 @@ func (q queuedBatch) results(ctx context.Context, reqs []ledger.TransferRequest)
 		if err := c.Wait(ctx); err != nil {
 			return nil, QueueError(err)
 		}
-		for j, r := range q.cmds[i].results {
+		for j, r := range q.cmds[i].Results {
 			out[q.groups[i].index[j]] = r
 		}
 	}
@@ -163,11 +163,11 @@ func (l *Ledger) PostPending(ctx context.Context, id string, amount int64) (ledg
 	if err != nil {
 		return ledger.Transfer{}, err
 	}
-	c := &cmdPost{id: id, amount: amount}
+	c := &Post{ID: id, Amount: amount}
 	if err := l.do(ctx, s, c); err != nil {
 		return ledger.Transfer{}, err
 	}
-	return c.transfer, c.err
+	return c.Transfer, c.Err
 }
 
 // VoidPending releases a pending transfer's hold.
@@ -176,11 +176,11 @@ func (l *Ledger) VoidPending(ctx context.Context, id string) (ledger.Transfer, e
 	if err != nil {
 		return ledger.Transfer{}, err
 	}
-	c := &cmdVoid{id: id}
+	c := &Void{ID: id}
 	if err := l.do(ctx, s, c); err != nil {
 		return ledger.Transfer{}, err
 	}
-	return c.transfer, c.err
+	return c.Transfer, c.Err
 }
 
 // holdShard finds the shard owning transfer id: its debiting account's.

@@ -35,55 +35,41 @@ import (
 // counts its credit; if one was, the last shard starts the batch over with
 // the replays known (Attempt+1), after aborting the first attempt's holds.
 
-// Wire operations of an atomic batch across shards.
-const (
-	OpAtomicPrepare = "atomic_prepare"
-	OpAtomicCommit  = "atomic_commit"
-	OpAtomicAbort   = "atomic_abort"
-)
-
 // AtomicBatch is an atomic batch across shards as it travels between them.
 type AtomicBatch struct {
 	// ID names the batch; with Attempt, its holds.
-	ID      string `json:"id"`
-	Attempt int    `json:"attempt,omitempty"`
+	ID      string
+	Attempt int
 	// Reqs are the items, each with an id (the sender chose those a client
 	// left empty), and Currencies their receivers'.
-	Reqs       []ledger.TransferRequest `json:"reqs"`
-	Currencies map[string]string        `json:"currencies,omitempty"`
+	Reqs       []ledger.TransferRequest
+	Currencies map[string]string
 	// Chain are the shards the items touch, in the order they prepare;
 	// Step is the place of the shard a prepare goes to.
-	Chain []int `json:"chain"`
-	Step  int   `json:"step,omitempty"`
+	Chain []int
+	Step  int
 	// ReplyTo is the reply address of the client's command (SetReplyTo).
-	ReplyTo []byte `json:"reply_to,omitempty"`
+	ReplyTo []byte
 	// EvalOnly batches are only evaluated and never commit: the sender
 	// refused an item after Reqs, and asks whether one of Reqs fails first.
-	EvalOnly bool `json:"eval_only,omitempty"`
+	EvalOnly bool
 	// Results are the items' outcomes as their shards prepared them, Nows
 	// the time each step prepared at, and Failed the first item that
 	// failed (-1: none yet), with Err.
-	Results []WireResult  `json:"results"`
-	Nows    []time.Time   `json:"nows"`
-	Failed  int           `json:"failed"`
-	Err     *ledger.Error `json:"err,omitempty"`
+	Results []WireResult
+	Nows    []time.Time
+	Failed  int
+	Err     *ledger.Error
 	// Reserved are the steps that hold reservations; Skip, the items known
 	// to be replays when the attempt began.
-	Reserved []int `json:"reserved,omitempty"`
-	Skip     []int `json:"skip,omitempty"`
-}
-
-// cmdAtomic is a step of an atomic batch across shards: op is one of the
-// OpAtomic operations.
-type cmdAtomic struct {
-	op    string
-	batch AtomicBatch
+	Reserved []int
+	Skip     []int
 }
 
 // Reply is a reply a shard owes a client whose command an earlier round
 // took: an atomic batch's outcome, sent by the shard that decided it. A
 // cluster's Committer sends it to To, the address SetReplyTo gave the
-// batch's first command, with Value, the encoded WireOutcome.
+// batch's first command, with Value, the encoded outcome (EncodeOutcome).
 type Reply struct {
 	To    []byte
 	Value []byte
@@ -94,8 +80,8 @@ type Reply struct {
 // it, for the reply that a later round sends; every other command is
 // answered when its own round commits.
 func SetReplyTo(cmd engine.Command, to []byte) {
-	if c, ok := cmd.(*cmdAtomic); ok && c.op == OpAtomicPrepare && c.batch.ReplyTo == nil {
-		c.batch.ReplyTo = to
+	if c, ok := cmd.(*Atomic); ok && c.Step == OpAtomicPrepare && c.Batch.ReplyTo == nil {
+		c.Batch.ReplyTo = to
 	}
 }
 
@@ -103,12 +89,12 @@ func SetReplyTo(cmd engine.Command, to []byte) {
 func (s *shard) shardOf(id string) int { return s.l.eng.ShardOf(id) }
 
 // applyAtomic applies a step of an atomic batch at the round's time now.
-func (s *shard) applyAtomic(c *cmdAtomic, now time.Time) {
-	b := &c.batch
+func (s *shard) applyAtomic(c *Atomic, now time.Time) {
+	b := &c.Batch
 	// A commit may come to an owner that did not see the prepare: the
 	// receivers' currencies come again with every step.
 	s.l.remote.learn(b.Currencies)
-	switch c.op {
+	switch c.Step {
 	case OpAtomicPrepare:
 		s.prepareAtomic(b, now)
 		s.forwardAtomic(b)
@@ -277,7 +263,7 @@ func (s *shard) decideAtomic(b *AtomicBatch) {
 			s.forward(p, OpAtomicCommit, *b)
 		}
 	}
-	s.outbox = append(s.outbox, engine.Forward{Cmd: &Reply{To: b.ReplyTo, Value: encodeOutcome(&WireOutcome{Results: results})}})
+	s.outbox = append(s.outbox, engine.Forward{Cmd: &Reply{To: b.ReplyTo, Value: EncodeOutcome(&Atomic{Step: OpAtomicPrepare, Results: results})}})
 }
 
 func (s *shard) abortReserved(b *AtomicBatch) {
@@ -286,8 +272,8 @@ func (s *shard) abortReserved(b *AtomicBatch) {
 	}
 }
 
-func (s *shard) forward(shard int, op string, b AtomicBatch) {
-	s.outbox = append(s.outbox, engine.Forward{Shard: shard, Cmd: &cmdAtomic{op: op, batch: b}})
+func (s *shard) forward(shard int, step Op, b AtomicBatch) {
+	s.outbox = append(s.outbox, engine.Forward{Shard: shard, Cmd: &Atomic{Step: step, Batch: b}})
 }
 
 // again is the batch's next attempt if a shard counted the credit of an

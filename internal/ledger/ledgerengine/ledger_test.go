@@ -865,9 +865,9 @@ func TestOverloaded(t *testing.T) {
 	release := parkEngine(t, e)
 
 	var queued []*engine.Call
-	var cmds []*cmdTransfer
+	var cmds []*Transfer
 	for i := range 2 {
-		cmd := &cmdTransfer{req: ledger.TransferRequest{ID: fmt.Sprint("q", i), From: "a", To: "b", Amount: 1}}
+		cmd := &Transfer{Req: ledger.TransferRequest{ID: fmt.Sprint("q", i), From: "a", To: "b", Amount: 1}}
 		c, err := e.port.Submit(ctx, 0, cmd)
 		if err != nil {
 			t.Fatalf("queueing %d of 2: %v", i, err)
@@ -901,8 +901,8 @@ func TestOverloaded(t *testing.T) {
 
 	release()
 	for i, c := range queued {
-		if err := c.Wait(cctx); err != nil || cmds[i].err != nil {
-			t.Fatalf("queued transfer %d: %v %v", i, err, cmds[i].err)
+		if err := c.Wait(cctx); err != nil || cmds[i].Err != nil {
+			t.Fatalf("queued transfer %d: %v %v", i, err, cmds[i].Err)
 		}
 	}
 	// Load gone: requests are served again, and the rejected ones never ran.
@@ -927,7 +927,7 @@ func TestBatchOverloadMidwayReportsAppliedItems(t *testing.T) {
 		mustTransfer(t, e, ledger.TransferRequest{From: ledger.WorldID, To: id, Amount: 100})
 	}
 	release := parkEngine(t, e)
-	filler, err := e.port.Submit(ctx, 1, &cmdTransfer{req: ledger.TransferRequest{From: y, To: x[0], Amount: 1}})
+	filler, err := e.port.Submit(ctx, 1, &Transfer{Req: ledger.TransferRequest{From: y, To: x[0], Amount: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,44 +53,44 @@ func (s *shard) Apply(cmds []engine.Command, now time.Time) {
 
 func (s *shard) apply(c engine.Command, now time.Time) {
 	switch c := c.(type) {
-	case *cmdCreateAccount:
-		c.account, c.created, c.err = s.book.CreateAccount(c.spec, now)
-	case *cmdTransfer:
-		s.l.remote.learn(c.currencies)
-		c.transfer, c.replayed, c.err = s.book.Transfer(c.req, now)
-		if c.err == nil && !c.replayed {
+	case *CreateAccount:
+		c.Account, c.Created, c.Err = s.book.CreateAccount(c.Spec, now)
+	case *Transfer:
+		s.l.remote.learnOne(c.Req.To, c.Currency)
+		c.Transfer, c.Replayed, c.Err = s.book.Transfer(c.Req, now)
+		if c.Err == nil && !c.Replayed {
 			s.attached = append(s.attached, c.attached...)
 		}
-	case *cmdBatch:
-		s.l.remote.learn(c.currencies)
-		c.results = s.applyBatch(c, now)
-	case *cmdPost:
-		c.transfer, c.err = s.book.Post(c.id, c.amount, now)
-	case *cmdVoid:
-		c.transfer, c.err = s.book.Void(c.id, now)
+	case *Batch:
+		s.l.remote.learn(c.Currencies)
+		c.Results = s.applyBatch(c, now)
+	case *Post:
+		c.Transfer, c.Err = s.book.Post(c.ID, c.Amount, now)
+	case *Void:
+		c.Transfer, c.Err = s.book.Void(c.ID, now)
 	case engine.Tick:
 		s.book.Expire(now)
-	case *cmdAtomic:
+	case *Atomic:
 		s.applyAtomic(c, now)
 	default:
 		s.applyCluster(c)
 	}
 }
 
-func (s *shard) applyBatch(cmd *cmdBatch, now time.Time) []ledger.BatchResult {
-	res := make([]ledger.BatchResult, len(cmd.reqs))
-	if !cmd.atomic {
-		for i, r := range cmd.reqs {
+func (s *shard) applyBatch(cmd *Batch, now time.Time) []ledger.BatchResult {
+	res := make([]ledger.BatchResult, len(cmd.Reqs))
+	if !cmd.Atomic {
+		for i, r := range cmd.Reqs {
 			res[i].Transfer, res[i].Replayed, res[i].Err = s.book.Transfer(r, now)
 		}
 		return res
 	}
 	sp := s.book.Begin()
-	for i, r := range cmd.reqs {
+	for i, r := range cmd.Reqs {
 		t, replayed, err := s.book.Transfer(r, now)
 		if err != nil {
 			s.book.Rollback(sp)
-			return ledger.AbortedBatch(cmd.reqs, i, err)
+			return ledger.AbortedBatch(cmd.Reqs, i, err)
 		}
 		res[i] = ledger.BatchResult{Transfer: t, Replayed: replayed}
 	}

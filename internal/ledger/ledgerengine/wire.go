@@ -1,8 +1,10 @@
 package ledgerengine
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/surge-dev/surge/internal/codec"
@@ -11,130 +13,281 @@ import (
 	"github.com/surge-dev/surge/internal/ledger/ledgerstore"
 )
 
-// The commands and outcomes a cluster carries most travel in binary
-// (internal/codec): a transfer, the credit it forwards and a transfer's
-// outcome; JSON's encoding and decoding on both ends were a large part of
-// a node's CPU per transfer (docs/BENCHMARKS.md, "Cluster mode on
-// Kafka"). A transfer sent in JSON (a ticket payment's debit, a node of
-// the earlier format) gets its outcome in JSON; every other command and
-// outcome is JSON. A binary value begins with its kind, a byte a JSON
-// value never begins with.
-const (
-	wireTransfer byte = 0x01
-	wireCredit   byte = 0x02
-	wireOutcome  byte = 0x03
-)
+// On the wire a command is its Op byte and its arguments; an outcome, the
+// Op byte and the outcome's fields of the command's type. Both are binary
+// (internal/codec); each type lists its fields once, in one method that
+// encodes or decodes them (wire). A transfer travels as the store keeps
+// it (ledgerstore.EncodeTransfer).
 
-// Outcome flags (wireOutcome's second byte).
-const (
-	outcomeReplayed byte = 1 << iota
-	outcomeErr
-	outcomeFault
-)
-
-// EncodeCommand encodes w for the owner of its shard (Decode).
-func EncodeCommand(w *WireCommand) ([]byte, error) {
-	if w.Op != OpTransfer || w.Req == nil {
-		return json.Marshal(w)
+// Encode encodes c, a Command, for the owner of its shard's partition:
+// the commands a client sends and those a shard forwards (engine.Forward).
+func Encode(c engine.Command) ([]byte, error) {
+	cmd, ok := c.(Command)
+	if !ok {
+		return nil, fmt.Errorf("ledgerengine: %T is not a ledger command", c)
 	}
-	r := w.Req
-	e := codec.Encoder{B: make([]byte, 0, 64+len(r.ID)+len(r.From)+len(r.To)+len(r.Memo))}
-	e.Byte(wireTransfer)
-	e.String(r.ID)
-	e.String(r.From)
-	e.String(r.To)
-	e.Varint(r.Amount)
-	e.String(r.Currency)
-	e.String(r.Memo)
-	e.Bool(r.Pending)
-	e.Varint(int64(r.Timeout))
-	e.String(w.Currencies[r.To])
-	return e.B, nil
+	return codec.EncodeOp(byte(cmd.Op()), func(f *codec.Fields) { cmd.args(&wire{*f}) }), nil
 }
 
-// decodeBinary decodes a binary command (b[0] is its kind).
-func decodeBinary(b []byte) (engine.Command, error) {
-	d := codec.Decoder{B: b[1:]}
-	var cmd engine.Command
-	switch b[0] {
-	case wireTransfer:
-		req := ledger.TransferRequest{ID: d.Str(), From: d.Str(), To: d.Str(), Amount: d.Varint(), Currency: d.Str(), Memo: d.Str(), Pending: d.Bool(), Timeout: time.Duration(d.Varint())}
-		c := &cmdTransfer{req: req, binary: true}
-		if cur := d.Str(); cur != "" {
-			c.currencies = map[string]string{req.To: cur}
+// Decode decodes a command Encode encoded.
+func Decode(b []byte) (engine.Command, error) {
+	var c Command
+	op, err := codec.DecodeOp(b, func(op byte, f *codec.Fields) bool {
+		if c = newCommand(Op(op)); c != nil {
+			c.args(&wire{*f})
 		}
-		cmd = c
-	case wireCredit:
-		cmd = &cmdCredit{leg: ledger.CreditLeg{TransferID: d.Str(), From: d.Str(), To: d.Str(), Amount: d.Varint(), Memo: d.Str(), At: d.Time()}}
-	default:
-		return nil, fmt.Errorf("ledgerengine: command of unknown kind %#x", b[0])
+		return c != nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledgerengine: decoding operation %d: %w", op, err)
 	}
-	if err := d.Done(); err != nil {
-		return nil, fmt.Errorf("ledgerengine: decoding a command: %w", err)
+	if a, ok := c.(*Atomic); ok && !a.Batch.valid() {
+		return nil, fmt.Errorf("ledgerengine: an atomic batch's parts disagree (operation %d)", op)
 	}
-	return cmd, nil
+	return c, nil
 }
 
-func encodeCredit(leg *ledger.CreditLeg) []byte {
-	e := codec.Encoder{B: make([]byte, 0, 48+len(leg.TransferID)+len(leg.From)+len(leg.To)+len(leg.Memo))}
-	e.Byte(wireCredit)
-	e.String(leg.TransferID)
-	e.String(leg.From)
-	e.String(leg.To)
-	e.Varint(leg.Amount)
-	e.String(leg.Memo)
-	e.Time(leg.At)
-	return e.B
+// Outcome encodes the outcome of an applied command for its sender; nil
+// for an atomic batch's step, whose outcome a later round sends (Reply).
+func Outcome(cmd engine.Command) []byte {
+	c, ok := cmd.(Command)
+	if !ok {
+		return nil
+	}
+	if _, ok := c.(*Atomic); ok {
+		return nil
+	}
+	return EncodeOutcome(c)
 }
 
-// encodeTransferOutcome encodes a transfer command's outcome: the flags,
-// the transfer's id and its record as the store keeps it
-// (ledgerstore.EncodeTransfer), then the error if there is one.
-func encodeTransferOutcome(t *ledger.Transfer, replayed bool, err error) []byte {
-	var flags byte
-	if replayed {
-		flags |= outcomeReplayed
-	}
-	derr := domainErr(err)
-	switch {
-	case derr != nil:
-		flags |= outcomeErr
-	case err != nil:
-		flags |= outcomeFault
-	}
-	e := codec.Encoder{B: make([]byte, 0, 64+len(t.ID)+len(t.From)+len(t.To)+len(t.Memo))}
-	e.Byte(wireOutcome)
-	e.Byte(flags)
-	e.String(t.ID)
-	ledgerstore.EncodeTransfer(&e, t)
-	switch {
-	case derr != nil:
-		e.String(string(derr.Code))
-		e.String(derr.Detail)
-	case err != nil:
-		e.String(err.Error())
-	}
-	return e.B
+// EncodeOutcome encodes c's outcome, after c's Op byte: never empty.
+func EncodeOutcome(c Command) []byte {
+	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) })
 }
 
-// DecodeOutcome decodes an outcome Outcome encoded, binary or JSON, into o.
-func DecodeOutcome(b []byte, o *WireOutcome) error {
-	if len(b) == 0 || b[0] != wireOutcome {
-		return json.Unmarshal(b, o)
-	}
-	d := codec.Decoder{B: b[1:]}
-	flags := d.Byte()
-	id := d.Str()
-	t := ledgerstore.DecodeTransfer(&d, id)
-	*o = WireOutcome{Transfer: &t, Replayed: flags&outcomeReplayed != 0}
-	switch {
-	case flags&outcomeErr != 0:
-		o.Err = &ledger.Error{Code: ledger.Code(d.Str()), Detail: d.Str()}
-	case flags&outcomeFault != 0:
-		o.Fault = d.Str()
-	}
-	if err := d.Done(); err != nil {
-		return fmt.Errorf("ledgerengine: decoding an outcome: %w", err)
+// DecodeOutcome decodes an outcome EncodeOutcome encoded into c, a command
+// of the same operation.
+func DecodeOutcome(c Command, b []byte) error {
+	if err := codec.DecodeAs(b, byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) }); err != nil {
+		return fmt.Errorf("ledgerengine: decoding an outcome of operation %d: %w", c.Op(), err)
 	}
 	return nil
+}
+
+// wire encodes fields into E, or decodes them from D (codec.Fields), with
+// the ledger's own fields beside codec's.
+type wire struct{ codec.Fields }
+
+func (w *wire) duration(v *time.Duration) {
+	n := int64(*v)
+	w.Int64(&n)
+	*v = time.Duration(n)
+}
+
+// list carries *s, calling item on each element.
+func list[T any](w *wire, s *[]T, item func(*T)) {
+	n := w.Count(len(*s))
+	if w.D != nil {
+		*s = nil
+		if n > 0 {
+			*s = make([]T, n)
+		}
+	}
+	for i := range *s {
+		item(&(*s)[i])
+	}
+}
+
+// mapOf carries a map with string keys, in its keys' order, calling value
+// on each value; an empty one decodes as nil.
+func mapOf[V any](w *wire, m *map[string]V, value func(*V)) {
+	if w.E != nil {
+		w.Count(len(*m))
+		for _, k := range slices.Sorted(maps.Keys(*m)) {
+			v := (*m)[k]
+			w.Str(&k)
+			value(&v)
+		}
+		return
+	}
+	*m = nil
+	for n := w.Count(0); n > 0; n-- {
+		var k string
+		var v V
+		w.Str(&k)
+		value(&v)
+		if *m == nil {
+			*m = map[string]V{}
+		}
+		(*m)[k] = v
+	}
+}
+
+func (w *wire) strMap(m *map[string]string) { mapOf(w, m, w.Str) }
+func (w *wire) sums(m *map[string]int64)    { mapOf(w, m, w.Int64) }
+
+// err carries an error as the client hears it: none, a domain error (a
+// *ledger.Error) or a server fault, which decodes as its message.
+func (w *wire) err(err *error) {
+	const (
+		none byte = iota
+		domain
+		fault
+	)
+	if w.E != nil {
+		switch e := domainErr(*err); {
+		case *err == nil:
+			w.E.Byte(none)
+		case e != nil:
+			w.E.Byte(domain)
+			w.E.String(string(e.Code))
+			w.E.String(e.Detail)
+		default:
+			w.E.Byte(fault)
+			w.E.String((*err).Error())
+		}
+		return
+	}
+	switch w.D.Byte() {
+	case none:
+		*err = nil
+	case domain:
+		*err = &ledger.Error{Code: ledger.Code(w.D.Str()), Detail: w.D.Str()}
+	case fault:
+		*err = errors.New(w.D.Str())
+	default:
+		w.D.Fail()
+	}
+}
+
+// domainError carries an optional *ledger.Error.
+func (w *wire) domainError(e **ledger.Error) {
+	if !w.Present(*e != nil) {
+		*e = nil
+		return
+	}
+	if w.D != nil {
+		*e = &ledger.Error{}
+	}
+	w.Str((*string)(&(*e).Code))
+	w.Str(&(*e).Detail)
+}
+
+func (w *wire) spec(s *ledger.AccountSpec) {
+	w.Str(&s.ID)
+	w.Str(&s.Currency)
+	w.Int64(&s.OverdraftLimit)
+	w.strMap(&s.Metadata)
+}
+
+// account carries what a client sees of an account: not its journal's
+// recent entries, which only its shard keeps.
+func (w *wire) account(a *ledger.Account) {
+	w.Str(&a.ID)
+	w.Str(&a.Currency)
+	w.Int64(&a.OverdraftLimit)
+	w.strMap(&a.Metadata)
+	w.Time(&a.CreatedAt)
+	w.Int64(&a.Balance)
+	w.Int64(&a.Pending)
+	w.Uint64(&a.Entries)
+}
+
+// request carries a transfer request in the order the transfer's binary
+// command always had.
+func (w *wire) request(r *ledger.TransferRequest) {
+	w.Str(&r.ID)
+	w.Str(&r.From)
+	w.Str(&r.To)
+	w.Int64(&r.Amount)
+	w.Str(&r.Currency)
+	w.Str(&r.Memo)
+	w.Bool(&r.Pending)
+	w.duration(&r.Timeout)
+}
+
+func (w *wire) requests(rs *[]ledger.TransferRequest) { list(w, rs, w.request) }
+
+// transfer carries a transfer as the store keeps it, after its id.
+func (w *wire) transfer(t *ledger.Transfer) {
+	if w.E != nil {
+		w.E.String(t.ID)
+		ledgerstore.EncodeTransfer(w.E, t)
+		return
+	}
+	id := w.D.Str()
+	*t = ledgerstore.DecodeTransfer(w.D, id)
+}
+
+func (w *wire) batchResults(rs *[]ledger.BatchResult) {
+	list(w, rs, func(r *ledger.BatchResult) {
+		w.transfer(&r.Transfer)
+		w.Bool(&r.Replayed)
+		w.err(&r.Err)
+	})
+}
+
+func (w *wire) results(rs *[]WireResult) {
+	list(w, rs, func(r *WireResult) {
+		w.transfer(&r.Transfer)
+		w.Bool(&r.Replayed)
+		w.domainError(&r.Err)
+	})
+}
+
+func (w *wire) credit(leg *ledger.CreditLeg) {
+	w.Str(&leg.TransferID)
+	w.Str(&leg.From)
+	w.Str(&leg.To)
+	w.Int64(&leg.Amount)
+	w.Str(&leg.Memo)
+	w.Time(&leg.At)
+}
+
+func (w *wire) query(q *ledger.HistoryQuery) {
+	w.Int(&q.Limit)
+	w.Uint64(&q.Cursor)
+	w.Uint64(&q.Offset)
+}
+
+func (w *wire) page(p *ledger.HistoryPage) {
+	list(w, &p.Entries, func(e *ledger.Entry) {
+		w.Uint64(&e.Seq)
+		w.Str(&e.TransferID)
+		dir := uint64(e.Direction)
+		w.Uint64(&dir)
+		e.Direction = ledger.Direction(dir)
+		w.Int64(&e.Amount)
+		w.Int64(&e.BalanceAfter)
+		w.Str(&e.Counterpart)
+		w.Str(&e.Memo)
+		w.Time(&e.At)
+	})
+	w.Uint64(&p.NextCursor)
+}
+
+func (w *wire) stats(s *ShardStats) {
+	w.Int64(&s.Accounts)
+	w.sums(&s.Balances)
+	w.sums(&s.Credits.Sent)
+	w.sums(&s.Credits.Received)
+}
+
+func (w *wire) ints(s *[]int) { list(w, s, w.Int) }
+
+func (w *wire) atomicBatch(b *AtomicBatch) {
+	w.Str(&b.ID)
+	w.Int(&b.Attempt)
+	w.requests(&b.Reqs)
+	w.strMap(&b.Currencies)
+	w.ints(&b.Chain)
+	w.Int(&b.Step)
+	w.Bytes(&b.ReplyTo)
+	w.Bool(&b.EvalOnly)
+	w.results(&b.Results)
+	list(w, &b.Nows, w.Time)
+	w.Int(&b.Failed)
+	w.domainError(&b.Err)
+	w.ints(&b.Reserved)
+	w.ints(&b.Skip)
 }

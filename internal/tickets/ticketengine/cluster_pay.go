@@ -1,7 +1,6 @@
 package ticketengine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -112,15 +111,29 @@ func refusal(r *tickets.Reservation, err error) *ledger.Error {
 // debit forwards the transfer of a payment attempt to the payer's
 // partition.
 func (s *clusterShard) debit(r *tickets.Reservation, a *clusterArea, account string, amount int64, attempt uint32) {
-	w, _ := json.Marshal(&ledgerengine.WireCommand{ // plain data always encodes
-		Op: ledgerengine.OpTransfer,
-		Req: &ledger.TransferRequest{
+	w, _ := ledgerengine.Encode(&ledgerengine.Transfer{ // a ledger command always encodes
+		Req: ledger.TransferRequest{
 			ID: tickets.PaymentID(r.ID, attempt), From: account, To: a.event.Organizer, Amount: amount,
 			Memo: "reservation " + r.ID,
 		},
-		Currencies: map[string]string{a.event.Organizer: a.currency},
+		Currency: a.currency,
 	})
 	s.owed = append(s.owed, engine.Forward{Shard: s.partitionOf(account), Cmd: &Debit{Transfer: w, Area: s.partitionOf(r.ID), ID: r.ID, Attempt: attempt}})
+}
+
+// debitOutcome is a payment's answer by its debit's outcome, b: the
+// ledger's refusal, or its fault.
+func debitOutcome(id string, b []byte) *Pay {
+	out := &Pay{ID: id}
+	var t ledgerengine.Transfer
+	if err := ledgerengine.DecodeOutcome(&t, b); err != nil {
+		out.Fault = "decoding the debit's outcome: " + err.Error()
+		return out
+	}
+	if t.Err != nil && !errors.As(t.Err, &out.Err) {
+		out.Fault = t.Err.Error()
+	}
+	return out
 }
 
 // payEnd settles the payment attempt in flight by its debit's outcome
@@ -130,13 +143,9 @@ func (s *clusterShard) payEnd(c *PayEnd, now time.Time) {
 	if r == nil || p == nil || !p.Paying || p.Attempt != c.Attempt {
 		return // not the attempt in flight: not reached, each step is applied once
 	}
-	var o ledgerengine.WireOutcome
-	if err := json.Unmarshal(c.Ledger, &o); err != nil {
-		o.Fault = "decoding the debit's outcome: " + err.Error()
-	}
-	out := &Pay{ID: c.ID, Err: o.Err, Fault: o.Fault}
+	out := debitOutcome(c.ID, c.Ledger)
 	waiting := p.Waiting
-	if o.Err == nil && o.Fault == "" {
+	if out.Err == nil && out.Fault == "" {
 		s.paid(r, p, p.Began, now)
 	} else {
 		p.Paying, p.Waiting = false, nil

@@ -1,7 +1,6 @@
 package ticketengine
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -410,12 +409,24 @@ func payAt(rid, id string) *Pay {
 
 // payEnd is the debit's outcome for d: made, or refused with err.
 func payEnd(d *Debit, err *ledger.Error) *PayEnd {
-	o := ledgerengine.WireOutcome{Err: err}
-	if err == nil {
-		o.Transfer = &ledger.Transfer{ID: "pay"}
+	o := &ledgerengine.Transfer{}
+	if err != nil {
+		o.Err = err
+	} else {
+		o.Transfer = ledger.Transfer{ID: "pay"}
 	}
-	v, _ := json.Marshal(&o)
-	return d.End(v).(*PayEnd)
+	return d.End(ledgerengine.EncodeOutcome(o)).(*PayEnd)
+}
+
+// debitOf is the ledger's transfer command d carries.
+func debitOf(t *testing.T, d *Debit) *ledgerengine.Transfer {
+	t.Helper()
+	cmd, err := ledgerengine.Decode(d.Transfer)
+	w, ok := cmd.(*ledgerengine.Transfer)
+	if err != nil || !ok {
+		t.Fatalf("a debit's command %T: %v", cmd, err)
+	}
+	return w
 }
 
 // paidAnswer is the answer to pay request rid.
@@ -441,13 +452,10 @@ func TestClusterPaymentBegunInTheHoldEndsPaid(t *testing.T) {
 	if len(run.answers) != 0 || len(run.debits) != 1 {
 		t.Fatalf("pay began with %d answers and %d debits", len(run.answers), len(run.debits))
 	}
-	var w ledgerengine.WireCommand
-	if err := json.Unmarshal(run.debits[0].Transfer, &w); err != nil {
-		t.Fatal(err)
-	}
+	w := debitOf(t, run.debits[0])
 	want := ledger.TransferRequest{ID: "pay-" + r.ID + "-00000001", From: "u", To: "org", Amount: 30, Memo: "reservation " + r.ID}
-	if *w.Req != want || w.Currencies["org"] != "USD" {
-		t.Fatalf("debit %+v %v, want %+v", *w.Req, w.Currencies, want)
+	if w.Req != want || w.Currency != "USD" {
+		t.Fatalf("debit %+v %v, want %+v", w.Req, w.Currency, want)
 	}
 	late := r.HoldUntil.Add(time.Second)
 	cancel := &Cancel{ID: r.ID}
@@ -503,8 +511,7 @@ func TestClusterPaymentRefusedThawsTheHold(t *testing.T) {
 		t.Fatalf("refused within the hold: %+v", a)
 	}
 	second := runChain(t, db, now, payAt("p4", r2.ID))
-	var w ledgerengine.WireCommand
-	if len(second.debits) != 1 || json.Unmarshal(second.debits[0].Transfer, &w) != nil || w.Req.ID != "pay-"+r2.ID+"-00000002" {
+	if len(second.debits) != 1 || debitOf(t, second.debits[0]).Req.ID != "pay-"+r2.ID+"-00000002" {
 		t.Fatalf("second attempt: %+v", second.debits)
 	}
 	if a := paidAnswer(t, runChain(t, db, now, payEnd(second.debits[0], nil)), "p4"); a.Reservation.State != tickets.Paid {

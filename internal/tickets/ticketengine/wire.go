@@ -179,47 +179,47 @@ func (*Release) Op() Op         { return OpRelease }
 func (*Flush) Op() Op           { return OpFlush }
 
 func (c *CreateEvent) args(w *wire)    { w.event(&c.Spec) }
-func (c *CreateEvent) outcome(w *wire) { w.bool(&c.Created); w.bool(&c.Conflict) }
-func (c *CreateArea) args(w *wire)     { w.event(&c.Spec); w.str(&c.Area); w.str(&c.Currency) }
+func (c *CreateEvent) outcome(w *wire) { w.Bool(&c.Created); w.Bool(&c.Conflict) }
+func (c *CreateArea) args(w *wire)     { w.event(&c.Spec); w.Str(&c.Area); w.Str(&c.Currency) }
 func (c *CreateArea) outcome(*wire)    {}
-func (c *ReadEvent) args(w *wire)      { w.str(&c.Name) }
+func (c *ReadEvent) args(w *wire)      { w.Str(&c.Name) }
 func (c *ReadEvent) outcome(w *wire)   { w.optEvent(&c.Spec) }
-func (c *AreaFree) args(w *wire)       { w.str(&c.Event); w.str(&c.Area) }
-func (c *AreaFree) outcome(w *wire)    { w.bool(&c.Found); w.int(&c.Free); w.time(&c.SoldOutAt) }
+func (c *AreaFree) args(w *wire)       { w.Str(&c.Event); w.Str(&c.Area) }
+func (c *AreaFree) outcome(w *wire)    { w.Bool(&c.Found); w.Int(&c.Free); w.Time(&c.SoldOutAt) }
 func (c *Reserve) args(w *wire) {
-	w.str(&c.ID)
-	w.str(&c.User)
+	w.Str(&c.ID)
+	w.Str(&c.User)
 	w.request(&c.Req)
-	w.byte((*uint8)(&c.Verdict))
-	w.int(&c.Limit)
-	w.bytes(&c.ReplyTo)
+	w.Byte((*uint8)(&c.Verdict))
+	w.Int(&c.Limit)
+	w.Bytes(&c.ReplyTo)
 }
-func (c *Reserve) outcome(w *wire)         { w.optReservation(&c.Reservation); w.int(&c.Limit) }
-func (c *ReadReservation) args(w *wire)    { w.str(&c.ID) }
+func (c *Reserve) outcome(w *wire)         { w.optReservation(&c.Reservation); w.Int(&c.Limit) }
+func (c *ReadReservation) args(w *wire)    { w.Str(&c.ID) }
 func (c *ReadReservation) outcome(w *wire) { w.optReservation(&c.Reservation) }
-func (c *Cancel) args(w *wire)             { w.str(&c.ID) }
+func (c *Cancel) args(w *wire)             { w.Str(&c.ID) }
 func (c *Cancel) outcome(w *wire)          { w.optReservation(&c.Reservation); w.err(&c.Err) }
-func (c *Inspect) args(w *wire)            { w.str(&c.Event); w.str(&c.Area) }
+func (c *Inspect) args(w *wire)            { w.Str(&c.Event); w.Str(&c.Area) }
 func (c *Inspect) outcome(w *wire)         { w.optSeats(&c.Seats) }
-func (c *HoldSecret) args(w *wire)         { w.bytes(&c.Proposed) }
-func (c *HoldSecret) outcome(w *wire)      { w.bytes(&c.Secret) }
-func (c *Pay) args(w *wire)                { w.str(&c.ID); w.str(&c.Account) }
+func (c *HoldSecret) args(w *wire)         { w.Bytes(&c.Proposed) }
+func (c *HoldSecret) outcome(w *wire)      { w.Bytes(&c.Secret) }
+func (c *Pay) args(w *wire)                { w.Str(&c.ID); w.Str(&c.Account) }
 func (c *Pay) outcome(w *wire) {
 	w.optReservation(&c.Reservation)
 	w.err(&c.Err)
-	w.str(&c.Fault)
+	w.Str(&c.Fault)
 }
-func (c *PayEnd) args(w *wire)  { w.str(&c.ID); w.uint32(&c.Attempt); w.bytes(&c.Ledger) }
+func (c *PayEnd) args(w *wire)  { w.Str(&c.ID); w.Uint32(&c.Attempt); w.Bytes(&c.Ledger) }
 func (c *PayEnd) outcome(*wire) {}
 func (c *Claim) args(w *wire) {
-	w.str(&c.ID)
-	w.str(&c.User)
+	w.Str(&c.ID)
+	w.Str(&c.User)
 	w.request(&c.Req)
-	w.int(&c.Limit)
-	w.bytes(&c.ReplyTo)
+	w.Int(&c.Limit)
+	w.Bytes(&c.ReplyTo)
 }
 func (c *Claim) outcome(*wire)   {}
-func (c *Release) args(w *wire)  { w.str(&c.ID); w.str(&c.User); w.str(&c.Event) }
+func (c *Release) args(w *wire)  { w.Str(&c.ID); w.Str(&c.User); w.Str(&c.Event) }
 func (c *Release) outcome(*wire) {}
 func (*Flush) args(*wire)        {}
 func (*Flush) outcome(*wire)     {}
@@ -261,22 +261,19 @@ func newCommand(op Op) Command {
 
 // Encode encodes c's operation and arguments.
 func Encode(c Command) []byte {
-	w := &wire{e: &codec.Encoder{}}
-	w.e.Byte(byte(c.Op()))
-	c.args(w)
-	return w.e.B
+	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.args(&wire{*f}) })
 }
 
 // Decode decodes a command Encode encoded.
 func Decode(b []byte) (Command, error) {
-	w := &wire{d: &codec.Decoder{B: b}}
-	op := Op(w.d.Byte())
-	c := newCommand(op)
-	if c == nil {
-		return nil, fmt.Errorf("ticketengine: unknown operation %d", op)
-	}
-	c.args(w)
-	if err := w.d.Done(); err != nil {
+	var c Command
+	op, err := codec.DecodeOp(b, func(op byte, f *codec.Fields) bool {
+		if c = newCommand(Op(op)); c != nil {
+			c.args(&wire{*f})
+		}
+		return c != nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("ticketengine: decoding operation %d: %w", op, err)
 	}
 	return c, nil
@@ -284,127 +281,43 @@ func Decode(b []byte) (Command, error) {
 
 // EncodeOutcome encodes c's outcome, after c's Op byte: never empty.
 func EncodeOutcome(c Command) []byte {
-	w := &wire{e: &codec.Encoder{}}
-	w.e.Byte(byte(c.Op()))
-	c.outcome(w)
-	return w.e.B
+	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) })
 }
 
 // DecodeOutcome decodes an outcome EncodeOutcome encoded into c, a command
-// of the same type.
+// of the same operation.
 func DecodeOutcome(c Command, b []byte) error {
-	w := &wire{d: &codec.Decoder{B: b}}
-	if op := Op(w.d.Byte()); op != c.Op() && w.d.Err == nil {
-		return fmt.Errorf("ticketengine: an outcome of operation %d, not %d", op, c.Op())
-	}
-	c.outcome(w)
-	if err := w.d.Done(); err != nil {
-		return fmt.Errorf("ticketengine: decoding the outcome of operation %d: %w", c.Op(), err)
+	if err := codec.DecodeAs(b, byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) }); err != nil {
+		return fmt.Errorf("ticketengine: decoding an outcome of operation %d: %w", c.Op(), err)
 	}
 	return nil
 }
 
-// wire encodes fields into e, or decodes them from d: each field's method
-// does one or the other, so one list of a type's fields serves both.
-type wire struct {
-	e *codec.Encoder
-	d *codec.Decoder
-}
-
-func (w *wire) str(s *string) {
-	if w.e != nil {
-		w.e.String(*s)
-		return
-	}
-	*s = w.d.Str()
-}
-
-func (w *wire) bytes(b *[]byte) {
-	if w.e != nil {
-		w.e.String(string(*b))
-		return
-	}
-	if v := w.d.Bytes(); len(v) > 0 {
-		*b = append([]byte(nil), v...)
-	}
-}
-
-func (w *wire) bool(v *bool) {
-	if w.e != nil {
-		w.e.Bool(*v)
-		return
-	}
-	*v = w.d.Bool()
-}
-
-func (w *wire) byte(v *uint8) {
-	if w.e != nil {
-		w.e.Byte(*v)
-		return
-	}
-	*v = w.d.Byte()
-}
-
-func (w *wire) int(v *int) {
-	if w.e != nil {
-		w.e.Varint(int64(*v))
-		return
-	}
-	*v = int(w.d.Varint())
-}
-
-func (w *wire) uint32(v *uint32) {
-	if w.e != nil {
-		w.e.Uvarint(uint64(*v))
-		return
-	}
-	*v = uint32(w.d.Uvarint())
-}
-
-// time carries t as Unix nanoseconds, 0 for the zero time.
-func (w *wire) time(t *time.Time) {
-	if w.e != nil {
-		var n int64
-		if !t.IsZero() {
-			n = t.UnixNano()
-		}
-		w.e.Varint(n)
-		return
-	}
-	if n := w.d.Varint(); n != 0 {
-		*t = time.Unix(0, n).UTC()
-	} else {
-		*t = time.Time{}
-	}
-}
-
-// present carries whether an optional field is there.
-func (w *wire) present(there bool) bool {
-	w.bool(&there)
-	return there
-}
+// wire encodes fields into E, or decodes them from D (codec.Fields), with
+// ticketing's own fields beside codec's.
+type wire struct{ codec.Fields }
 
 // event carries an event as ticketstore stores it.
 func (w *wire) event(ev *tickets.EventSpec) {
-	if w.e != nil {
-		w.e.String(string(ticketstore.AppendEvent(nil, ev)))
+	if w.E != nil {
+		w.E.String(string(ticketstore.AppendEvent(nil, ev)))
 		return
 	}
-	b := w.d.Bytes()
-	if w.d.Err != nil {
+	b := w.D.Bytes()
+	if w.D.Err != nil {
 		return
 	}
 	var err error
 	if *ev, err = ticketstore.DecodeEvent(b); err != nil {
-		w.d.Fail()
+		w.D.Fail()
 	}
 }
 
 func (w *wire) optEvent(ev **tickets.EventSpec) {
-	if !w.present(*ev != nil) {
+	if !w.Present(*ev != nil) {
 		return
 	}
-	if w.d != nil {
+	if w.D != nil {
 		*ev = &tickets.EventSpec{}
 	}
 	w.event(*ev)
@@ -412,10 +325,10 @@ func (w *wire) optEvent(ev **tickets.EventSpec) {
 
 func (w *wire) seats(s *[]tickets.Seat) {
 	n := len(*s)
-	w.int(&n)
-	if w.d != nil {
+	w.Int(&n)
+	if w.D != nil {
 		if n < 0 || n > tickets.MaxSeatsPerReservation {
-			w.d.Fail()
+			w.D.Fail()
 			return
 		}
 		*s = nil
@@ -424,74 +337,74 @@ func (w *wire) seats(s *[]tickets.Seat) {
 		}
 	}
 	for i := range *s {
-		w.int(&(*s)[i].Row)
-		w.int(&(*s)[i].Col)
+		w.Int(&(*s)[i].Row)
+		w.Int(&(*s)[i].Col)
 	}
 }
 
 func (w *wire) request(r *tickets.ReserveRequest) {
-	w.str(&r.EventID)
-	w.str(&r.AreaID)
-	w.str((*string)(&r.Kind))
-	w.int(&r.NumOfSeats)
+	w.Str(&r.EventID)
+	w.Str(&r.AreaID)
+	w.Str((*string)(&r.Kind))
+	w.Int(&r.NumOfSeats)
 	w.seats(&r.Seats)
 }
 
 func (w *wire) reservation(r *tickets.Reservation) {
 	for _, s := range []*string{&r.ID, &r.UserID, &r.EventID, &r.AreaID, (*string)(&r.Kind), (*string)(&r.State),
 		(*string)(&r.FailedReason), &r.Detail, &r.PaymentID} {
-		w.str(s)
+		w.Str(s)
 	}
-	w.int(&r.NumOfSeats)
+	w.Int(&r.NumOfSeats)
 	w.seats(&r.Seats)
 	for _, t := range []*time.Time{&r.CreatedAt, &r.UpdatedAt, &r.HoldUntil} {
-		w.time(t)
+		w.Time(t)
 	}
 }
 
 func (w *wire) optReservation(r **tickets.Reservation) {
-	if !w.present(*r != nil) {
+	if !w.Present(*r != nil) {
 		return
 	}
-	if w.d != nil {
+	if w.D != nil {
 		*r = &tickets.Reservation{}
 	}
 	w.reservation(*r)
 }
 
 func (w *wire) err(e **ledger.Error) {
-	if !w.present(*e != nil) {
+	if !w.Present(*e != nil) {
 		return
 	}
-	if w.d != nil {
+	if w.D != nil {
 		*e = &ledger.Error{}
 	}
-	w.str((*string)(&(*e).Code))
-	w.str(&(*e).Detail)
+	w.Str((*string)(&(*e).Code))
+	w.Str(&(*e).Detail)
 }
 
 // optSeats carries an area's seat map and holders.
 func (w *wire) optSeats(s **tickets.AreaSeats) {
-	if !w.present(*s != nil) {
+	if !w.Present(*s != nil) {
 		return
 	}
-	if w.d != nil {
+	if w.D != nil {
 		*s = &tickets.AreaSeats{}
 	}
 	a := *s
-	w.str(&a.Spec.AreaID)
-	w.int(&a.Spec.RowCount)
-	w.int(&a.Spec.ColCount)
+	w.Str(&a.Spec.AreaID)
+	w.Int(&a.Spec.RowCount)
+	w.Int(&a.Spec.ColCount)
 	price := int(a.Spec.Price)
-	w.int(&price)
+	w.Int(&price)
 	a.Spec.Price = int64(price)
-	w.int(&a.Available)
+	w.Int(&a.Available)
 	w.strings(&a.SeatMap)
 	n := len(a.Holders)
-	w.int(&n)
-	if w.d != nil {
-		if n < 0 || n > len(w.d.B) {
-			w.d.Fail()
+	w.Int(&n)
+	if w.D != nil {
+		if n < 0 || n > len(w.D.B) {
+			w.D.Fail()
 			return
 		}
 		a.Holders = make([]tickets.Reservation, n)
@@ -503,15 +416,15 @@ func (w *wire) optSeats(s **tickets.AreaSeats) {
 
 func (w *wire) strings(s *[]string) {
 	n := len(*s)
-	w.int(&n)
-	if w.d != nil {
-		if n < 0 || n > len(w.d.B) {
-			w.d.Fail()
+	w.Int(&n)
+	if w.D != nil {
+		if n < 0 || n > len(w.D.B) {
+			w.D.Fail()
 			return
 		}
 		*s = make([]string, n)
 	}
 	for i := range *s {
-		w.str(&(*s)[i])
+		w.Str(&(*s)[i])
 	}
 }

@@ -1,0 +1,152 @@
+package codec
+
+import (
+	"errors"
+	"time"
+)
+
+// Fields encodes fields into E, or decodes them from D, whichever is set:
+// each method does one or the other, so that one list of a message's
+// fields, in one method, serves both its encoding and its decoding.
+type Fields struct {
+	E *Encoder
+	D *Decoder
+}
+
+// Str carries a string.
+func (f *Fields) Str(s *string) {
+	if f.E != nil {
+		f.E.String(*s)
+		return
+	}
+	*s = f.D.Str()
+}
+
+// Bytes carries a byte string; an empty one decodes as nil.
+func (f *Fields) Bytes(b *[]byte) {
+	if f.E != nil {
+		f.E.String(string(*b))
+		return
+	}
+	*b = nil
+	if v := f.D.Bytes(); len(v) > 0 {
+		*b = append([]byte(nil), v...)
+	}
+}
+
+// Bool carries a bool.
+func (f *Fields) Bool(v *bool) {
+	if f.E != nil {
+		f.E.Bool(*v)
+		return
+	}
+	*v = f.D.Bool()
+}
+
+// Byte carries a byte.
+func (f *Fields) Byte(v *uint8) {
+	if f.E != nil {
+		f.E.Byte(*v)
+		return
+	}
+	*v = f.D.Byte()
+}
+
+// Int64 carries a signed varint.
+func (f *Fields) Int64(v *int64) {
+	if f.E != nil {
+		f.E.Varint(*v)
+		return
+	}
+	*v = f.D.Varint()
+}
+
+// Int carries an int as a signed varint.
+func (f *Fields) Int(v *int) {
+	n := int64(*v)
+	f.Int64(&n)
+	*v = int(n)
+}
+
+// Uint64 carries an unsigned varint.
+func (f *Fields) Uint64(v *uint64) {
+	if f.E != nil {
+		f.E.Uvarint(*v)
+		return
+	}
+	*v = f.D.Uvarint()
+}
+
+// Uint32 carries a uint32 as an unsigned varint.
+func (f *Fields) Uint32(v *uint32) {
+	n := uint64(*v)
+	f.Uint64(&n)
+	*v = uint32(n)
+}
+
+// Time carries a time (Encoder.Time): the zero time as 0, any other as its
+// nanoseconds since the epoch, decoded in UTC.
+func (f *Fields) Time(t *time.Time) {
+	if f.E != nil {
+		f.E.Time(*t)
+		return
+	}
+	*t = f.D.Time()
+}
+
+// Present carries whether an optional field follows.
+func (f *Fields) Present(there bool) bool {
+	f.Bool(&there)
+	return there
+}
+
+// Count carries a list's length. Decoding, it fails the message for one
+// longer than the bytes left, since each item takes one at least, so that
+// a hostile length allocates nothing.
+func (f *Fields) Count(n int) int {
+	f.Int(&n)
+	if f.D != nil && (n < 0 || n > len(f.D.B)) {
+		f.D.Fail()
+		return 0
+	}
+	return n
+}
+
+// ErrUnknownOp reports a message whose operation its reader does not take.
+var ErrUnknownOp = errors.New("unknown operation")
+
+// EncodeOp encodes a message: its operation's byte, then the fields carry
+// encodes.
+func EncodeOp(op byte, carry func(*Fields)) []byte {
+	f := &Fields{E: &Encoder{B: make([]byte, 0, 64)}}
+	f.E.Byte(op)
+	carry(f)
+	return f.E.B
+}
+
+// DecodeOp decodes a message EncodeOp encoded: carry, given its operation,
+// decodes the fields, or reports false for an operation it does not take
+// (ErrUnknownOp). A message cut short or followed by more is ErrCorrupt.
+func DecodeOp(b []byte, carry func(op byte, f *Fields) bool) (byte, error) {
+	f := &Fields{D: &Decoder{B: b}}
+	op := f.D.Byte()
+	switch {
+	case f.D.Err != nil:
+		return op, f.D.Err
+	case !carry(op, f):
+		return op, ErrUnknownOp
+	}
+	return op, f.D.Done()
+}
+
+// DecodeAs decodes a message of operation op, EncodeOp's: carry decodes
+// its fields. One of another operation is ErrUnknownOp.
+func DecodeAs(b []byte, op byte, carry func(*Fields)) error {
+	_, err := DecodeOp(b, func(got byte, f *Fields) bool {
+		if got == op {
+			carry(f)
+		}
+		return got == op
+	})
+	return err
+}
