@@ -112,6 +112,20 @@ func (f *Fields) Count(n int) int {
 	return n
 }
 
+// List carries *s, its length (Count) and then each element by item.
+func List[T any](f *Fields, s *[]T, item func(*T)) {
+	n := f.Count(len(*s))
+	if f.D != nil {
+		*s = nil
+		if n > 0 {
+			*s = make([]T, n)
+		}
+	}
+	for i := range *s {
+		item(&(*s)[i])
+	}
+}
+
 // ErrUnknownOp reports a message whose operation its reader does not take.
 var ErrUnknownOp = errors.New("unknown operation")
 

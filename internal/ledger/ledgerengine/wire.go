@@ -84,20 +84,6 @@ func (w *wire) duration(v *time.Duration) {
 	*v = time.Duration(n)
 }
 
-// list carries *s, calling item on each element.
-func list[T any](w *wire, s *[]T, item func(*T)) {
-	n := w.Count(len(*s))
-	if w.D != nil {
-		*s = nil
-		if n > 0 {
-			*s = make([]T, n)
-		}
-	}
-	for i := range *s {
-		item(&(*s)[i])
-	}
-}
-
 // mapOf carries a map with string keys, in its keys' order, calling value
 // on each value; an empty one decodes as nil.
 func mapOf[V any](w *wire, m *map[string]V, value func(*V)) {
@@ -206,7 +192,7 @@ func (w *wire) request(r *ledger.TransferRequest) {
 	w.duration(&r.Timeout)
 }
 
-func (w *wire) requests(rs *[]ledger.TransferRequest) { list(w, rs, w.request) }
+func (w *wire) requests(rs *[]ledger.TransferRequest) { codec.List(&w.Fields, rs, w.request) }
 
 // transfer carries a transfer as the store keeps it, after its id.
 func (w *wire) transfer(t *ledger.Transfer) {
@@ -220,7 +206,7 @@ func (w *wire) transfer(t *ledger.Transfer) {
 }
 
 func (w *wire) batchResults(rs *[]ledger.BatchResult) {
-	list(w, rs, func(r *ledger.BatchResult) {
+	codec.List(&w.Fields, rs, func(r *ledger.BatchResult) {
 		w.transfer(&r.Transfer)
 		w.Bool(&r.Replayed)
 		w.err(&r.Err)
@@ -228,7 +214,7 @@ func (w *wire) batchResults(rs *[]ledger.BatchResult) {
 }
 
 func (w *wire) results(rs *[]WireResult) {
-	list(w, rs, func(r *WireResult) {
+	codec.List(&w.Fields, rs, func(r *WireResult) {
 		w.transfer(&r.Transfer)
 		w.Bool(&r.Replayed)
 		w.domainError(&r.Err)
@@ -251,7 +237,7 @@ func (w *wire) query(q *ledger.HistoryQuery) {
 }
 
 func (w *wire) page(p *ledger.HistoryPage) {
-	list(w, &p.Entries, func(e *ledger.Entry) {
+	codec.List(&w.Fields, &p.Entries, func(e *ledger.Entry) {
 		w.Uint64(&e.Seq)
 		w.Str(&e.TransferID)
 		dir := uint64(e.Direction)
@@ -273,7 +259,7 @@ func (w *wire) stats(s *ShardStats) {
 	w.sums(&s.Credits.Received)
 }
 
-func (w *wire) ints(s *[]int) { list(w, s, w.Int) }
+func (w *wire) ints(s *[]int) { codec.List(&w.Fields, s, w.Int) }
 
 func (w *wire) atomicBatch(b *AtomicBatch) {
 	w.Str(&b.ID)
@@ -285,7 +271,7 @@ func (w *wire) atomicBatch(b *AtomicBatch) {
 	w.Bytes(&b.ReplyTo)
 	w.Bool(&b.EvalOnly)
 	w.results(&b.Results)
-	list(w, &b.Nows, w.Time)
+	codec.List(&w.Fields, &b.Nows, w.Time)
 	w.Int(&b.Failed)
 	w.domainError(&b.Err)
 	w.ints(&b.Reserved)

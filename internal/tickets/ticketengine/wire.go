@@ -400,31 +400,7 @@ func (w *wire) optSeats(s **tickets.AreaSeats) {
 	a.Spec.Price = int64(price)
 	w.Int(&a.Available)
 	w.strings(&a.SeatMap)
-	n := len(a.Holders)
-	w.Int(&n)
-	if w.D != nil {
-		if n < 0 || n > len(w.D.B) {
-			w.D.Fail()
-			return
-		}
-		a.Holders = make([]tickets.Reservation, n)
-	}
-	for i := range a.Holders {
-		w.reservation(&a.Holders[i])
-	}
+	codec.List(&w.Fields, &a.Holders, w.reservation)
 }
 
-func (w *wire) strings(s *[]string) {
-	n := len(*s)
-	w.Int(&n)
-	if w.D != nil {
-		if n < 0 || n > len(w.D.B) {
-			w.D.Fail()
-			return
-		}
-		*s = make([]string, n)
-	}
-	for i := range *s {
-		w.Str(&(*s)[i])
-	}
-}
+func (w *wire) strings(s *[]string) { codec.List(&w.Fields, s, w.Str) }
