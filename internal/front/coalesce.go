@@ -14,9 +14,10 @@ import (
 // way goes out together in the next. A connection that writes one thing
 // at a time pays a goroutine's start per write, as net/http's own
 // asynchronous writes do; one that writes more batches them.
+// A/B pairs: docs/BENCHMARKS.md, "Server CPU per reservation over HTTP/2".
 //
 // At most maxCoalesced bytes wait: past it a write waits for the socket,
-// so a client that stops reading holds the server back as before. A write
+// so a client that stops reading holds the server back. A write
 // error is given to the next write, and Close sends what waits (for at
 // most coalesceDrainTime) before it closes.
 type coalescedConn struct {

@@ -10,7 +10,9 @@ import (
 // every request. handlerWorkers keeps goroutines whose stacks have grown
 // already: a request an idle worker can take runs on it, while its own
 // goroutine waits; when every worker is busy (long polls, streams) the
-// request runs on its own goroutine as before, so nothing ever queues.
+// request runs on its own goroutine, so nothing ever queues. A/B pairs
+// show it cheaper per request than net/http's own goroutines alone
+// (docs/BENCHMARKS.md, "Server CPU per reservation over HTTP/2").
 type handlerWorkers struct {
 	h    http.Handler
 	jobs chan *handlerJob
