@@ -115,6 +115,7 @@ or transfers failed.` + stallsHelp,
 	fs.Int64Var(&cfg.Fund, "fund", cfg.Fund, "initial balance of each account in minor units, moved from @world during setup")
 	fs.StringVar(&cfg.Currency, "currency", cfg.Currency, "currency of the accounts")
 	fs.BoolVar(&cfg.NoSetup, "no-setup", cfg.NoSetup, "reuse the accounts of an earlier run instead of creating and funding them (a sample is still checked)")
+	fs.DurationVar(&cfg.RetryJitter, "retry-jitter", cfg.RetryJitter, "after a 503, wait its Retry-After plus a random time up to this (a client with jittered backoff); 0 waits exactly Retry-After")
 	bench.DocumentEnv(fs, bench.EnvPrefix)
 	return cmd
 }

@@ -48,6 +48,10 @@ type TransferConfig struct {
 	Currency string
 	// AccountPrefix starts every account id; ids are prefix + index.
 	AccountPrefix string
+	// RetryJitter, if positive, adds a random wait of up to this long to
+	// the Retry-After of a refusal, as a client with jittered backoff
+	// does; 0 waits exactly Retry-After, as go-retryablehttp does.
+	RetryJitter time.Duration
 }
 
 // DefaultTransferConfig returns seed 000's settings with 50,000 accounts,
@@ -125,14 +129,15 @@ func RunTransfer(ctx context.Context, cfg TransferConfig) (*report.Result, error
 
 func transferParams(c TransferConfig, runID string) map[string]string {
 	return map[string]string{
-		"accounts":    strconv.Itoa(c.Accounts),
-		"batch":       strconv.Itoa(c.Batch),
-		"amount_max":  strconv.FormatInt(c.AmountMax, 10),
-		"fund":        strconv.FormatInt(c.Fund, 10),
-		"no_setup":    strconv.FormatBool(c.NoSetup),
-		"currency":    c.Currency,
-		"run_id":      runID,
-		"http_client": string(c.Client.OrDefault()),
+		"accounts":     strconv.Itoa(c.Accounts),
+		"batch":        strconv.Itoa(c.Batch),
+		"amount_max":   strconv.FormatInt(c.AmountMax, 10),
+		"fund":         strconv.FormatInt(c.Fund, 10),
+		"no_setup":     strconv.FormatBool(c.NoSetup),
+		"currency":     c.Currency,
+		"run_id":       runID,
+		"http_client":  string(c.Client.OrDefault()),
+		"retry_jitter": c.RetryJitter.String(),
 	}
 }
 
@@ -167,6 +172,7 @@ type transferVU struct {
 	prefix    string // account id prefix
 	amountMax int64
 	batch     int
+	jitter    time.Duration // RetryJitter
 	idPrefix  string        // "<run id>-<vu>-"
 	seq       bench.Decimal // transfers this VU has sent; makes ids unique
 }
@@ -182,6 +188,7 @@ func newTransferVU(ctx context.Context, c *httpc.HTTPClient, cfg TransferConfig,
 		prefix:    cfg.AccountPrefix,
 		amountMax: cfg.AmountMax,
 		batch:     cfg.Batch,
+		jitter:    cfg.RetryJitter,
 		idPrefix:  runID + "-" + strconv.Itoa(vu) + "-",
 		seq:       bench.Decimal("0"),
 	}
@@ -210,14 +217,23 @@ func (t *transferVU) iterate(ctx context.Context, vu *load.VU) {
 	vu.Record(start, o)
 	if o.Refused {
 		// As a client should: the next request waits as long as the
-		// refusal asked.
-		wait := time.NewTimer(t.ep.RetryAfter())
+		// refusal asked, and with a jitter those refused together come
+		// back spread rather than as one herd.
+		wait := time.NewTimer(t.ep.RetryAfter() + t.retryJitter(vu.Rand))
 		defer wait.Stop()
 		select {
 		case <-wait.C:
 		case <-ctx.Done():
 		}
 	}
+}
+
+// retryJitter is a random extra wait after a refusal, up to the jitter.
+func (t *transferVU) retryJitter(r *rand.Rand) time.Duration {
+	if t.jitter <= 0 {
+		return 0
+	}
+	return time.Duration(r.Int64N(int64(t.jitter)))
 }
 
 // appendTransfer appends one transfer between two distinct random accounts.
