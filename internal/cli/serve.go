@@ -375,12 +375,24 @@ func (p *process) run(ctx context.Context, srv *front.Server, ln net.Listener, t
 	logger.Info("shutting down")
 	p.api.SetReady(false)
 	p.ready.Store(false)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := shutdown(srv); err != nil {
 		return err
 	}
 	return p.eng.Close()
+}
+
+// shutdownGrace is how long a stopping server waits for the requests in
+// progress.
+const shutdownGrace = 15 * time.Second
+
+// shutdown stops srv gracefully, waiting shutdownGrace at most.
+func shutdown(srv *front.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // shutdownTracing sends the spans still buffered, waiting a few seconds

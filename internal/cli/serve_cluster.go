@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +44,17 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 	addKafkaSecurityFlags(f, &c.security)
 }
 
+// kafkaConfig is the Kafka configuration the flags give, its security
+// checked against the brokers.
+func (c clusterConfig) kafkaConfig(ctx context.Context) (kafkalog.Config, error) {
+	kc := kafkalog.Config{
+		Brokers: strings.Split(c.kafka, ","), Cluster: c.name,
+		Partitions: int32(c.partitions), SessionTimeout: c.session,
+	}
+	err := c.security.secure(ctx, &kc)
+	return kc, err
+}
+
 // serveCluster runs surge as a node of a cluster on Kafka: the ledger's,
 // ticketing's, key-value and the wallet's routes answer on every node.
 func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
@@ -64,11 +73,8 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	}
 	reg := prometheus.NewRegistry()
 	telemetry.RegisterRuntime(reg)
-	kc := kafkalog.Config{
-		Brokers: strings.Split(c.cluster.kafka, ","), Cluster: c.cluster.name,
-		Partitions: int32(c.cluster.partitions), SessionTimeout: c.cluster.session,
-	}
-	if err := c.cluster.security.secure(ctx, &kc); err != nil {
+	kc, err := c.cluster.kafkaConfig(ctx)
+	if err != nil {
 		return err
 	}
 	ln, tc, err := openPort(c, out, logger)
@@ -117,12 +123,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	case <-ctx.Done():
 	}
 	api.SetReady(false)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return shutdown(srv)
 }
 
 // clusterFront is a node's front door: the route table of a single
