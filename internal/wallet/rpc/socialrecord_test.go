@@ -10,8 +10,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 	"github.com/surge-dev/surge/internal/codec"
+	walletv1 "github.com/surge-dev/surge/internal/gen/surge/wallet/v1"
 	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
