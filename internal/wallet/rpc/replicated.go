@@ -265,10 +265,10 @@ func (s chatService) proposeMarkRead(ctx context.Context, me, peer social.UserID
 }
 
 func (s walletService) proposeReminder(ctx context.Context, me social.UserID, m *walletv1.RemindTransferRequest) (*walletv1.RemindTransferResponse, error) {
-	out, err := s.propose(ctx, &remindOp{
+	out, err := s.propose(ctx, &remindOp{payment: payment{
 		At: time.Now().UTC(), Me: me, Peer: social.UserID(m.ToUserId), Amount: m.Amount, Text: m.Text,
-		RequestID: m.RequestId, Transfer: transferID(me, m.RequestId),
-	})
+		Transfer: transferID(me, m.RequestId),
+	}, RequestID: m.RequestId})
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func (s *Service) transferReplicated(ctx context.Context, req ledger.TransferReq
 }
 
 func (s *Service) proposeTransferMessage(ctx context.Context, t ledger.Transfer, from, to social.UserID) (outcome, error) {
-	return s.propose(ctx, &transferMsgOp{At: t.CreatedAt, Me: from, Peer: to, Amount: t.Amount, Text: t.Memo, Transfer: t.ID})
+	return s.propose(ctx, &transferMsgOp{payment{At: t.CreatedAt, Me: from, Peer: to, Amount: t.Amount, Text: t.Memo, Transfer: t.ID}})
 }
 
 // ResolveIntents settles the transfer intents proposed before the given

@@ -76,31 +76,21 @@ type (
 		Peer social.UserID `json:"peer"`
 		UpTo uint64        `json:"upto"`
 	}
-	// remindOp is Me's reminder to Peer, under Me's RequestID; Transfer
-	// is the key of its id.
+	// remindOp is Me's reminder to Peer, under Me's RequestID; its
+	// Transfer is the key of the reminder's id.
 	remindOp struct {
-		At        time.Time     `json:"at"`
-		Me        social.UserID `json:"me"`
-		Peer      social.UserID `json:"peer"`
-		Amount    int64         `json:"amount"`
-		Text      string        `json:"text"`
-		RequestID string        `json:"rid"`
-		Transfer  string        `json:"t"`
+		payment
+		RequestID string `json:"rid"`
 	}
 	// intentOp says ledger transfer Transfer is about to be submitted.
 	intentOp struct {
 		At       time.Time `json:"at"`
 		Transfer string    `json:"t"`
 	}
-	// transferMsgOp is posted transfer Transfer's message, from Me to
-	// Peer, with its amount, memo and time.
+	// transferMsgOp is posted transfer Transfer's message, with its
+	// amount and memo (Text).
 	transferMsgOp struct {
-		At       time.Time     `json:"at"`
-		Me       social.UserID `json:"me"`
-		Peer     social.UserID `json:"peer"`
-		Amount   int64         `json:"amount"`
-		Text     string        `json:"text"`
-		Transfer string        `json:"t"`
+		payment
 	}
 	// dropIntentOp says ledger transfer Transfer was not made.
 	dropIntentOp struct {
@@ -132,6 +122,17 @@ type (
 		Addr  string    `json:"addr"`
 	}
 )
+
+// payment is what a reminder and a transfer's message carry: an amount
+// from Me to Peer with a text, at At, and a ledger transfer id.
+type payment struct {
+	At       time.Time     `json:"at"`
+	Me       social.UserID `json:"me"`
+	Peer     social.UserID `json:"peer"`
+	Amount   int64         `json:"amount"`
+	Text     string        `json:"text"`
+	Transfer string        `json:"t"`
+}
 
 // presenceHead is what every presence command carries: the node and
 // incarnation that appended it and the time it did.
@@ -201,27 +202,22 @@ func (o *markReadOp) carry(f *codec.Fields) {
 	f.Uint64(&o.UpTo)
 }
 
+func (p *payment) carry(f *codec.Fields) {
+	f.Time(&p.At)
+	userID(f, &p.Me)
+	userID(f, &p.Peer)
+	f.Int64(&p.Amount)
+	f.Str(&p.Text)
+	f.Str(&p.Transfer)
+}
+
 func (o *remindOp) carry(f *codec.Fields) {
-	f.Time(&o.At)
-	userID(f, &o.Me)
-	userID(f, &o.Peer)
-	f.Int64(&o.Amount)
-	f.Str(&o.Text)
+	o.payment.carry(f)
 	f.Str(&o.RequestID)
-	f.Str(&o.Transfer)
 }
 
 func (o *intentOp) carry(f *codec.Fields) {
 	f.Time(&o.At)
-	f.Str(&o.Transfer)
-}
-
-func (o *transferMsgOp) carry(f *codec.Fields) {
-	f.Time(&o.At)
-	userID(f, &o.Me)
-	userID(f, &o.Peer)
-	f.Int64(&o.Amount)
-	f.Str(&o.Text)
 	f.Str(&o.Transfer)
 }
 
