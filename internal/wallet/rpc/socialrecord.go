@@ -9,14 +9,14 @@ import (
 	"github.com/surge-dev/surge/internal/wallet/social"
 )
 
-// A record of the social log is a command: one type per kind, holding the
-// arguments its apply needs and nothing else. On the wire it is the
-// format byte recordBinary, the kind's byte, then the kind's fields
-// (internal/codec), each type listing its fields once, in one method that
-// encodes or decodes them (carry). A record that begins with '{' is a JSON
-// object of the format written before this one: its kind under "k" and
-// the kind's fields under the names of their json tags, which are there
-// to read those records and name nothing else.
+// A record of the social log is a command: one type per kind (online and
+// offline share one), holding the arguments its apply needs and nothing
+// else. On the wire it is the format byte recordBinary, the kind's byte,
+// then the kind's fields (internal/codec), each type listing its fields
+// once, in one method that encodes or decodes them (carry). A record that
+// begins with '{' is in the JSON format of earlier releases: an object
+// with its kind under "k" and the kind's fields under the names of their
+// json tags, which are there to read those records and name nothing else.
 
 // recordBinary is the first byte of a binary record; a JSON object never
 // begins with it.
