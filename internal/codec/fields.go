@@ -132,7 +132,13 @@ var ErrUnknownOp = errors.New("unknown operation")
 // EncodeOp encodes a message: its operation's byte, then the fields carry
 // encodes.
 func EncodeOp(op byte, carry func(*Fields)) []byte {
-	f := &Fields{E: &Encoder{B: make([]byte, 0, 64)}}
+	return AppendOp(make([]byte, 0, 64), op, carry)
+}
+
+// AppendOp appends a message EncodeOp encodes to dst: after a record's
+// format byte, say, which the reader checks before DecodeOp.
+func AppendOp(dst []byte, op byte, carry func(*Fields)) []byte {
+	f := &Fields{E: &Encoder{B: dst}}
 	f.E.Byte(op)
 	carry(f)
 	return f.E.B

@@ -173,7 +173,7 @@ func (s *Service) countFailure(ctx context.Context, username, addr string) error
 		s.limiter.Failed(username, addr)
 		return nil
 	}
-	_, err := s.propose(context.WithoutCancel(ctx), &op{Kind: opLoginFailed, At: time.Now().UTC(), Login: auth.CountedName(username), Addr: addr})
+	_, err := s.propose(context.WithoutCancel(ctx), &loginFailedOp{At: time.Now().UTC(), Login: auth.CountedName(username), Addr: addr})
 	return err
 }
 

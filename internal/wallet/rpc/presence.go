@@ -97,29 +97,32 @@ func randomID() ([]byte, error) {
 	return b, err
 }
 
-// applyPresence applies a presence op under the write lock.
-func (s *Service) applyPresence(o *op) {
+// applyPresence applies a presence command under the write lock.
+func (s *Service) applyPresence(c presenceCommand) {
 	p := s.presence
 	if p == nil {
 		return
 	}
-	if o.At.After(p.clock) {
-		p.clock = o.At
+	h := c.head()
+	if h.At.After(p.clock) {
+		p.clock = h.At
 	}
-	inc := p.incs[o.Inc]
+	inc := p.incs[h.Inc]
 	if inc == nil {
-		inc = &incarnation{node: o.Node, users: map[social.UserID]struct{}{}}
-		p.incs[o.Inc] = inc
+		inc = &incarnation{node: h.Node, users: map[social.UserID]struct{}{}}
+		p.incs[h.Inc] = inc
 	}
-	if o.At.After(inc.seen) {
-		inc.seen = o.At
+	if h.At.After(inc.seen) {
+		inc.seen = h.At
 	}
-	switch o.Kind {
-	case opOnline:
-		s.holdLocked(inc, o.Me)
-	case opOffline:
-		s.releaseLocked(inc, o.Me)
-	case opSnapshot:
+	switch o := c.(type) {
+	case *userPresenceOp:
+		if o.online {
+			s.holdLocked(inc, o.User)
+		} else {
+			s.releaseLocked(inc, o.User)
+		}
+	case *snapshotOp:
 		s.applySnapshot(o, inc)
 	}
 	s.expireLocked()
@@ -127,7 +130,7 @@ func (s *Service) applyPresence(o *op) {
 
 // applySnapshot makes inc hold exactly o.Users; a start also drops the
 // node's other incarnations and owes the start a snapshot of this one.
-func (s *Service) applySnapshot(o *op, inc *incarnation) {
+func (s *Service) applySnapshot(o *snapshotOp, inc *incarnation) {
 	p := s.presence
 	if o.Start {
 		for id, other := range p.incs {
@@ -231,13 +234,9 @@ func (s *Service) announce(user social.UserID) {
 	if same {
 		return
 	}
-	kind := opOffline
-	if want {
-		kind = opOnline
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), presenceCall)
 	defer cancel()
-	if _, err := s.proposePresence(ctx, &op{Kind: kind, Me: user}); err != nil {
+	if _, err := s.proposePresence(ctx, &userPresenceOp{User: user, online: want}); err != nil {
 		s.log.Warn("wallet: appending a user's presence", "user", user, "err", err)
 		s.mu.Lock()
 		p.oweLocked()
@@ -253,10 +252,11 @@ func (s *Service) announce(user social.UserID) {
 	}
 }
 
-// proposePresence appends o as this incarnation's, at now.
-func (s *Service) proposePresence(ctx context.Context, o *op) (outcome, error) {
-	o.At, o.Node, o.Inc = s.presence.now().UTC(), s.presence.node, s.presence.inc
-	return s.propose(ctx, o)
+// proposePresence appends c as this incarnation's, at now.
+func (s *Service) proposePresence(ctx context.Context, c presenceCommand) (outcome, error) {
+	h := c.head()
+	h.At, h.Node, h.Inc = s.presence.now().UTC(), s.presence.node, s.presence.inc
+	return s.propose(ctx, c)
 }
 
 // StartPresence appends that this node's new incarnation holds no
@@ -270,7 +270,7 @@ func (s *Service) StartPresence(ctx context.Context) error {
 	}
 	s.presence.mu.Lock()
 	defer s.presence.mu.Unlock()
-	_, err := s.proposePresence(ctx, &op{Kind: opSnapshot, Start: true})
+	_, err := s.proposePresence(ctx, &snapshotOp{Start: true})
 	return err
 }
 
@@ -311,11 +311,11 @@ func (s *Service) beat(ctx context.Context) error {
 	if !needed {
 		return nil
 	}
-	o := &op{Kind: opBeat}
+	var c presenceCommand = &beatOp{}
 	if owed {
-		o = &op{Kind: opSnapshot, Users: held}
+		c = &snapshotOp{Users: held}
 	}
-	if _, err := s.proposePresence(ctx, o); err != nil {
+	if _, err := s.proposePresence(ctx, c); err != nil {
 		if owed {
 			s.mu.Lock()
 			p.owed = true

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -23,7 +22,8 @@ import (
 // decided when the op is applied, against the state the log's earlier ops
 // made, with the same decisions the single node makes, so every node
 // decides alike (a username taken, a message's number). The node that took
-// the call answers once its own apply has reached the op.
+// the call answers once its own apply has reached the op. The ops are
+// typed commands, binary on the wire (socialrecord.go).
 
 // Replicator orders the social changes of a cluster's nodes
 // (internal/cluster/sociallog.Log).
@@ -56,54 +56,6 @@ func (s *Service) sync(ctx context.Context) error {
 	return nil
 }
 
-// opKind names what an op asks for.
-type opKind uint8
-
-const (
-	opRegister opKind = iota + 1
-	opRelation
-	opText
-	opMarkRead
-	opRemind
-	opIntent      // a transfer is about to be submitted to the ledger
-	opTransferMsg // a transfer is posted: its TRANSFER message
-	opDropIntent  // a transfer was not made
-	opOnline      // a node incarnation holds a user's stream (presence.go)
-	opOffline     // it holds no stream of the user any more
-	opSnapshot    // it holds exactly Users; Start: it just started
-	opBeat        // it is alive
-	opLoginFailed // a password attempt failed (countFailure)
-)
-
-// op is one record of the social log.
-type op struct {
-	Kind opKind    `json:"k"`
-	At   time.Time `json:"at"`
-	// User registers (with its password hash).
-	User *social.User `json:"u,omitempty"`
-	// Me and Peer are the caller and the other user of a pair's change.
-	Me     social.UserID `json:"me,omitempty"`
-	Peer   social.UserID `json:"peer,omitempty"`
-	Action relAction     `json:"a,omitempty"`
-	Text   string        `json:"text,omitempty"`
-	// UpTo is MarkRead's message.
-	UpTo uint64 `json:"upto,omitempty"`
-	// RequestID and Amount are a reminder's; Transfer is the ledger
-	// transfer id of a transfer's ops and a reminder's id key.
-	RequestID string `json:"rid,omitempty"`
-	Amount    int64  `json:"amount,omitempty"`
-	Transfer  string `json:"t,omitempty"`
-	// Node and Inc name the node and incarnation of a presence op; Users
-	// and Start are a snapshot's.
-	Node  string          `json:"n,omitempty"`
-	Inc   string          `json:"i,omitempty"`
-	Users []social.UserID `json:"us,omitempty"`
-	Start bool            `json:"st,omitempty"`
-	// Login and Addr are a failed login's username and client address.
-	Login string `json:"login,omitempty"`
-	Addr  string `json:"addr,omitempty"`
-}
-
 // outcome is what an op's apply decided, for the node that proposed it.
 type outcome struct {
 	err      error
@@ -115,13 +67,9 @@ type outcome struct {
 	replayed bool
 }
 
-// propose appends o and returns its outcome on this node.
-func (s *Service) propose(ctx context.Context, o *op) (outcome, error) {
-	b, err := json.Marshal(o)
-	if err != nil {
-		return outcome{}, s.internal("encode op", err)
-	}
-	v, err := s.repl.Propose(ctx, b)
+// propose appends c and returns its outcome on this node.
+func (s *Service) propose(ctx context.Context, c command) (outcome, error) {
+	v, err := s.repl.Propose(ctx, encodeCommand(c))
 	if err != nil {
 		return outcome{}, s.internal("propose op", err)
 	}
@@ -136,15 +84,14 @@ func (s *Service) propose(ctx context.Context, o *op) (outcome, error) {
 // tells the streams. It returns the op's outcome for Propose; an error
 // means the node's store failed and the node can apply nothing more.
 func (s *Service) Apply(offset int64, record []byte) (any, error) {
-	var o op
-	if err := json.Unmarshal(record, &o); err != nil {
+	c, err := decodeCommand(record)
+	if err != nil {
 		s.log.Error("wallet: undecodable social log record; skipped", "offset", offset, "err", err)
-		o = op{}
 	}
 	b := s.store.NewSocialBatch()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out, after, err := s.decideOp(&o, b)
+	out, after, err := s.decideOp(c, b)
 	if err != nil {
 		return nil, err
 	}
@@ -162,47 +109,45 @@ func (s *Service) Apply(offset int64, record []byte) (any, error) {
 // if none.
 func (s *Service) Applied() (int64, error) { return s.store.Applied() }
 
-// decideOp decides o under the write lock and adds its records to b; after
+// decideOp decides c under the write lock and adds its records to b; after
 // applies it in memory once b is written. A refusal is the outcome's err;
-// the error returned is a fault of the store.
-func (s *Service) decideOp(o *op, b walletstore.SocialBatch) (out *outcome, after func(), err error) {
-	switch o.Kind {
-	case opRegister:
+// the error returned is a fault of the store. A record that did not
+// decode (c nil) changes nothing.
+func (s *Service) decideOp(c command, b walletstore.SocialBatch) (out *outcome, after func(), err error) {
+	switch o := c.(type) {
+	case *registerOp:
 		return s.applyRegister(o, b)
-	case opRelation:
+	case *relationOp:
 		return s.applyRelation(o, b)
-	case opText:
+	case *textOp:
 		m, err := s.state.NewText(o.Me, o.Peer, o.Text, o.At)
 		if err != nil {
 			return &outcome{err: socialError(err)}, nil, nil
 		}
 		b.PutMessage(&m)
 		return &outcome{msg: m}, func() { s.publishLocked(m) }, nil
-	case opMarkRead:
+	case *markReadOp:
 		return s.applyMarkRead(o, b)
-	case opRemind:
+	case *remindOp:
 		return s.applyRemind(o, b)
-	case opIntent:
+	case *intentOp:
 		b.PutTransferIntent(o.Transfer, o.At)
 		return &outcome{}, nil, nil
-	case opTransferMsg:
+	case *transferMsgOp:
 		return s.applyTransferMessage(o, b)
-	case opDropIntent:
+	case *dropIntentOp:
 		b.DeleteTransferIntent(o.Transfer)
 		return &outcome{}, nil, nil
-	case opOnline, opOffline, opSnapshot, opBeat:
+	case presenceCommand:
 		return &outcome{}, func() { s.applyPresence(o) }, nil
-	case opLoginFailed:
+	case *loginFailedOp:
 		return &outcome{}, func() { s.limiter.FailedAt(o.Login, o.Addr, o.At) }, nil
 	}
 	return &outcome{err: errInternal}, nil, nil
 }
 
-func (s *Service) applyRegister(o *op, b walletstore.SocialBatch) (*outcome, func(), error) {
-	if o.User == nil {
-		return &outcome{err: errInternal}, nil, nil
-	}
-	u, err := s.state.NewUser(*o.User)
+func (s *Service) applyRegister(o *registerOp, b walletstore.SocialBatch) (*outcome, func(), error) {
+	u, err := s.state.NewUser(o.User)
 	if err != nil {
 		return &outcome{err: socialError(err)}, nil, nil
 	}
@@ -210,7 +155,7 @@ func (s *Service) applyRegister(o *op, b walletstore.SocialBatch) (*outcome, fun
 	return &outcome{user: u}, func() { s.state.AddUser(u) }, nil
 }
 
-func (s *Service) applyRelation(o *op, b walletstore.SocialBatch) (*outcome, func(), error) {
+func (s *Service) applyRelation(o *relationOp, b walletstore.SocialBatch) (*outcome, func(), error) {
 	r, err := s.decideRelation(o.Action, o.Me, o.Peer, o.At)
 	if err != nil {
 		return &outcome{err: socialError(err)}, nil, nil
@@ -226,7 +171,7 @@ func (s *Service) applyRelation(o *op, b walletstore.SocialBatch) (*outcome, fun
 	}, nil
 }
 
-func (s *Service) applyMarkRead(o *op, b walletstore.SocialBatch) (*outcome, func(), error) {
+func (s *Service) applyMarkRead(o *markReadOp, b walletstore.SocialBatch) (*outcome, func(), error) {
 	me, peer := o.Me, o.Peer
 	c, ok := s.state.Conversation(me, peer)
 	if !ok || peer == me {
@@ -253,7 +198,7 @@ func (s *Service) applyMarkRead(o *op, b walletstore.SocialBatch) (*outcome, fun
 	}, nil
 }
 
-func (s *Service) applyRemind(o *op, b walletstore.SocialBatch) (*outcome, func(), error) {
+func (s *Service) applyRemind(o *remindOp, b walletstore.SocialBatch) (*outcome, func(), error) {
 	prev, found, err := s.store.ReminderFor(o.Me, o.RequestID)
 	switch {
 	case err != nil:
@@ -278,7 +223,7 @@ func (s *Service) applyRemind(o *op, b walletstore.SocialBatch) (*outcome, func(
 // applyTransferMessage writes a posted transfer's TRANSFER message unless
 // an earlier op wrote it: the ops of one transfer may come more than once
 // (a retried call, the sweep of intents), its message is written once.
-func (s *Service) applyTransferMessage(o *op, b walletstore.SocialBatch) (*outcome, func(), error) {
+func (s *Service) applyTransferMessage(o *transferMsgOp, b walletstore.SocialBatch) (*outcome, func(), error) {
 	b.DeleteTransferIntent(o.Transfer)
 	done, err := s.store.TransferMessaged(o.Transfer)
 	if err != nil {
@@ -296,7 +241,7 @@ func (s *Service) applyTransferMessage(o *op, b walletstore.SocialBatch) (*outco
 // The calls' side: each proposes its op and answers from the outcome.
 
 func (s friendService) proposeRelation(me, peer social.UserID, a relAction, now time.Time) (*walletv1.Friend, error) {
-	out, err := s.propose(context.Background(), &op{Kind: opRelation, At: now, Me: me, Peer: peer, Action: a})
+	out, err := s.propose(context.Background(), &relationOp{At: now, Me: me, Peer: peer, Action: a})
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +249,7 @@ func (s friendService) proposeRelation(me, peer social.UserID, a relAction, now 
 }
 
 func (s chatService) proposeText(ctx context.Context, me, to social.UserID, text string) (*walletv1.SendMessageResponse, error) {
-	out, err := s.propose(ctx, &op{Kind: opText, At: time.Now().UTC(), Me: me, Peer: to, Text: text})
+	out, err := s.propose(ctx, &textOp{At: time.Now().UTC(), Me: me, Peer: to, Text: text})
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +257,7 @@ func (s chatService) proposeText(ctx context.Context, me, to social.UserID, text
 }
 
 func (s chatService) proposeMarkRead(ctx context.Context, me, peer social.UserID, upTo uint64) (*walletv1.MarkReadResponse, error) {
-	out, err := s.propose(ctx, &op{Kind: opMarkRead, At: time.Now().UTC(), Me: me, Peer: peer, UpTo: upTo})
+	out, err := s.propose(ctx, &markReadOp{Me: me, Peer: peer, UpTo: upTo})
 	if err != nil {
 		return nil, err
 	}
@@ -320,10 +265,10 @@ func (s chatService) proposeMarkRead(ctx context.Context, me, peer social.UserID
 }
 
 func (s walletService) proposeReminder(ctx context.Context, me social.UserID, m *walletv1.RemindTransferRequest) (*walletv1.RemindTransferResponse, error) {
-	out, err := s.propose(ctx, &op{
-		Kind: opRemind, At: time.Now().UTC(), Me: me, Peer: social.UserID(m.ToUserId), Amount: m.Amount, Text: m.Text,
-		RequestID: m.RequestId, Transfer: transferID(me, m.RequestId),
-	})
+	out, err := s.propose(ctx, &remindOp{payment: payment{
+		At: time.Now().UTC(), Me: me, Peer: social.UserID(m.ToUserId), Amount: m.Amount, Text: m.Text,
+		Transfer: transferID(me, m.RequestId),
+	}, RequestID: m.RequestId})
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +279,7 @@ func (s walletService) proposeReminder(ctx context.Context, me social.UserID, m 
 // it. A front node that dies in between leaves the user without a wallet
 // until they log in (ensureWallet).
 func (s authService) proposeUser(ctx context.Context, u social.User) (social.User, error) {
-	out, err := s.propose(ctx, &op{Kind: opRegister, At: u.CreatedAt, User: &u})
+	out, err := s.propose(ctx, &registerOp{User: u})
 	if err != nil {
 		return social.User{}, err
 	}
@@ -355,13 +300,13 @@ func (s *Service) ensureWallet(ctx context.Context, u social.UserID) error {
 // transfer's message in the social log. A refusal drops the intent; a
 // call that ends without an answer leaves it to ResolveIntents.
 func (s *Service) transferReplicated(ctx context.Context, req ledger.TransferRequest, from, to social.UserID) (ledger.Transfer, bool, error) {
-	if _, err := s.propose(ctx, &op{Kind: opIntent, At: time.Now().UTC(), Transfer: req.ID}); err != nil {
+	if _, err := s.propose(ctx, &intentOp{At: time.Now().UTC(), Transfer: req.ID}); err != nil {
 		return ledger.Transfer{}, false, err
 	}
 	t, replayed, err := s.ledger.TransferWith(ctx, req, nil)
 	if err != nil {
 		if code := ledger.CodeOf(err); code != "" && code != ledger.CodeOverloaded {
-			_, _ = s.propose(ctx, &op{Kind: opDropIntent, At: time.Now().UTC(), Transfer: req.ID})
+			_, _ = s.propose(ctx, &dropIntentOp{Transfer: req.ID})
 		}
 		return t, replayed, err
 	}
@@ -370,7 +315,7 @@ func (s *Service) transferReplicated(ctx context.Context, req ledger.TransferReq
 }
 
 func (s *Service) proposeTransferMessage(ctx context.Context, t ledger.Transfer, from, to social.UserID) (outcome, error) {
-	return s.propose(ctx, &op{Kind: opTransferMsg, At: t.CreatedAt, Me: from, Peer: to, Amount: t.Amount, Text: t.Memo, Transfer: t.ID})
+	return s.propose(ctx, &transferMsgOp{payment{At: t.CreatedAt, Me: from, Peer: to, Amount: t.Amount, Text: t.Memo, Transfer: t.ID}})
 }
 
 // ResolveIntents settles the transfer intents proposed before the given
@@ -407,6 +352,6 @@ func (s *Service) resolveIntent(ctx context.Context, id string) error {
 		_, err = s.proposeTransferMessage(ctx, t, from, to)
 		return err
 	}
-	_, err = s.propose(ctx, &op{Kind: opDropIntent, At: time.Now().UTC(), Transfer: id})
+	_, err = s.propose(ctx, &dropIntentOp{Transfer: id})
 	return err
 }

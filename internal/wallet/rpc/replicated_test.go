@@ -246,7 +246,7 @@ func TestReplicaTransferMessageOnce(t *testing.T) {
 	}
 	past := time.Now().Add(-time.Hour)
 	for _, id := range []string{transferID(1, "r2"), transferID(1, "lost")} {
-		if _, err := nodes[2].svc.propose(ctx, &op{Kind: opIntent, At: past, Transfer: id}); err != nil {
+		if _, err := nodes[2].svc.propose(ctx, &intentOp{At: past, Transfer: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -455,7 +455,7 @@ func TestReplicaPresenceStartDropsFormerIncarnation(t *testing.T) {
 		t.Fatal(err)
 	}
 	subscribeOn(t, nodes[1], ann)
-	former := &op{Kind: opOnline, At: time.Now().UTC(), Node: nodes[0].svc.presence.node, Inc: "former", Me: social.UserID(bob.id)}
+	former := &userPresenceOp{presenceHead: presenceHead{At: time.Now().UTC(), Node: nodes[0].svc.presence.node, Inc: "former"}, User: social.UserID(bob.id), online: true}
 	if _, err := nodes[0].svc.propose(ctx, former); err != nil {
 		t.Fatal(err)
 	}
