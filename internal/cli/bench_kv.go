@@ -8,13 +8,8 @@ import (
 	"github.com/surge-dev/surge/internal/bench/report"
 )
 
-func newBenchKVCommand() *cobra.Command {
-	cfg := kv.DefaultKVConfig()
-	var opts benchOptions
-	cmd := &cobra.Command{
-		Use:   "kv",
-		Short: "Key-value PUT/GET/DELETE/range at a constant rate (wrk2, seed 004)",
-		Long: `Reproduce seed 004's wrk2 runs against the /v0 key-value API: an open model
+// benchKVLong is bench kv's help.
+const benchKVLong = `Reproduce seed 004's wrk2 runs against the /v0 key-value API: an open model
 in which requests are due at a constant --rate, spread evenly over
 --connections, whatever the server's latency. A connection still waiting for
 a reply sends its next request as soon as it can, and every latency counts
@@ -41,7 +36,15 @@ The exit status is 1 only if the prefill failed, the target was unreachable
 or more than 1% of requests failed.` + stallsHelp + `
 
 Each --find-max probe's line has the machine's stalls and steal during the
-probe, and the same explanation when they break the SLO.`,
+probe, and the same explanation when they break the SLO.`
+
+func newBenchKVCommand() *cobra.Command {
+	cfg := kv.DefaultKVConfig()
+	var opts benchOptions
+	cmd := &cobra.Command{
+		Use:   "kv",
+		Short: "Key-value PUT/GET/DELETE/range at a constant rate (wrk2, seed 004)",
+		Long:  benchKVLong,
 		Example: `  surge bench kv --op put --rate 12000 --duration 1m
   surge bench kv --op get --prefill 1300000 --find-max --slo p99=1ms --duration 30s
   surge bench kv --op put --connections 64 --rate 60000 --duration 1m --out kv.json`,

@@ -174,42 +174,48 @@ func readHead(br *bufio.Reader, budget *int, first bool) (head, error) {
 		if !isFieldValue(value) {
 			return h, malformed("bad header value", line)
 		}
-		switch {
-		case equalFoldASCII(name, "content-length"):
-			last = fieldContentLength
-			if err := h.setContentLength(value); err != nil {
-				return h, err
-			}
-		case equalFoldASCII(name, "transfer-encoding"):
-			last, te = fieldTransferEncoding, true
-			if err := h.addTransferCodings(value); err != nil {
-				return h, err
-			}
-		case equalFoldASCII(name, "connection"):
-			last = fieldConnection
-			h.addConnectionOptions(value)
-		case equalFoldASCII(name, "retry-after"):
-			last = fieldOther
-			h.retryAfter = parseRetryAfter(value)
-		default:
-			last = fieldOther
+		if last, err = h.addField(name, value); err != nil {
+			return h, err
 		}
+		te = te || last == fieldTransferEncoding
 	}
 	if h.status < 200 {
 		return h, nil // interim replies carry no content; their framing fields mean nothing
 	}
+	return h, h.checkFraming(te)
+}
+
+// addField reads one header field into h, and says which it was.
+func (h *head) addField(name, value []byte) (field, error) {
+	switch {
+	case equalFoldASCII(name, "content-length"):
+		return fieldContentLength, h.setContentLength(value)
+	case equalFoldASCII(name, "transfer-encoding"):
+		return fieldTransferEncoding, h.addTransferCodings(value)
+	case equalFoldASCII(name, "connection"):
+		h.addConnectionOptions(value)
+		return fieldConnection, nil
+	case equalFoldASCII(name, "retry-after"):
+		h.retryAfter = parseRetryAfter(value)
+	}
+	return fieldOther, nil
+}
+
+// checkFraming refuses a reply head whose framing is ambiguous; te says
+// it had a Transfer-Encoding field.
+func (h *head) checkFraming(te bool) error {
 	switch {
 	case te && !h.chunked:
-		return h, malformed("Transfer-Encoding without chunked", nil)
+		return malformed("Transfer-Encoding without chunked", nil)
 	case te && h.contentLength >= 0:
 		// Both framings at once is how responses are smuggled (RFC 9112
 		// §6.3 rule 3): refuse rather than pick one.
-		return h, malformed("both Transfer-Encoding and Content-Length", nil)
+		return malformed("both Transfer-Encoding and Content-Length", nil)
 	case te && h.http10:
 		// An HTTP/1.0 server cannot have chunked its reply (RFC 9112 §6.1).
-		return h, malformed("Transfer-Encoding in an HTTP/1.0 reply", nil)
+		return malformed("Transfer-Encoding in an HTTP/1.0 reply", nil)
 	}
-	return h, nil
+	return nil
 }
 
 // parseStatusLine parses "HTTP/1.1 200 OK". The reason phrase may be

@@ -136,8 +136,15 @@ func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
 		c.h2 = newH2Pool(conns, &c.wire, tc)
 		return c, nil
 	}
+	c.rt = c.stdTransport(o, conns, timeout)
+	return c, nil
+}
+
+// stdTransport is net/http's transport for StdClient: conns connections
+// at most, each request counted on c's wire.
+func (c *targetClient) stdTransport(o HTTPOptions, conns int, timeout time.Duration) *http.Transport {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	c.rt = &http.Transport{
+	return &http.Transport{
 		Proxy: nil, // a load generator talks to its target directly
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := dialer.DialContext(ctx, network, addr)
@@ -158,7 +165,6 @@ func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
 		ReadBufferSize:     16 << 10,
 		WriteBufferSize:    16 << 10,
 	}
-	return c, nil
 }
 
 // Target returns the base URL requests go to.
