@@ -81,6 +81,12 @@ type resetWatch struct {
 
 	streamsMu sync.Mutex // the reader's and the writer's
 	streams   map[uint32]streamEnds
+	// gate, on a net/http connection, holds new streams unread while the
+	// server has no room (h2gate.go); pending counts the streams read
+	// whose handler has not started.
+	gate    *h2gate
+	pending int64
+	closed  atomic.Bool
 }
 
 // streamEnds is which sides have ended a stream that is not yet closed.
@@ -106,6 +112,9 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 	w.in.split(p[:n], func(h frameHead) {
 		switch h.typ {
 		case frameHeaders:
+			if h.stream > w.lastID && w.gate != nil {
+				w.enterStream()
+			}
 			w.lastID = max(w.lastID, h.stream)
 			w.clientEnds(h.stream, true, h.flags&flagEndStream != 0)
 		case frameData:
@@ -123,6 +132,44 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 		}
 	})
 	return n, err
+}
+
+// gated makes w hold its client's new streams unread while the server
+// has no room for their requests (h2gate.go).
+func (w *resetWatch) gated() *resetWatch {
+	w.gate = w.g.gate
+	return w
+}
+
+// enterStream waits until the gate lets a new stream be read, and counts
+// it pending.
+func (w *resetWatch) enterStream() {
+	w.gate.enter(w.closed.Load)
+	w.streamsMu.Lock()
+	w.pending++
+	w.streamsMu.Unlock()
+	if w.closed.Load() { // Close may have ended the pending before this one
+		w.endPending(-1)
+	}
+}
+
+// handlerStarted ends the pending of one of w's streams.
+func (w *resetWatch) handlerStarted() { w.endPending(1) }
+
+// endPending ends the pending of up to n of w's streams (all if n < 0).
+// A stream the server resets is counted ended, and so may its handler's
+// start be, later: the count errs low, never high.
+func (w *resetWatch) endPending(n int64) {
+	if w.gate == nil {
+		return
+	}
+	w.streamsMu.Lock()
+	if n < 0 || n > w.pending {
+		n = w.pending
+	}
+	w.pending -= n
+	w.streamsMu.Unlock()
+	w.gate.started(n)
 }
 
 // countReset counts a stream reset, the client's or one the client made
@@ -165,6 +212,7 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 			w.serverEnds(h.stream, true)
 			if h.word != errNoError { // a reset the client made the server send
 				w.countReset()
+				w.endPending(1) // net/http refuses a stream without starting a handler
 			}
 		}
 	})
@@ -231,6 +279,10 @@ func (w *resetWatch) unanswered(stream uint32) bool {
 // Close sends a tripped connection's GOAWAY, if the server's last write
 // ended on a frame boundary, then closes.
 func (w *resetWatch) Close() error {
+	if w.gate != nil && !w.closed.Swap(true) {
+		w.gate.leave()
+	}
+	w.endPending(-1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.calm.Load() {
