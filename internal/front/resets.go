@@ -137,7 +137,9 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 // gated makes w hold its client's new streams unread while the server
 // has no room for their requests (h2gate.go).
 func (w *resetWatch) gated() *resetWatch {
-	w.gate = w.g.gate
+	if w.g.gate.gated() {
+		w.gate = w.g.gate
+	}
 	return w
 }
 
