@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,17 +17,20 @@ import (
 // per-stream state before admission can refuse it, and a refused request
 // comes back a second later (Retry-After) at the same cost. So the front
 // reads a new stream's HEADERS only while the server has room for its
-// request: requests in progress, streams read but whose handler has not
-// started, and admitted HTTP/2 requests waiting for a place stay within
-// MaxRequests. Until then the stream, and what follows it on its
+// request: requests in progress, streams whose requests have come whole
+// and not yet been admitted, and HTTP/2 requests waiting for a place stay
+// within MaxRequests. Until then the stream, and what follows it on its
 // connection, waits unread in the client and the socket: the stream limit
 // and TCP's flow control are the back-pressure, as a keep-alive
 // connection's next request is for HTTP/1.1.
 //
-// A stream waits at most Limits.BodyTimeout to be read, and a request it
-// carries at most as long again for a place; then it is admitted or
-// refused as any request, 503 with Retry-After, so that overload that
-// lasts still ends in refusals rather than in a wait without end.
+// A stream waits to be read while the server gives places back: once
+// none has come back for h2Stall since the wait began (requests that hold
+// their places and do not end), or after Limits.BodyTimeout in all, it is
+// read and its request admitted or refused as any other, 503 with
+// Retry-After. A request that finds no place then waits the same way. So
+// a burst the server works through waits in the client; a server whose
+// places are held still refuses at once, give or take h2Stall.
 //
 // Only net/http's connections are gated: grpc-go bounds its own streams'
 // handlers.
@@ -35,13 +39,23 @@ type h2gate struct {
 	mu      sync.Mutex
 	readers sync.Cond // new streams waiting to be read
 	ready   sync.Cond // admitted HTTP/2 requests waiting for a place
-	// pending counts streams read whose handler has not started; waiting,
-	// requests waiting for a place; blocked, goroutines in Wait.
+	// pending counts streams whose requests have come whole and that
+	// admission has not decided on; waiting, requests waiting for a place; blocked,
+	// goroutines in Wait.
 	pending, waiting, blocked int64
+	// freedAt is when a place was last given back.
+	freedAt time.Time
+	// stall is how long a wait lasts without a place given back: h2Stall.
+	stall time.Duration
 }
 
+// h2Stall is how long a stream or request waits for a place without any
+// being given back before it is refused: the second a refusal's
+// Retry-After asks for.
+const h2Stall = time.Second
+
 func newH2Gate(g *guard) *h2gate {
-	h := &h2gate{g: g}
+	h := &h2gate{g: g, stall: h2Stall}
 	h.readers.L = &h.mu
 	h.ready.L = &h.mu
 	return h
@@ -56,25 +70,27 @@ func (h *h2gate) roomLocked() bool {
 	return h.g.requests.used.Load()+h.pending+h.waiting < h.g.limits.MaxRequests
 }
 
-// enter waits, at most Limits.BodyTimeout, until a new stream's request
-// fits or closed reports its connection closed, then counts the stream
-// as pending until its handler starts.
+// enter waits until a new stream's request fits, the wait ends
+// (waitLocked), or closed reports its connection closed.
 func (h *h2gate) enter(closed func() bool) {
-	if !h.gated() {
-		return
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.waitLocked(&h.readers, time.Now().Add(h.g.limits.BodyTimeout), func() bool { return closed() || h.roomLocked() })
-	h.pending++
-	if h.roomLocked() {
-		h.readers.Signal() // room for the next one too
-	}
+	h.waitLocked(&h.readers, func() bool { return closed() || h.roomLocked() })
 }
 
-// started ends n streams' pending: their handlers started, or the server
-// ended them without one.
-func (h *h2gate) started(n int64) {
+// whole counts a stream whose request has come whole as pending, until
+// admission decides on it. A stream whose body is still on its way is
+// not counted: its DATA may wait behind another stream's HEADERS that
+// the gate holds, and counting it could hold them both for good.
+func (h *h2gate) whole() {
+	h.mu.Lock()
+	h.pending++
+	h.mu.Unlock()
+}
+
+// decided ends n streams' pending: admission decided on their requests,
+// or the server ended them without one.
+func (h *h2gate) decided(n int64) {
 	if n == 0 {
 		return
 	}
@@ -84,22 +100,39 @@ func (h *h2gate) started(n int64) {
 	h.mu.Unlock()
 }
 
-// waitLocked waits on c until ok or the deadline.
-func (h *h2gate) waitLocked(c *sync.Cond, deadline time.Time, ok func() bool) {
-	if ok() {
-		return
-	}
-	t := time.AfterFunc(time.Until(deadline), func() {
-		h.mu.Lock()
-		c.Broadcast()
-		h.mu.Unlock()
-	})
-	defer t.Stop()
-	h.blocked++
-	for !ok() && time.Now().Before(deadline) {
+// waitLocked waits on c until ok, or until no place has been given back
+// for h.stall since the wait began, or Limits.BodyTimeout has passed.
+func (h *h2gate) waitLocked(c *sync.Cond, ok func() bool) {
+	begun := time.Now()
+	for !ok() {
+		now := time.Now()
+		end := h.waitEnd(begun)
+		if !now.Before(end) {
+			return
+		}
+		t := time.AfterFunc(end.Sub(now), func() {
+			h.mu.Lock()
+			c.Broadcast()
+			h.mu.Unlock()
+		})
+		h.blocked++
 		c.Wait()
+		h.blocked--
+		t.Stop()
 	}
-	h.blocked--
+}
+
+// waitEnd is when a wait begun then ends if no place comes.
+func (h *h2gate) waitEnd(begun time.Time) time.Time {
+	progress := begun
+	if h.freedAt.After(begun) {
+		progress = h.freedAt
+	}
+	end := progress.Add(h.stall)
+	if hard := begun.Add(h.g.limits.BodyTimeout); hard.Before(end) {
+		return hard
+	}
+	return end
 }
 
 // leave wakes the streams waiting to be read, so that those of a closed
@@ -114,6 +147,7 @@ func (h *h2gate) leave() {
 // waiting for a place first, else a stream waiting to be read.
 func (h *h2gate) freed() {
 	h.mu.Lock()
+	h.freedAt = time.Now()
 	h.wakeLocked()
 	h.mu.Unlock()
 }
@@ -130,15 +164,16 @@ func (h *h2gate) wakeLocked() {
 }
 
 // takeWork takes a place and work for req, of client with units of work.
-// An HTTP/2 request that MaxRequests refuses waits for a place instead, as
-// long as a stream may wait to be read, or until its stream ends.
+// An HTTP/2 request that MaxRequests refuses waits for a place instead,
+// as a stream waits to be read, or until its stream ends.
 func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (hold, *refusal) {
 	held, no := h.g.takeWork(client, units)
+	t := ticketOf(req)
 	if no != refuseRequests || req.ProtoMajor != 2 || !h.gated() {
+		t.decide() // after the place is taken: counted twice a moment, never none
 		return held, no
 	}
 	ctx := req.Context()
-	deadline := time.Now().Add(h.g.limits.BodyTimeout)
 	stop := context.AfterFunc(ctx, func() {
 		h.mu.Lock()
 		h.ready.Broadcast()
@@ -148,20 +183,25 @@ func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (ho
 	h.mu.Lock()
 	h.waiting++
 	h.mu.Unlock()
+	t.decide() // now waiting
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	defer func() {
-		h.mu.Lock()
 		h.waiting--
 		h.wakeLocked()
-		h.mu.Unlock()
 	}()
 	for {
-		h.mu.Lock()
-		h.waitLocked(&h.ready, deadline, func() bool {
-			return ctx.Err() != nil || h.g.requests.used.Load() < h.g.limits.MaxRequests
-		})
+		room := func() bool { return h.g.requests.used.Load() < h.g.limits.MaxRequests }
+		h.waitLocked(&h.ready, func() bool { return ctx.Err() != nil || room() })
+		if ctx.Err() != nil || !room() {
+			return held, no // the stream ended, or the wait did
+		}
+		// Taking work gives it back on a refusal, which wakes waiters:
+		// not under the lock.
 		h.mu.Unlock()
 		held, no = h.g.takeWork(client, units)
-		if no != refuseRequests || ctx.Err() != nil || !time.Now().Before(deadline) {
+		h.mu.Lock()
+		if no != refuseRequests {
 			return held, no
 		}
 	}
@@ -171,7 +211,7 @@ func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (ho
 type h2Conn struct{}
 
 // connContext gives the requests of an HTTP/2 connection the front
-// watches their connection's watch (http.Server.ConnContext).
+// gates their connection's watch (http.Server.ConnContext).
 func connContext(ctx context.Context, c net.Conn) context.Context {
 	if w, ok := c.(*resetWatch); ok && w.gate != nil {
 		return context.WithValue(ctx, h2Conn{}, w)
@@ -179,13 +219,40 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
-// handlerStarted ends the pending of one stream of r's connection, if the
-// gate counted it.
-func handlerStarted(r *http.Request) {
+// h2ticket is a gated stream's request until admission decides on it:
+// its stream counts as pending until then, so that the gate reads no
+// more streams while their requests' bodies are still being read.
+type h2ticket struct {
+	w       *resetWatch
+	decided atomic.Bool
+}
+
+// h2Ticket is the request context's key for its ticket.
+type h2Ticket struct{}
+
+// ticketed gives r a ticket if its stream was gated; the caller decides
+// it, if admission has not, once the handler returns.
+func ticketed(r *http.Request) (*http.Request, *h2ticket) {
 	if r.ProtoMajor != 2 {
-		return
+		return r, nil
 	}
-	if w, ok := r.Context().Value(h2Conn{}).(*resetWatch); ok {
-		w.handlerStarted()
+	w, ok := r.Context().Value(h2Conn{}).(*resetWatch)
+	if !ok {
+		return r, nil
 	}
+	t := &h2ticket{w: w}
+	return r.WithContext(context.WithValue(r.Context(), h2Ticket{}, t)), t
+}
+
+// decide ends the ticket's stream's pending, once.
+func (t *h2ticket) decide() {
+	if t != nil && t.decided.CompareAndSwap(false, true) {
+		t.w.endPending(1)
+	}
+}
+
+// ticketOf is r's ticket, or nil.
+func ticketOf(r *http.Request) *h2ticket {
+	t, _ := r.Context().Value(h2Ticket{}).(*h2ticket)
+	return t
 }

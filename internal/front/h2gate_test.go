@@ -17,11 +17,13 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// gatedServer serves handler under limits on net/http, and returns its
-// address and admission.
-func gatedServer(t *testing.T, l Limits, handler http.HandlerFunc) (string, *Admission) {
+// gatedServer serves handler under limits on net/http, its gate's waits
+// ending after stall without progress, and returns its address and
+// admission.
+func gatedServer(t *testing.T, l Limits, stall time.Duration, handler http.HandlerFunc) (string, *Admission) {
 	t.Helper()
 	adm := NewAdmission(l, nil)
+	adm.g.gate.stall = stall
 	srv := New(Options{Net: handler, Admission: adm, MaxRequestBodyBytes: 1 << 10, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})
 	return serveFront(t, srv), adm
 }
@@ -65,7 +67,8 @@ func gateBlocked(h *h2gate, givenUp func() bool) {
 // TestHTTP2StreamsPastMaxRequestsWaitUnread: an HTTP/2 client with many
 // more requests in flight than MaxRequests has each of them served, none
 // refused, and the server reads no stream past those it has room for:
-// while the handlers hold every place, the next stream waits unread.
+// while the handlers hold every place, the next stream waits unread (for
+// as long as the stall allows, here an hour).
 func TestHTTP2StreamsPastMaxRequestsWaitUnread(t *testing.T) {
 	const requests, places = 12, 2
 	release := make(chan struct{})
@@ -73,7 +76,7 @@ func TestHTTP2StreamsPastMaxRequestsWaitUnread(t *testing.T) {
 	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
 	var entered atomic.Int32
 	started := make(chan struct{}, requests)
-	addr, adm := gatedServer(t, Limits{MaxRequests: places}, func(w http.ResponseWriter, r *http.Request) {
+	addr, adm := gatedServer(t, Limits{MaxRequests: places}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
 		entered.Add(1)
 		started <- struct{}{}
 		<-release
@@ -118,14 +121,14 @@ func TestHTTP2StreamsPastMaxRequestsWaitUnread(t *testing.T) {
 	}
 }
 
-// TestHTTP2GateWaitEnds: a stream the server has no room for waits at
-// most BodyTimeout to be read, and its request as long for a place; then
-// it is refused 503 with Retry-After, as overload that lasts must be.
+// TestHTTP2GateWaitEnds: a stream the server has no room for, while no
+// request ends, waits to be read no longer than the stall, and its
+// request as long for a place; then it is refused 503 with Retry-After.
 func TestHTTP2GateWaitEnds(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	held := make(chan struct{})
-	addr, adm := gatedServer(t, Limits{MaxRequests: 1, BodyTimeout: 50 * time.Millisecond}, func(w http.ResponseWriter, r *http.Request) {
+	addr, adm := gatedServer(t, Limits{MaxRequests: 1}, 50*time.Millisecond, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
 			close(held)
 			<-release

@@ -82,8 +82,8 @@ type resetWatch struct {
 	streamsMu sync.Mutex // the reader's and the writer's
 	streams   map[uint32]streamEnds
 	// gate, on a net/http connection, holds new streams unread while the
-	// server has no room (h2gate.go); pending counts the streams read
-	// whose handler has not started.
+	// server has no room (h2gate.go); pending counts the streams whose
+	// requests have come whole and that admission has not decided on.
 	gate    *h2gate
 	pending int64
 	closed  atomic.Bool
@@ -113,7 +113,7 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 		switch h.typ {
 		case frameHeaders:
 			if h.stream > w.lastID && w.gate != nil {
-				w.enterStream()
+				w.gate.enter(w.closed.Load)
 			}
 			w.lastID = max(w.lastID, h.stream)
 			w.clientEnds(h.stream, true, h.flags&flagEndStream != 0)
@@ -143,20 +143,16 @@ func (w *resetWatch) gated() *resetWatch {
 	return w
 }
 
-// enterStream waits until the gate lets a new stream be read, and counts
-// it pending.
-func (w *resetWatch) enterStream() {
-	w.gate.enter(w.closed.Load)
-	w.streamsMu.Lock()
-	w.pending++
-	w.streamsMu.Unlock()
-	if w.closed.Load() { // Close may have ended the pending before this one
-		w.endPending(-1)
+// whole counts stream, whose request has come whole, pending until
+// admission decides on it (h2ticket), unless the server has answered it.
+// streamsMu is held.
+func (w *resetWatch) wholeLocked(e streamEnds) {
+	if w.gate == nil || e.server || w.closed.Load() {
+		return
 	}
+	w.pending++
+	w.gate.whole()
 }
-
-// handlerStarted ends the pending of one of w's streams.
-func (w *resetWatch) handlerStarted() { w.endPending(1) }
 
 // endPending ends the pending of up to n of w's streams (all if n < 0).
 // A stream the server resets is counted ended, and so may its handler's
@@ -171,7 +167,7 @@ func (w *resetWatch) endPending(n int64) {
 	}
 	w.pending -= n
 	w.streamsMu.Unlock()
-	w.gate.started(n)
+	w.gate.decided(n)
 }
 
 // countReset counts a stream reset, the client's or one the client made
@@ -214,7 +210,7 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 			w.serverEnds(h.stream, true)
 			if h.word != errNoError { // a reset the client made the server send
 				w.countReset()
-				w.endPending(1) // net/http refuses a stream without starting a handler
+				w.endPending(1) // net/http refuses a stream without a handler
 			}
 		}
 	})
@@ -241,6 +237,9 @@ func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
 	e, ok := w.streams[stream]
 	if !ok && !opens {
 		return
+	}
+	if ends && !e.client {
+		w.wholeLocked(e)
 	}
 	e.client = e.client || ends
 	w.keep(stream, e)
