@@ -30,7 +30,8 @@ import (
 // read and its request admitted or refused as any other, 503 with
 // Retry-After. A request that finds no place then waits the same way. So
 // a burst the server works through waits in the client; a server whose
-// places are held still refuses at once, give or take h2Stall.
+// places are held refuses within h2Stall, and then, until a place is
+// given back, at once.
 //
 // Only net/http's connections are gated: grpc-go bounds its own streams'
 // handlers.
@@ -46,7 +47,10 @@ type h2gate struct {
 	// freedAt is when a place was last given back.
 	freedAt time.Time
 	// stall is how long a wait lasts without a place given back: h2Stall.
-	stall time.Duration
+	// stalled is set when a wait ends so, until a place is given back:
+	// meanwhile nothing waits.
+	stall   time.Duration
+	stalled bool
 }
 
 // h2Stall is how long a stream or request waits for a place without any
@@ -101,13 +105,16 @@ func (h *h2gate) decided(n int64) {
 }
 
 // waitLocked waits on c until ok, or until no place has been given back
-// for h.stall since the wait began, or Limits.BodyTimeout has passed.
+// for h.stall since the wait began, or Limits.BodyTimeout has passed. Once
+// a wait has ended for want of a place given back, none waits until one
+// is.
 func (h *h2gate) waitLocked(c *sync.Cond, ok func() bool) {
 	begun := time.Now()
-	for !ok() {
+	for !ok() && !h.stalled {
 		now := time.Now()
-		end := h.waitEnd(begun)
+		end, stall := h.waitEnd(begun)
 		if !now.Before(end) {
+			h.stalled = stall
 			return
 		}
 		t := time.AfterFunc(end.Sub(now), func() {
@@ -122,17 +129,18 @@ func (h *h2gate) waitLocked(c *sync.Cond, ok func() bool) {
 	}
 }
 
-// waitEnd is when a wait begun then ends if no place comes.
-func (h *h2gate) waitEnd(begun time.Time) time.Time {
+// waitEnd is when a wait begun then ends if no place comes, and whether
+// that end is a stall.
+func (h *h2gate) waitEnd(begun time.Time) (time.Time, bool) {
 	progress := begun
 	if h.freedAt.After(begun) {
 		progress = h.freedAt
 	}
 	end := progress.Add(h.stall)
 	if hard := begun.Add(h.g.limits.BodyTimeout); hard.Before(end) {
-		return hard
+		return hard, false
 	}
-	return end
+	return end, true
 }
 
 // leave wakes the streams waiting to be read, so that those of a closed
@@ -147,7 +155,7 @@ func (h *h2gate) leave() {
 // waiting for a place first, else a stream waiting to be read.
 func (h *h2gate) freed() {
 	h.mu.Lock()
-	h.freedAt = time.Now()
+	h.freedAt, h.stalled = time.Now(), false
 	h.wakeLocked()
 	h.mu.Unlock()
 }

@@ -149,4 +149,17 @@ func TestHTTP2GateWaitEnds(t *testing.T) {
 	if n := testutil.ToFloat64(adm.g.rejected.WithLabelValues(reasonRequests)); n != 1 {
 		t.Errorf("%v requests refused max_requests, want 1", n)
 	}
+	adm.g.gate.mu.Lock()
+	stalled := adm.g.gate.stalled
+	adm.g.gate.mu.Unlock()
+	if !stalled {
+		t.Error("after a wait that no place ended, the gate does not note the stall: the next request would wait again")
+	}
+	adm.g.gate.freed() // as the held request's end does
+	adm.g.gate.mu.Lock()
+	stalled = adm.g.gate.stalled
+	adm.g.gate.mu.Unlock()
+	if stalled {
+		t.Error("a place given back does not end the stall")
+	}
 }
