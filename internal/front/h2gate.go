@@ -41,9 +41,12 @@ type h2gate struct {
 	readers sync.Cond // new streams waiting to be read
 	ready   sync.Cond // admitted HTTP/2 requests waiting for a place
 	// pending counts streams whose requests have come whole and that
-	// admission has not decided on; waiting, requests waiting for a place; blocked,
-	// goroutines in Wait.
+	// admission has not decided on; waiting, requests waiting for a place;
+	// blocked, goroutines in Wait.
 	pending, waiting, blocked int64
+	// attention counts the goroutines in waitLocked, and one more while
+	// stalled: while it is 0 a place given back needs no lock.
+	attention atomic.Int64
 	// freedAt is when a place was last given back.
 	freedAt time.Time
 	// stall is how long a wait lasts without a place given back: h2Stall.
@@ -110,11 +113,18 @@ func (h *h2gate) decided(n int64) {
 // is.
 func (h *h2gate) waitLocked(c *sync.Cond, ok func() bool) {
 	begun := time.Now()
+	// Counted before ok is asked: a place given back after this is seen
+	// by ok or wakes the wait.
+	h.attention.Add(1)
+	defer h.attention.Add(-1)
 	for !ok() && !h.stalled {
 		now := time.Now()
 		end, stall := h.waitEnd(begun)
 		if !now.Before(end) {
-			h.stalled = stall
+			if stall {
+				h.stalled = true
+				h.attention.Add(1)
+			}
 			return
 		}
 		t := time.AfterFunc(end.Sub(now), func() {
@@ -154,8 +164,15 @@ func (h *h2gate) leave() {
 // freed wakes a waiter once a request's place is given back: a request
 // waiting for a place first, else a stream waiting to be read.
 func (h *h2gate) freed() {
+	if h.attention.Load() == 0 {
+		return
+	}
 	h.mu.Lock()
-	h.freedAt, h.stalled = time.Now(), false
+	h.freedAt = time.Now()
+	if h.stalled {
+		h.stalled = false
+		h.attention.Add(-1)
+	}
 	h.wakeLocked()
 	h.mu.Unlock()
 }
