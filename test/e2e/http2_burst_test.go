@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -10,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"golang.org/x/net/http2"
 )
 
 // TestHTTP2BurstPastMaxRequestsWaitsInClient: ticket-master's client
@@ -24,10 +21,11 @@ func TestHTTP2BurstPastMaxRequestsWaitsInClient(t *testing.T) {
 	const requests = 5000
 	s := start(t, t.TempDir(), "--max-inflight-requests", "1", "--max-streams", "100")
 	var dials atomic.Int32
-	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials.Add(1)
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}}
+	tr.Protocols.SetUnencryptedHTTP2(true)
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr}
 	status, body := postH2(c, s.url+"/v1/event", `{"eventName":"burst","artist":"a","areas":[{"areaId":"A","rowCount":40,"colCount":50}]}`)
