@@ -69,6 +69,7 @@ type resetWatch struct {
 	g      *guard
 	resets *rate.Limiter
 	in     frameSplitter // read by the server's reader only
+	rb     readBuf       // the server's reader's too
 	lastID uint32        // the client's highest stream id, for GOAWAY
 	mu     sync.Mutex    // guards out, and orders writes with Close's GOAWAY
 	out    frameSplitter
@@ -108,7 +109,7 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 	if w.calm.Load() {
 		return 0, errRapidReset
 	}
-	n, err := w.Conn.Read(p)
+	n, err := w.rb.read(w.Conn, p)
 	w.in.split(p[:n], func(h frameHead) {
 		switch h.typ {
 		case frameHeaders:
