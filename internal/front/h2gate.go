@@ -245,8 +245,9 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 // h2ticket is a gated stream's request until admission decides on it:
-// its stream counts as pending until then, so that the gate reads no
-// more streams while their requests' bodies are still being read.
+// the stream, once its request has come whole, counts as pending until
+// then, and the ticket ends that once, at admission or at the handler's
+// end.
 type h2ticket struct {
 	w       *resetWatch
 	decided atomic.Bool
