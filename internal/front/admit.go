@@ -314,7 +314,7 @@ func (rt *router) admitNet(next http.Handler) http.Handler {
 			return
 		}
 		client := rt.guard.clients.of(addrOf(remoteAddr(req.RemoteAddr)), func() []string { return req.Header["X-Forwarded-For"] })
-		held, no := rt.guard.takeWork(client, rt.guard.workOf(body))
+		held, no := rt.guard.gate.takeWork(req, client, rt.guard.workOf(body))
 		if no != nil {
 			rt.guard.bodies.give(body)
 			rt.refuseNet(w, req, no, false)

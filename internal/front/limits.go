@@ -183,6 +183,9 @@ type guard struct {
 	requests budget
 	clients  *clients
 	rejected *prometheus.CounterVec
+	// gate keeps HTTP/2 streams unread while requests fill MaxRequests
+	// (h2gate.go).
+	gate *h2gate
 }
 
 // release gives back what h holds.
@@ -194,6 +197,9 @@ func (g *guard) release(h hold) {
 	}
 	if h.clientWork > 0 {
 		g.clients.give(h.client, 0, h.clientWork)
+	}
+	if h.request {
+		g.gate.freed()
 	}
 }
 
@@ -221,6 +227,7 @@ func (g *guard) takeWork(a netip.Addr, units int64) (hold, *refusal) {
 
 func newGuard(l Limits, reg prometheus.Registerer) *guard {
 	g := &guard{limits: l, clients: newClients(l)}
+	g.gate = newH2Gate(g)
 	g.conns.limit = int64(l.MaxConns)
 	g.bodies.limit = l.BodyBytes
 	g.work.limit = l.MaxWork

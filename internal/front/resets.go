@@ -69,6 +69,7 @@ type resetWatch struct {
 	g      *guard
 	resets *rate.Limiter
 	in     frameSplitter // read by the server's reader only
+	rb     readBuf       // the server's reader's too
 	lastID uint32        // the client's highest stream id, for GOAWAY
 	mu     sync.Mutex    // guards out, and orders writes with Close's GOAWAY
 	out    frameSplitter
@@ -81,6 +82,12 @@ type resetWatch struct {
 
 	streamsMu sync.Mutex // the reader's and the writer's
 	streams   map[uint32]streamEnds
+	// gate, on a net/http connection, holds new streams unread while the
+	// server has no room (h2gate.go); pending counts the streams whose
+	// requests have come whole and that admission has not decided on.
+	gate    *h2gate
+	pending int64
+	closed  atomic.Bool
 }
 
 // streamEnds is which sides have ended a stream that is not yet closed.
@@ -102,10 +109,13 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 	if w.calm.Load() {
 		return 0, errRapidReset
 	}
-	n, err := w.Conn.Read(p)
+	n, err := w.rb.read(w.Conn, p)
 	w.in.split(p[:n], func(h frameHead) {
 		switch h.typ {
 		case frameHeaders:
+			if h.stream > w.lastID && w.gate != nil {
+				w.gate.enter(w.closed.Load)
+			}
 			w.lastID = max(w.lastID, h.stream)
 			w.clientEnds(h.stream, true, h.flags&flagEndStream != 0)
 		case frameData:
@@ -123,6 +133,42 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 		}
 	})
 	return n, err
+}
+
+// gated makes w hold its client's new streams unread while the server
+// has no room for their requests (h2gate.go).
+func (w *resetWatch) gated() *resetWatch {
+	if w.g.gate.gated() {
+		w.gate = w.g.gate
+	}
+	return w
+}
+
+// whole counts stream, whose request has come whole, pending until
+// admission decides on it (h2ticket), unless the server has answered it.
+// streamsMu is held.
+func (w *resetWatch) wholeLocked(e streamEnds) {
+	if w.gate == nil || e.server || w.closed.Load() {
+		return
+	}
+	w.pending++
+	w.gate.whole()
+}
+
+// endPending ends the pending of up to n of w's streams (all if n < 0).
+// A stream the server resets is counted ended, and so may its handler's
+// start be, later: the count errs low, never high.
+func (w *resetWatch) endPending(n int64) {
+	if w.gate == nil {
+		return
+	}
+	w.streamsMu.Lock()
+	if n < 0 || n > w.pending {
+		n = w.pending
+	}
+	w.pending -= n
+	w.streamsMu.Unlock()
+	w.gate.decided(n)
 }
 
 // countReset counts a stream reset, the client's or one the client made
@@ -165,6 +211,7 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 			w.serverEnds(h.stream, true)
 			if h.word != errNoError { // a reset the client made the server send
 				w.countReset()
+				w.endPending(1) // net/http refuses a stream without a handler
 			}
 		}
 	})
@@ -191,6 +238,9 @@ func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
 	e, ok := w.streams[stream]
 	if !ok && !opens {
 		return
+	}
+	if ends && !e.client {
+		w.wholeLocked(e)
 	}
 	e.client = e.client || ends
 	w.keep(stream, e)
@@ -231,6 +281,10 @@ func (w *resetWatch) unanswered(stream uint32) bool {
 // Close sends a tripped connection's GOAWAY, if the server's last write
 // ended on a frame boundary, then closes.
 func (w *resetWatch) Close() error {
+	if w.gate != nil && !w.closed.Swap(true) {
+		w.gate.leave()
+	}
+	w.endPending(-1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.calm.Load() {

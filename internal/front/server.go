@@ -153,6 +153,7 @@ func New(opts Options) *Server {
 		MaxHeaderBytes:    maxHeaderList,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		HTTP2:             http2Config(opts.Limits, newHTTP2Errors(opts.Registerer)),
+		ConnContext:       connContext,
 	}
 	s.slow.Protocols = new(http.Protocols)
 	s.slow.Protocols.SetHTTP1(true)
@@ -243,10 +244,10 @@ func (s *Server) route(c net.Conn, qs queues) {
 		case opening.isGRPC:
 			qs.grpc.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
 		default:
-			qs.slow.put(newResetWatch(newOpenedConn(newCoalescedConn(c), replay, opening), s.guard))
+			qs.slow.put(newResetWatch(newOpenedConn(newCoalescedConn(c), replay, opening), s.guard).gated())
 		}
 	case bytes.Equal(method, preface):
-		qs.slow.put(newResetWatch(&replayConn{Conn: newCoalescedConn(c), head: head}, s.guard))
+		qs.slow.put(newResetWatch(&replayConn{Conn: newCoalescedConn(c), head: head}, s.guard).gated())
 	case s.isSlow(method, path):
 		qs.slow.put(&replayConn{Conn: c, head: head})
 	default:

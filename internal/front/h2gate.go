@@ -1,0 +1,284 @@
+package front
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// An HTTP/2 client may queue far more requests than the server takes at
+// once (Limits.MaxRequests), and Go's client does not wait at a
+// connection's stream limit: it opens another connection. Every stream
+// the server reads costs it a handler's goroutine and net/http's
+// per-stream state before admission can refuse it, and a refused request
+// comes back a second later (Retry-After) at the same cost. So the front
+// reads a new stream's HEADERS only while the server has room for its
+// request: requests in progress, streams whose requests have come whole
+// and not yet been admitted, and HTTP/2 requests waiting for a place stay
+// within MaxRequests. Until then the stream, and what follows it on its
+// connection, waits unread in the client and the socket: the stream limit
+// and TCP's flow control are the back-pressure, as a keep-alive
+// connection's next request is for HTTP/1.1.
+//
+// A stream waits to be read while the server gives places back: once
+// none has come back for h2Stall since the wait began (requests that hold
+// their places and do not end), or after Limits.BodyTimeout in all, it is
+// read and its request admitted or refused as any other, 503 with
+// Retry-After. A request that finds no place then waits the same way. So
+// a burst the server works through waits in the client; a server whose
+// places are held refuses within h2Stall, and then, until a place is
+// given back, at once.
+//
+// Only net/http's connections are gated: grpc-go bounds its own streams'
+// handlers.
+type h2gate struct {
+	g       *guard
+	mu      sync.Mutex
+	readers sync.Cond // new streams waiting to be read
+	ready   sync.Cond // admitted HTTP/2 requests waiting for a place
+	// pending counts streams whose requests have come whole and that
+	// admission has not decided on; waiting, requests waiting for a place;
+	// blocked, goroutines in Wait.
+	pending, waiting, blocked int64
+	// attention counts the goroutines in waitLocked, and one more while
+	// stalled: while it is 0 a place given back needs no lock.
+	attention atomic.Int64
+	// freedAt is when a place was last given back.
+	freedAt time.Time
+	// stall is how long a wait lasts without a place given back: h2Stall.
+	// stalled is set when a wait ends so, until a place is given back:
+	// meanwhile nothing waits.
+	stall   time.Duration
+	stalled bool
+}
+
+// h2Stall is how long a stream or request waits for a place without any
+// being given back before it is refused: the second a refusal's
+// Retry-After asks for.
+const h2Stall = time.Second
+
+func newH2Gate(g *guard) *h2gate {
+	h := &h2gate{g: g, stall: h2Stall}
+	h.readers.L = &h.mu
+	h.ready.L = &h.mu
+	return h
+}
+
+// gated reports whether MaxRequests bounds requests, which the gate then
+// keeps to.
+func (h *h2gate) gated() bool { return h.g.limits.MaxRequests > 0 }
+
+// roomLocked reports whether one more request fits.
+func (h *h2gate) roomLocked() bool {
+	return h.g.requests.used.Load()+h.pending+h.waiting < h.g.limits.MaxRequests
+}
+
+// enter waits until a new stream's request fits, the wait ends
+// (waitLocked), or closed reports its connection closed.
+func (h *h2gate) enter(closed func() bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.waitLocked(&h.readers, func() bool { return closed() || h.roomLocked() })
+}
+
+// whole counts a stream whose request has come whole as pending, until
+// admission decides on it. A stream whose body is still on its way is
+// not counted: its DATA may wait behind another stream's HEADERS that
+// the gate holds, and counting it could hold them both for good.
+func (h *h2gate) whole() {
+	h.mu.Lock()
+	h.pending++
+	h.mu.Unlock()
+}
+
+// decided ends n streams' pending: admission decided on their requests,
+// or the server ended them without one.
+func (h *h2gate) decided(n int64) {
+	if n == 0 {
+		return
+	}
+	h.mu.Lock()
+	h.pending -= n
+	h.wakeLocked()
+	h.mu.Unlock()
+}
+
+// waitLocked waits on c until ok, or until no place has been given back
+// for h.stall since the wait began, or Limits.BodyTimeout has passed. Once
+// a wait has ended for want of a place given back, none waits until one
+// is.
+func (h *h2gate) waitLocked(c *sync.Cond, ok func() bool) {
+	begun := time.Now()
+	// Counted before ok is asked: a place given back after this is seen
+	// by ok or wakes the wait.
+	h.attention.Add(1)
+	defer h.attention.Add(-1)
+	for !ok() && !h.stalled {
+		now := time.Now()
+		end, stall := h.waitEnd(begun)
+		if !now.Before(end) {
+			if stall {
+				h.stalled = true
+				h.attention.Add(1)
+			}
+			return
+		}
+		t := time.AfterFunc(end.Sub(now), func() {
+			h.mu.Lock()
+			c.Broadcast()
+			h.mu.Unlock()
+		})
+		h.blocked++
+		c.Wait()
+		h.blocked--
+		t.Stop()
+	}
+}
+
+// waitEnd is when a wait begun then ends if no place comes, and whether
+// that end is a stall.
+func (h *h2gate) waitEnd(begun time.Time) (time.Time, bool) {
+	progress := begun
+	if h.freedAt.After(begun) {
+		progress = h.freedAt
+	}
+	end := progress.Add(h.stall)
+	if hard := begun.Add(h.g.limits.BodyTimeout); hard.Before(end) {
+		return hard, false
+	}
+	return end, true
+}
+
+// leave wakes the streams waiting to be read, so that those of a closed
+// connection stop waiting.
+func (h *h2gate) leave() {
+	h.mu.Lock()
+	h.readers.Broadcast()
+	h.mu.Unlock()
+}
+
+// freed wakes a waiter once a request's place is given back: a request
+// waiting for a place first, else a stream waiting to be read.
+func (h *h2gate) freed() {
+	if h.attention.Load() == 0 {
+		return
+	}
+	h.mu.Lock()
+	h.freedAt = time.Now()
+	if h.stalled {
+		h.stalled = false
+		h.attention.Add(-1)
+	}
+	h.wakeLocked()
+	h.mu.Unlock()
+}
+
+func (h *h2gate) wakeLocked() {
+	if h.blocked == 0 {
+		return
+	}
+	if h.waiting > 0 {
+		h.ready.Signal()
+		return
+	}
+	h.readers.Signal()
+}
+
+// takeWork takes a place and work for req, of client with units of work.
+// An HTTP/2 request that MaxRequests refuses waits for a place instead,
+// as a stream waits to be read, or until its stream ends.
+func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (hold, *refusal) {
+	held, no := h.g.takeWork(client, units)
+	t := ticketOf(req)
+	if no != refuseRequests || req.ProtoMajor != 2 || !h.gated() {
+		t.decide() // after the place is taken: counted twice a moment, never none
+		return held, no
+	}
+	ctx := req.Context()
+	stop := context.AfterFunc(ctx, func() {
+		h.mu.Lock()
+		h.ready.Broadcast()
+		h.mu.Unlock()
+	})
+	defer stop()
+	h.mu.Lock()
+	h.waiting++
+	h.mu.Unlock()
+	t.decide() // now waiting
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	defer func() {
+		h.waiting--
+		h.wakeLocked()
+	}()
+	for {
+		room := func() bool { return h.g.requests.used.Load() < h.g.limits.MaxRequests }
+		h.waitLocked(&h.ready, func() bool { return ctx.Err() != nil || room() })
+		if ctx.Err() != nil || !room() {
+			return held, no // the stream ended, or the wait did
+		}
+		// Taking work gives it back on a refusal, which wakes waiters:
+		// not under the lock.
+		h.mu.Unlock()
+		held, no = h.g.takeWork(client, units)
+		h.mu.Lock()
+		if no != refuseRequests {
+			return held, no
+		}
+	}
+}
+
+// h2Conn is the request context's key for its connection's watch.
+type h2Conn struct{}
+
+// connContext gives the requests of an HTTP/2 connection the front
+// gates their connection's watch (http.Server.ConnContext).
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	if w, ok := c.(*resetWatch); ok && w.gate != nil {
+		return context.WithValue(ctx, h2Conn{}, w)
+	}
+	return ctx
+}
+
+// h2ticket is a gated stream's request until admission decides on it:
+// the stream, once its request has come whole, counts as pending until
+// then, and the ticket ends that once, at admission or at the handler's
+// end.
+type h2ticket struct {
+	w       *resetWatch
+	decided atomic.Bool
+}
+
+// h2Ticket is the request context's key for its ticket.
+type h2Ticket struct{}
+
+// ticketed gives r a ticket if its stream was gated; the caller decides
+// it, if admission has not, once the handler returns.
+func ticketed(r *http.Request) (*http.Request, *h2ticket) {
+	if r.ProtoMajor != 2 {
+		return r, nil
+	}
+	w, ok := r.Context().Value(h2Conn{}).(*resetWatch)
+	if !ok {
+		return r, nil
+	}
+	t := &h2ticket{w: w}
+	return r.WithContext(context.WithValue(r.Context(), h2Ticket{}, t)), t
+}
+
+// decide ends the ticket's stream's pending, once.
+func (t *h2ticket) decide() {
+	if t != nil && t.decided.CompareAndSwap(false, true) {
+		t.w.endPending(1)
+	}
+}
+
+// ticketOf is r's ticket, or nil.
+func ticketOf(r *http.Request) *h2ticket {
+	t, _ := r.Context().Value(h2Ticket{}).(*h2ticket)
+	return t
+}

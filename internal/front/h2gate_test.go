@@ -1,0 +1,154 @@
+package front
+
+import (
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// gatedServer serves handler under limits on net/http, its gate's waits
+// ending after stall without progress, and returns its address and
+// admission.
+func gatedServer(t *testing.T, l Limits, stall time.Duration, handler http.HandlerFunc) (string, *Admission) {
+	t.Helper()
+	adm := NewAdmission(l, nil)
+	adm.g.gate.stall = stall
+	srv := New(Options{Net: handler, Admission: adm, MaxRequestBodyBytes: 1 << 10, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})
+	return serveFront(t, srv), adm
+}
+
+// h2cClient is Go's HTTP/2 client over h2c: at a connection's stream
+// limit, or before its first connection is up, it dials another.
+func h2cClient(t *testing.T) *http.Client {
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// post sends a small POST and reports its status, or the error.
+func post(c *http.Client, url string) (int, error) {
+	resp, err := c.Post(url, "text/plain", strings.NewReader("a body"))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+// gateBlocked waits until a stream waits at the gate to be read, or
+// until given up reports that none will.
+func gateBlocked(h *h2gate, givenUp func() bool) {
+	for !givenUp() {
+		h.mu.Lock()
+		n := h.blocked
+		h.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestHTTP2StreamsPastMaxRequestsWaitUnread: an HTTP/2 client with many
+// more requests in flight than MaxRequests has each of them served, none
+// refused, and the server reads no stream past those it has room for:
+// while the handlers hold every place, the next stream waits unread (for
+// as long as the stall allows, here an hour).
+func TestHTTP2StreamsPastMaxRequestsWaitUnread(t *testing.T) {
+	const requests, places = 12, 2
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	var entered atomic.Int32
+	started := make(chan struct{}, requests)
+	addr, adm := gatedServer(t, Limits{MaxRequests: places}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+		entered.Add(1)
+		started <- struct{}{}
+		<-release
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "served")
+	})
+	t.Cleanup(releaseAll) // before the server's shutdown, which waits for the handlers
+	c := h2cClient(t)
+	statuses := make(chan int, requests)
+	for range requests {
+		go func() {
+			st, err := post(c, "http://"+addr+"/reserve")
+			if err != nil {
+				t.Error(err)
+			}
+			statuses <- st
+		}()
+	}
+	for range places {
+		<-started
+	}
+	gateBlocked(adm.g.gate, func() bool { return entered.Load() > places || len(statuses) > 0 })
+	adm.g.gate.mu.Lock()
+	pending, waiting := adm.g.gate.pending, adm.g.gate.waiting
+	adm.g.gate.mu.Unlock()
+	if n := entered.Load(); n != places || pending != 0 || waiting != 0 || len(statuses) > 0 {
+		t.Fatalf("with every place held: %d handlers, %d streams pending, %d waiting, %d answered; want %d, 0, 0, 0",
+			n, pending, waiting, len(statuses), places)
+	}
+	releaseAll()
+	for range requests {
+		if st := <-statuses; st != http.StatusOK {
+			t.Errorf("status %d, want 200", st)
+		}
+	}
+	if n := testutil.ToFloat64(adm.g.rejected.WithLabelValues(reasonRequests)); n != 0 {
+		t.Errorf("%v requests refused max_requests, want none", n)
+	}
+}
+
+// TestHTTP2GateWaitEnds: a stream the server has no room for, while no
+// request ends, waits to be read no longer than the stall, and its
+// request as long for a place; then it is refused 503 with Retry-After.
+func TestHTTP2GateWaitEnds(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	held := make(chan struct{})
+	addr, adm := gatedServer(t, Limits{MaxRequests: 1}, 50*time.Millisecond, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			close(held)
+			<-release
+		}
+	})
+	c := h2cClient(t)
+	go func() { _, _ = post(c, "http://"+addr+"/hold") }()
+	<-held
+	resp, err := c.Post("http://"+addr+"/next", "text/plain", strings.NewReader("a body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a request past MaxRequests after the wait: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if n := testutil.ToFloat64(adm.g.rejected.WithLabelValues(reasonRequests)); n != 1 {
+		t.Errorf("%v requests refused max_requests, want 1", n)
+	}
+	adm.g.gate.mu.Lock()
+	stalled := adm.g.gate.stalled
+	adm.g.gate.mu.Unlock()
+	if !stalled {
+		t.Error("after a wait that no place ended, the gate does not note the stall: the next request would wait again")
+	}
+	adm.g.gate.freed() // as the held request's end does
+	adm.g.gate.mu.Lock()
+	stalled = adm.g.gate.stalled
+	adm.g.gate.mu.Unlock()
+	if stalled {
+		t.Error("a place given back does not end the stall")
+	}
+}
