@@ -402,3 +402,22 @@ func TestLargeRecordsGoThrough(t *testing.T) {
 		t.Fatalf("%d replies, want one of %d bytes", len(replies), len(big))
 	}
 }
+
+// TestRoundAfterOneLeftOpen: an End that returns without ending the
+// transaction (its context ended while the round's records flushed, as
+// during a broker's death) does not leave the member unable to begin a
+// round. The open transaction is made here directly, as such an End
+// leaves it; the next round aborts it, reads the commands again and
+// commits them once.
+func TestRoundAfterOneLeftOpen(t *testing.T) {
+	const n = 4
+	ctx, c := newCluster(t, 1)
+	appendCommands(t, ctx, c, 0, n)
+	m := join(t, ctx, c, "n1", Handlers{})
+	if err := m.s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	m.open = true
+	runUntilDone(t, ctx, n, map[string]*Member{"n1": m}, func(string) Apply { return echo(c, "n1", "committed") })
+	exactlyOnce(t, "committed replies", readAll(t, ctx, c, c.RepliesTopic(), true), n)
+}

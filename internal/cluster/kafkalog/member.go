@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -87,6 +88,9 @@ type Member struct {
 
 	// last is the number of commands the previous round read (gather).
 	last int
+	// open is set while a round's transaction may still be open: from its
+	// Begin until an End that returned without error (endLeftOpen).
+	open bool
 
 	mu    sync.Mutex
 	owned map[int32]bool
@@ -178,6 +182,9 @@ func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, 
 // with no commands then returns wait's error and nothing else. The round
 // that found commands runs under ctx.
 func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, apply Apply) (RoundResult, error) {
+	if err := m.endLeftOpen(ctx); err != nil {
+		return RoundResult{}, err
+	}
 	batch, err := m.poll(wait, maxCommands)
 	if err == nil && len(batch) > 0 {
 		batch = m.gather(ctx, batch, maxCommands)
@@ -190,6 +197,7 @@ func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, apply App
 	if err := m.s.Begin(); err != nil {
 		return res, fmt.Errorf("kafkalog: beginning a round: %w", err)
 	}
+	m.open = true
 	outs, err := apply(ctx, batch)
 	var changelog map[int32]int64
 	if err == nil {
@@ -197,8 +205,9 @@ func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, apply App
 	}
 	if err != nil {
 		if _, endErr := m.s.End(ctx, kgo.TryAbort); endErr != nil {
-			err = errors.Join(err, fmt.Errorf("kafkalog: aborting a round: %w", endErr))
+			return res, errors.Join(err, fmt.Errorf("kafkalog: aborting a round: %w", endErr))
 		}
+		m.open = false
 		return res, err
 	}
 	res.Outputs = len(outs)
@@ -206,10 +215,35 @@ func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, apply App
 	if err != nil {
 		return res, fmt.Errorf("kafkalog: ending a round: %w", err)
 	}
+	m.open = false
 	if res.Committed {
 		res.Changelog = changelog
 	}
 	return res, nil
+}
+
+// leftOpenAbortTime bounds endLeftOpen's abort; one that fails is tried
+// again by the next round.
+const leftOpenAbortTime = 10 * time.Second
+
+// endLeftOpen aborts the transaction of a round whose End failed. An End
+// whose context ends while it flushes the round's records (a broker's
+// death can make that slow) returns without ending the transaction, and
+// the session then refuses to begin another: every later round would
+// fail, for good. The abort runs under a context of its own, since the
+// round's may be what ended; it also rewinds the member to the last
+// committed commands, which the next round reads again.
+func (m *Member) endLeftOpen(ctx context.Context) error {
+	if !m.open {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leftOpenAbortTime)
+	defer cancel()
+	if _, err := m.s.End(actx, kgo.TryAbort); err != nil {
+		return fmt.Errorf("kafkalog: aborting a round left open: %w", err)
+	}
+	m.open = false
+	return nil
 }
 
 // poll reads commands, waiting until some come or ctx ends, and stops
