@@ -9,8 +9,8 @@
 #
 # Usage: scripts/bench-overload.sh [OUTDIR]   (default: ./bench-out)
 # Environment: VUS (default 200), DURATION (default 15s), PAIRS (default 3), SURGE (a binary to
-# test instead of building ./cmd/surge), SERVE_FLAGS (extra flags for surge serve), WARMUP (default
-# 0: a run of the load before each measured run, whose requests and server CPU are not counted: the
+# test instead of building ./cmd/surge), SERVE_FLAGS (extra flags for surge serve), WARMUP (seconds,
+# default 0: a run of the load before each measured run, whose requests and server CPU are not counted: the
 # VUs' first connections, dialled at once, are a herd of their own), BENCHFLAGS (extra flags for
 # surge bench transfer, e.g. "--retry-jitter 500ms").
 # Takes about PAIRS × 1 minute. Run it on an otherwise idle machine.
@@ -19,6 +19,7 @@ out=${1:-bench-out}
 vus=${VUS:-200}
 duration=${DURATION:-15s}
 warmup=${WARMUP:-0}
+[[ $warmup =~ ^[0-9]+$ ]] || { echo "WARMUP is a whole number of seconds" >&2; exit 2; }
 pairs=${PAIRS:-3}
 addr=127.0.0.1:18202
 mkdir -p "$out"
@@ -56,9 +57,9 @@ run() { # run NAME VUS: one measured run against the server started last
   local name=$1 n=$2 before after bench
   # shellcheck disable=SC2086 # BENCHFLAGS is a list of flags
   "$surge" bench transfer --target "http://$addr" --accounts 10000 --no-setup --vus "$n" \
-    --warmup "$warmup" --duration "$duration" ${BENCHFLAGS:-} --out "$out/$name.json" > "$out/$name.txt" 2>&1 &
+    --warmup "${warmup}s" --duration "$duration" ${BENCHFLAGS:-} --out "$out/$name.json" > "$out/$name.txt" 2>&1 &
   bench=$!
-  sleep "${warmup%s}" # the server's CPU counts from the end of the warm-up
+  sleep "$warmup" # the server's CPU counts from the end of the warm-up
   before=$(cpu_ticks "$pid")
   wait "$bench" || true
   after=$(cpu_ticks "$pid")
