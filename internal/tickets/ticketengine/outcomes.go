@@ -82,7 +82,7 @@ func compactable(r *tickets.Reservation, a *areaState) bool {
 // settled reports whether r never changes again and may leave memory.
 // Paid ones do not change either, but hold seats: the Desk keeps them.
 func settled(r *tickets.Reservation) bool {
-	return r.State == tickets.Failed || r.State == tickets.Cancelled || r.State == tickets.Expired
+	return r.Settled() && !r.HoldsSeats()
 }
 
 // addSettled keeps r, a settled reservation of area a (nil if unknown), in
