@@ -189,7 +189,9 @@ func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.
 func (t *Tickets) PayReservation(ctx context.Context, id, account string) (tickets.Reservation, error) {
 	c := &ticketengine.Pay{ID: id, Account: account}
 	err := t.do(ctx, id, c)
-	t.settled.learn(c.Reservation)
+	if err == nil {
+		t.settled.learn(c.Reservation)
+	}
 	if err == nil && c.Fault != "" {
 		err = errors.New("cluster: paying: " + c.Fault)
 	}
@@ -201,7 +203,9 @@ func (t *Tickets) PayReservation(ctx context.Context, id, account string) (ticke
 func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
 	c := &ticketengine.Cancel{ID: id}
 	err := t.do(ctx, id, c)
-	t.settled.learn(c.Reservation)
+	if err == nil {
+		t.settled.learn(c.Reservation)
+	}
 	return heldOutcome(id, c.Reservation, c.Err, err)
 }
 
