@@ -4,7 +4,9 @@
 # all of them (--target each): by default 1,000,000 reservations over 4 events × 100 areas of
 # 20×20 seats (160,000 seats). It prints the spike's summary (completion time, latency, double
 # bookings, verdict) and the CPU time of each node, of the broker(s) and of the load generator,
-# read from /proc/PID/stat around the spike only, in all and per reservation.
+# read from /proc/PID/stat around the spike only, in all and per reservation, and how each node
+# answered the reservation reads (from the settled reservations it remembers, or through a round;
+# "-" for a build without the metric).
 #
 # Usage: KAFKA=host:port KAFKA_DIR=DIR [NODES=3] [PROFILE=DIR] scripts/cluster-spike.sh BINARY [SPIKE FLAGS...]
 #   KAFKA_DIR is the directory scripts/kafka.sh start -d was given (its node-*/pid are the
@@ -38,6 +40,10 @@ status=0
 /usr/bin/time -o "$work/lg" -f "%U %S" "$bin" bench spike --target "$t" "${flags[@]}" > "$work/spike.out" 2>&1 || status=$?
 st1=$(head -1 /proc/stat)
 [ -n "${prof:-}" ] && wait "$prof"
+reads="reservation reads answered from memory / through rounds:"
+for u in "${targets[@]}"; do
+  reads+=" $(curl -s "$u/metrics" | awk '/^surge_cluster_reservation_reads_total\{answer="memory"\}/ {m = $2} /^surge_cluster_reservation_reads_total\{answer="round"\}/ {r = $2} END {if (m == "") print "-"; else printf "%d/%d", m, r}')"
+done
 grep -E 'reservation_latency|server_processing|completion_time|sold_out|seats_sold|reservations\.|double_bookings|failed|verdict|machine_stalls' "$work/spike.out" || tail -20 "$work/spike.out"
 n=$(awk '/reservations\.\.\./ {for (i = 2; i <= NF; i++) if ($i ~ /^[0-9,]+$/) {gsub(/,/, "", $i); s += $i}} END {print s + 0}' "$work/spike.out")
 secs() { awk -v t="$1" -v hz="$hz" 'BEGIN {printf "%.1f", t / hz}'; }
@@ -51,4 +57,5 @@ d=$(( $(sum_ticks $(brokers)) - b0 )); total=$((total + d))
 line+=" broker $(secs "$d") ($(per "$d")) | nodes + broker $(secs "$total") ($(per "$total"))"
 lg=$(awk -v hz="$hz" '{printf "%d", ($1 + $2) * hz}' "$work/lg" 2>/dev/null || echo 0)
 echo "$line | loadgen $(secs "$lg") | $n reservations | $(machine_share "$st0" "$st1")"
+echo "$reads"
 exit "$status"

@@ -104,6 +104,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	n.Tickets().Register(reg)
 	tix := ticketapi.New(n.Tickets(), ticketapi.Options{APIKey: c.apiKey, HoldSecret: holdSecret, Ready: n.Ready, Registry: reg, Logger: logger})
 	c.data = dir
 	wallet, err := openClusterWallet(ctx, c, kc, n, holdSecret, reg, logger)

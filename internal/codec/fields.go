@@ -61,11 +61,14 @@ func (f *Fields) Int64(v *int64) {
 	*v = f.D.Varint()
 }
 
-// Int carries an int as a signed varint.
+// Int carries an int as a signed varint. Encoding, it only reads *v, so
+// that a value shared with another goroutine may be encoded.
 func (f *Fields) Int(v *int) {
-	n := int64(*v)
-	f.Int64(&n)
-	*v = int(n)
+	if f.E != nil {
+		f.E.Varint(int64(*v))
+		return
+	}
+	*v = int(f.D.Varint())
 }
 
 // Uint64 carries an unsigned varint.
@@ -77,11 +80,14 @@ func (f *Fields) Uint64(v *uint64) {
 	*v = f.D.Uvarint()
 }
 
-// Uint32 carries a uint32 as an unsigned varint.
+// Uint32 carries a uint32 as an unsigned varint; encoding, it only reads
+// *v.
 func (f *Fields) Uint32(v *uint32) {
-	n := uint64(*v)
-	f.Uint64(&n)
-	*v = uint32(n)
+	if f.E != nil {
+		f.E.Uvarint(uint64(*v))
+		return
+	}
+	*v = uint32(f.D.Uvarint())
 }
 
 // Time carries a time (Encoder.Time): the zero time as 0, any other as its

@@ -127,7 +127,8 @@ func (a *Area) reserveSelfPick(req ReserveRequest) ([]Seat, Reason, string) {
 type State string
 
 // Reservation states. Processing is the only one that is not final: a
-// long-poll for the reservation waits while it lasts.
+// long-poll for the reservation waits while it lasts. Reserved is the only
+// final one that still changes (Settled).
 const (
 	// Processing: requested, not yet decided.
 	Processing State = "PROCESSING"
@@ -194,6 +195,18 @@ func NewReservation(id, userID string, req ReserveRequest, now time.Time) *Reser
 
 // Final reports whether the reservation has been decided (is not Processing).
 func (r *Reservation) Final() bool { return r.State != Processing }
+
+// Settled reports whether the reservation never changes again: Failed,
+// Paid, Cancelled or Expired. Every transition out of these is refused
+// (Decide needs Processing; Pay, Cancel and Expire need Reserved), so a
+// reader that saw one settled may answer with it without asking again.
+func (r *Reservation) Settled() bool {
+	switch r.State {
+	case Failed, Paid, Cancelled, Expired:
+		return true
+	}
+	return false
+}
 
 // HoldsSeats reports whether the reservation's Seats are taken on its behalf
 // (Reserved or Paid).

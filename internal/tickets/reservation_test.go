@@ -198,3 +198,40 @@ func TestCancelAndExpireRecordTime(t *testing.T) {
 		t.Fatalf("Expire: %v, %+v", err, *e)
 	}
 }
+
+// TestSettledNeverChanges checks Settled against the life cycle: in every
+// state it calls settled, each transition at any time is refused and
+// leaves the reservation as it was; in the other two, one of them moves it.
+func TestSettledNeverChanges(t *testing.T) {
+	times := []time.Time{t0, t0.Add(hold - time.Nanosecond), t0.Add(hold), t0.Add(2 * hold)}
+	var actions []func(r *Reservation) error
+	for _, now := range times {
+		actions = append(actions,
+			func(r *Reservation) error { return r.Decide(now, hold, seatsOf("1,1"), "", "") },
+			func(r *Reservation) error { return r.Decide(now, hold, nil, ReasonNotAvailable, "none") },
+			func(r *Reservation) error { return r.Pay(now, "pay-2") },
+			func(r *Reservation) error { _, err := r.Cancel(now); return err },
+			func(r *Reservation) error { _, err := r.Expire(now); return err },
+		)
+	}
+	want := map[State]bool{Processing: false, Reserved: false, Failed: true, Paid: true, Cancelled: true, Expired: true}
+	for state, settled := range want {
+		if got := reservationIn(t, state).Settled(); got != settled {
+			t.Fatalf("%s: Settled() = %v; want %v", state, got, settled)
+		}
+		moved := false
+		for i, act := range actions {
+			r := reservationIn(t, state)
+			was := *r
+			err := act(r)
+			changed := !reflect.DeepEqual(*r, was)
+			moved = moved || changed
+			if settled && (err == nil || changed) {
+				t.Fatalf("%s, action %d: error %v, %+v → %+v", state, i, err, was, *r)
+			}
+		}
+		if !settled && !moved {
+			t.Fatalf("%s is not settled, but no transition moved it", state)
+		}
+	}
+}

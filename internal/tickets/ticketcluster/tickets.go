@@ -34,6 +34,8 @@ type Tickets struct {
 	// answers of their reservations (an event never changes), so that a
 	// reservation in a limited event goes to its user's partition first.
 	limits sync.Map
+	// settled are reservations this node saw settled (settled.go).
+	settled *settled
 }
 
 // do sends c to the partition of key and decodes its outcome into c.
@@ -134,6 +136,7 @@ func (t *Tickets) Reserve(userID string, req tickets.ReserveRequest) (string, er
 	if err := t.send(ctx, key, c, res); err != nil {
 		return "", err
 	}
+	t.settled.learn(res.Reservation)
 	if res.Limit > 0 {
 		t.limits.Store(req.EventID, res.Limit)
 	}
@@ -150,13 +153,18 @@ func ReservationID(partition, partitions int) string {
 	}
 }
 
-// Reservation reads a reservation from its partition; it is decided as
-// soon as it exists, so no wait is needed.
+// Reservation reads a reservation: one this node saw settled from
+// memory, any other from its partition. It is decided as soon as it
+// exists, so no wait is needed.
 func (t *Tickets) Reservation(ctx context.Context, id string, _ time.Duration) (tickets.Reservation, error) {
+	if r, ok := t.settled.recall(id); ok {
+		return r, nil
+	}
 	c := &ticketengine.ReadReservation{ID: id}
 	if err := t.do(ctx, id, c); err != nil {
 		return tickets.Reservation{}, err
 	}
+	t.settled.learn(c.Reservation)
 	if c.Reservation == nil {
 		return tickets.Reservation{}, ledger.Errorf(tickets.CodeReservationNotFound, "reservation %s not found", id)
 	}
@@ -181,6 +189,9 @@ func (t *Tickets) InspectArea(ctx context.Context, event, area string) (tickets.
 func (t *Tickets) PayReservation(ctx context.Context, id, account string) (tickets.Reservation, error) {
 	c := &ticketengine.Pay{ID: id, Account: account}
 	err := t.do(ctx, id, c)
+	if err == nil {
+		t.settled.learn(c.Reservation)
+	}
 	if err == nil && c.Fault != "" {
 		err = errors.New("cluster: paying: " + c.Fault)
 	}
@@ -192,6 +203,9 @@ func (t *Tickets) PayReservation(ctx context.Context, id, account string) (ticke
 func (t *Tickets) CancelReservation(ctx context.Context, id string) (tickets.Reservation, error) {
 	c := &ticketengine.Cancel{ID: id}
 	err := t.do(ctx, id, c)
+	if err == nil {
+		t.settled.learn(c.Reservation)
+	}
 	return heldOutcome(id, c.Reservation, c.Err, err)
 }
 
@@ -222,5 +236,5 @@ func (t *Tickets) HoldSecret(ctx context.Context, proposed []byte) ([]byte, erro
 // New is ticketing over calls sent with k to a cluster of partitions;
 // ledger finds the organizers' currencies.
 func New(k *calls.Caller, ledger *ledgercluster.Ledger, partitions int) *Tickets {
-	return &Tickets{k: k, ledger: ledger, partitions: partitions}
+	return &Tickets{k: k, ledger: ledger, partitions: partitions, settled: newSettled(Remembered)}
 }

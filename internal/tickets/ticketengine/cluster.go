@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
 
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger/ledgerengine"
@@ -41,6 +42,7 @@ type clusterArea struct {
 	currency  string // the organizer's
 	seats     *tickets.Area
 	soldOutAt time.Time
+	index     uint32 // in its shard's areaList
 }
 
 // clusterShard is the events, areas and reservations of one partition on
@@ -49,13 +51,19 @@ type clusterShard struct {
 	events map[string]*tickets.EventSpec
 	areas  map[string]*clusterArea
 	// desk decides the shard's reservations; resv keeps every one it
-	// decided, for reads and retried requests, and seen counts the
-	// desk's changes of the round already recorded.
-	desk    *tickets.Desk
-	resv    map[string]*tickets.Reservation
-	seen    int
-	secret  []byte      // the cluster's hold secret, in its partition
-	changed [][2][]byte // the round's records: key, value (nil: deleted)
+	// decided, for reads and retried requests (reservation), but the
+	// sold-out failures, kept in soldOut as the single process keeps them
+	// (outcomes.go), their users in soldOutUsers, their areas numbered
+	// in areaList; seen counts the desk's changes of the round already
+	// recorded.
+	desk         *tickets.Desk
+	resv         map[string]*tickets.Reservation
+	soldOut      map[uuid.UUID]soldOut
+	soldOutUsers []byte
+	areaList     []*clusterArea
+	seen         int
+	secret       []byte      // the cluster's hold secret, in its partition
+	changed      [][2][]byte // the round's records: key, value (nil: deleted)
 	// pays are the payments of the shard's reservations that have begun,
 	// users the seats users claimed in limited events, by LimitKey.
 	pays  map[string]*payState
@@ -84,7 +92,7 @@ func clusterSlices(db *store.Store, shards int) ([]engine.Slice, error) {
 	out := make([]engine.Slice, shards)
 	for i := range ts {
 		s := &clusterShard{events: map[string]*tickets.EventSpec{}, areas: map[string]*clusterArea{}, resv: map[string]*tickets.Reservation{},
-			pays: map[string]*payState{}, users: map[string]*tickets.SeatClaims{}, shards: shards}
+			soldOut: map[uuid.UUID]soldOut{}, pays: map[string]*payState{}, users: map[string]*tickets.SeatClaims{}, shards: shards}
 		s.desk = tickets.NewDesk(s.decided)
 		ts[i], out[i] = s, s
 	}
@@ -124,9 +132,38 @@ func clusterSlices(db *store.Store, shards int) ([]engine.Slice, error) {
 }
 
 // decided finds a reservation the shard decided, for the desk.
-func (s *clusterShard) decided(id string) (*tickets.Reservation, bool) {
-	r, ok := s.resv[id]
-	return r, ok
+func (s *clusterShard) decided(id string) (*tickets.Reservation, bool) { return s.reservation(id) }
+
+// reservation finds reservation id: a sold-out failure is rebuilt, the
+// others are the shard's own, which only the desk changes.
+func (s *clusterShard) reservation(id string) (*tickets.Reservation, bool) {
+	if r, ok := s.resv[id]; ok || len(s.soldOut) == 0 {
+		return r, ok
+	}
+	uid, err := uuid.Parse(id)
+	if err != nil || uid.String() != id { // Parse takes other spellings of an id too
+		return nil, false
+	}
+	f, ok := s.soldOut[uid]
+	if !ok {
+		return nil, false
+	}
+	a := s.areaList[f.area]
+	return f.reservation(id, s.soldOutUsers, a.event.EventName, a.spec.AreaID), true
+}
+
+// keep keeps decided reservation r of area a (nil if unknown) for reads
+// and retried requests: a sold-out failure compactly, out of the GC's
+// sight, since a flash sale leaves hundreds of thousands.
+func (s *clusterShard) keep(r *tickets.Reservation, a *clusterArea) {
+	if a != nil && compactable(r, a.event.EventName, a.spec.AreaID) {
+		if uid, err := uuid.Parse(r.ID); err == nil && uid.String() == r.ID {
+			delete(s.resv, r.ID)
+			s.soldOut[uid] = newSoldOut(r, a.index, &s.soldOutUsers)
+			return
+		}
+	}
+	s.resv[r.ID] = r
 }
 
 func (s *clusterShard) addArea(key string, ev *tickets.EventSpec, id string) *clusterArea {
@@ -134,16 +171,17 @@ func (s *clusterShard) addArea(key string, ev *tickets.EventSpec, id string) *cl
 	if !ok {
 		return nil
 	}
-	a := &clusterArea{event: ev, spec: as, seats: tickets.NewArea(as.RowCount, as.ColCount)}
+	a := &clusterArea{event: ev, spec: as, seats: tickets.NewArea(as.RowCount, as.ColCount), index: uint32(len(s.areaList))}
 	s.areas[key] = a
+	s.areaList = append(s.areaList, a)
 	return a
 }
 
 // loadReservation puts a stored reservation back: its seats taken while it
 // holds them, its hold to expire.
 func (s *clusterShard) loadReservation(r *tickets.Reservation) {
-	s.resv[r.ID] = r
 	a := s.areas[tickets.AreaKey(r.EventID, r.AreaID)]
+	s.keep(r, a)
 	if a == nil || !r.HoldsSeats() {
 		return
 	}
@@ -261,7 +299,7 @@ func (s *clusterShard) createArea(c *CreateArea) {
 // snapshot copies reservation id, nil if there is none: the outcome is
 // encoded after the round, maybe during a Tick's.
 func (s *clusterShard) snapshot(id string) *tickets.Reservation {
-	r, ok := s.resv[id]
+	r, ok := s.reservation(id)
 	if !ok {
 		return nil
 	}
@@ -273,7 +311,7 @@ func (s *clusterShard) snapshot(id string) *tickets.Reservation {
 // does: cancelling a cancelled reservation is a replay; the desk refuses
 // one that holds no seats, is paid or is being paid.
 func (s *clusterShard) cancel(c *Cancel, now time.Time) {
-	r, ok := s.resv[c.ID]
+	r, ok := s.reservation(c.ID)
 	if ok && r.State != tickets.Cancelled {
 		if _, err := s.desk.Cancel(c.ID, now); err != nil {
 			c.Err = tickets.Refusal(r, err)
@@ -316,9 +354,9 @@ func (s *clusterShard) reserve(id, user string, req tickets.ReserveRequest, now 
 func (s *clusterShard) settle() {
 	changes := s.desk.Changes()
 	for _, r := range changes[s.seen:] {
-		s.resv[r.ID] = r
-		s.record(tkKey(tkResvPrefix, r.ID), ticketstore.AppendReservation(nil, r))
 		a := s.areas[tickets.AreaKey(r.EventID, r.AreaID)]
+		s.keep(r, a)
+		s.record(tkKey(tkResvPrefix, r.ID), ticketstore.AppendReservation(nil, r))
 		if a == nil {
 			continue
 		}

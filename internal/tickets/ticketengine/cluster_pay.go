@@ -49,7 +49,7 @@ type payState struct {
 
 // pay begins paying reservation c.ID from c.Account (step 1).
 func (s *clusterShard) pay(c *Pay, now time.Time) {
-	r, ok := s.resv[c.ID]
+	r, ok := s.reservation(c.ID)
 	switch {
 	case !ok:
 		return // not found
@@ -139,7 +139,8 @@ func debitOutcome(id string, b []byte) *Pay {
 // payEnd settles the payment attempt in flight by its debit's outcome
 // (step 3) and answers the nodes waiting for it.
 func (s *clusterShard) payEnd(c *PayEnd, now time.Time) {
-	r, p := s.resv[c.ID], s.pays[c.ID]
+	r, _ := s.reservation(c.ID)
+	p := s.pays[c.ID]
 	if r == nil || p == nil || !p.Paying || p.Attempt != c.Attempt {
 		return // not the attempt in flight: not reached, each step is applied once
 	}

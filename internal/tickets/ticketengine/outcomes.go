@@ -60,9 +60,12 @@ type settledGen struct {
 
 func (g *settledGen) len() int { return len(g.soldOut) + len(g.other) }
 
-// soldOut is a RANDOM reservation of n seats in area that failed
-// NOT_AVAILABLE, pointer-free: the user id is users[user:user+userLen],
-// and the failure's detail is rebuilt from the rest.
+// soldOut is a RANDOM reservation of n seats in an area that failed
+// NOT_AVAILABLE, pointer-free, as a single process's index and a
+// cluster's shard keep the commonest failure: the user id is
+// users[user:user+userLen] of its keeper's users, area is the area's
+// number with its keeper, and the rest of the reservation is rebuilt from
+// these (reservation).
 type soldOut struct {
 	created int64
 	user    uint32
@@ -71,25 +74,48 @@ type soldOut struct {
 	userLen uint8
 }
 
-// compactable reports whether r can be kept as a soldOut record.
-func compactable(r *tickets.Reservation, a *areaState) bool {
-	return a != nil && r.State == tickets.Failed && r.Kind == tickets.Random && r.Seats == nil &&
+// compactable reports whether r, a reservation of area area of event,
+// can be kept as a soldOut record: rebuilt, it answers as r does (its
+// UpdatedAt, which no answer shows, becomes its CreatedAt; no seats, nil
+// or empty, become nil).
+func compactable(r *tickets.Reservation, event, area string) bool {
+	return r.State == tickets.Failed && r.Kind == tickets.Random && len(r.Seats) == 0 &&
 		r.FailedReason == tickets.ReasonNotAvailable && r.NumOfSeats > 0 && r.NumOfSeats <= math.MaxUint8 &&
-		len(r.UserID) <= math.MaxUint8 && r.EventID == a.event.spec.EventName && r.AreaID == a.spec.AreaID &&
+		len(r.UserID) <= math.MaxUint8 && r.EventID == event && r.AreaID == area &&
 		r.Detail == tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID)
+}
+
+// newSoldOut records r, compactable in the area numbered area, appending
+// its user id to users.
+func newSoldOut(r *tickets.Reservation, area uint32, users *[]byte) soldOut {
+	f := soldOut{created: r.CreatedAt.UnixNano(), user: uint32(len(*users)), area: area, n: uint8(r.NumOfSeats), userLen: uint8(len(r.UserID))}
+	*users = append(*users, r.UserID...)
+	return f
+}
+
+// reservation rebuilds sold-out reservation id of area area of event.
+func (f soldOut) reservation(id string, users []byte, event, area string) *tickets.Reservation {
+	r := &tickets.Reservation{
+		ID: id, UserID: string(users[f.user : f.user+uint32(f.userLen)]),
+		EventID: event, AreaID: area, NumOfSeats: int(f.n), Kind: tickets.Random,
+		State: tickets.Failed, FailedReason: tickets.ReasonNotAvailable, CreatedAt: time.Unix(0, f.created).UTC(),
+	}
+	r.UpdatedAt = r.CreatedAt
+	r.Detail = tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID)
+	return r
 }
 
 // settled reports whether r never changes again and may leave memory.
 // Paid ones do not change either, but hold seats: the Desk keeps them.
 func settled(r *tickets.Reservation) bool {
-	return r.State == tickets.Failed || r.State == tickets.Cancelled || r.State == tickets.Expired
+	return r.Settled() && !r.HoldsSeats()
 }
 
 // addSettled keeps r, a settled reservation of area a (nil if unknown), in
 // the current generation, and reports whether it is the only one kept;
 // the stripe's lock must be held.
 func (s *resvStripe) addSettled(id uuid.UUID, r *tickets.Reservation, a *areaState, now time.Time, x *resvIndex) bool {
-	compact := compactable(r, a)
+	compact := a != nil && compactable(r, a.event.spec.EventName, a.spec.AreaID)
 	cost := soldOutCost + int64(len(r.UserID))
 	if !compact {
 		cost = reservationCost + int64(len(r.ID)+len(r.UserID)+len(r.EventID)+len(r.AreaID)+len(r.Detail)) +
@@ -109,9 +135,7 @@ func (s *resvStripe) addSettled(id uuid.UUID, r *tickets.Reservation, a *areaSta
 	if g.soldOut == nil {
 		g.soldOut = make(map[uuid.UUID]soldOut)
 	}
-	g.soldOut[id] = soldOut{created: r.CreatedAt.UnixNano(), user: uint32(len(g.users)), area: a.index,
-		n: uint8(r.NumOfSeats), userLen: uint8(len(r.UserID))}
-	g.users = append(g.users, r.UserID...)
+	g.soldOut[id] = newSoldOut(r, a.index, &g.users)
 	return first
 }
 
@@ -133,14 +157,7 @@ func (s *resvStripe) findSettled(id uuid.UUID, areas *areaTable) (*tickets.Reser
 // expand rebuilds a sold-out reservation.
 func (g *settledGen) expand(id uuid.UUID, f soldOut, areas *areaTable) *tickets.Reservation {
 	a := areas.at(f.area)
-	r := &tickets.Reservation{
-		ID: id.String(), UserID: string(g.users[f.user : f.user+uint32(f.userLen)]),
-		EventID: a.event.spec.EventName, AreaID: a.spec.AreaID, NumOfSeats: int(f.n), Kind: tickets.Random,
-		State: tickets.Failed, FailedReason: tickets.ReasonNotAvailable, CreatedAt: time.Unix(0, f.created).UTC(),
-	}
-	r.UpdatedAt = r.CreatedAt
-	r.Detail = tickets.NoBlockDetail(r.NumOfSeats, r.EventID, r.AreaID)
-	return r
+	return f.reservation(id.String(), g.users, a.event.spec.EventName, a.spec.AreaID)
 }
 
 // age starts a new generation, dropping the previous one, once the
