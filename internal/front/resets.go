@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,6 +89,8 @@ type resetWatch struct {
 	gate    *h2gate
 	pending int64
 	closed  atomic.Bool
+	// peer is the client's address, for every stream's admission.
+	peer netip.Addr
 }
 
 // streamEnds is which sides have ended a stream that is not yet closed.
@@ -96,7 +99,7 @@ type streamEnds struct{ client, server bool }
 func newResetWatch(c net.Conn, g *guard) *resetWatch {
 	perSec := float64(g.limits.MaxStreams)
 	w := &resetWatch{
-		Conn: c, g: g,
+		Conn: c, g: g, peer: addrOf(c.RemoteAddr()),
 		resets:  rate.NewLimiter(rate.Limit(perSec), 4*int(g.limits.MaxStreams)),
 		in:      frameSplitter{skip: clientPrefaceLen},
 		streams: make(map[uint32]streamEnds),
@@ -351,8 +354,9 @@ type frameSplitter struct {
 	hdr  [frameHeaderLen]byte
 	have int // bytes of hdr read
 	// A WINDOW_UPDATE's or RST_STREAM's header waits here while its word
-	// is read.
-	pending *frameHead
+	// is read (waiting), got bytes of it so far.
+	pending frameHead
+	waiting bool
 	got     int
 }
 
@@ -386,7 +390,7 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 		s.skip = int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
 		h := frameHead{typ: s.hdr[3], flags: s.hdr[4], stream: binary.BigEndian.Uint32(s.hdr[5:]) & 0x7fffffff, length: s.skip}
 		if (h.typ == frameWindowUpdate || h.typ == frameRSTStream) && h.length == 4 {
-			s.pending, s.got = &h, 0
+			s.pending, s.waiting, s.got = h, true, 0
 		} else {
 			f(h)
 		}
@@ -400,7 +404,7 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 // readWord reads what of a pending frame's word b holds, and calls f
 // once it is whole.
 func (s *frameSplitter) readWord(b []byte, f func(frameHead)) {
-	if s.pending == nil {
+	if !s.waiting {
 		return
 	}
 	for _, c := range b[:min(len(b), 4-s.got)] {
@@ -408,11 +412,11 @@ func (s *frameSplitter) readWord(b []byte, f func(frameHead)) {
 		s.got++
 	}
 	if s.got == 4 {
-		h := *s.pending
+		h := s.pending
 		if h.typ == frameWindowUpdate {
 			h.word &= 0x7fffffff // the reserved bit
 		}
-		s.pending = nil
+		s.waiting = false
 		f(h)
 	}
 }
