@@ -83,6 +83,11 @@ type resetWatch struct {
 
 	streamsMu sync.Mutex // the reader's and the writer's
 	streams   map[uint32]streamEnds
+	// answered holds the streams the server has ended with END_STREAM
+	// since the reader last read: the writer only notes them, and the
+	// reader, which alone asks, updates streams (a map's work, on
+	// net/http's writer goroutines, grows their fresh stacks).
+	answered []uint32
 	// gate, on a net/http connection, holds new streams unread while the
 	// server has no room (h2gate.go); pending counts the streams whose
 	// requests have come whole and that admission has not decided on.
@@ -113,6 +118,7 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 		return 0, errRapidReset
 	}
 	n, err := w.rb.read(w.Conn, p)
+	w.noteAnswered()
 	w.in.split(p[:n], func(h frameHead) {
 		switch h.typ {
 		case frameHeaders:
@@ -204,11 +210,11 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 		case frameData:
 			w.window.Add(-int64(h.length))
 			if h.flags&flagEndStream != 0 {
-				w.serverEnds(h.stream, false)
+				w.answer(h.stream)
 			}
 		case frameHeaders:
 			if h.flags&flagEndStream != 0 {
-				w.serverEnds(h.stream, false)
+				w.answer(h.stream)
 			}
 		case frameRSTStream:
 			w.serverEnds(h.stream, true)
@@ -249,11 +255,35 @@ func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
 	w.keep(stream, e)
 }
 
+// answer notes that the server ended stream with END_STREAM, for the
+// reader (noteAnswered).
+func (w *resetWatch) answer(stream uint32) {
+	w.streamsMu.Lock()
+	w.answered = append(w.answered, stream)
+	w.streamsMu.Unlock()
+}
+
+// noteAnswered ends the server's side of the streams answered since it
+// last ran. The reader runs it before it splits what it read: a frame
+// of the client's about a stream comes after the answer it saw.
+func (w *resetWatch) noteAnswered() {
+	w.streamsMu.Lock()
+	defer w.streamsMu.Unlock()
+	for _, id := range w.answered {
+		w.serverEndsLocked(id, false)
+	}
+	w.answered = w.answered[:0]
+}
+
 // serverEnds notes that the server ended stream: with END_STREAM, or
 // with RST_STREAM (reset), which closes it on both sides.
 func (w *resetWatch) serverEnds(stream uint32, reset bool) {
 	w.streamsMu.Lock()
 	defer w.streamsMu.Unlock()
+	w.serverEndsLocked(stream, reset)
+}
+
+func (w *resetWatch) serverEndsLocked(stream uint32, reset bool) {
 	e, ok := w.streams[stream]
 	if !ok {
 		return
