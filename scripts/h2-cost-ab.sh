@@ -35,7 +35,7 @@ pair() { # pair FIRST SECOND: both served and loaded at once
       $(( ($(mallocs "${addrs[$i]}") - ${m0[$i]}) / N )) \
       "$(grep -o 'completion_time.*' "$OUT/spike$i.out" | sed 's/[. ]*:/:/')"
   done
-  for i in 0 1; do kill "${sp[$i]}"; wait "${sp[$i]}" 2> /dev/null; done
+  for i in 0 1; do kill "${sp[$i]}"; wait "${sp[$i]}" 2> /dev/null; rm -rf "$OUT/data$i"; done
 }
 
 echo "# surge bench spike --http2 --conns 16 -c 1000 -n $N, both binaries at once; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
