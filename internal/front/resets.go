@@ -84,9 +84,9 @@ type resetWatch struct {
 	streamsMu sync.Mutex // the reader's and the writer's
 	streams   map[uint32]streamEnds
 	// answered holds the streams the server has ended with END_STREAM
-	// since the reader last read: the writer only notes them, and the
-	// reader, which alone asks, updates streams (a map's work, on
-	// net/http's writer goroutines, grows their fresh stacks).
+	// that streams does not show yet: the writer only notes them, and
+	// the reader, which alone asks, applies them before it does (a map's
+	// work, on net/http's writer goroutines, grows their fresh stacks).
 	answered []uint32
 	// gate, on a net/http connection, holds new streams unread while the
 	// server has no room (h2gate.go); pending counts the streams whose
@@ -118,7 +118,6 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 		return 0, errRapidReset
 	}
 	n, err := w.rb.read(w.Conn, p)
-	w.noteAnswered()
 	w.in.split(p[:n], func(h frameHead) {
 		switch h.typ {
 		case frameHeaders:
@@ -244,6 +243,7 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
 	w.streamsMu.Lock()
 	defer w.streamsMu.Unlock()
+	w.applyAnsweredLocked()
 	e, ok := w.streams[stream]
 	if !ok && !opens {
 		return
@@ -256,19 +256,16 @@ func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
 }
 
 // answer notes that the server ended stream with END_STREAM, for the
-// reader (noteAnswered).
+// reader (applyAnsweredLocked).
 func (w *resetWatch) answer(stream uint32) {
 	w.streamsMu.Lock()
 	w.answered = append(w.answered, stream)
 	w.streamsMu.Unlock()
 }
 
-// noteAnswered ends the server's side of the streams answered since it
-// last ran. The reader runs it before it splits what it read: a frame
-// of the client's about a stream comes after the answer it saw.
-func (w *resetWatch) noteAnswered() {
-	w.streamsMu.Lock()
-	defer w.streamsMu.Unlock()
+// applyAnsweredLocked ends the server's side of the streams answered
+// since it last ran; streamsMu is held.
+func (w *resetWatch) applyAnsweredLocked() {
 	for _, id := range w.answered {
 		w.serverEndsLocked(id, false)
 	}
@@ -306,6 +303,7 @@ func (w *resetWatch) keep(stream uint32, e streamEnds) {
 func (w *resetWatch) unanswered(stream uint32) bool {
 	w.streamsMu.Lock()
 	defer w.streamsMu.Unlock()
+	w.applyAnsweredLocked()
 	e, ok := w.streams[stream]
 	delete(w.streams, stream)
 	return ok && !e.server
