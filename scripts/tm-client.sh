@@ -101,3 +101,4 @@ echo "# 4 × ticket-master go-client $TM_TAG --http2 -n $N -a 10 -c 4 -e prod; $
 for i in $(seq 1 "$RUNS"); do
   for server in ${SERVERS:-empty surge}; do run "$server" "$i"; done
 done
+rm -rf "$OUT/data"

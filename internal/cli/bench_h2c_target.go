@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,8 +38,9 @@ func newBenchH2CTargetCommand() *cobra.Command {
 }
 
 // startCeilingProcess runs `surge bench h2c-target` and returns its URL;
-// stop closes its standard input, which ends it, and waits for it.
-func startCeilingProcess(ctx context.Context) (url string, stop func(), err error) {
+// stop closes its standard input, which ends it, waits for it, and
+// returns the CPU time it used.
+func startCeilingProcess(ctx context.Context) (url string, stop func() time.Duration, err error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", nil, err
@@ -56,9 +58,13 @@ func startCeilingProcess(ctx context.Context) (url string, stop func(), err erro
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
-	stop = func() {
+	stop = func() time.Duration {
 		_ = stdin.Close()
 		_ = cmd.Wait()
+		if cmd.ProcessState == nil {
+			return -1
+		}
+		return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "http://") {

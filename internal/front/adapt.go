@@ -38,17 +38,15 @@ var requestCtxs = sync.Pool{New: func() any { return new(fasthttp.RequestCtx) }}
 // native routes when they arrive over HTTP/2, or on a connection whose
 // first request went to net/http. It reads at most maxBody+1 bytes of
 // the body, so the handler's own limit check still sees an oversized one.
-// Each request is copied, which costs more than either server alone; the
-// common case never takes this path.
+// Each request is copied, which costs more than either server alone:
+// HTTP/1.1's common case never takes this path, HTTP/2's always does.
 func NetHandler(h fasthttp.RequestHandler, maxBody int64, on OnNetRequest) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		body, err := netBody(r, maxBody+1)
 		if err != nil {
 			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		var req fasthttp.Request
-		copyRequest(&req, r, body)
 		ctx := requestCtxs.Get().(*fasthttp.RequestCtx)
 		defer func() {
 			ctx.ResetUserValues()
@@ -56,7 +54,11 @@ func NetHandler(h fasthttp.RequestHandler, maxBody int64, on OnNetRequest) http.
 			ctx.Request.Reset()
 			requestCtxs.Put(ctx)
 		}()
-		ctx.Init(&req, remoteAddr(r.RemoteAddr), nil)
+		// The request is copied into ctx's own (Init would copy it once
+		// more); ctx has no connection, only its client's address.
+		ctx.Init2(nil, nil, true)
+		ctx.SetRemoteAddr(requestAddr(r))
+		copyRequest(&ctx.Request, r, body)
 		SetContext(ctx, r.Context())
 		if on != nil {
 			on(ctx, w, r)
@@ -64,6 +66,20 @@ func NetHandler(h fasthttp.RequestHandler, maxBody int64, on OnNetRequest) http.
 		h(ctx)
 		writeResponse(w, &ctx.Response)
 	})
+}
+
+// netBody reads at most limit bytes of r's body: a body admission has
+// read whole (wholeBody) as it is, any other from r.Body.
+func netBody(r *http.Request, limit int64) ([]byte, error) {
+	if b, ok := r.Body.(wholeBody); ok {
+		if whole, unread := b.unread(); unread {
+			return whole[:min(int64(len(whole)), limit)], nil
+		}
+	}
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil, nil // none: net/http's HTTP/2 body would allocate to say so
+	}
+	return io.ReadAll(io.LimitReader(r.Body, limit))
 }
 
 func copyRequest(dst *fasthttp.Request, r *http.Request, body []byte) {
@@ -94,26 +110,46 @@ func remoteAddr(s string) net.Addr {
 // writeResponse copies a fasthttp response to w; net/http sets the
 // framing headers itself.
 func writeResponse(w http.ResponseWriter, resp *fasthttp.Response) {
-	hdr := w.Header()
-	for k, v := range resp.Header.All() {
-		switch name := string(k); name {
-		case fasthttp.HeaderContentLength, fasthttp.HeaderConnection, fasthttp.HeaderTransferEncoding:
-		default:
-			hdr.Add(name, string(v))
-		}
+	n := -1
+	if !resp.IsBodyStream() {
+		n = len(resp.Body())
 	}
-	if resp.IsBodyStream() {
+	copyHeader(w.Header(), &resp.Header, n)
+	if n < 0 {
 		w.WriteHeader(resp.StatusCode())
 		_ = resp.BodyWriteTo(flushWriter{w, http.NewResponseController(w)})
 		return
 	}
-	// A whole body's length is known: said, as net/http handlers that set
-	// it do, rather than left to net/http's guess from the first write.
-	if n := len(resp.Body()); n > 0 {
-		hdr[fasthttp.HeaderContentLength] = []string{strconv.Itoa(n)}
-	}
 	w.WriteHeader(resp.StatusCode())
 	_, _ = w.Write(resp.Body()) // a client gone mid-reply is no server fault
+}
+
+// copyHeader adds h's fields to hdr, less its framing, and a body's length
+// n when it is known and not 0 (net/http handlers that know it say it
+// too, rather than leave it to net/http's guess from the first write). The
+// values share one backing array, a field's name its canonical string.
+func copyHeader(hdr http.Header, h *fasthttp.ResponseHeader, n int) {
+	vals := make([]string, 0, h.Len()+1)
+	add := func(name, v string) {
+		if old, ok := hdr[name]; ok {
+			hdr[name] = append(old, v)
+			return
+		}
+		vals = append(vals, v)
+		hdr[name] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	for k, v := range h.All() {
+		switch string(k) {
+		case fasthttp.HeaderContentLength, fasthttp.HeaderConnection, fasthttp.HeaderTransferEncoding:
+		case fasthttp.HeaderContentType:
+			add(fasthttp.HeaderContentType, string(v))
+		default:
+			add(http.CanonicalHeaderKey(string(k)), string(v))
+		}
+	}
+	if n > 0 {
+		add(fasthttp.HeaderContentLength, strconv.Itoa(n))
+	}
 }
 
 // flushWriter sends each write of a streamed body on at once.

@@ -306,14 +306,14 @@ func (rt *router) admitNet(next http.Handler) http.Handler {
 				rt.refuseNet(w, req, no, true)
 				return
 			}
-			req.Body = io.NopCloser(bytes.NewReader(b)) // net/http closes the original itself
+			req.Body = newWholeBody(b) // net/http closes the original itself
 			body = int64(len(b))
 		}
 		if body == 0 && unbudgeted(req.URL.Path) {
 			next.ServeHTTP(w, req)
 			return
 		}
-		client := rt.guard.clients.of(addrOf(remoteAddr(req.RemoteAddr)), func() []string { return req.Header["X-Forwarded-For"] })
+		client := rt.guard.clients.of(clientAddr(req), func() []string { return req.Header["X-Forwarded-For"] })
 		held, no := rt.guard.gate.takeWork(req, client, rt.guard.workOf(body))
 		if no != nil {
 			rt.guard.bodies.give(body)
@@ -321,9 +321,9 @@ func (rt *router) admitNet(next http.Handler) http.Handler {
 			return
 		}
 		held.body = body
-		ctx, p := rt.guard.parked(req.Context(), held)
+		req, p := rt.guard.parkedNet(req, held)
 		defer p.end()
-		next.ServeHTTP(w, req.WithContext(ctx))
+		next.ServeHTTP(w, req)
 	})
 }
 
@@ -345,9 +345,13 @@ func (rt *router) readNetBody(w http.ResponseWriter, req *http.Request) ([]byte,
 		p.start = time.Time{}
 	}
 	b, no := rt.guard.readBody(req.Body, req.ContentLength, limit+1, p)
-	// Lifted once the body is read, so that a stream whose request has
-	// ended (the dashboard's events, a server-streaming RPC) lives on.
-	_ = rc.SetReadDeadline(time.Time{})
+	// Lifted once the body is read, so that a connection whose request
+	// has ended (the dashboard's events) lives on. An HTTP/2 stream's
+	// deadline bounds only its body, read by now: left alone, it saves
+	// a message to net/http's connection loop.
+	if req.ProtoMajor == 1 {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	return b, no
 }
 

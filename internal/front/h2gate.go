@@ -236,9 +236,9 @@ func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (ho
 type h2Conn struct{}
 
 // connContext gives the requests of an HTTP/2 connection the front
-// gates their connection's watch (http.Server.ConnContext).
+// watches their connection's watch (http.Server.ConnContext).
 func connContext(ctx context.Context, c net.Conn) context.Context {
-	if w, ok := c.(*resetWatch); ok && w.gate != nil {
+	if w, ok := c.(*resetWatch); ok {
 		return context.WithValue(ctx, h2Conn{}, w)
 	}
 	return ctx
@@ -247,38 +247,23 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 // h2ticket is a gated stream's request until admission decides on it:
 // the stream, once its request has come whole, counts as pending until
 // then, and the ticket ends that once, at admission or at the handler's
-// end.
+// end. A ticket without w is none: its stream was not gated.
 type h2ticket struct {
 	w       *resetWatch
 	decided atomic.Bool
 }
 
-// h2Ticket is the request context's key for its ticket.
-type h2Ticket struct{}
-
-// ticketed gives r a ticket if its stream was gated; the caller decides
-// it, if admission has not, once the handler returns.
-func ticketed(r *http.Request) (*http.Request, *h2ticket) {
-	if r.ProtoMajor != 2 {
-		return r, nil
-	}
-	w, ok := r.Context().Value(h2Conn{}).(*resetWatch)
-	if !ok {
-		return r, nil
-	}
-	t := &h2ticket{w: w}
-	return r.WithContext(context.WithValue(r.Context(), h2Ticket{}, t)), t
-}
-
 // decide ends the ticket's stream's pending, once.
 func (t *h2ticket) decide() {
-	if t != nil && t.decided.CompareAndSwap(false, true) {
+	if t != nil && t.w != nil && t.decided.CompareAndSwap(false, true) {
 		t.w.endPending(1)
 	}
 }
 
 // ticketOf is r's ticket, or nil.
 func ticketOf(r *http.Request) *h2ticket {
-	t, _ := r.Context().Value(h2Ticket{}).(*h2ticket)
-	return t
+	if nr := netRequestOf(r.Context()); nr != nil && nr.ticket.w != nil {
+		return &nr.ticket
+	}
+	return nil
 }

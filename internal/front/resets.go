@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,12 +83,19 @@ type resetWatch struct {
 
 	streamsMu sync.Mutex // the reader's and the writer's
 	streams   map[uint32]streamEnds
+	// answered holds the streams the server has ended with END_STREAM
+	// that streams does not show yet: the writer only notes them, and
+	// the reader, which alone asks, applies them before it does (a map's
+	// work, on net/http's writer goroutines, grows their fresh stacks).
+	answered []uint32
 	// gate, on a net/http connection, holds new streams unread while the
 	// server has no room (h2gate.go); pending counts the streams whose
 	// requests have come whole and that admission has not decided on.
 	gate    *h2gate
 	pending int64
 	closed  atomic.Bool
+	// peer is the client's address, for every stream's admission.
+	peer netip.Addr
 }
 
 // streamEnds is which sides have ended a stream that is not yet closed.
@@ -96,7 +104,7 @@ type streamEnds struct{ client, server bool }
 func newResetWatch(c net.Conn, g *guard) *resetWatch {
 	perSec := float64(g.limits.MaxStreams)
 	w := &resetWatch{
-		Conn: c, g: g,
+		Conn: c, g: g, peer: addrOf(c.RemoteAddr()),
 		resets:  rate.NewLimiter(rate.Limit(perSec), 4*int(g.limits.MaxStreams)),
 		in:      frameSplitter{skip: clientPrefaceLen},
 		streams: make(map[uint32]streamEnds),
@@ -201,11 +209,11 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 		case frameData:
 			w.window.Add(-int64(h.length))
 			if h.flags&flagEndStream != 0 {
-				w.serverEnds(h.stream, false)
+				w.answer(h.stream)
 			}
 		case frameHeaders:
 			if h.flags&flagEndStream != 0 {
-				w.serverEnds(h.stream, false)
+				w.answer(h.stream)
 			}
 		case frameRSTStream:
 			w.serverEnds(h.stream, true)
@@ -235,6 +243,7 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
 	w.streamsMu.Lock()
 	defer w.streamsMu.Unlock()
+	w.applyAnsweredLocked()
 	e, ok := w.streams[stream]
 	if !ok && !opens {
 		return
@@ -246,11 +255,32 @@ func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
 	w.keep(stream, e)
 }
 
+// answer notes that the server ended stream with END_STREAM, for the
+// reader (applyAnsweredLocked).
+func (w *resetWatch) answer(stream uint32) {
+	w.streamsMu.Lock()
+	w.answered = append(w.answered, stream)
+	w.streamsMu.Unlock()
+}
+
+// applyAnsweredLocked ends the server's side of the streams answered
+// since it last ran; streamsMu is held.
+func (w *resetWatch) applyAnsweredLocked() {
+	for _, id := range w.answered {
+		w.serverEndsLocked(id, false)
+	}
+	w.answered = w.answered[:0]
+}
+
 // serverEnds notes that the server ended stream: with END_STREAM, or
 // with RST_STREAM (reset), which closes it on both sides.
 func (w *resetWatch) serverEnds(stream uint32, reset bool) {
 	w.streamsMu.Lock()
 	defer w.streamsMu.Unlock()
+	w.serverEndsLocked(stream, reset)
+}
+
+func (w *resetWatch) serverEndsLocked(stream uint32, reset bool) {
 	e, ok := w.streams[stream]
 	if !ok {
 		return
@@ -273,6 +303,7 @@ func (w *resetWatch) keep(stream uint32, e streamEnds) {
 func (w *resetWatch) unanswered(stream uint32) bool {
 	w.streamsMu.Lock()
 	defer w.streamsMu.Unlock()
+	w.applyAnsweredLocked()
 	e, ok := w.streams[stream]
 	delete(w.streams, stream)
 	return ok && !e.server
@@ -351,8 +382,9 @@ type frameSplitter struct {
 	hdr  [frameHeaderLen]byte
 	have int // bytes of hdr read
 	// A WINDOW_UPDATE's or RST_STREAM's header waits here while its word
-	// is read.
-	pending *frameHead
+	// is read (waiting), got bytes of it so far.
+	pending frameHead
+	waiting bool
 	got     int
 }
 
@@ -386,7 +418,7 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 		s.skip = int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
 		h := frameHead{typ: s.hdr[3], flags: s.hdr[4], stream: binary.BigEndian.Uint32(s.hdr[5:]) & 0x7fffffff, length: s.skip}
 		if (h.typ == frameWindowUpdate || h.typ == frameRSTStream) && h.length == 4 {
-			s.pending, s.got = &h, 0
+			s.pending, s.waiting, s.got = h, true, 0
 		} else {
 			f(h)
 		}
@@ -400,7 +432,7 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 // readWord reads what of a pending frame's word b holds, and calls f
 // once it is whole.
 func (s *frameSplitter) readWord(b []byte, f func(frameHead)) {
-	if s.pending == nil {
+	if !s.waiting {
 		return
 	}
 	for _, c := range b[:min(len(b), 4-s.got)] {
@@ -408,11 +440,11 @@ func (s *frameSplitter) readWord(b []byte, f func(frameHead)) {
 		s.got++
 	}
 	if s.got == 4 {
-		h := *s.pending
+		h := s.pending
 		if h.typ == frameWindowUpdate {
 			h.word &= 0x7fffffff // the reserved bit
 		}
-		s.pending = nil
+		s.waiting = false
 		f(h)
 	}
 }

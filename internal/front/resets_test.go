@@ -129,3 +129,72 @@ func TestTrippedWatchLingersBesideTheReader(t *testing.T) {
 		t.Fatalf("the reader got %d bytes, want the 4096 replayed at least", n)
 	}
 }
+
+// scriptConn reads what a test puts in in and discards what is written.
+type scriptConn struct {
+	net.Conn
+	in bytes.Buffer
+}
+
+func (c *scriptConn) Read(p []byte) (int, error)  { return c.in.Read(p) }
+func (c *scriptConn) Write(p []byte) (int, error) { return len(p), nil }
+func (c *scriptConn) RemoteAddr() net.Addr        { return &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1} }
+
+// TestAnsweredStreamNotPending: a stream the server answers before its
+// request has come whole (a refusal that does not read the body) is not
+// counted pending once the client's END_STREAM follows, as a stream
+// still unanswered is; and the client's reset of the answered stream is
+// not counted against the reset rate, as one of an unanswered stream is.
+func TestAnsweredStreamNotPending(t *testing.T) {
+	g := newGuard(Limits{MaxRequests: 10, MaxStreams: 1}.withDefaults(), nil)
+	c := &scriptConn{}
+	w := newResetWatch(c, g).gated()
+	client := http2.NewFramer(&c.in, nil)
+	var out bytes.Buffer
+	server := http2.NewFramer(&out, nil)
+	read := func() {
+		t.Helper()
+		for c.in.Len() > 0 {
+			if _, err := w.Read(make([]byte, 64)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.in.WriteString(http2.ClientPreface)
+	for _, id := range []uint32{1, 3} {
+		if err := client.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: []byte{0x83}, EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	if err := server.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x88}, EndHeaders: true, EndStream: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(out.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []uint32{1, 3} {
+		if err := client.WriteData(id, true, []byte("body")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	if w.pending != 1 || g.gate.pending != 1 {
+		t.Fatalf("streams pending: watch %d, gate %d; want 1 (stream 3, not the answered stream 1)", w.pending, g.gate.pending)
+	}
+	burst := w.resets.Tokens()
+	if err := client.WriteRSTStream(1, http2.ErrCodeCancel); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	if got := w.resets.Tokens(); got < burst-0.5 {
+		t.Fatalf("reset of an answered stream counted: %.1f tokens left of %.1f", got, burst)
+	}
+	if err := client.WriteRSTStream(3, http2.ErrCodeCancel); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	if got := w.resets.Tokens(); got > burst-0.5 {
+		t.Fatalf("reset of an unanswered stream not counted: %.1f tokens left of %.1f", got, burst)
+	}
+}

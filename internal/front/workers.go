@@ -46,8 +46,8 @@ func onWorkers(h http.Handler, n int) *handlerWorkers {
 // A panic in the handler is raised again here, where net/http recovers
 // it as it would the handler's own.
 func (p *handlerWorkers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r, t := ticketed(r)
-	defer t.decide() // a request refused or served outside admission
+	r, nr := entered(r)
+	defer nr.ticket.decide() // a request refused or served outside admission
 	j := handlerJobs.Get().(*handlerJob)
 	j.w, j.r = w, r
 	select {

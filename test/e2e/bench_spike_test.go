@@ -68,7 +68,7 @@ func checkSpikeResult(t *testing.T, out string) {
 // requests share two h2c connections as streams, every seat is sold once,
 // the result says how many connections were dialled and what the server
 // did to them, and --ceiling adds the same client's run against an empty
-// handler in a process of its own.
+// handler in a process of its own, with that process's CPU time.
 func TestBenchSpikeOverHTTP2(t *testing.T) {
 	srv := start(t, t.TempDir(), "--shards", "2")
 	out := filepath.Join(t.TempDir(), "spike.json")
@@ -95,8 +95,9 @@ func TestBenchSpikeOverHTTP2(t *testing.T) {
 				Conns   int   `json:"conns"`
 				Dials   int64 `json:"dials"`
 				Ceiling *struct {
-					Iterations int64 `json:"iterations"`
-					Failed     int64 `json:"failed"`
+					Iterations int64   `json:"iterations"`
+					Failed     int64   `json:"failed"`
+					CPU        float64 `json:"cpu_s"`
 				} `json:"ceiling"`
 			} `json:"http2"`
 		} `json:"spike"`
@@ -107,6 +108,9 @@ func TestBenchSpikeOverHTTP2(t *testing.T) {
 	h := res.Spike.HTTP2
 	if h == nil || h.Conns != 2 || h.Dials != 2 || h.Ceiling == nil || h.Ceiling.Iterations != 3000 || h.Ceiling.Failed != 0 {
 		t.Errorf("http2 report %+v; want 2 connections dialled once each and a ceiling of 3,000 clean iterations", h)
+	}
+	if h != nil && h.Ceiling != nil && h.Ceiling.CPU <= 0 {
+		t.Errorf("ceiling's CPU %v s; want the empty handler's process's own, above 0", h.Ceiling.CPU)
 	}
 }
 

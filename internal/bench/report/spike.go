@@ -83,6 +83,9 @@ type SpikeCeiling struct {
 	Latency      Latency         `json:"latency_ms"`
 	// Share is the spike's iterations per second over the ceiling's.
 	Share float64 `json:"share"`
+	// CPU is the CPU time the empty handler's process used, in seconds
+	// (0 or less: unknown; it ran in the load generator's process).
+	CPU float64 `json:"cpu_s"`
 }
 
 // AreaSpread is how the sold seats spread over the areas.
@@ -156,8 +159,8 @@ func spikeRows(r *Result) [][2]string {
 			[2]string{"http2_stream_resets", outcomesText(h.Resets)},
 			[2]string{"http2_connections_lost", outcomesText(h.ConnErrors)})
 		if c := h.Ceiling; c != nil {
-			rows = append(rows, [2]string{"h2c_ceiling", fmt.Sprintf("%s iterations/s, %s failed, %s; the spike ran at %s of it",
-				units.Rate(c.IterationsPS), units.Thousands(c.Failed), percentiles(c.Latency), units.Percent(c.Share))})
+			rows = append(rows, [2]string{"h2c_ceiling", fmt.Sprintf("%s iterations/s, %s failed, %s; the spike ran at %s of it%s",
+				units.Rate(c.IterationsPS), units.Thousands(c.Failed), percentiles(c.Latency), units.Percent(c.Share), ceilingCPUText(c))})
 		}
 	}
 	return rows
@@ -170,6 +173,15 @@ func ServerCPUText(s *SpikeReport, iterations int64) string {
 		return "unknown"
 	}
 	return fmt.Sprintf("%.2f s, %.1f µs per reservation", s.ServerCPU, s.ServerCPUPerReservation(iterations))
+}
+
+// ceilingCPUText is the empty handler's CPU time per iteration, when it
+// is known, as server_cpu gives the server's per reservation.
+func ceilingCPUText(c *SpikeCeiling) string {
+	if c.CPU <= 0 || c.Iterations <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; its CPU %.2f s, %.1f µs per iteration", c.CPU, c.CPU/float64(c.Iterations)*1e6)
 }
 
 // ServerCPUPerReservation is the server's CPU time per reservation in

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/surge-dev/surge/internal/bench/httpc"
@@ -54,8 +55,8 @@ func ServeCeiling(ctx context.Context, w io.Writer) error {
 }
 
 // startCeiling starts the ceiling's target with CeilingTarget, or else in
-// this process.
-func (c SpikeConfig) startCeiling(ctx context.Context) (url string, stop func(), err error) {
+// this process (its CPU time then unknown).
+func (c SpikeConfig) startCeiling(ctx context.Context) (url string, stop func() time.Duration, err error) {
 	if c.CeilingTarget != nil {
 		return c.CeilingTarget(ctx)
 	}
@@ -65,17 +66,20 @@ func (c SpikeConfig) startCeiling(ctx context.Context) (url string, stop func(),
 	}
 	srv := newCeilingServer()
 	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+	return "http://" + ln.Addr().String(), func() time.Duration { _ = srv.Close(); return -1 }, nil
 }
 
 // runCeiling runs the spike's client shape against the empty handler: the
 // same VUs, iterations (or duration) and connections, each iteration a
 // POST and then a GET, as a reservation and its long poll.
 func runCeiling(ctx context.Context, cfg SpikeConfig, spikeRate float64) (*report.SpikeCeiling, error) {
-	url, stop, err := cfg.startCeiling(ctx)
+	url, stopTarget, err := cfg.startCeiling(ctx)
 	if err != nil {
 		return nil, err
 	}
+	var stopOnce sync.Once
+	cpu := time.Duration(-1)
+	stop := func() { stopOnce.Do(func() { cpu = stopTarget() }) }
 	defer stop()
 	client, err := httpc.NewHTTPClient(httpc.HTTPOptions{Target: url, Client: httpc.H2CClient, Conns: cfg.Conns, Timeout: cfg.Timeout})
 	if err != nil {
@@ -108,8 +112,10 @@ func runCeiling(ctx context.Context, cfg SpikeConfig, spikeRate float64) (*repor
 	if err != nil {
 		return nil, err
 	}
+	stop()
 	s := run.Stats
 	c := &report.SpikeCeiling{
+		CPU:          cpu.Seconds(),
 		Elapsed:      measure.ToSeconds(run.Elapsed),
 		Iterations:   s.Requests(),
 		Failed:       s.Failed(),

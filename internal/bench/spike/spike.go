@@ -59,8 +59,10 @@ type SpikeConfig struct {
 	// machine can do at best.
 	Ceiling bool
 	// CeilingTarget, if set, starts the ceiling's target (see
-	// ServeCeiling) and returns its URL; nil serves it in this process.
-	CeilingTarget func(ctx context.Context) (url string, stop func(), err error)
+	// ServeCeiling) and returns its URL, and stop, which ends it and
+	// returns the CPU time it used (negative: unknown); nil serves it in
+	// this process, whose CPU time is the load generator's too.
+	CeilingTarget func(ctx context.Context) (url string, stop func() time.Duration, err error)
 }
 
 // DefaultSpikeConfig returns seed 003's run: 1,000,000 requests for 4

@@ -1,0 +1,109 @@
+package front
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/netip"
+)
+
+// A request net/http serves carries what the front keeps for it in one
+// value of its context, made as the request enters (handlerWorkers): its
+// HTTP/2 connection's watch, the gate's ticket, and its parking once it
+// is admitted. One value rather than a context for each: every
+// Request.WithContext copies the request.
+type netRequest struct {
+	// watch is the request's HTTP/2 connection, nil on any other.
+	watch *resetWatch
+	// ticket is set (ticket.w) when its stream was gated.
+	ticket h2ticket
+	// parking is set (parking.g) once the request is admitted.
+	parking parking
+}
+
+// netRequestKey is the request context's key for its netRequest.
+type netRequestKey struct{}
+
+// netRequestCtx is a request's context with its netRequest. It answers
+// for the parking too (parkKey), so that Park and Work find it.
+type netRequestCtx struct {
+	context.Context
+	r netRequest
+}
+
+func (c *netRequestCtx) Value(key any) any {
+	switch key.(type) {
+	case netRequestKey:
+		return &c.r
+	case parkKey:
+		if c.r.parking.g != nil {
+			return &c.r.parking
+		}
+	}
+	return c.Context.Value(key)
+}
+
+// entered gives r its netRequest, with a ticket if its stream was gated;
+// the caller decides the ticket, if admission has not, once the handler
+// returns.
+func entered(r *http.Request) (*http.Request, *netRequest) {
+	c := &netRequestCtx{Context: r.Context()}
+	if w, ok := r.Context().Value(h2Conn{}).(*resetWatch); ok {
+		c.r.watch = w
+		if w.gate != nil && r.ProtoMajor == 2 {
+			c.r.ticket.w = w
+		}
+	}
+	return r.WithContext(c), &c.r
+}
+
+// netRequestOf is ctx's netRequest, or nil.
+func netRequestOf(ctx context.Context) *netRequest {
+	r, _ := ctx.Value(netRequestKey{}).(*netRequest)
+	return r
+}
+
+// parkedNet gives req a parking for h, which the caller ends once the
+// handler returns: in req's netRequest if it has one, else in a context
+// of its own.
+func (g *guard) parkedNet(req *http.Request, h hold) (*http.Request, *parking) {
+	if r := netRequestOf(req.Context()); r != nil && r.parking.g == nil {
+		r.parking.g, r.parking.h = g, h
+		return req, &r.parking
+	}
+	ctx, p := g.parked(req.Context(), h)
+	return req.WithContext(ctx), p
+}
+
+// clientAddr is the address req came from: its HTTP/2 connection's,
+// known once for all its streams, or else parsed from req.RemoteAddr.
+func clientAddr(req *http.Request) netip.Addr {
+	if r := netRequestOf(req.Context()); r != nil && r.watch != nil {
+		return r.watch.peer
+	}
+	return addrOf(remoteAddr(req.RemoteAddr))
+}
+
+// requestAddr is the net.Addr req came from, as clientAddr finds it.
+func requestAddr(req *http.Request) net.Addr {
+	if r := netRequestOf(req.Context()); r != nil && r.watch != nil {
+		return r.watch.RemoteAddr()
+	}
+	return remoteAddr(req.RemoteAddr)
+}
+
+// wholeBody is a request body admission has read whole into memory:
+// NetHandler takes its bytes as they are rather than copying them.
+type wholeBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func newWholeBody(b []byte) wholeBody { return wholeBody{Reader: bytes.NewReader(b), b: b} }
+
+// Close does nothing: the body is in memory.
+func (wholeBody) Close() error { return nil }
+
+// unread is the body's bytes if none has been read yet.
+func (b wholeBody) unread() ([]byte, bool) { return b.b, b.Len() == len(b.b) }
