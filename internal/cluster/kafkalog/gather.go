@@ -16,7 +16,7 @@ import (
 // read whole and not waited past, and at low load (small previous
 // rounds) a command is applied as soon as it is read.
 var (
-	busyRound   = 32
+	busyRound   = 8
 	gatherGap   = 4 * time.Millisecond
 	roundLinger = 20 * time.Millisecond
 )
