@@ -4,7 +4,9 @@
 # own so that no run reads another's topics) on the broker(s) KAFKA, set up the accounts and warm
 # up (every node learns the receivers), then run `surge bench transfer` for SECS seconds against
 # all the nodes and print the rate, p99, and the CPU per transfer of each node, of the broker(s)
-# and of the load generator, read from /proc/PID/stat around the measured run only. Give the
+# and of the load generator, read from /proc/PID/stat around the measured run only, and the nodes'
+# Kafka requests per 1,000 transfers by client and kind (their surge_cluster_kafka_requests_total,
+# on builds that export it) on a second line. Give the
 # binaries in ABBA order: on a shared machine only back-to-back pairs compare.
 #
 # NODES 0 runs one embedded node (no Kafka) the same way, to compare with.
@@ -33,6 +35,35 @@ work=$(mktemp -d /tmp/cluster-ab.XXXXXX)
 # shellcheck source=scripts/cluster-lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 trap 'stop_nodes; rm -rf "$work"' EXIT
+# requests: every node's Kafka requests (surge_cluster_kafka_requests_total) and rounds
+# (surge_cluster_rounds_total, surge_cluster_round_commands_total) so far, summed over the nodes:
+# "client kind count" lines, and "@rounds outcome count", "@commands read count"
+requests() {
+  local t
+  for t in "${targets[@]}"; do curl -s "$t/metrics"; done |
+    awk -F'"' '/^surge_cluster_kafka_requests_total\{/ {n[$2 " " $4] += last($0)}
+      /^surge_cluster_rounds_total\{/ {n["@rounds " $2] += last($0)}
+      /^surge_cluster_round_commands_total / {n["@commands read"] += last($0)}
+      function last(l,  f) {split(l, f, " "); return f[length(f)]}
+      END {for (k in n) print k, n[k]}'
+}
+# per_thousand BEFORE AFTER N: the requests between two snapshots of requests per 1,000 of N
+# transfers, by client and kind, and their total; then the rounds and commands per round
+per_thousand() {
+  printf "%s\n--\n%s\n" "$1" "$2" | awk -v n="$3" '
+    $1 == "--" {after = 1; next}
+    !after {b[$1 " " $2] = $3; next}
+    {d = $3 - b[$1 " " $2]}
+    $1 == "@rounds" {r[$2] = d; next}
+    $1 == "@commands" {cmds = d; next}
+    {d = d * 1000 / n; if (d < 0.5) next; tot += d; by[$1] = by[$1] sprintf(" %s %.0f", $2, d)}
+    END {
+      printf "Kafka requests per 1,000 transfers: %.0f", tot; for (c in by) printf " | %s:%s", c, by[c]
+      rounds = r["committed"] + r["not_committed"]
+      if (rounds) printf " || rounds %d (%d not committed), %.1f commands each", rounds, r["not_committed"], cmds / rounds
+      print ""
+    }'
+}
 run=0
 for spec in "$@"; do
   IFS=: read -r label bin nodes <<< "$spec"
@@ -46,6 +77,7 @@ for spec in "$@"; do
     { echo "$label: the setup and warm-up failed:" >&2; tail -5 "$work/warmup.log" >&2; }
   b0=$(sum_ticks $(brokers)); n0=(); for p in "${pids[@]}"; do n0+=("$(ticks "$p")"); done
   st0=$(head -1 /proc/stat)
+  rq0=$(requests)
   if [ -n "${PROFILE:-}" ]; then
     (sleep $((secs / 3)); profile_mid "$PROFILE/$label-${nodes}nodes" "${targets[0]}") &
     prof=$!
@@ -54,6 +86,7 @@ for spec in "$@"; do
   res=$(/usr/bin/time -f "lg %U %S" "$bin" bench transfer --target "$t" $bench --no-setup --duration "${secs}s" \
     ${OUT:+--out "$OUT/$label-${nodes}nodes.json"} 2>&1 || true)
   st1=$(head -1 /proc/stat)
+  rq1=$(requests)
   [ -n "${prof:-}" ] && wait "$prof"
   n=$(echo "$res" | awk '/http_reqs/ {print $2}')
   [ "${n:-0}" -gt 0 ] || { echo "$label: no transfer done: $res" | tail -5 >&2; stop_nodes; continue; }
@@ -63,5 +96,6 @@ for spec in "$@"; do
   lg=$(echo "$res" | awk '/^lg / {printf "%d", ($2+$3)*1e6}')
   machine=$(machine_share "$st0" "$st1")
   echo "$label ${nodes}n: $(echo "$res" | awk '/http_reqs/ {print $3}') | $(echo "$res" | grep http_req_duration | grep -oE 'p\(99\)=[^ ]+') | µs CPU per transfer:$nodecpu broker $(per $(( $(sum_ticks $(brokers)) - b0 ))) loadgen $((lg / n)) | $machine"
+  [ -z "$rq1" ] || echo "  $(per_thousand "$rq0" "$rq1" "$n")"
   stop_nodes
 done

@@ -77,6 +77,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	kc.Meter = kafkalog.NewMeter(reg)
 	ln, tc, err := openPort(c, out, logger)
 	if err != nil {
 		return err

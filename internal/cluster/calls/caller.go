@@ -48,7 +48,7 @@ func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) 
 	// a reply can then never come before the point reading starts.
 	from, err := inboxEnd(ctx, c, k.inbox)
 	if err == nil {
-		k.cl, err = kgo.NewClient(append(c.Seeds(),
+		k.cl, err = kgo.NewClient(append(c.SeedsFor("inbox"),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.RepliesTopic(): {k.inbox: kgo.NewOffset().At(from)}}),
 			kgo.FetchMaxWait(50e6), // 50 ms: a reply waits no longer for company

@@ -55,13 +55,23 @@ type Config struct {
 	// brokers with beyond their addresses: TLS and SASL
 	// (Security.Options); none for PLAINTEXT.
 	Dial []kgo.Opt
+	// Meter, if set, counts the requests of the node's clients.
+	Meter *Meter
 }
 
 // Seeds are the options that reach the brokers: their addresses and
-// Dial. Each call returns a new slice, to append a client's own options
-// to.
-func (c Config) Seeds() []kgo.Opt {
-	return append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.Dial...)
+// Dial, and the Meter's hook, which counts the client's requests as
+// "other". Each call returns a new slice, to append a client's own
+// options to.
+func (c Config) Seeds() []kgo.Opt { return c.SeedsFor("other") }
+
+// SeedsFor is Seeds for a client the Meter names client.
+func (c Config) SeedsFor(client string) []kgo.Opt {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.Dial...)
+	if c.Meter != nil {
+		opts = append(opts, kgo.WithHooks(c.Meter.hook(client)))
+	}
+	return opts
 }
 
 func (c Config) name() string {

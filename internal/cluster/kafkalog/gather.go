@@ -10,15 +10,20 @@ import (
 // marker per partition the round wrote) is most of what a command costs
 // the brokers. When the previous round read at least busyRound commands,
 // a round that polled fewer than its max keeps reading while commands
-// keep coming: until gatherGap passes without any, or roundLinger in all.
-// Under load a command waits a little for company (the commands of the
-// other nodes' producers, which send at their own times), a burst is
-// read whole and not waited past, and at low load (small previous
-// rounds) a command is applied as soon as it is read.
+// keep coming: until a gap passes without any, or roundLinger in all. The
+// gap is smallGap while the round holds fewer than fullRound commands, so
+// that a small round waits for the clients its predecessor's replies set
+// free, and gatherGap after. Under load a command waits a little for
+// company (the commands of the other nodes' producers, which send at
+// their own times), a burst is read whole and not waited past, and at low
+// load (small previous rounds) a command is applied as soon as it is
+// read.
 var (
-	busyRound   = 32
+	busyRound   = 8
+	fullRound   = 128
+	smallGap    = 8 * time.Millisecond
 	gatherGap   = 4 * time.Millisecond
-	roundLinger = 20 * time.Millisecond
+	roundLinger = 30 * time.Millisecond
 )
 
 // gather adds to batch the commands that come, as above, until it has
@@ -30,7 +35,7 @@ func (m *Member) gather(ctx context.Context, batch []Command, max int) []Command
 	linger, cancel := context.WithTimeout(ctx, roundLinger)
 	defer cancel()
 	for len(batch) < max {
-		gap, cancelGap := context.WithTimeout(linger, gatherGap)
+		gap, cancelGap := context.WithTimeout(linger, gapAfter(len(batch)))
 		more, err := m.poll(gap, max-len(batch))
 		cancelGap()
 		batch = append(batch, more...)
@@ -39,4 +44,12 @@ func (m *Member) gather(ctx context.Context, batch []Command, max int) []Command
 		}
 	}
 	return batch
+}
+
+// gapAfter is how long a round holding n commands waits for the next.
+func gapAfter(n int) time.Duration {
+	if n < fullRound {
+		return smallGap
+	}
+	return gatherGap
 }

@@ -109,7 +109,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		return nil, errors.New("kafkalog: empty node id")
 	}
 	m := &Member{cfg: c, owned: map[int32]bool{}}
-	base := append(c.Seeds(),
+	base := append(c.SeedsFor("member"),
 		kgo.ConsumerGroup(c.Group()),
 		kgo.ConsumeTopics(c.CommandsTopic()),
 		// A partition without committed offsets is read from its first command.
@@ -182,6 +182,13 @@ func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, 
 // with no commands then returns wait's error and nothing else. The round
 // that found commands runs under ctx.
 func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, apply Apply) (RoundResult, error) {
+	res, err := m.round(wait, ctx, maxCommands, apply)
+	m.cfg.Meter.round(res)
+	return res, err
+}
+
+// round is RoundWait.
+func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) (RoundResult, error) {
 	if err := m.endLeftOpen(ctx); err != nil {
 		return RoundResult{}, err
 	}

@@ -48,7 +48,7 @@ func NewProducer(c Config, opts ...kgo.Opt) (*Producer, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	base := append(c.Seeds(),
+	base := append(c.SeedsFor("producer"),
 		kgo.DefaultProduceTopic(c.CommandsTopic()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),

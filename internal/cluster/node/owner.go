@@ -28,12 +28,18 @@ import (
 // replies, the changelog records of the engine's batches and the commands
 // owed to other nodes' partitions.
 //
-// When the owned partitions change, or a round fails to commit, the node
-// stops its rounds and builds its state again: it wipes its cache, writes
-// the owned partitions' state into it from its local snapshot and the
-// changelog records after it (package changelog), and opens the engine and the
-// ledger on it. A partition the node kept reads no changelog record; one
-// it gets back reads those written since it had it.
+// When the owned partitions change, or a round that wrote records fails
+// to commit, the node stops its rounds and builds its state again: it
+// wipes its cache, writes the owned partitions' state into it from its
+// local snapshot and the changelog records after it (package changelog),
+// and opens the engine and the ledger on it. A partition the node kept
+// reads no changelog record; one it gets back reads those written since
+// it had it. A round that wrote no record (reads, refusals: its replies
+// all to the node's own requests, held until a commit) changed no state,
+// so one that fails to commit needs no rebuild: its replies are dropped
+// and the member reads its commands again. Kafka refuses such a round's
+// offsets (CONCURRENT_TRANSACTIONS) when it follows the previous commit
+// before the brokers finished writing that one's markers.
 
 // errMoved aborts a round begun on partitions the node no longer owns as
 // they were built.
@@ -91,6 +97,9 @@ func (n *Node) own(ctx context.Context) {
 			}
 		}
 		st.held = nil
+		if err == nil && !res.Committed && res.Outputs == 0 {
+			continue // changed nothing: its commands are read again as they are
+		}
 		if err != nil || (res.Commands > 0 && !res.Committed) {
 			if !errors.Is(err, errMoved) {
 				n.cfg.Logger.Warn("cluster: round not committed; rebuilding", "err", err)

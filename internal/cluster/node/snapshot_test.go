@@ -289,3 +289,45 @@ func TestUncommittedRoundDoesNotSurviveInTheSnapshot(t *testing.T) {
 		t.Fatalf("rebuilt from the changelog: %s, want %s", got, want)
 	}
 }
+
+// A round that wrote no record (a read: its reply is the node's own, held
+// until the commit) and whose offsets the broker refuses, as Kafka does
+// with CONCURRENT_TRANSACTIONS when the round follows the previous commit
+// before its markers are written, changed no state: the node reads its
+// command again and answers it, without rebuilding its partitions.
+func TestRefusedRoundThatWroteNothingNeedsNoRebuild(t *testing.T) {
+	kc, k := fakeKafka(t)
+	a := startNode(t, k, t.TempDir())
+	settled(t, a)
+	ids := accounts(t, a, 2)
+	var refused atomic.Int32
+	kc.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		refused.Add(1)
+		r := req.(*kmsg.TxnOffsetCommitRequest)
+		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewTxnOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.ConcurrentTransactions.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	a.drain()
+	if got := balances(t, a, ids[:1]); got != ids[0]+"=1000 " {
+		t.Fatalf("read through a refused round: %s", got)
+	}
+	if refused.Load() != 1 {
+		t.Fatalf("%d rounds refused, want 1", refused.Load())
+	}
+	select {
+	case <-a.ready:
+		t.Fatal("the node rebuilt its partitions after a round that wrote nothing")
+	default:
+	}
+}

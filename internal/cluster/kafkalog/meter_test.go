@@ -1,0 +1,48 @@
+package kafkalog
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// A node's Meter counts each client's requests by kind, and the rounds
+// that read commands with the commands they read.
+func TestMeterCountsRequestsAndRounds(t *testing.T) {
+	ctx, c := newCluster(t, 1)
+	c.Meter = NewMeter(prometheus.NewRegistry())
+	p, err := NewProducer(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := range 3 {
+		if _, err := p.Append(ctx, 0, fmt.Appendf(nil, "cmd-%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := join(t, ctx, c, "a", Handlers{})
+	read := 0
+	for read < 3 {
+		res, err := m.Round(ctx, 10, echo(c, "a", "a"))
+		if err != nil || !res.Committed {
+			t.Fatalf("round %+v: %v", res, err)
+		}
+		read += res.Commands
+	}
+	requests := func(client, kind string) float64 {
+		return testutil.ToFloat64(c.Meter.requests.WithLabelValues(client, kind))
+	}
+	if n := requests("producer", "Produce"); n < 1 {
+		t.Errorf("producer's Produce requests: %v, want at least 1", n)
+	}
+	if n := requests("member", "EndTxn"); n < 1 {
+		t.Errorf("member's EndTxn requests: %v, want at least 1", n)
+	}
+	rounds := testutil.ToFloat64(c.Meter.rounds.WithLabelValues("committed"))
+	if n := testutil.ToFloat64(c.Meter.commands); n != 3 || rounds < 1 || rounds > 3 {
+		t.Errorf("%v rounds committed reading %v commands, want 1 to 3 reading 3", rounds, n)
+	}
+}
