@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The HTTP/1.1 overload figures of docs/BENCHMARKS.md ("HTTP/1.1 at 10× overload"): on a fresh
-# server, `surge bench transfer` (single transfers, one connection per VU) with VUS virtual users
-# (1×: enough to keep the server busy) and then 10 times as many (10×), alternated PAIRS times, with
-# the server's flags as they ship (requests in progress bounded by default). The transfer VUs honour
+# The HTTP/1.1 overload figures of docs/BENCHMARKS.md ("HTTP/1.1 at 10× overload"):
+# `surge bench transfer` (single transfers, one connection per VU) with VUS virtual users (1×:
+# enough to keep the server busy) and then 10 times as many (10×), alternated PAIRS times, each run
+# on a fresh server with its accounts (a run on the server of the run before would pay for the
+# storage work, flushes and compactions, that the run before left behind), with the server's flags
+# as they ship (requests in progress bounded by default). The transfer VUs honour
 # Retry-After, and a result splits the requests the server took (latency_ms) from those it refused
 # at once (refused). The server's CPU time comes from /proc/PID/stat over each measured run; the
 # table gives it per accepted request. Each run's JSON is kept in OUTDIR.
@@ -78,6 +80,8 @@ row() { # row NAME: one line of the table
 for i in $(seq 1 "$pairs"); do
   start_server
   run "overload-1x-$i" "$vus"
+  stop_server
+  start_server
   run "overload-10x-$i" "$((10 * vus))"
   stop_server
 done

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -58,19 +59,7 @@ func TestAbuseHTTP1OverloadShed(t *testing.T) {
 	resp, body := h2Get(t, h2cConn(t, s), s.url+"/v1/accounts/shed-1")
 	wantOverloaded(t, resp, body)
 
-	for _, c := range holders {
-		_ = c.Close()
-	}
-	// The holders' requests end as the server sees their connections
-	// close: until then a poll may itself be refused, and counted.
-	polledRefused := 0
-	poll(t, startTimeout, "the server to serve again once the requests end", func() (bool, string) {
-		status, page := getFrom(t, oneShot, s.url+"/metrics")
-		if status == http.StatusServiceUnavailable {
-			polledRefused++
-		}
-		return status == http.StatusOK, page[:min(len(page), 200)]
-	})
+	polledRefused := releaseAndAwaitServing(t, s, oneShot, holders)
 	if n, want := metric(t, s, `surge_front_rejected_total{reason="max_requests"}`), excess+1+polledRefused; n != float64(want) {
 		t.Errorf(`surge_front_rejected_total{reason="max_requests"} = %v, want %d`, n, want)
 	}
@@ -117,17 +106,7 @@ func TestAbuseOverloadRetryAfterSpread(t *testing.T) {
 			t.Errorf("Retry-After %d named %d times by refusals within %d s, want at most %d a second: %v", a, n, seconds, bound, named)
 		}
 	}
-	for _, c := range holders {
-		_ = c.Close()
-	}
-	polledRefused := 0
-	poll(t, startTimeout, "the server to serve again once the requests end", func() (bool, string) {
-		status, page := getFrom(t, oneShot, s.url+"/metrics")
-		if status == http.StatusServiceUnavailable {
-			polledRefused++
-		}
-		return status == http.StatusOK, page[:min(len(page), 200)]
-	})
+	polledRefused := releaseAndAwaitServing(t, s, oneShot, holders)
 	if n, want := metric(t, s, `surge_front_rejected_total{reason="max_requests"}`), refused+polledRefused; n != float64(want) {
 		t.Errorf(`surge_front_rejected_total{reason="max_requests"} = %v, want %d`, n, want)
 	}
@@ -146,4 +125,24 @@ func getRetryAfter(t *testing.T, c *http.Client, url string) (int, int, string) 
 	b, _ := io.ReadAll(resp.Body)
 	after, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 	return resp.StatusCode, after, string(b)
+}
+
+// releaseAndAwaitServing closes the holders' connections and polls s with
+// c until it serves again, returning how many polls were refused. The
+// holders' requests end as the server sees their connections close:
+// until then a poll may itself be refused, and counted.
+func releaseAndAwaitServing(t *testing.T, s *server, c *http.Client, holders []net.Conn) int {
+	t.Helper()
+	for _, h := range holders {
+		_ = h.Close()
+	}
+	refused := 0
+	poll(t, startTimeout, "the server to serve again once the requests end", func() (bool, string) {
+		status, page := getFrom(t, c, s.url+"/metrics")
+		if status == http.StatusServiceUnavailable {
+			refused++
+		}
+		return status == http.StatusOK, page[:min(len(page), 200)]
+	})
+	return refused
 }
