@@ -19,12 +19,7 @@ import (
 // refused; once the requests end, the server serves again.
 func TestAbuseHTTP1OverloadShed(t *testing.T) {
 	const bound, excess = 128, 64
-	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--max-inflight-requests", strconv.Itoa(bound)}, nil)
-	s.awaitReady("")
-	s.c.hc.CloseIdleConnections()
-	// Each stalled reply is a request in its handler for as long as its
-	// reader takes nothing.
-	holders := stallResponses(t, s, bound)
+	s, holders := serverAtBound(t, bound)
 
 	oneShot := clientFrom("127.0.0.1") // a connection per request
 	type answer struct {
@@ -75,10 +70,7 @@ func TestAbuseHTTP1OverloadShed(t *testing.T) {
 // they took that long to make; every refusal is counted.
 func TestAbuseOverloadRetryAfterSpread(t *testing.T) {
 	const bound, refused = 4, 64
-	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--max-inflight-requests", strconv.Itoa(bound)}, nil)
-	s.awaitReady("")
-	s.c.hc.CloseIdleConnections()
-	holders := stallResponses(t, s, bound)
+	s, holders := serverAtBound(t, bound)
 
 	oneShot := clientFrom("127.0.0.1")
 	retryAfter := make(chan int, refused)
@@ -125,6 +117,17 @@ func getRetryAfter(t *testing.T, c *http.Client, url string) (int, int, string) 
 	b, _ := io.ReadAll(resp.Body)
 	after, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 	return resp.StatusCode, after, string(b)
+}
+
+// serverAtBound starts a server with --max-inflight-requests bound and
+// fills the bound: each stalled reply is a request in its handler for as
+// long as its reader, on the connections returned, takes nothing.
+func serverAtBound(t *testing.T, bound int) (*server, []net.Conn) {
+	t.Helper()
+	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--max-inflight-requests", strconv.Itoa(bound)}, nil)
+	s.awaitReady("")
+	s.c.hc.CloseIdleConnections()
+	return s, stallResponses(t, s, bound)
 }
 
 // releaseAndAwaitServing closes the holders' connections and polls s with
