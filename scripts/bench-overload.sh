@@ -11,7 +11,9 @@
 #
 # Usage: scripts/bench-overload.sh [OUTDIR]   (default: ./bench-out)
 # Environment: VUS (default 200), DURATION (default 15s), PAIRS (default 3), SURGE (a binary to
-# test instead of building ./cmd/surge), SERVE_FLAGS (extra flags for surge serve), WARMUP (seconds,
+# test instead of building ./cmd/surge), CLIENT (the binary whose `surge bench transfer` makes the
+# load, default SURGE: the same client for two servers compared), SERVE_FLAGS (extra flags for
+# surge serve), WARMUP (seconds,
 # default 0: a run of the load before each measured run, whose requests and server CPU are not counted: the
 # VUs' first connections, dialled at once, are a herd of their own), BENCHFLAGS (extra flags for
 # surge bench transfer, e.g. "--retry-jitter 500ms").
@@ -30,6 +32,7 @@ if [[ -z $surge ]]; then
   go build -o "$out/surge" ./cmd/surge
   surge="$out/surge"
 fi
+client=${CLIENT:-$surge}
 ticks=$(getconf CLK_TCK)
 
 cpu_ticks() { # cpu_ticks PID: the process's user and system CPU time, in clock ticks
@@ -37,12 +40,13 @@ cpu_ticks() { # cpu_ticks PID: the process's user and system CPU time, in clock 
 }
 
 pid=
-stop_server() {
+stop_server() { # and removes its data, gigabytes after a run
   if [[ -n $pid ]]; then
     kill "$pid" 2> /dev/null || true
     wait "$pid" 2> /dev/null || true
     pid=
   fi
+  rm -rf "$out/data-overload"
 }
 trap stop_server EXIT
 
@@ -52,13 +56,13 @@ start_server() { # a fresh server with its accounts
   "$surge" serve --data "$out/data-overload" --addr "$addr" ${SERVE_FLAGS:-} > "$out/serve-overload.log" 2>&1 &
   pid=$!
   until curl -sf "http://$addr/readyz" > /dev/null; do sleep 0.1; done
-  "$surge" bench transfer --target "http://$addr" --accounts 10000 --vus 4 --duration 0 --iterations 100 > /dev/null 2>&1
+  "$client" bench transfer --target "http://$addr" --accounts 10000 --vus 4 --duration 0 --iterations 100 > /dev/null 2>&1
 }
 
 run() { # run NAME VUS: one measured run against the server started last
   local name=$1 n=$2 before after bench
   # shellcheck disable=SC2086 # BENCHFLAGS is a list of flags
-  "$surge" bench transfer --target "http://$addr" --accounts 10000 --no-setup --vus "$n" \
+  "$client" bench transfer --target "http://$addr" --accounts 10000 --no-setup --vus "$n" \
     --warmup "${warmup}s" --duration "$duration" ${BENCHFLAGS:-} --out "$out/$name.json" > "$out/$name.txt" 2>&1 &
   bench=$!
   sleep "$warmup" # the server's CPU counts from the end of the warm-up
