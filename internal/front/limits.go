@@ -79,8 +79,11 @@ var DefaultLimits = Limits{MaxConns: 10000, MaxRequests: requestsPerCPU * int64(
 // requestsPerCPU is the default bound on requests in progress for each
 // CPU: enough for the engine's batches to fill at full throughput, few
 // enough that a request admitted under overload is served in about the
-// time it takes at capacity.
-const requestsPerCPU = 128
+// time it takes at capacity. The requests in progress are woken together
+// as a round of the engine ends, and a request that arrives meanwhile,
+// a refusal too, waits for them to run first: the fewer they are, the
+// sooner a refusal goes out.
+const requestsPerCPU = 64
 
 // WorkUnitBytes is how many bytes of a request's body count as one unit of
 // work (Limits.MaxWork): about one transfer's JSON, so that a batch of
