@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The HTTP/1.1 overload figures of docs/BENCHMARKS.md ("HTTP/1.1 at 10× overload"): on a fresh
-# server, `surge bench transfer` (single transfers, one connection per VU) with VUS virtual users
-# (1×: enough to keep the server busy) and then 10 times as many (10×), alternated PAIRS times, with
-# the server's flags as they ship (requests in progress bounded by default). The transfer VUs honour
+# The HTTP/1.1 overload figures of docs/BENCHMARKS.md ("HTTP/1.1 at 10× overload"):
+# `surge bench transfer` (single transfers, one connection per VU) with VUS virtual users (1×:
+# enough to keep the server busy) and then 10 times as many (10×), alternated PAIRS times, each run
+# on a fresh server with its accounts (a run on the server of the run before would pay for the
+# storage work, flushes and compactions, that the run before left behind), with the server's flags
+# as they ship (requests in progress bounded by default). The transfer VUs honour
 # Retry-After, and a result splits the requests the server took (latency_ms) from those it refused
 # at once (refused). The server's CPU time comes from /proc/PID/stat over each measured run; the
 # table gives it per accepted request. Each run's JSON is kept in OUTDIR.
 #
 # Usage: scripts/bench-overload.sh [OUTDIR]   (default: ./bench-out)
 # Environment: VUS (default 200), DURATION (default 15s), PAIRS (default 3), SURGE (a binary to
-# test instead of building ./cmd/surge), SERVE_FLAGS (extra flags for surge serve), WARMUP (seconds,
+# test instead of building ./cmd/surge), CLIENT (the binary whose `surge bench transfer` makes the
+# load, default SURGE: the same client for two servers compared), SERVE_FLAGS (extra flags for
+# surge serve), WARMUP (seconds,
 # default 0: a run of the load before each measured run, whose requests and server CPU are not counted: the
 # VUs' first connections, dialled at once, are a herd of their own), BENCHFLAGS (extra flags for
 # surge bench transfer, e.g. "--retry-jitter 500ms").
@@ -28,6 +32,7 @@ if [[ -z $surge ]]; then
   go build -o "$out/surge" ./cmd/surge
   surge="$out/surge"
 fi
+client=${CLIENT:-$surge}
 ticks=$(getconf CLK_TCK)
 
 cpu_ticks() { # cpu_ticks PID: the process's user and system CPU time, in clock ticks
@@ -35,12 +40,13 @@ cpu_ticks() { # cpu_ticks PID: the process's user and system CPU time, in clock 
 }
 
 pid=
-stop_server() {
+stop_server() { # and removes its data, gigabytes after a run
   if [[ -n $pid ]]; then
     kill "$pid" 2> /dev/null || true
     wait "$pid" 2> /dev/null || true
     pid=
   fi
+  rm -rf "$out/data-overload"
 }
 trap stop_server EXIT
 
@@ -50,13 +56,13 @@ start_server() { # a fresh server with its accounts
   "$surge" serve --data "$out/data-overload" --addr "$addr" ${SERVE_FLAGS:-} > "$out/serve-overload.log" 2>&1 &
   pid=$!
   until curl -sf "http://$addr/readyz" > /dev/null; do sleep 0.1; done
-  "$surge" bench transfer --target "http://$addr" --accounts 10000 --vus 4 --duration 0 --iterations 100 > /dev/null 2>&1
+  "$client" bench transfer --target "http://$addr" --accounts 10000 --vus 4 --duration 0 --iterations 100 > /dev/null 2>&1
 }
 
 run() { # run NAME VUS: one measured run against the server started last
   local name=$1 n=$2 before after bench
   # shellcheck disable=SC2086 # BENCHFLAGS is a list of flags
-  "$surge" bench transfer --target "http://$addr" --accounts 10000 --no-setup --vus "$n" \
+  "$client" bench transfer --target "http://$addr" --accounts 10000 --no-setup --vus "$n" \
     --warmup "${warmup}s" --duration "$duration" ${BENCHFLAGS:-} --out "$out/$name.json" > "$out/$name.txt" 2>&1 &
   bench=$!
   sleep "$warmup" # the server's CPU counts from the end of the warm-up
@@ -78,6 +84,8 @@ row() { # row NAME: one line of the table
 for i in $(seq 1 "$pairs"); do
   start_server
   run "overload-1x-$i" "$vus"
+  stop_server
+  start_server
   run "overload-10x-$i" "$((10 * vus))"
   stop_server
 done

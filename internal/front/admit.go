@@ -252,7 +252,7 @@ func (rt *router) refuseFast(ctx *fasthttp.RequestCtx, r *refusal, unread bool) 
 		ctx.SetConnectionClose()
 	}
 	if r.status == http.StatusServiceUnavailable {
-		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, retryAfterValues[rt.guard.retry.next()])
 	}
 	if r == refuseUnauthorized {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, "Bearer")
@@ -361,7 +361,7 @@ func (rt *router) refuseNet(w http.ResponseWriter, req *http.Request, no *refusa
 	rt.guard.reject(no.reason)
 	h := w.Header()
 	if no.status == http.StatusServiceUnavailable {
-		h.Set("Retry-After", "1")
+		h.Set("Retry-After", retryAfterValues[rt.guard.retry.next()])
 	}
 	if no == refuseUnauthorized {
 		h.Set("WWW-Authenticate", "Bearer")

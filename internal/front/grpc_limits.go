@@ -76,7 +76,7 @@ func (s *admittedStream) RecvMsg(m any) error {
 	h, no := s.g.takeWork(peerAddr(ctx), 1)
 	if no != nil {
 		s.g.reject(no.reason)
-		s.SetTrailer(grpcPushback)
+		s.SetTrailer(s.g.grpcPushback())
 		return errGRPCOverloaded
 	}
 	s.ctx, s.p = s.g.parked(ctx, h)

@@ -79,8 +79,11 @@ var DefaultLimits = Limits{MaxConns: 10000, MaxRequests: requestsPerCPU * int64(
 // requestsPerCPU is the default bound on requests in progress for each
 // CPU: enough for the engine's batches to fill at full throughput, few
 // enough that a request admitted under overload is served in about the
-// time it takes at capacity.
-const requestsPerCPU = 128
+// time it takes at capacity. The requests in progress are woken together
+// as a round of the engine ends, and a request that arrives meanwhile,
+// a refusal too, waits for them to run first: the fewer they are, the
+// sooner a refusal goes out.
+const requestsPerCPU = 64
 
 // WorkUnitBytes is how many bytes of a request's body count as one unit of
 // work (Limits.MaxWork): about one transfer's JSON, so that a batch of
@@ -186,6 +189,8 @@ type guard struct {
 	// gate keeps HTTP/2 streams unread while requests fill MaxRequests
 	// (h2gate.go).
 	gate *h2gate
+	// retry chooses each refusal's Retry-After (retry.go).
+	retry *retrySpread
 }
 
 // release gives back what h holds.
@@ -226,7 +231,7 @@ func (g *guard) takeWork(a netip.Addr, units int64) (hold, *refusal) {
 }
 
 func newGuard(l Limits, reg prometheus.Registerer) *guard {
-	g := &guard{limits: l, clients: newClients(l)}
+	g := &guard{limits: l, clients: newClients(l), retry: newRetrySpread(returnsPerSecond(l))}
 	g.gate = newH2Gate(g)
 	g.conns.limit = int64(l.MaxConns)
 	g.bodies.limit = l.BodyBytes
@@ -265,9 +270,12 @@ func (g *guard) reject(reason string) { g.rejected.WithLabelValues(reason).Inc()
 
 // refusedConn is what a connection past MaxConns receives before it is
 // closed: a complete HTTP/1.1 reply, which an HTTP/2 client reads as a
-// broken preface and so also gives up on.
-var refusedConn = []byte("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n" +
-	"Content-Type: application/problem+json\r\nContent-Length: " + strconv.Itoa(len(overloadedConns)) + "\r\n\r\n" + overloadedConns)
+// broken preface and so also gives up on, asking it to come back in
+// retryAfter seconds.
+func refusedConn(retryAfter int) []byte {
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nRetry-After: " + retryAfterValues[retryAfter] + "\r\nConnection: close\r\n" +
+		"Content-Type: application/problem+json\r\nContent-Length: " + strconv.Itoa(len(overloadedConns)) + "\r\n\r\n" + overloadedConns)
+}
 
 const overloadedConns = `{"type":"https://surge.dev/problems/overloaded","title":"Overloaded","status":503,"code":"overloaded","detail":"too many connections; retry later"}`
 
@@ -277,7 +285,7 @@ const overloadedConns = `{"type":"https://surge.dev/problems/overloaded","title"
 // the same.
 func (g *guard) admitConn(c net.Conn) net.Conn {
 	if !g.conns.take(1) {
-		refuseConn(c)
+		g.refuseConn(c)
 		g.reject(reasonConns)
 		return nil
 	}
@@ -286,7 +294,7 @@ func (g *guard) admitConn(c net.Conn) net.Conn {
 	if capped {
 		if _, ok := g.clients.take(a, 1, 0); !ok {
 			g.conns.give(1)
-			refuseConn(c)
+			g.refuseConn(c)
 			g.reject(reasonClientConns)
 			return nil
 		}
@@ -295,11 +303,11 @@ func (g *guard) admitConn(c net.Conn) net.Conn {
 }
 
 // refuseConn answers c 503 and closes it.
-func refuseConn(c net.Conn) {
+func (g *guard) refuseConn(c net.Conn) {
 	// A fresh socket's send buffer takes the reply without blocking;
 	// the deadline only guards against a kernel that disagrees.
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = c.Write(refusedConn)
+	_, _ = c.Write(refusedConn(g.retry.next()))
 	_ = c.Close()
 }
 
@@ -353,8 +361,10 @@ func (a *Admission) Use() Use {
 // GRPCOptions are the gRPC server's options under a's limits: each call
 // holds a place under MaxRequests and one unit of MaxWork from its
 // request message until its handler returns (a streaming call that parks
-// gives them back, Park), and a call past either is refused at once with UNAVAILABLE ("overloaded", which gRPC clients read
-// as "retry later", as HTTP's 503) and a pushback of a second; at most
+// gives them back, Park), and a call past either is refused at once
+// with UNAVAILABLE ("overloaded", which gRPC clients read as "retry
+// later", as HTTP's 503) and a pushback chosen as a Retry-After is
+// (retry.go); at most
 // MaxStreams streams per connection, each with at most maxHeaderList of
 // headers, ended if its request message does not come within
 // BodyTimeout; a connection without calls for idle closed with a GOAWAY;
@@ -377,10 +387,12 @@ func (a *Admission) GRPCOptions(idle time.Duration) []grpc.ServerOption {
 // errGRPCOverloaded is a gRPC call's refusal past MaxWork.
 var errGRPCOverloaded = status.Error(codes.Unavailable, "overloaded: the server has as much work in progress as it may take; retry later")
 
-// grpcPushback is the refusal's trailer: gRPC's retry policy waits this
+// grpcPushback is a refusal's trailer: gRPC's retry policy waits this
 // long before its next attempt (gRFC A6's server pushback), as HTTP's
-// Retry-After: 1.
-var grpcPushback = metadata.Pairs("grpc-retry-pushback-ms", "1000")
+// Retry-After asks, chosen the same way (retry.go).
+func (g *guard) grpcPushback() metadata.MD {
+	return metadata.Pairs("grpc-retry-pushback-ms", strconv.Itoa(g.retry.next()*1000))
+}
 
 // shedUnary runs a unary call within the work budget, or refuses it.
 // Its request message has arrived.
@@ -389,7 +401,7 @@ func (g *guard) shedUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo,
 	h, no := g.takeWork(peerAddr(ctx), 1)
 	if no != nil {
 		g.reject(no.reason)
-		_ = grpc.SetTrailer(ctx, grpcPushback)
+		_ = grpc.SetTrailer(ctx, g.grpcPushback())
 		return nil, errGRPCOverloaded
 	}
 	defer g.release(h)

@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestAbuseHTTP1OverloadShed: HTTP/1.1 clients, one request per
@@ -17,12 +19,7 @@ import (
 // refused; once the requests end, the server serves again.
 func TestAbuseHTTP1OverloadShed(t *testing.T) {
 	const bound, excess = 128, 64
-	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--max-inflight-requests", strconv.Itoa(bound)}, nil)
-	s.awaitReady("")
-	s.c.hc.CloseIdleConnections()
-	// Each stalled reply is a request in its handler for as long as its
-	// reader takes nothing.
-	holders := stallResponses(t, s, bound)
+	s, holders := serverAtBound(t, bound)
 
 	oneShot := clientFrom("127.0.0.1") // a connection per request
 	type answer struct {
@@ -57,23 +54,98 @@ func TestAbuseHTTP1OverloadShed(t *testing.T) {
 	resp, body := h2Get(t, h2cConn(t, s), s.url+"/v1/accounts/shed-1")
 	wantOverloaded(t, resp, body)
 
-	for _, c := range holders {
-		_ = c.Close()
-	}
-	// The holders' requests end as the server sees their connections
-	// close: until then a poll may itself be refused, and counted.
-	polledRefused := 0
-	poll(t, startTimeout, "the server to serve again once the requests end", func() (bool, string) {
-		status, page := getFrom(t, oneShot, s.url+"/metrics")
-		if status == http.StatusServiceUnavailable {
-			polledRefused++
-		}
-		return status == http.StatusOK, page[:min(len(page), 200)]
-	})
+	polledRefused := releaseAndAwaitServing(t, s, oneShot, holders)
 	if n, want := metric(t, s, `surge_front_rejected_total{reason="max_requests"}`), excess+1+polledRefused; n != float64(want) {
 		t.Errorf(`surge_front_rejected_total{reason="max_requests"} = %v, want %d`, n, want)
 	}
 	if n := metric(t, s, `surge_front_limit{limit="max_requests"}`); n != bound {
 		t.Errorf(`surge_front_limit{limit="max_requests"} = %v, want %d`, n, bound)
 	}
+}
+
+// TestAbuseOverloadRetryAfterSpread: clients refused together are not all
+// told to come back in the same second. With --max-inflight-requests 4,
+// no second is named for more than 4 returns of the refusals of any one
+// second, so that 64 refusals name at least 16 different seconds unless
+// they took that long to make; every refusal is counted.
+func TestAbuseOverloadRetryAfterSpread(t *testing.T) {
+	const bound, refused = 4, 64
+	s, holders := serverAtBound(t, bound)
+
+	oneShot := clientFrom("127.0.0.1")
+	retryAfter := make(chan int, refused)
+	var wg sync.WaitGroup
+	begun := time.Now()
+	for range refused {
+		wg.Go(func() {
+			status, after, body := getRetryAfter(t, oneShot, s.url+"/v1/accounts/spread-1")
+			if status != http.StatusServiceUnavailable || after < 1 || after > 30 {
+				t.Errorf("past the bound: %d (Retry-After %d) %s, want 503 with Retry-After 1 to 30", status, after, body)
+			}
+			retryAfter <- after
+		})
+	}
+	wg.Wait()
+	// The refusals fell in at most this many of the server's seconds.
+	seconds := int(time.Since(begun)/time.Second) + 1
+	close(retryAfter)
+	named := map[int]int{}
+	for a := range retryAfter {
+		named[a]++
+	}
+	for a, n := range named {
+		if n > bound*seconds {
+			t.Errorf("Retry-After %d named %d times by refusals within %d s, want at most %d a second: %v", a, n, seconds, bound, named)
+		}
+	}
+	polledRefused := releaseAndAwaitServing(t, s, oneShot, holders)
+	if n, want := metric(t, s, `surge_front_rejected_total{reason="max_requests"}`), refused+polledRefused; n != float64(want) {
+		t.Errorf(`surge_front_rejected_total{reason="max_requests"} = %v, want %d`, n, want)
+	}
+}
+
+// getRetryAfter GETs url with c and returns the status, the Retry-After
+// in seconds (0: none) and the body.
+func getRetryAfter(t *testing.T, c *http.Client, url string) (int, int, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return 0, 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	after, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	return resp.StatusCode, after, string(b)
+}
+
+// serverAtBound starts a server with --max-inflight-requests bound and
+// fills the bound: each stalled reply is a request in its handler for as
+// long as its reader, on the connections returned, takes nothing.
+func serverAtBound(t *testing.T, bound int) (*server, []net.Conn) {
+	t.Helper()
+	s := launch(t, []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--max-inflight-requests", strconv.Itoa(bound)}, nil)
+	s.awaitReady("")
+	s.c.hc.CloseIdleConnections()
+	return s, stallResponses(t, s, bound)
+}
+
+// releaseAndAwaitServing closes the holders' connections and polls s with
+// c until it serves again, returning how many polls were refused. The
+// holders' requests end as the server sees their connections close:
+// until then a poll may itself be refused, and counted.
+func releaseAndAwaitServing(t *testing.T, s *server, c *http.Client, holders []net.Conn) int {
+	t.Helper()
+	for _, h := range holders {
+		_ = h.Close()
+	}
+	refused := 0
+	poll(t, startTimeout, "the server to serve again once the requests end", func() (bool, string) {
+		status, page := getFrom(t, c, s.url+"/metrics")
+		if status == http.StatusServiceUnavailable {
+			refused++
+		}
+		return status == http.StatusOK, page[:min(len(page), 200)]
+	})
+	return refused
 }

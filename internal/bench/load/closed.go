@@ -53,6 +53,19 @@ type VU struct {
 
 	rec      *measure.Recorder
 	measured bool
+	ended    <-chan struct{} // closed when the run ends; nil: never
+}
+
+// Wait waits d, or less if the run ends first (its duration passes or it
+// is interrupted): a pause between an iteration's requests, such as a
+// refusal's Retry-After, must not hold the run open past its end.
+func (v *VU) Wait(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-v.ended:
+	}
 }
 
 // Record records one request that started at start and ended now. Samples
@@ -116,7 +129,7 @@ func (c Closed) Run(ctx context.Context, prepare Prepare) (*Run, error) {
 	its := make([]Iteration, c.VUs)
 	ctxs := make([]context.Context, c.VUs)
 	for i := range vus {
-		vus[i] = &VU{ID: i, Rand: rand.New(rand.NewPCG(c.Seed, uint64(i))), measured: c.Warmup <= 0}
+		vus[i] = &VU{ID: i, Rand: rand.New(rand.NewPCG(c.Seed, uint64(i))), measured: c.Warmup <= 0, ended: ctl.ended}
 		vctx, vcancel := context.WithCancel(ctl.ctx)
 		defer vcancel()
 		ctxs[i] = vctx
@@ -206,6 +219,7 @@ type runControl struct {
 	cancel           context.CancelFunc
 	warmup, duration time.Duration
 	stop             atomic.Bool
+	ended            chan struct{} // closed as stop is raised
 	done             chan struct{}
 	cpu0             time.Duration
 	machine0         *measure.CPUTimes
@@ -215,7 +229,7 @@ type runControl struct {
 
 func newRunControl(parent context.Context, warmup, duration time.Duration, watchStalls bool) *runControl {
 	ctx, cancel := context.WithCancel(parent)
-	return &runControl{ctx: ctx, cancel: cancel, done: make(chan struct{}), cpu0: -1, warmup: warmup, duration: duration, watchStalls: watchStalls}
+	return &runControl{ctx: ctx, cancel: cancel, ended: make(chan struct{}), done: make(chan struct{}), cpu0: -1, warmup: warmup, duration: duration, watchStalls: watchStalls}
 }
 
 // start starts the clock.
@@ -228,6 +242,7 @@ func (rc *runControl) start() {
 
 func (rc *runControl) watch() {
 	defer close(rc.done)
+	defer close(rc.ended)
 	defer rc.stop.Store(true)
 	if rc.warmup > 0 {
 		if !rc.wait(rc.warmup) {

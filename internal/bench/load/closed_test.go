@@ -56,6 +56,24 @@ func TestClosedStopsWhenCancelled(t *testing.T) {
 	}
 }
 
+// TestClosedWaitEndsWithTheRun: a VU waiting an hour within its
+// iteration (a long Retry-After) does not hold a short run open: the wait
+// ends as the run does, and the run measures its duration, not the wait.
+func TestClosedWaitEndsWithTheRun(t *testing.T) {
+	run, err := Closed{VUs: 2, Duration: 10 * time.Millisecond}.Run(context.Background(), func(_ context.Context, vu *VU) (Iteration, error) {
+		return func(_ context.Context, vu *VU) {
+			vu.Record(time.Now(), measure.Outcome{})
+			vu.Wait(time.Hour)
+		}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Elapsed >= time.Hour || run.Stats.Requests() != 2 {
+		t.Errorf("run of %v with %d requests; want it ended with its duration, one request per VU", run.Elapsed, run.Stats.Requests())
+	}
+}
+
 func TestClosedPrepareErrorStopsRun(t *testing.T) {
 	boom := errors.New("boom")
 	_, err := Closed{VUs: 2, Iterations: 2}.Run(context.Background(), func(_ context.Context, vu *VU) (Iteration, error) {

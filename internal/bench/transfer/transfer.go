@@ -218,13 +218,8 @@ func (t *transferVU) iterate(ctx context.Context, vu *load.VU) {
 	if o.Refused {
 		// As a client should: the next request waits as long as the
 		// refusal asked, and with a jitter those refused together come
-		// back spread rather than as one herd.
-		wait := time.NewTimer(t.ep.RetryAfter() + t.retryJitter(vu.Rand))
-		defer wait.Stop()
-		select {
-		case <-wait.C:
-		case <-ctx.Done():
-		}
+		// back spread rather than as one herd; not past the run's end.
+		vu.Wait(t.ep.RetryAfter() + t.retryJitter(vu.Rand))
 	}
 }
 
