@@ -16,12 +16,16 @@ import (
 // server takes at once (--max-inflight-requests 1, 5,000 POSTs). The
 // client does not stop at a connection's stream limit, it dials another;
 // the server reads a stream only when it has room for its request, so
-// every reservation is served and none is refused 503 for a retry.
+// every reservation is served and none is refused 503 for a retry. The
+// client dials at most 100 connections: left unbounded, Go's client dials
+// one per request that finds every connection full, thousands from one
+// address, and the server rightly refuses those past
+// --max-conns-per-client, which is not what this test is about.
 func TestHTTP2BurstPastMaxRequestsWaitsInClient(t *testing.T) {
 	const requests = 5000
 	s := start(t, t.TempDir(), "--max-inflight-requests", "1", "--max-streams", "100")
 	var dials atomic.Int32
-	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	tr := &http.Transport{Protocols: new(http.Protocols), MaxConnsPerHost: 100, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials.Add(1)
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}}
