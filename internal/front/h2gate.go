@@ -15,7 +15,7 @@ import (
 // connection's stream limit: it opens another connection. Every stream
 // the server reads costs it a handler's goroutine and net/http's
 // per-stream state before admission can refuse it, and a refused request
-// comes back a second later (Retry-After) at the same cost. So the front
+// comes back after its Retry-After at the same cost. So the front
 // reads a new stream's HEADERS only while the server has room for its
 // request: requests in progress, streams whose requests have come whole
 // and not yet been admitted, and HTTP/2 requests waiting for a place stay
