@@ -250,23 +250,7 @@ func TestUncommittedRoundDoesNotSurviveInTheSnapshot(t *testing.T) {
 	var failed atomic.Int32
 	// The next round's offsets are refused with UNKNOWN_SERVER_ERROR,
 	// which makes franz-go abort its transaction.
-	kc.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		failed.Add(1)
-		r := req.(*kmsg.TxnOffsetCommitRequest)
-		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewTxnOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.UnknownServerError.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	kc.ControlKey(int16(kmsg.TxnOffsetCommit), refuseOffsets(&failed, kerr.UnknownServerError))
 	transfer(t, a, "t1", ids[0], ids[1], 300)
 	if failed.Load() != 1 {
 		t.Fatalf("%d rounds failed, want 1", failed.Load())
@@ -301,23 +285,7 @@ func TestRefusedRoundThatWroteNothingNeedsNoRebuild(t *testing.T) {
 	settled(t, a)
 	ids := accounts(t, a, 2)
 	var refused atomic.Int32
-	kc.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		refused.Add(1)
-		r := req.(*kmsg.TxnOffsetCommitRequest)
-		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewTxnOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.ConcurrentTransactions.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	kc.ControlKey(int16(kmsg.TxnOffsetCommit), refuseOffsets(&refused, kerr.ConcurrentTransactions))
 	a.drain()
 	if got := balances(t, a, ids[:1]); got != ids[0]+"=1000 " {
 		t.Fatalf("read through a refused round: %s", got)
@@ -329,5 +297,27 @@ func TestRefusedRoundThatWroteNothingNeedsNoRebuild(t *testing.T) {
 	case <-a.ready:
 		t.Fatal("the node rebuilt its partitions after a round that wrote nothing")
 	default:
+	}
+}
+
+// refuseOffsets is a kfake control that answers every partition of a
+// round's offsets (TxnOffsetCommit) with code, counting the requests in n.
+func refuseOffsets(n *atomic.Int32, code *kerr.Error) func(kmsg.Request) (kmsg.Response, error, bool) {
+	return func(req kmsg.Request) (kmsg.Response, error, bool) {
+		n.Add(1)
+		r := req.(*kmsg.TxnOffsetCommitRequest)
+		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewTxnOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = code.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
 	}
 }
