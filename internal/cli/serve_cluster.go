@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -64,6 +65,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	c.kvValue = kvValue
+	c.limits.MaxRequests = clusterMaxRequests(c.limits.MaxRequests)
 	dir, err := filepath.Abs(c.data)
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
@@ -152,6 +154,25 @@ func clusterKVValue(limit int, logger *slog.Logger) (int, error) {
 		return kvstore.MaxClusterValueBytes, nil
 	}
 	return 0, fmt.Errorf("--kv-max-value %d: in cluster mode a value travels in one Kafka record, so at most %d bytes", limit, kvstore.MaxClusterValueBytes)
+}
+
+// clusterRequestsPerCPU is a node's default bound on requests in progress
+// for each CPU. A request holds its place until its command's round has
+// committed and its reply come back through Kafka, far longer than an
+// engine round of a single process, so a node needs more places than a
+// single process for the same rate (Little's law): with fewer, the
+// seeds' spike on three nodes has its POSTs refused and retried by the
+// tens of thousands while the nodes' CPUs still have room.
+const clusterRequestsPerCPU = 256
+
+// clusterMaxRequests is --max-inflight-requests in cluster mode: the
+// default becomes clusterRequestsPerCPU for each CPU; a value set by hand
+// is kept.
+func clusterMaxRequests(limit int64) int64 {
+	if limit == front.DefaultLimits.MaxRequests {
+		return clusterRequestsPerCPU * int64(runtime.GOMAXPROCS(0))
+	}
+	return limit
 }
 
 // worldOnce creates @world, retrying until the cluster answers.

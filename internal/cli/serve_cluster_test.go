@@ -2,8 +2,10 @@ package cli
 
 import (
 	"log/slog"
+	"runtime"
 	"testing"
 
+	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvstore"
 )
@@ -26,6 +28,25 @@ func TestClusterKVValueFitsARecord(t *testing.T) {
 		got, err := clusterKVValue(c.limit, log)
 		if (err != nil) != c.fails || got != c.want {
 			t.Errorf("--kv-max-value %d in cluster mode: %d, %v; want %d (fails %v)", c.limit, got, err, c.want, c.fails)
+		}
+	}
+}
+
+// In cluster mode a request holds its place through a Kafka round trip:
+// the default bound on requests in progress is the cluster's, a bound set
+// by hand (none included) is kept.
+func TestClusterMaxRequestsDefault(t *testing.T) {
+	cluster := clusterRequestsPerCPU * int64(runtime.GOMAXPROCS(0))
+	if cluster <= front.DefaultLimits.MaxRequests {
+		t.Fatalf("cluster default %d is not above the single process's %d", cluster, front.DefaultLimits.MaxRequests)
+	}
+	for _, c := range []struct{ limit, want int64 }{
+		{front.DefaultLimits.MaxRequests, cluster},
+		{16, 16},
+		{-1, -1},
+	} {
+		if got := clusterMaxRequests(c.limit); got != c.want {
+			t.Errorf("--max-inflight-requests %d in cluster mode: %d, want %d", c.limit, got, c.want)
 		}
 	}
 }
