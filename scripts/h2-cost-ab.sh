@@ -11,6 +11,7 @@
 set -uo pipefail
 OLD=$1 NEW=$2 N=${3:-40000} PAIRS=${4:-3}
 OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
 
 mallocs() { curl -s "http://$1/metrics" | awk '/^go_memstats_mallocs_total/ {printf "%d", $2}'; }
 
