@@ -511,18 +511,32 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 }
 
 // Fatalf is how Pebble gives up. A failed commit panics in the committing
-// goroutine, where recoverFault turns it into an error. Once the store is
-// faulted, its failed instance's background work (a flush writing the
-// MANIFEST) may give up too: that goroutine stops for good, since the
-// instance is abandoned and reads go elsewhere. Anything else is a bug and
-// panics.
+// goroutine, where recoverFault turns it into an error. A failed commit
+// leaves Pebble's commit pipeline broken for good, so one whose write
+// error the guard did not record first fences the store here, as any
+// write fault does. Once the store is faulted, its failed instance's
+// background work (a flush writing the MANIFEST) may give up too: that
+// goroutine stops for good, since the instance is abandoned and reads go
+// elsewhere. Anything else is a bug and panics.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf("pebble: "+format, args...)
-	if l.s.fault.Load() == nil {
-		panic(msg)
+	commit := strings.HasPrefix(format, "pebble: fatal commit error")
+	if commit && l.s.fault.Load() == nil && l.s.guard != nil {
+		l.s.guard.fail(commitCause(msg, args))
 	}
-	if strings.HasPrefix(format, "pebble: fatal commit error") {
+	if l.s.fault.Load() == nil || commit {
 		panic(msg)
 	}
 	select {}
+}
+
+// commitCause is the error a fatal commit error carries, its message if
+// it carries none.
+func commitCause(msg string, args []any) error {
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			return err
+		}
+	}
+	return errors.New(msg)
 }

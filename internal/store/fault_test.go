@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -215,4 +216,31 @@ func TestWriteInFlightWhenFenced(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A commit that fails with a write error the guard did not record (its
+// file bypassed the guard, or the error came another way) still faults
+// the store: later writes are refused with the error's kind, the failed
+// commit is an error rather than a crash, and reads go on.
+func TestCommitErrorUnseenByTheGuardFaultsTheStore(t *testing.T) {
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := put(s, "acked", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	var failed error
+	func() {
+		defer s.recoverFault(&failed)
+		pebbleLogger{s}.Fatalf("pebble: fatal commit error: %v", fmt.Errorf("write 000005.log: %w", syscall.ENOSPC))
+	}()
+	if !errors.Is(failed, ErrFull) {
+		t.Fatalf("the failed commit: %v, want %v", failed, ErrFull)
+	}
+	if err := put(s, "later", []byte("2")); !errors.Is(err, ErrFull) {
+		t.Fatalf("a write after it: %v, want %v", err, ErrFull)
+	}
+	checkKV(t, s, "after a commit error the guard did not see")
 }
