@@ -63,6 +63,9 @@ type serveConfig struct {
 	tracing  telemetry.TracingConfig
 	wallet   walletConfig
 	limits   front.Limits
+	// requestsGiven is whether --max-inflight-requests was given: if not,
+	// a cluster node takes its own default (clusterMaxRequests).
+	requestsGiven bool
 	// trustedProxies is --trusted-proxies, parsed into limits.
 	trustedProxies []string
 	bodyMB         int
@@ -117,6 +120,7 @@ The live dashboard is at / (http://127.0.0.1:8080/ by default). It and
 trace and read surge.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c.requestsGiven = cmd.Flags().Changed("max-inflight-requests")
 			return serve(cmd.Context(), c, cmd.OutOrStdout())
 		},
 	}

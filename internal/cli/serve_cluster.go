@@ -65,7 +65,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 		return err
 	}
 	c.kvValue = kvValue
-	c.limits.MaxRequests = clusterMaxRequests(c.limits.MaxRequests)
+	c.limits.MaxRequests = clusterMaxRequests(c.limits.MaxRequests, c.requestsGiven)
 	dir, err := filepath.Abs(c.data)
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
@@ -165,14 +165,13 @@ func clusterKVValue(limit int, logger *slog.Logger) (int, error) {
 // tens of thousands while the nodes' CPUs still have room.
 const clusterRequestsPerCPU = 256
 
-// clusterMaxRequests is --max-inflight-requests in cluster mode: the
-// default becomes clusterRequestsPerCPU for each CPU; a value set by hand
-// is kept.
-func clusterMaxRequests(limit int64) int64 {
-	if limit == front.DefaultLimits.MaxRequests {
-		return clusterRequestsPerCPU * int64(runtime.GOMAXPROCS(0))
+// clusterMaxRequests is --max-inflight-requests in cluster mode: limit
+// if it was given, else clusterRequestsPerCPU for each CPU.
+func clusterMaxRequests(limit int64, given bool) int64 {
+	if given {
+		return limit
 	}
-	return limit
+	return clusterRequestsPerCPU * int64(runtime.GOMAXPROCS(0))
 }
 
 // worldOnce creates @world, retrying until the cluster answers.

@@ -33,20 +33,26 @@ func TestClusterKVValueFitsARecord(t *testing.T) {
 }
 
 // In cluster mode a request holds its place through a Kafka round trip:
-// the default bound on requests in progress is the cluster's, a bound set
-// by hand (none included) is kept.
+// the default bound on requests in progress is the cluster's, a bound
+// given by hand (the single process's default and none included) is
+// kept.
 func TestClusterMaxRequestsDefault(t *testing.T) {
 	cluster := clusterRequestsPerCPU * int64(runtime.GOMAXPROCS(0))
 	if cluster <= front.DefaultLimits.MaxRequests {
 		t.Fatalf("cluster default %d is not above the single process's %d", cluster, front.DefaultLimits.MaxRequests)
 	}
-	for _, c := range []struct{ limit, want int64 }{
-		{front.DefaultLimits.MaxRequests, cluster},
-		{16, 16},
-		{-1, -1},
+	for _, c := range []struct {
+		limit int64
+		given bool
+		want  int64
+	}{
+		{front.DefaultLimits.MaxRequests, false, cluster},
+		{front.DefaultLimits.MaxRequests, true, front.DefaultLimits.MaxRequests},
+		{16, true, 16},
+		{-1, true, -1},
 	} {
-		if got := clusterMaxRequests(c.limit); got != c.want {
-			t.Errorf("--max-inflight-requests %d in cluster mode: %d, want %d", c.limit, got, c.want)
+		if got := clusterMaxRequests(c.limit, c.given); got != c.want {
+			t.Errorf("--max-inflight-requests %d (given %v) in cluster mode: %d, want %d", c.limit, c.given, got, c.want)
 		}
 	}
 }
