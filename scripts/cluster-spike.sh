@@ -11,7 +11,8 @@
 # Usage: KAFKA=host:port KAFKA_DIR=DIR [NODES=3] [PROFILE=DIR] scripts/cluster-spike.sh BINARY [SPIKE FLAGS...]
 #   KAFKA_DIR is the directory scripts/kafka.sh start -d was given (its node-*/pid are the
 #   brokers). SPIKE FLAGS replace the default `-n 1000000 --events 4 --areas 100`. PARTITIONS
-#   (default 6) and PORT_BASE as for cluster-ab.sh. PROFILE=DIR writes 10 s CPU profiles, taken a
+#   (default 6) and PORT_BASE as for cluster-ab.sh. NODE_FLAGS are added to every node's
+#   `surge serve` (e.g. "--max-inflight-requests 256"). PROFILE=DIR writes 10 s CPU profiles, taken a
 #   few seconds into the spike, of the first node (DIR/spike.pprof) and of the broker(s)
 #   (DIR/spike-broker-PID.jfr). e.g.
 #     d=/tmp/k; k=$(scripts/kafka.sh start -d $d)
@@ -28,7 +29,7 @@ work=$(mktemp -d /tmp/cluster-spike.XXXXXX)
 . "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 trap 'stop_nodes; rm -rf "$work"' EXIT
 name="spike$$"
-start_nodes "$name" "$bin" "$nodes" --kafka "$KAFKA" --cluster "$name" --partitions "${PARTITIONS:-6}" || exit 1
+start_nodes "$name" "$bin" "$nodes" --kafka "$KAFKA" --cluster "$name" --partitions "${PARTITIONS:-6}" ${NODE_FLAGS:-} || exit 1
 t=$(IFS=,; echo "${targets[*]}")
 b0=$(sum_ticks $(brokers)); n0=(); for p in "${pids[@]}"; do n0+=("$(ticks "$p")"); done
 st0=$(head -1 /proc/stat)
@@ -44,7 +45,7 @@ reads="reservation reads answered from memory / through rounds:"
 for u in "${targets[@]}"; do
   reads+=" $(curl -s "$u/metrics" | awk '/^surge_cluster_reservation_reads_total\{answer="memory"\}/ {m = $2} /^surge_cluster_reservation_reads_total\{answer="round"\}/ {r = $2} END {if (m == "") print "-"; else printf "%d/%d", m, r}')"
 done
-grep -E 'reservation_latency|server_processing|completion_time|sold_out|seats_sold|reservations\.|double_bookings|failed|verdict|machine_stalls' "$work/spike.out" || tail -20 "$work/spike.out"
+grep -E 'reservation_latency|server_processing|completion_time|sold_out|seats_sold|reservations\.|retries_503|double_bookings|failed|verdict|machine_stalls' "$work/spike.out" || tail -20 "$work/spike.out"
 n=$(awk '/reservations\.\.\./ {for (i = 2; i <= NF; i++) if ($i ~ /^[0-9,]+$/) {gsub(/,/, "", $i); s += $i}} END {print s + 0}' "$work/spike.out")
 secs() { awk -v t="$1" -v hz="$hz" 'BEGIN {printf "%.1f", t / hz}'; }
 per() { [ "$n" -gt 0 ] && echo "$(( $1 * 1000000 / hz / n )) µs" || echo "-"; }
