@@ -45,15 +45,15 @@ func (r *retrySpread) next() int { return r.nextAt(int64(time.Since(r.start) / t
 func (r *retrySpread) nextAt(now int64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	least := 1
+	least, leastN := 1, int64(-1)
 	for k := 1; k <= maxRetryAfter; k++ {
 		n := r.bookedLocked(now + int64(k))
 		if n < r.perSecond {
 			r.bookLocked(now + int64(k))
 			return k
 		}
-		if n < r.bookedLocked(now+int64(least)) {
-			least = k
+		if leastN < 0 || n < leastN {
+			least, leastN = k, n
 		}
 	}
 	r.bookLocked(now + int64(least))

@@ -140,8 +140,8 @@ func (s *clusterShard) reservation(id string) (*tickets.Reservation, bool) {
 	if r, ok := s.resv[id]; ok || len(s.soldOut) == 0 {
 		return r, ok
 	}
-	uid, err := uuid.Parse(id)
-	if err != nil || uid.String() != id { // Parse takes other spellings of an id too
+	uid, ok := canonicalID(id)
+	if !ok {
 		return nil, false
 	}
 	f, ok := s.soldOut[uid]
@@ -152,12 +152,20 @@ func (s *clusterShard) reservation(id string) (*tickets.Reservation, bool) {
 	return f.reservation(id, s.soldOutUsers, a.event.EventName, a.spec.AreaID), true
 }
 
+// canonicalID is id as a UUID if id is its canonical spelling: the
+// shard's reservations are keyed by their ids' text, and Parse takes
+// other spellings of an id too.
+func canonicalID(id string) (uuid.UUID, bool) {
+	uid, err := uuid.Parse(id)
+	return uid, err == nil && uid.String() == id
+}
+
 // keep keeps decided reservation r of area a (nil if unknown) for reads
 // and retried requests: a sold-out failure compactly, out of the GC's
 // sight, since a flash sale leaves hundreds of thousands.
 func (s *clusterShard) keep(r *tickets.Reservation, a *clusterArea) {
 	if a != nil && compactable(r, a.event.EventName, a.spec.AreaID) {
-		if uid, err := uuid.Parse(r.ID); err == nil && uid.String() == r.ID {
+		if uid, ok := canonicalID(r.ID); ok {
 			delete(s.resv, r.ID)
 			s.soldOut[uid] = newSoldOut(r, a.index, &s.soldOutUsers)
 			return
