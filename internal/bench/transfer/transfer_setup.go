@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -45,6 +46,51 @@ func setupTransferAccounts(ctx context.Context, c *httpc.HTTPClient, cfg Transfe
 			units.Thousands(int64(cfg.Accounts)), units.Thousands(cfg.Fund), units.K6Duration(time.Since(t1)))
 	}
 	return verifyAccounts(ctx, c, cfg)
+}
+
+// creditsWait bounds how long setup waits for a cluster's forwarded
+// credits to land before it checks the accounts.
+const creditsWait = 30 * time.Second
+
+// awaitCredits waits until the ledger reports no credits in flight. In a
+// cluster a funding transfer is answered once its debit committed; the
+// credit to an account of another partition is applied in a later round,
+// so an account read at once may not show it yet. A single process
+// reports no credits_in_flight and returns at once.
+func awaitCredits(ctx context.Context, c *httpc.HTTPClient) error {
+	ctx, cancel := context.WithTimeout(ctx, creditsWait)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		status, reply, err := c.Do(ctx, http.MethodGet, "/v1/ledger/stats", nil)
+		if err != nil {
+			return fmt.Errorf("bench: reading ledger stats: %w", err)
+		}
+		var stats struct {
+			CreditsInFlight map[string]int64 `json:"credits_in_flight"`
+		}
+		if status != http.StatusOK || json.Unmarshal(reply, &stats) != nil {
+			return fmt.Errorf("bench: reading ledger stats: %s", httpc.StatusKey(status, reply))
+		}
+		if !creditsPending(stats.CreditsInFlight) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil // verifyAccounts names an account still short
+		case <-tick.C:
+		}
+	}
+}
+
+func creditsPending(inFlight map[string]int64) bool {
+	for _, v := range inFlight {
+		if v != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // createAccounts opens every account; one that already exists with the
@@ -107,12 +153,22 @@ func verifyAccounts(ctx context.Context, c *httpc.HTTPClient, cfg TransferConfig
 		sample = append(sample, r.IntN(cfg.Accounts))
 	}
 	for _, i := range sample {
-		if err := verifyAccount(ctx, c, cfg, cfg.accountID(i)); err != nil {
+		err := verifyAccount(ctx, c, cfg, cfg.accountID(i))
+		if errors.Is(err, errShort) { // its funding credit may still be on its way
+			if err := awaitCredits(ctx, c); err != nil {
+				return err
+			}
+			err = verifyAccount(ctx, c, cfg, cfg.accountID(i))
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// errShort marks an account with less than --amount-max available.
+var errShort = errors.New("less than --amount-max")
 
 func verifyAccount(ctx context.Context, c *httpc.HTTPClient, cfg TransferConfig, id string) error {
 	status, reply, err := c.Do(ctx, http.MethodGet, "/v1/accounts/"+id, nil)
@@ -137,8 +193,8 @@ func verifyAccount(ctx context.Context, c *httpc.HTTPClient, cfg TransferConfig,
 		return fmt.Errorf("bench: account %s is in %s, not %s", id, acct.Currency, cfg.Currency)
 	}
 	if acct.Available < cfg.AmountMax {
-		return fmt.Errorf("bench: account %s has %d available, less than --amount-max %d: raise --fund",
-			id, acct.Available, cfg.AmountMax)
+		return fmt.Errorf("bench: account %s has %d available, %w %d: raise --fund",
+			id, acct.Available, errShort, cfg.AmountMax)
 	}
 	return nil
 }

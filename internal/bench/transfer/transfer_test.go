@@ -33,6 +33,10 @@ type fakeLedger struct {
 	// failTransfer, if set, decides the same from the transfer itself,
 	// which (unlike arrival order) a seeded run repeats exactly.
 	failTransfer func(fakeTransfer) (status int, code string)
+	// pending, if not nil, holds funding credits as a cluster does: the
+	// transfer is answered at once and the credit lands later, here when
+	// the ledger stats are read after reporting it in flight.
+	pending map[string]int64
 }
 
 func newFakeLedger() *fakeLedger {
@@ -76,6 +80,18 @@ func (f *fakeLedger) handler(t *testing.T) http.Handler {
 			return
 		}
 		benchtest.WriteJSON(w, 200, map[string]any{"id": r.PathValue("id"), "currency": "USD", "balance": bal, "available": bal})
+	})
+	mux.HandleFunc("GET /v1/ledger/stats", func(w http.ResponseWriter, r *http.Request) {
+		f.count(r)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		var inFlight int64
+		for id, amount := range f.pending {
+			inFlight += amount
+			f.accounts[id] += amount
+			delete(f.pending, id)
+		}
+		benchtest.WriteJSON(w, 200, map[string]any{"accounts": len(f.accounts), "credits_in_flight": map[string]int64{"USD": inFlight}})
 	})
 	mux.HandleFunc("POST /v1/transfers", func(w http.ResponseWriter, r *http.Request) {
 		f.count(r)
@@ -147,6 +163,10 @@ func (f *fakeLedger) apply(tr fakeTransfer) (int, string) {
 		}
 	}
 	f.accounts[tr.From] -= tr.Amount
+	if f.pending != nil && tr.From == "@world" {
+		f.pending[tr.To] += tr.Amount
+		return 201, ""
+	}
 	f.accounts[tr.To] += tr.Amount
 	return 201, ""
 }
@@ -358,6 +378,25 @@ func TestTransferSetupIsRepeatable(t *testing.T) {
 		if strings.Contains(id, "fund-") && n != 2 {
 			t.Errorf("funding %s sent %d times, want once per setup", id, n)
 		}
+	}
+}
+
+// TestTransferSetupWaitsForCreditsInFlight: against a cluster, a funded
+// account may show its credit only rounds after the funding was answered;
+// setup waits for the ledger to report no credits in flight instead of
+// calling the account short.
+func TestTransferSetupWaitsForCreditsInFlight(t *testing.T) {
+	f := newFakeLedger()
+	f.pending = map[string]int64{}
+	srv := httptest.NewServer(f.handler(t))
+	t.Cleanup(srv.Close)
+	cfg := testTransferConfig(srv.URL)
+	cfg.Iterations = 4
+	if _, err := RunTransfer(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.requests["GET /v1/ledger/stats"]; n < 2 {
+		t.Errorf("stats read %d times, want until no credit is in flight (2)", n)
 	}
 }
 
