@@ -75,7 +75,10 @@ func (s *state) close() {
 func (n *Node) own(ctx context.Context) {
 	defer n.done.Done()
 	var st *state
-	defer func() { st.close() }()
+	defer func() {
+		st.close()
+		n.fail(n.local.close(), errClosed)
+	}()
 	for ctx.Err() == nil {
 		if st == nil || st.gen != n.gen.Load() {
 			st.close()
@@ -84,8 +87,10 @@ func (n *Node) own(ctx context.Context) {
 		}
 		wait, cancel := context.WithTimeout(ctx, idleWait)
 		var outs []kafkalog.Output
-		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, kept(n.apply(st), &outs))
+		local := &localRound{n: n, st: st}
+		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, local, kept(local.applying(n.apply(st)), &outs))
 		cancel()
+		local.settle(err == nil && res.Committed, err == nil || !local.applied || errors.Is(err, errMoved))
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
 			n.flush(ctx, st)
 			continue
