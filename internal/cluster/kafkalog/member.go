@@ -106,14 +106,14 @@ type Member struct {
 	open bool
 
 	// local is the running round's source of local commands (nil: none),
-	// and fence the partitions of those it took (commit).
+	// and fence the partitions of those it took (fenced).
 	local Local
 	fence map[int32]bool
 
 	mu    sync.Mutex
 	owned map[int32]bool
 	// positioned are the owned partitions the group has a committed
-	// offset for (Takes), as of the start of the latest round.
+	// offset for (Takes), as of the latest round's start or commit.
 	positioned map[int32]bool
 }
 
@@ -193,7 +193,7 @@ func (m *Member) Owned() []int32 {
 
 // Takes reports whether the member's rounds may take a local command for
 // partition p: the member owns p and the group has a committed offset for
-// it, which a round that took the command commits again (commit). It
+// it, which a round that took the command commits again (fenced). It
 // answers as of the latest round's start or commit: Local.Take is where
 // ownership is checked against the state the round applies to.
 func (m *Member) Takes(p int32) bool {
