@@ -86,6 +86,12 @@ type RoundResult struct {
 	// read_committed readers, its commands will be read again by their
 	// owner, and the caller must drop the state changes it made.
 	Committed bool
+	// Aborted reports that the round's transaction surely did not commit:
+	// it was never asked to (its transform or its outputs failed), or its
+	// End aborted it. A round that began, did not commit and was not
+	// aborted ended with an error while committing: whether it committed
+	// is unknown.
+	Aborted bool
 	// Changelog holds, for each changelog partition a committed round
 	// wrote, the offset just after the last record it wrote there: a
 	// local copy of the partition's state that took the round's changes
@@ -265,6 +271,9 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 		end, err = m.fenced(ctx)
 	}
 	if err != nil {
+		// No commit was asked for: the transaction never commits, whether
+		// this abort ends it or the brokers' timeout does.
+		res.Aborted = true
 		if _, endErr := m.s.End(ctx, kgo.TryAbort); endErr != nil {
 			return res, errors.Join(err, fmt.Errorf("kafkalog: aborting a round: %w", endErr))
 		}
@@ -277,6 +286,7 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 		return res, fmt.Errorf("kafkalog: ending a round: %w", err)
 	}
 	m.open = false
+	res.Aborted = !res.Committed
 	if res.Committed {
 		res.Changelog = changelog
 		m.position()

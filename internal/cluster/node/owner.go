@@ -90,7 +90,7 @@ func (n *Node) own(ctx context.Context) {
 		local := &localRound{n: n, st: st}
 		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, local, kept(local.applying(n.apply(st)), &outs))
 		cancel()
-		local.settle(err == nil && res.Committed, err == nil || !local.applied || errors.Is(err, errMoved))
+		local.settle(err == nil && res.Committed, res.Aborted || !local.applied)
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
 			n.flush(ctx, st)
 			continue

@@ -22,8 +22,10 @@ import (
 // moved since the command was taken) is appended to the commands topic
 // instead, for its owner now, never applied here. A command of a round
 // that did not commit is never acknowledged: taken again by the next round
-// when the round left no trace (it was not applied, or it changed nothing
-// and aborted cleanly), failed otherwise, for the client to retry.
+// when the round surely did not commit (kafkalog.RoundResult.Aborted, or
+// it never applied its commands), on the state the node rebuilt if the
+// round changed any; failed when the round's outcome is unknown (an error
+// ending its commit), for the client to retry.
 
 // errNotCommitted fails the calls of local commands whose round did not
 // commit.
@@ -127,12 +129,12 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 }
 
 // settle ends the round's local commands: those of a committed round are
-// answered with its held replies; those of a round that left no trace
-// (traceless) go back to the queue's front; the others are failed.
-func (r *localRound) settle(committed, traceless bool) {
+// answered with its held replies; those of a round that surely did not
+// commit (void) go back to the queue's front; the others are failed.
+func (r *localRound) settle(committed, void bool) {
 	switch {
 	case committed || len(r.taken) == 0:
-	case traceless:
+	case void:
 		r.n.local.add(true, r.taken...)
 	default:
 		r.n.fail(r.taken, errNotCommitted)
