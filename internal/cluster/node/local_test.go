@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -55,5 +56,52 @@ func TestLocalCommandOfAMovedPartitionGoesThroughKafka(t *testing.T) {
 	credited(t, b, dst, dst+"=1000 ")
 	if got, want := balances(t, b, []string{src, dst}), fmt.Sprintf("%s=995 %s=1005 ", src, dst); got != want {
 		t.Fatalf("after the transfer: %s, want %s", got, want)
+	}
+}
+
+// The calls of a round's local commands that did not commit are never
+// left waiting: a round that surely did not commit puts them back for the
+// next round, which applies and answers them; one whose outcome is unknown
+// fails them, since they may have committed.
+func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
+	_, k := fakeKafka(t)
+	a := startNode(t, k, t.TempDir())
+	settled(t, a)
+	ids := accounts(t, a, 2)
+	held := make(chan kafkalog.Command, 1)
+	a.caller.SetLocal(func(p int32, key, value []byte) bool {
+		held <- kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}
+		return true
+	})
+	transferVia := func(id string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: id, From: ids[0], To: ids[1], Amount: 10})
+			done <- err
+		}()
+		return done
+	}
+
+	unknown := transferVia("unknown")
+	(&localRound{n: a.Node, taken: []kafkalog.Command{<-held}}).settle(false, false)
+	if err := <-unknown; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errNotCommitted.Error()) {
+		t.Fatalf("call of a round whose outcome is unknown: %v, want %s: %v", err, ledger.CodeOverloaded, errNotCommitted)
+	}
+
+	void := transferVia("void")
+	for waiting := true; waiting; {
+		select {
+		case c := <-held: // the transfer, or a read it makes first
+			(&localRound{n: a.Node, taken: []kafkalog.Command{c}}).settle(false, true)
+		case err := <-void:
+			if err != nil {
+				t.Fatalf("call of a round that surely did not commit: %v, want it applied by the next round", err)
+			}
+			waiting = false
+		}
+	}
+	a.caller.SetLocal(a.takeLocal)
+	if got, want := balances(t, a, ids), fmt.Sprintf("%s=990 %s=1010 ", ids[0], ids[1]); got != want {
+		t.Fatalf("after the transfers: %s, want %s (void once, unknown never)", got, want)
 	}
 }
