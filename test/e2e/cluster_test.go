@@ -333,13 +333,16 @@ func (c *clusterNodes) reserveSeats(t *testing.T, workers, each int) []string {
 			for n := range each {
 				req := ReserveReq{UserID: fmt.Sprint("u", w), EventID: "gig", AreaID: []string{"A", "B"}[n%2], NumOfSeats: 1 + n%4, Type: "RANDOM"}
 				c.onLive(w+n, func(s *server) bool {
-					id, _, err := reserve(s.c, req)
-					if err == nil {
+					id, r, err := reserve(s.c, req)
+					if err != nil || r.Status >= 500 {
+						return false // not acknowledged: tried again
+					}
+					if r.Status == http.StatusOK {
 						mu.Lock()
 						ids = append(ids, id)
 						mu.Unlock()
 					}
-					return err == nil
+					return true
 				})
 			}
 		})

@@ -33,9 +33,19 @@ type Caller struct {
 	cl    *kgo.Client
 	log   *slog.Logger
 
+	// local, if set, takes a command for a partition the node owns, to
+	// be applied without Kafka (SetLocal).
+	local func(partition int32, key, value []byte) bool
+
 	mu      sync.Mutex
-	waiting map[string]chan []byte
+	waiting map[string]chan answer
 	done    chan struct{}
+}
+
+// answer is what a call gets: its reply, or why it has none.
+type answer struct {
+	reply []byte
+	err   error
 }
 
 func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) (*Caller, error) {
@@ -43,7 +53,7 @@ func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	k := &Caller{prod: prod, inbox: c.InboxPartition(node), node: node, log: log, waiting: map[string]chan []byte{}, done: make(chan struct{})}
+	k := &Caller{prod: prod, inbox: c.InboxPartition(node), node: node, log: log, waiting: map[string]chan answer{}, done: make(chan struct{})}
 	// Read from the inbox's end as of now, fixed before any command leaves:
 	// a reply can then never come before the point reading starts.
 	from, err := inboxEnd(ctx, c, k.inbox)
@@ -96,10 +106,18 @@ func inboxEnd(ctx context.Context, c kafkalog.Config, inbox int32) (int64, error
 	}
 }
 
-// Call appends value to partition and returns the reply.
+// SetLocal has the caller hand each command that local takes to it rather
+// than append it to the commands topic; the reply, or the call's failure,
+// then comes through Deliver or Fail. Set before the first Call.
+func (k *Caller) SetLocal(local func(partition int32, key, value []byte) bool) {
+	k.local = local
+}
+
+// Call sends value to partition, appended to the commands topic unless the
+// node takes it locally (SetLocal), and returns the reply.
 func (k *Caller) Call(ctx context.Context, partition int, value []byte) ([]byte, error) {
 	rid := k.node + "-" + strconv.FormatUint(k.seq.Add(1), 36)
-	ch := make(chan []byte, 1)
+	ch := make(chan answer, 1)
 	k.mu.Lock()
 	k.waiting[rid] = ch
 	k.mu.Unlock()
@@ -108,15 +126,30 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte) ([]byte,
 		delete(k.waiting, rid)
 		k.mu.Unlock()
 	}()
-	key := strconv.Itoa(int(k.inbox)) + ":" + rid
-	if _, err := k.prod.Append(ctx, int32(partition), []byte(key), value); err != nil {
-		return nil, err
+	key := []byte(strconv.Itoa(int(k.inbox)) + ":" + rid)
+	if k.local == nil || !k.local(int32(partition), key, value) {
+		if _, err := k.prod.Append(ctx, int32(partition), key, value); err != nil {
+			return nil, err
+		}
 	}
 	select {
-	case out := <-ch:
-		return out, nil
+	case a := <-ch:
+		return a.reply, a.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// Send appends a command taken locally but not applied (its partition
+// moved) to the commands topic, for the partition's owner now; a failed
+// append fails the call.
+func (k *Caller) Send(partition int32, key, value []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if _, err := k.prod.Append(ctx, partition, key, value); err != nil {
+		if _, rid, ok := ReplyAddress(key); ok {
+			k.Fail(string(rid), err)
+		}
 	}
 }
 
@@ -162,14 +195,20 @@ func (k *Caller) read() {
 }
 
 // Deliver hands reply to the call waiting for request rid, if any.
-func (k *Caller) Deliver(rid string, reply []byte) {
+func (k *Caller) Deliver(rid string, reply []byte) { k.answer(rid, answer{reply: reply}) }
+
+// Fail ends the call waiting for request rid, if any, with err: its
+// command was not applied, or was applied by a round that did not commit.
+func (k *Caller) Fail(rid string, err error) { k.answer(rid, answer{err: err}) }
+
+func (k *Caller) answer(rid string, a answer) {
 	k.mu.Lock()
 	ch := k.waiting[rid]
 	k.mu.Unlock()
 	if ch != nil {
 		select {
-		case ch <- reply:
-		default: // a second reply to one request (not sent by committed rounds)
+		case ch <- a:
+		default: // a second answer to one request (not sent by committed rounds)
 		}
 	}
 }

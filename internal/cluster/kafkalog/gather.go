@@ -36,7 +36,7 @@ func (m *Member) gather(ctx context.Context, batch []Command, max int) []Command
 	defer cancel()
 	for len(batch) < max {
 		gap, cancelGap := context.WithTimeout(linger, gapAfter(len(batch)))
-		more, err := m.poll(gap, max-len(batch))
+		more, err := m.next(gap, max-len(batch))
 		cancelGap()
 		batch = append(batch, more...)
 		if err != nil || len(more) == 0 {

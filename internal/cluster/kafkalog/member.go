@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Command is one command read from a partition of the commands topic.
@@ -49,6 +50,18 @@ type Output struct {
 // round; the same commands are read again.
 type Apply func(ctx context.Context, batch []Command) ([]Output, error)
 
+// Local hands a member's rounds the commands its node takes itself: those
+// for partitions the member owns, which the node gives its own rounds
+// instead of appending them to the commands topic. A round takes them
+// beside the commands it polls, and applies and commits them the same way,
+// with no offset of their own (Member.Takes).
+type Local interface {
+	// Waiting receives when commands may wait to be taken.
+	Waiting() <-chan struct{}
+	// Take returns up to max of the waiting commands, in order.
+	Take(max int) []Command
+}
+
 // Handlers are told which commands partitions the member owns. They run on
 // the group's goroutine, never concurrently with each other.
 type Handlers struct {
@@ -73,6 +86,12 @@ type RoundResult struct {
 	// read_committed readers, its commands will be read again by their
 	// owner, and the caller must drop the state changes it made.
 	Committed bool
+	// Aborted reports that the round's transaction surely did not commit:
+	// it was never asked to (its transform or its outputs failed), or its
+	// End aborted it. A round that began, did not commit and was not
+	// aborted ended with an error while committing: whether it committed
+	// is unknown.
+	Aborted bool
 	// Changelog holds, for each changelog partition a committed round
 	// wrote, the offset just after the last record it wrote there: a
 	// local copy of the partition's state that took the round's changes
@@ -92,8 +111,16 @@ type Member struct {
 	// Begin until an End that returned without error (endLeftOpen).
 	open bool
 
+	// local is the running round's source of local commands (nil: none),
+	// and fence the partitions of those it took (fenced).
+	local Local
+	fence map[int32]bool
+
 	mu    sync.Mutex
 	owned map[int32]bool
+	// positioned are the owned partitions the group has a committed
+	// offset for (Takes), as of the latest round's start or commit.
+	positioned map[int32]bool
 }
 
 // Join makes node a member of the cluster's consumer group. node must be
@@ -108,7 +135,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 	if node == "" {
 		return nil, errors.New("kafkalog: empty node id")
 	}
-	m := &Member{cfg: c, owned: map[int32]bool{}}
+	m := &Member{cfg: c, owned: map[int32]bool{}, positioned: map[int32]bool{}}
 	base := append(c.SeedsFor("member"),
 		kgo.ConsumerGroup(c.Group()),
 		kgo.ConsumeTopics(c.CommandsTopic()),
@@ -153,6 +180,7 @@ func (m *Member) track(gained bool, fn func(context.Context, []int32)) func(cont
 				m.owned[p] = true
 			} else {
 				delete(m.owned, p)
+				delete(m.positioned, p)
 			}
 		}
 		m.mu.Unlock()
@@ -169,20 +197,47 @@ func (m *Member) Owned() []int32 {
 	return slices.Sorted(maps.Keys(m.owned))
 }
 
+// Takes reports whether the member's rounds may take a local command for
+// partition p: the member owns p and the group has a committed offset for
+// it, which a round that took the command commits again (fenced). It
+// answers as of the latest round's start or commit: Local.Take is where
+// ownership is checked against the state the round applies to.
+func (m *Member) Takes(p int32) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.positioned[p]
+}
+
+// position records which owned partitions have a committed offset.
+func (m *Member) position() {
+	committed := m.s.Client().CommittedOffsets()[m.cfg.CommandsTopic()]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.positioned)
+	for p := range committed {
+		if m.owned[p] {
+			m.positioned[p] = true
+		}
+	}
+}
+
 // Round runs one consume-transform-produce round: it waits for commands
 // (until ctx ends), reads up to max of them (max+PackMax-1 at most: a
 // packed record is never split), applies them and, in one
 // transaction, writes the outputs and commits the consumer offsets. Rounds
 // of one member must not run concurrently.
 func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, error) {
-	return m.RoundWait(ctx, ctx, max, apply)
+	return m.RoundWait(ctx, ctx, max, nil, apply)
 }
 
 // RoundWait is Round waiting for commands only until wait ends: a round
 // with no commands then returns wait's error and nothing else. The round
-// that found commands runs under ctx.
-func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, apply Apply) (RoundResult, error) {
+// that found commands runs under ctx. A round also takes the commands of
+// local (nil: none), before those it polls, up to max in all.
+func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, local Local, apply Apply) (RoundResult, error) {
+	m.local, m.fence = local, map[int32]bool{}
 	res, err := m.round(wait, ctx, maxCommands, apply)
+	m.local, m.fence = nil, nil
 	m.cfg.Meter.round(res)
 	return res, err
 }
@@ -192,7 +247,8 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	if err := m.endLeftOpen(ctx); err != nil {
 		return RoundResult{}, err
 	}
-	batch, err := m.poll(wait, maxCommands)
+	m.position()
+	batch, err := m.next(wait, maxCommands)
 	if err == nil && len(batch) > 0 {
 		batch = m.gather(ctx, batch, maxCommands)
 	}
@@ -210,7 +266,14 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	if err == nil {
 		changelog, err = m.produce(ctx, outs)
 	}
+	end := ctx
+	if err == nil {
+		end, err = m.fenced(ctx)
+	}
 	if err != nil {
+		// No commit was asked for: the transaction never commits, whether
+		// this abort ends it or the brokers' timeout does.
+		res.Aborted = true
 		if _, endErr := m.s.End(ctx, kgo.TryAbort); endErr != nil {
 			return res, errors.Join(err, fmt.Errorf("kafkalog: aborting a round: %w", endErr))
 		}
@@ -218,13 +281,15 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 		return res, err
 	}
 	res.Outputs = len(outs)
-	res.Committed, err = m.s.End(ctx, kgo.TryCommit)
+	res.Committed, err = m.s.End(end, kgo.TryCommit)
 	if err != nil {
 		return res, fmt.Errorf("kafkalog: ending a round: %w", err)
 	}
 	m.open = false
+	res.Aborted = !res.Committed
 	if res.Committed {
 		res.Changelog = changelog
+		m.position()
 	}
 	return res, nil
 }
@@ -251,6 +316,52 @@ func (m *Member) endLeftOpen(ctx context.Context) error {
 	}
 	m.open = false
 	return nil
+}
+
+// next waits, until ctx ends, for commands polled from the owned
+// partitions or taken from the round's local source, and returns up to
+// want of them, the local ones first. Commands taken locally are never
+// waited past: with some, the poll returns only what the client holds.
+func (m *Member) next(ctx context.Context, want int) ([]Command, error) {
+	if m.local == nil {
+		return m.poll(ctx, want)
+	}
+	for {
+		taken := m.local.Take(want)
+		for _, c := range taken {
+			m.fence[c.Partition] = true
+		}
+		if len(taken) > 0 {
+			polled, err := m.poll(done, want-len(taken))
+			if errors.Is(err, context.Canceled) {
+				err = nil // done's end: the client held nothing
+			}
+			return append(taken, polled...), err
+		}
+		polled, woken, err := m.pollWoken(ctx, want)
+		if len(polled) > 0 || !woken {
+			return polled, err
+		}
+	}
+}
+
+// pollWoken is poll, ended early when the local source says commands
+// wait (woken).
+func (m *Member) pollWoken(ctx context.Context, want int) (polled []Command, woken bool, err error) {
+	wctx, cancel := context.WithCancel(ctx)
+	var wake sync.WaitGroup
+	wake.Go(func() {
+		select {
+		case <-m.local.Waiting():
+			woken = true
+			cancel()
+		case <-wctx.Done():
+		}
+	})
+	polled, err = m.poll(wctx, want)
+	cancel()
+	wake.Wait()
+	return polled, woken && ctx.Err() == nil, err
 }
 
 // poll reads commands, waiting until some come or ctx ends, and stops
@@ -289,6 +400,56 @@ func (m *Member) poll(ctx context.Context, want int) ([]Command, error) {
 		}
 	}
 	return batch, nil
+}
+
+// errNoPosition aborts a round that took local commands for partitions
+// none of which has a committed offset left to commit again.
+var errNoPosition = errors.New("kafkalog: no committed offset to fence a round's local commands with")
+
+// fenced returns the context of the round's End, which commits its
+// transaction. The group coordinator takes the offsets a transaction
+// commits only from a member of the group's current generation (KIP-447):
+// a member expelled from the group, its partitions given to another,
+// cannot commit. franz-go sends no offsets, and so asks the coordinator
+// nothing, for a round that polled nothing; so the round commits again
+// the offsets of the partitions whose local commands it took, at the
+// position committed already, added to the request
+// (kgo.PreTxnCommitFnContext). Should those partitions move, their new
+// owner waits for the transaction to end before it reads their offsets
+// (RequireStable), as for polled commands.
+func (m *Member) fenced(ctx context.Context) (context.Context, error) {
+	if len(m.fence) == 0 {
+		return ctx, nil
+	}
+	topic := m.cfg.CommandsTopic()
+	committed := m.s.Client().CommittedOffsets()[topic]
+	var at []kmsg.TxnOffsetCommitRequestTopicPartition
+	for _, p := range slices.Sorted(maps.Keys(m.fence)) {
+		if eo, ok := committed[p]; ok {
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, eo.Offset, eo.Epoch
+			at = append(at, rp)
+		}
+	}
+	if len(at) == 0 {
+		return nil, errNoPosition
+	}
+	return kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
+		i := slices.IndexFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool { return t.Topic == topic })
+		if i < 0 {
+			t := kmsg.NewTxnOffsetCommitRequestTopic()
+			t.Topic = topic
+			req.Topics, i = append(req.Topics, t), len(req.Topics)
+		}
+		t := &req.Topics[i]
+		for _, rp := range at {
+			if !slices.ContainsFunc(t.Partitions, func(q kmsg.TxnOffsetCommitRequestTopicPartition) bool { return q.Partition == rp.Partition }) {
+				rp.Metadata = &req.MemberID
+				t.Partitions = append(t.Partitions, rp)
+			}
+		}
+		return nil
+	}), nil
 }
 
 // done is a context that has ended: a poll under it returns only what the

@@ -12,13 +12,16 @@ import (
 	"testing"
 )
 
-// zombieEnv carries the helper process's cluster: brokers|cluster|partitions.
+// zombieEnv carries the helper process's cluster and mode:
+// brokers|cluster|partitions|local.
 const zombieEnv = "KAFKALOG_ZOMBIE"
 
-// TestZombieHelper is the paused owner of TestPausedOwnerIsFenced, run in
-// a process of its own so that SIGSTOP freezes all of it, heartbeats
-// included. It reads its batch, says "polled", waits for a line on stdin,
-// and reports how its round ended.
+// TestZombieHelper is the paused owner of TestPausedOwnerIsFenced and
+// TestPausedOwnerOfLocalCommandsIsFenced, run in a process of its own so
+// that SIGSTOP freezes all of it, heartbeats included. It reads its batch,
+// says "polled", waits for a line on stdin, and reports how its round
+// ended. With local set, its round first commits the commands it polls,
+// then takes one local command only, "local-0" to partition 0.
 func TestZombieHelper(t *testing.T) {
 	spec := os.Getenv(zombieEnv)
 	if spec == "" {
@@ -26,7 +29,8 @@ func TestZombieHelper(t *testing.T) {
 	}
 	var c Config
 	var brokers string
-	if _, err := fmt.Sscanf(strings.ReplaceAll(spec, "|", " "), "%s %s %d", &brokers, &c.Cluster, &c.Partitions); err != nil {
+	var local bool
+	if _, err := fmt.Sscanf(strings.ReplaceAll(spec, "|", " "), "%s %s %d %t", &brokers, &c.Cluster, &c.Partitions, &local); err != nil {
 		t.Fatal(err)
 	}
 	c.Brokers = strings.Split(brokers, ",")
@@ -37,7 +41,14 @@ func TestZombieHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	res, err := m.Round(ctx, 100, func(ctx context.Context, batch []Command) ([]Output, error) {
+	var src Local
+	if local {
+		if res, err := m.Round(ctx, 100, echo(c, "zombie", "zombie")); err != nil || !res.Committed {
+			t.Fatalf("polled round: %+v, %v", res, err)
+		}
+		src = newTestLocal(localCommand(0, "local-0"))
+	}
+	res, err := m.RoundWait(ctx, ctx, 100, src, func(ctx context.Context, batch []Command) ([]Output, error) {
 		fmt.Println("zombie: polled", len(batch))
 		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 			return nil, err
@@ -54,10 +65,10 @@ type zombie struct {
 	out   *bufio.Scanner
 }
 
-func startZombie(t *testing.T, c Config) *zombie {
+func startZombie(t *testing.T, c Config, local bool) *zombie {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestZombieHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d", zombieEnv, strings.Join(c.Brokers, ","), c.Cluster, c.Partitions))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d|%t", zombieEnv, strings.Join(c.Brokers, ","), c.Cluster, c.Partitions, local))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -106,7 +117,7 @@ func TestPausedOwnerIsFenced(t *testing.T) {
 	const n = 10
 	ctx, c := newCluster(t, 1)
 	appendCommands(t, ctx, c, 0, n)
-	z := startZombie(t, c)
+	z := startZombie(t, c, false)
 	if l := z.line(t); !strings.HasPrefix(l, "polled") {
 		t.Fatalf("zombie said %q, want polled", l)
 	}
@@ -136,5 +147,38 @@ func TestPausedOwnerIsFenced(t *testing.T) {
 		if string(r.Value) != "b" {
 			t.Errorf("committed reply %s from %s, want only the new owner's", r.Key, r.Value)
 		}
+	}
+}
+
+// A node frozen in a round that took only a local command (no offset
+// polled) is fenced the same way: the round commits its partition's
+// offset again, which the group coordinator refuses from the expelled
+// member, so the command's changelog record never becomes visible.
+func TestPausedOwnerOfLocalCommandsIsFenced(t *testing.T) {
+	ctx, c := newCluster(t, 1)
+	appendCommands(t, ctx, c, 0, 1)
+	z := startZombie(t, c, true)
+	if l := z.line(t); l != "polled 1" {
+		t.Fatalf("zombie said %q, want polled 1", l)
+	}
+	z.signal(t, syscall.SIGSTOP)
+
+	owned := make(chan struct{}, 1)
+	join(t, ctx, c, "b", Handlers{Assigned: func(context.Context, []int32) { owned <- struct{}{} }})
+	select {
+	case <-owned:
+	case <-ctx.Done():
+		t.Fatal("the partition never moved from the frozen node")
+	}
+
+	z.signal(t, syscall.SIGCONT)
+	if _, err := io.WriteString(z.stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	if result := z.line(t); !strings.HasPrefix(result, "committed=false") {
+		t.Fatalf("the thawed zombie's round: %s; want it refused", result)
+	}
+	if keys := countKeys(readAll(t, ctx, c, c.ChangelogTopic(), true)); keys["local-0"] != 0 || keys["cmd-0"] != 1 {
+		t.Fatalf("committed changelog records %v; want cmd-0 once and local-0 never", keys)
 	}
 }

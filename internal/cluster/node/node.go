@@ -75,6 +75,9 @@ type Node struct {
 	kv     *kvcluster.KV
 	seats  *ticketcluster.Tickets
 	snaps  *changelog.Snapshots
+	// local holds the commands the node takes for its own partitions
+	// until a round takes them (owner_local.go).
+	local *localQueue
 	// gen counts the changes of the partitions the member owns; built is
 	// the gen the owner's state was last built for (owner.go).
 	gen, built atomic.Uint64
@@ -97,7 +100,7 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 	if err := ensureTopics(ctx, cfg.Kafka); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: id, onReady: onReady}
+	n := &Node{cfg: cfg, id: id, onReady: onReady, local: newLocalQueue()}
 	if n.snaps, err = changelog.OpenSnapshots(cfg.Dir, cfg.Kafka, cfg.Logger); err != nil {
 		return nil, err
 	}
@@ -113,6 +116,7 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 		n.snaps.Close()
 		return nil, err
 	}
+	n.caller.SetLocal(n.takeLocal)
 	n.ledger = ledgercluster.New(n.caller, cfg.Kafka.Partitions)
 	n.kv = kvcluster.New(n.caller, int(cfg.Kafka.Partitions))
 	n.seats = ticketcluster.New(n.caller, n.ledger, int(cfg.Kafka.Partitions))

@@ -22,8 +22,9 @@ import (
 // The owner's side of a node. The partitions a node owns run on an engine
 // of the cluster's N shards whose Committer is the round's Kafka
 // transaction, with the ledger's slices (ledgerengine, Config.Cluster).
-// Each round of the member (kafkalog.Member) feeds the commands it read to
-// the engine, waits for them, applies in the same way the commands they owe
+// Each round of the member (kafkalog.Member) feeds the commands it read,
+// and those the node took for its own partitions (owner_local.go), to the
+// engine, waits for them, applies in the same way the commands they owe
 // partitions the node owns, and commits, in one transaction, their
 // replies, the changelog records of the engine's batches and the commands
 // owed to other nodes' partitions.
@@ -36,8 +37,9 @@ import (
 // reads no changelog record; one it gets back reads those written since
 // it had it. A round that wrote no record (reads, refusals: its replies
 // all to the node's own requests, held until a commit) changed no state,
-// so one that fails to commit needs no rebuild: its replies are dropped
-// and the member reads its commands again. Kafka refuses such a round's
+// so one that fails to commit needs no rebuild: its replies are dropped,
+// the member reads its commands again and the node takes its local
+// commands again. Kafka refuses such a round's
 // offsets (CONCURRENT_TRANSACTIONS) when it follows the previous commit
 // before the brokers finished writing that one's markers.
 
@@ -75,7 +77,10 @@ func (s *state) close() {
 func (n *Node) own(ctx context.Context) {
 	defer n.done.Done()
 	var st *state
-	defer func() { st.close() }()
+	defer func() {
+		st.close()
+		n.fail(n.local.close(), errClosed)
+	}()
 	for ctx.Err() == nil {
 		if st == nil || st.gen != n.gen.Load() {
 			st.close()
@@ -84,8 +89,10 @@ func (n *Node) own(ctx context.Context) {
 		}
 		wait, cancel := context.WithTimeout(ctx, idleWait)
 		var outs []kafkalog.Output
-		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, kept(n.apply(st), &outs))
+		local := &localRound{n: n, st: st}
+		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, local, kept(local.applying(n.apply(st)), &outs))
 		cancel()
+		local.settle(err == nil && res.Committed, res.Aborted || !local.applied)
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
 			n.flush(ctx, st)
 			continue

@@ -150,6 +150,19 @@ func balances(t *testing.T, n *testNode, ids []string) string {
 	return s
 }
 
+// credited waits until n reads account id's balance as other than was.
+func credited(t *testing.T, n *testNode, id, was string) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for balances(t, n, []string{id}) == was {
+		select {
+		case <-deadline:
+			t.Fatalf("%s still %s after 60 s", id, was)
+		case <-time.After(20 * time.Millisecond): // polls the balance
+		}
+	}
+}
+
 // A node restarted on its data directory restores its partitions from its
 // local snapshot: it reads no changelog record, and serves the state it
 // left; a node with an empty directory reads the whole changelog to the
@@ -218,7 +231,11 @@ func TestRebalanceReadsOnlyWhatMoved(t *testing.T) {
 			break
 		}
 	}
+	before0 := balances(t, a, ids[:1])
 	transfer(t, a, "moved", src, ids[0], 7)
+	// The credit to ids[0] travels from b's partition to a's as a command
+	// of its own: a read a takes for its own partition may come first.
+	credited(t, a, ids[0], before0)
 	want := balances(t, a, ids)
 	before = a.read()
 	a.drain()

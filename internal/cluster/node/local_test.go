@@ -1,0 +1,107 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/ledger"
+)
+
+// A command a node queued for its own rounds whose partition the round's
+// state does not own (it moved after the node took the command) is not
+// applied there: the round appends it to the commands topic, and the
+// partition's owner applies it, once. Here node a takes every command
+// locally, as if its member still owned every partition.
+func TestLocalCommandOfAMovedPartitionGoesThroughKafka(t *testing.T) {
+	_, k := fakeKafka(t)
+	a := startNode(t, k, t.TempDir())
+	settled(t, a)
+	ids := accounts(t, a, 6)
+	a.drain()
+	b := startNode(t, k, t.TempDir())
+	awaitReady(t, a)
+	settled(t, a, b)
+
+	var src, dst string // src on b's partition, dst on a's
+	for _, id := range ids {
+		p := int32(engine.ShardIndex(id, fakePartitions))
+		switch {
+		case src == "" && slices.Contains(b.Owned(), p):
+			src = id
+		case dst == "" && slices.Contains(a.Owned(), p):
+			dst = id
+		}
+	}
+	if src == "" || dst == "" {
+		t.Fatalf("no account on each node's partitions: a owns %v, b %v", a.Owned(), b.Owned())
+	}
+	var taken atomic.Int32
+	a.caller.SetLocal(func(p int32, key, value []byte) bool {
+		taken.Add(1)
+		return a.local.add(false, kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value})
+	})
+	if _, _, err := a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: "moved", From: src, To: dst, Amount: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if taken.Load() == 0 {
+		t.Fatal("node a took no command locally")
+	}
+	a.caller.SetLocal(a.takeLocal)
+	credited(t, b, dst, dst+"=1000 ")
+	if got, want := balances(t, b, []string{src, dst}), fmt.Sprintf("%s=995 %s=1005 ", src, dst); got != want {
+		t.Fatalf("after the transfer: %s, want %s", got, want)
+	}
+}
+
+// The calls of a round's local commands that did not commit are never
+// left waiting: a round that surely did not commit puts them back for the
+// next round, which applies and answers them; one whose outcome is unknown
+// fails them, since they may have committed.
+func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
+	_, k := fakeKafka(t)
+	a := startNode(t, k, t.TempDir())
+	settled(t, a)
+	ids := accounts(t, a, 2)
+	held := make(chan kafkalog.Command, 1)
+	a.caller.SetLocal(func(p int32, key, value []byte) bool {
+		held <- kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}
+		return true
+	})
+	transferVia := func(id string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: id, From: ids[0], To: ids[1], Amount: 10})
+			done <- err
+		}()
+		return done
+	}
+
+	unknown := transferVia("unknown")
+	(&localRound{n: a.Node, taken: []kafkalog.Command{<-held}}).settle(false, false)
+	if err := <-unknown; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errNotCommitted.Error()) {
+		t.Fatalf("call of a round whose outcome is unknown: %v, want %s: %v", err, ledger.CodeOverloaded, errNotCommitted)
+	}
+
+	void := transferVia("void")
+	for waiting := true; waiting; {
+		select {
+		case c := <-held: // the transfer, or a read it makes first
+			(&localRound{n: a.Node, taken: []kafkalog.Command{c}}).settle(false, true)
+		case err := <-void:
+			if err != nil {
+				t.Fatalf("call of a round that surely did not commit: %v, want it applied by the next round", err)
+			}
+			waiting = false
+		}
+	}
+	a.caller.SetLocal(a.takeLocal)
+	if got, want := balances(t, a, ids), fmt.Sprintf("%s=990 %s=1010 ", ids[0], ids[1]); got != want {
+		t.Fatalf("after the transfers: %s, want %s (void once, unknown never)", got, want)
+	}
+}

@@ -1,0 +1,151 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/surge-dev/surge/internal/cluster/calls"
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+)
+
+// A request the node takes for a partition its member owns does not go
+// through Kafka: the node hands the command to its owner's next round
+// (takeLocal), which applies it with the commands it polls, through the
+// same decoding and the same engine, and commits its changelog records,
+// forwards and reply in the round's transaction; the caller is answered
+// once that committed, as for a command read from the commands topic. Such
+// a command has no offset: the member fences the round with a commit of
+// its partition's offset as it stands (kafkalog.Member.Takes).
+//
+// A command whose partition the state a round applies to does not own (it
+// moved since the command was taken) is appended to the commands topic
+// instead, for its owner now, never applied here. A command of a round
+// that did not commit is never acknowledged: taken again by the next round
+// when the round surely did not commit (kafkalog.RoundResult.Aborted, or
+// it never applied its commands), on the state the node rebuilt if the
+// round changed any; failed when the round's outcome is unknown (an error
+// ending its commit), for the client to retry.
+
+// errNotCommitted fails the calls of local commands whose round did not
+// commit.
+var errNotCommitted = errors.New("node: the round applying the command did not commit")
+
+// errClosed fails the calls of local commands left when the node stops.
+var errClosed = errors.New("node: stopped")
+
+// localQueue holds the commands taken locally until a round takes them.
+type localQueue struct {
+	mu     sync.Mutex
+	cmds   []kafkalog.Command
+	closed bool
+	wake   chan struct{}
+}
+
+func newLocalQueue() *localQueue { return &localQueue{wake: make(chan struct{}, 1)} }
+
+// add queues cmds after the others (front: before them); false if the
+// queue is closed.
+func (q *localQueue) add(front bool, cmds ...kafkalog.Command) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	if front {
+		q.cmds = append(cmds[:len(cmds):len(cmds)], q.cmds...)
+	} else {
+		q.cmds = append(q.cmds, cmds...)
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default: // woken already
+	}
+	return true
+}
+
+// take returns up to max of the queued commands.
+func (q *localQueue) take(max int) []kafkalog.Command {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := min(max, len(q.cmds))
+	taken := q.cmds[:n:n]
+	q.cmds = q.cmds[n:]
+	return taken
+}
+
+// close refuses further commands and returns those queued.
+func (q *localQueue) close() []kafkalog.Command {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.closed = true
+	cmds := q.cmds
+	q.cmds = nil
+	return cmds
+}
+
+// takeLocal is the caller's Local: it queues a command for partition p for
+// the owner's rounds if the member takes local commands for p.
+func (n *Node) takeLocal(p int32, key, value []byte) bool {
+	return n.member.Takes(p) && n.local.add(false, kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value})
+}
+
+// localRound is one round's kafkalog.Local over the node's queue: it
+// takes the commands of partitions st owns and appends the others to the
+// commands topic.
+type localRound struct {
+	n     *Node
+	st    *state
+	taken []kafkalog.Command
+	// applied is set once the round's apply began.
+	applied bool
+}
+
+// applying is apply recording that it began.
+func (r *localRound) applying(apply kafkalog.Apply) kafkalog.Apply {
+	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
+		r.applied = true
+		return apply(ctx, batch)
+	}
+}
+
+// Waiting implements kafkalog.Local.
+func (r *localRound) Waiting() <-chan struct{} { return r.n.local.wake }
+
+// Take implements kafkalog.Local.
+func (r *localRound) Take(max int) []kafkalog.Command {
+	cmds := r.n.local.take(max)
+	kept := cmds[:0]
+	for _, c := range cmds {
+		if r.st.owned[c.Partition] {
+			kept = append(kept, c)
+			continue
+		}
+		go r.n.caller.Send(c.Partition, c.Key, c.Value)
+	}
+	r.taken = append(r.taken, kept...)
+	return kept
+}
+
+// settle ends the round's local commands: those of a committed round are
+// answered with its held replies; those of a round that surely did not
+// commit (void) go back to the queue's front; the others are failed.
+func (r *localRound) settle(committed, void bool) {
+	switch {
+	case committed || len(r.taken) == 0:
+	case void:
+		r.n.local.add(true, r.taken...)
+	default:
+		r.n.fail(r.taken, errNotCommitted)
+	}
+}
+
+// fail fails the calls waiting for cmds.
+func (n *Node) fail(cmds []kafkalog.Command, err error) {
+	for _, c := range cmds {
+		if _, rid, ok := calls.ReplyAddress(c.Key); ok {
+			n.caller.Fail(string(rid), err)
+		}
+	}
+}
