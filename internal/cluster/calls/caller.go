@@ -60,8 +60,9 @@ func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) 
 	if err == nil {
 		k.cl, err = kgo.NewClient(append(c.SeedsFor("inbox"),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			// A fetch returns as soon as a reply is committed; an idle
+			// inbox's fetch waits kgo's default (5 s) at the broker.
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.RepliesTopic(): {k.inbox: kgo.NewOffset().At(from)}}),
-			kgo.FetchMaxWait(50e6), // 50 ms: a reply waits no longer for company
 		)...)
 	}
 	if err != nil {

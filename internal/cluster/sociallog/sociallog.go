@@ -162,8 +162,9 @@ func (l *Log) Run(ctx context.Context, c kafkalog.Config, from int64, apply Appl
 	l.cons, err = kgo.NewClient(append(append(c.Seeds(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.topic: {0: kgo.NewOffset().At(from)}}),
+		// A fetch returns as soon as a record is committed; an idle log's
+		// fetch waits kgo's default (5 s) at the broker.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-		kgo.FetchMaxWait(50*time.Millisecond),
 	), opts...)...)
 	if err != nil {
 		return fmt.Errorf("sociallog: %w", err)
