@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -180,5 +181,43 @@ func TestRoundTakesLocalAndPolledCommands(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"local-1"}) {
 		t.Fatalf("woken round applied %v, want [local-1]", got)
+	}
+}
+
+// endlessLocal always has a local command waiting.
+type endlessLocal struct{ n int }
+
+func (l *endlessLocal) Waiting() <-chan struct{} { return closedChan }
+
+func (l *endlessLocal) Take(int) []Command {
+	l.n++
+	return []Command{localCommand(0, fmt.Sprintf("local-%d", l.n))}
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Local commands never starve polled ones: a round that takes local
+// commands also takes the commands the client holds, even when local
+// commands wait at every round.
+func TestLocalCommandsDoNotStarvePolledOnes(t *testing.T) {
+	_, ctx, c := fakeCluster(t, 1)
+	appendCommands(t, ctx, c, 0, 1)
+	m := join(t, ctx, c, "a", Handlers{})
+	if res, err := m.Round(ctx, 10, echo(c, "a", "a")); err != nil || !res.Committed {
+		t.Fatalf("polled round: %+v, %v", res, err)
+	}
+	appendCommands(t, ctx, c, 1, 1)
+	polled := false
+	record := func(ctx context.Context, batch []Command) ([]Output, error) {
+		for _, cmd := range batch {
+			polled = polled || string(cmd.Key) == "cmd-1"
+		}
+		return echo(c, "a", "a")(ctx, batch)
+	}
+	local := &endlessLocal{}
+	for !polled {
+		if res, err := m.RoundWait(ctx, ctx, 10, local, record); err != nil || !res.Committed {
+			t.Fatalf("round %d: %+v, %v (the polled command never taken)", local.n, res, err)
+		}
 	}
 }

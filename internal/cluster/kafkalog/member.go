@@ -332,10 +332,7 @@ func (m *Member) next(ctx context.Context, want int) ([]Command, error) {
 			m.fence[c.Partition] = true
 		}
 		if len(taken) > 0 {
-			polled, err := m.poll(done, want-len(taken))
-			if errors.Is(err, context.Canceled) {
-				err = nil // done's end: the client held nothing
-			}
+			polled, err := m.poll(heldOnly, want-len(taken))
 			return append(taken, polled...), err
 		}
 		polled, woken, err := m.pollWoken(ctx, want)
@@ -368,12 +365,13 @@ func (m *Member) pollWoken(ctx context.Context, want int) (polled []Command, wok
 // once it has want of them: it takes ceil((want-had)/PackMax) records at a
 // time, the first waiting, the next only if the client holds them already,
 // so it reads at most want+PackMax-1 commands (a packed record is never
-// split). With an error it returns the commands it read before it. A
+// split). Under heldOnly it waits for none: it takes only what the
+// client holds. With an error it returns the commands it read before it. A
 // packed record that does not unpack is one command with no key and no
 // value, which the round drops as malformed.
 func (m *Member) poll(ctx context.Context, want int) ([]Command, error) {
 	var batch []Command
-	for wait := ctx; len(batch) < want; wait = done {
+	for wait := ctx; len(batch) < want; wait = heldOnly {
 		fetches := m.s.PollRecords(wait, (want-len(batch)+PackMax-1)/PackMax)
 		if fetches.IsClientClosed() {
 			return batch, kgo.ErrClientClosed
@@ -381,11 +379,11 @@ func (m *Member) poll(ctx context.Context, want int) ([]Command, error) {
 		// Records polled count as consumed: they are applied even if ctx
 		// ended meanwhile, or the next commit would skip them.
 		if fetches.NumRecords() == 0 {
+			if wait == heldOnly {
+				return batch, nil
+			}
 			if err := ctx.Err(); err != nil && len(batch) == 0 {
 				return nil, err
-			}
-			if wait == done {
-				return batch, nil
 			}
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
@@ -452,13 +450,11 @@ func (m *Member) fenced(ctx context.Context) (context.Context, error) {
 	}), nil
 }
 
-// done is a context that has ended: a poll under it returns only what the
-// client holds already.
-var done = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
+// heldOnly, as a poll's context, waits for nothing: the poll takes only
+// the records the client holds already. It is nil, which franz-go's
+// PollRecords documents as "drain what is buffered and return"; a
+// context that has ended would return its error and none of them.
+var heldOnly context.Context
 
 // transient reports a poll error that the client gets over by itself: a
 // failed attempt to join the group, which it retries (the coordinator may
