@@ -41,6 +41,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/surge-dev/surge/internal/browser"
+	"github.com/surge-dev/surge/internal/front/h2"
 )
 
 // Options configure a Server.
@@ -89,7 +90,20 @@ type Options struct {
 	// CORS, when not nil, answers the allowed origins' preflights and
 	// marks their responses readable, on every route of both servers.
 	CORS *browser.CORS
+	// HTTP2 chooses the server of the HTTP/2 connections that are not
+	// gRPC's: HTTP2Surge (package h2) or HTTP2Net (net/http's).
+	HTTP2 HTTP2Server
 }
+
+// HTTP2Server names a server for HTTP/2 connections.
+type HTTP2Server string
+
+// The HTTP/2 servers: surge's own (package h2), the default, and
+// net/http's.
+const (
+	HTTP2Surge HTTP2Server = "surge"
+	HTTP2Net   HTTP2Server = "net"
+)
 
 // Server serves one listener with fasthttp and net/http.
 type Server struct {
@@ -97,6 +111,8 @@ type Server struct {
 	guard *guard
 	fast  *fasthttp.Server
 	slow  *http.Server
+	// h2, when set, serves the HTTP/2 connections that are not gRPC's.
+	h2 *h2.Server
 	// workers run net/http's requests (workers.go).
 	workers *handlerWorkers
 	log     *slog.Logger
@@ -158,7 +174,27 @@ func New(opts Options) *Server {
 	s.slow.Protocols = new(http.Protocols)
 	s.slow.Protocols.SetHTTP1(true)
 	s.slow.Protocols.SetUnencryptedHTTP2(true)
+	if opts.HTTP2 != HTTP2Net {
+		s.h2 = newH2(s.workers, opts, s.slow.HTTP2.CountError, log)
+	}
 	return s
+}
+
+// newH2 is surge's own HTTP/2 server of h under opts' budgets, the same
+// net/http's is held to (http2Config).
+func newH2(h http.Handler, opts Options, countError func(string), log *slog.Logger) *h2.Server {
+	return &h2.Server{
+		Handler:              h,
+		MaxConcurrentStreams: opts.Limits.MaxStreams,
+		MaxHeaderListSize:    maxHeaderList,
+		StreamWindow:         initialWindow,
+		MaxReadFrameSize:     defaultMaxFrameSize,
+		PrefaceTimeout:       opts.HeaderTimeout,
+		IdleTimeout:          opts.IdleTimeout,
+		ConnContext:          connContext,
+		CountError:           countError,
+		Logger:               log,
+	}
 }
 
 // RegisterOnShutdown runs f when Shutdown starts, as net/http's does:
@@ -170,7 +206,7 @@ func (s *Server) RegisterOnShutdown(f func()) { s.slow.RegisterOnShutdown(f) }
 func (s *Server) Serve(ln net.Listener) error {
 	qs := queues{fast: newQueue(ln.Addr()), slow: newQueue(ln.Addr())}
 	if s.opts.GRPC != nil {
-		settings, err := openingSettings(s.slow)
+		settings, err := s.openingSettings()
 		if err != nil {
 			return err
 		}
@@ -243,9 +279,13 @@ func (s *Server) route(c net.Conn, qs queues) {
 			_ = c.Close()
 		case opening.isGRPC:
 			qs.grpc.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
+		case s.h2 != nil:
+			s.h2.ServeConn(newResetWatch(newOpenedConn(c, replay, opening), s.guard).gated())
 		default:
 			qs.slow.put(newResetWatch(newOpenedConn(newCoalescedConn(c), replay, opening), s.guard).gated())
 		}
+	case bytes.Equal(method, preface) && s.h2 != nil:
+		s.h2.ServeConn(newResetWatch(&replayConn{Conn: c, head: head}, s.guard).gated())
 	case bytes.Equal(method, preface):
 		qs.slow.put(newResetWatch(&replayConn{Conn: newCoalescedConn(c), head: head}, s.guard).gated())
 	case s.isSlow(method, path):
@@ -295,6 +335,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- s.fast.ShutdownWithContext(ctx) }()
+	h2Done := make(chan error, 1)
+	go func() {
+		if s.h2 == nil {
+			h2Done <- nil
+			return
+		}
+		h2Done <- s.h2.Shutdown(ctx)
+	}()
 	grpcDone := make(chan struct{})
 	go func() {
 		if s.opts.GRPC != nil {
@@ -305,7 +353,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.slow.Shutdown(ctx)
 	s.workers.stop()
 	<-grpcDone
-	return errors.Join(err, <-done)
+	return errors.Join(err, <-done, <-h2Done)
 }
 
 // stopGRPC stops g gracefully, or at once when ctx ends first.

@@ -109,7 +109,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	}
 	c.ctx, c.cancel = context.WithCancel(base)
 	c.fr = http2.NewFramer(nil, nc)
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(headerTable, nil)
 	c.fr.MaxHeaderListSize = s.maxHeaderList()
 	c.fr.SetMaxReadFrameSize(s.maxFrameSize())
 	c.wfr = http2.NewFramer(outWriter{c}, nil)

@@ -24,7 +24,8 @@ type Server struct {
 	MaxHeaderListSize uint32
 	// StreamWindow is the flow-control window of each stream's request
 	// body, the body bytes a stream may have unread; ConnWindow the
-	// connection's. 0 means 65,535 and 1 MiB.
+	// connection's. Neither is below 65,535, the window RFC 9113 starts
+	// with; 0 means 65,535 and 1 MiB.
 	StreamWindow, ConnWindow uint32
 	// MaxReadFrameSize is the largest frame payload read (RFC 9113
 	// §4.2); 0 means 16 KiB.
@@ -55,6 +56,9 @@ const (
 	defaultStreamWindow  = 65535
 	defaultConnWindow    = 1 << 20
 	defaultMaxFrameSize  = 16 << 10
+	// headerTable is the HPACK dynamic table the decoder keeps (RFC 7541
+	// §4.2).
+	headerTable = 4096
 )
 
 // Settings are the SETTINGS a connection opens with: what the server
@@ -65,12 +69,13 @@ func (s *Server) Settings() []http2.Setting {
 		{ID: http2.SettingInitialWindowSize, Val: s.streamWindow()},
 		{ID: http2.SettingMaxFrameSize, Val: s.maxFrameSize()},
 		{ID: http2.SettingMaxHeaderListSize, Val: s.maxHeaderList()},
+		{ID: http2.SettingHeaderTableSize, Val: headerTable},
 	}
 }
 
 func (s *Server) maxStreams() uint32    { return or(s.MaxConcurrentStreams, defaultMaxStreams) }
 func (s *Server) maxHeaderList() uint32 { return or(s.MaxHeaderListSize, defaultMaxHeaderList) }
-func (s *Server) streamWindow() uint32  { return or(s.StreamWindow, defaultStreamWindow) }
+func (s *Server) streamWindow() uint32  { return max(s.StreamWindow, defaultStreamWindow) }
 func (s *Server) connWindow() uint32 {
 	return max(or(s.ConnWindow, defaultConnWindow), defaultStreamWindow)
 }
