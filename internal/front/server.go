@@ -161,7 +161,8 @@ func New(opts Options) *Server {
 		HeaderReceived:    router.paceFirstBytes,
 		ErrorHandler:      router.requestError,
 	}
-	s.workers = onWorkers(router.admitNet(measure(opts.CORS.Net(router.Net(opts.Net)))), handlerWorkerCount)
+	serve := entering(router.admitNet(measure(opts.CORS.Net(router.Net(opts.Net)))))
+	s.workers = onWorkers(serve, handlerWorkerCount)
 	s.slow = &http.Server{
 		Handler:           s.workers,
 		ReadHeaderTimeout: opts.HeaderTimeout,
@@ -175,7 +176,7 @@ func New(opts Options) *Server {
 	s.slow.Protocols.SetHTTP1(true)
 	s.slow.Protocols.SetUnencryptedHTTP2(true)
 	if opts.HTTP2 != HTTP2Net {
-		s.h2 = newH2(s.workers, opts, s.slow.HTTP2.CountError, log)
+		s.h2 = newH2(serve, opts, s.slow.HTTP2.CountError, log) // on its own reused goroutines
 	}
 	return s
 }

@@ -1,7 +1,6 @@
 package h2
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -76,12 +75,11 @@ type conn struct {
 	lastID      uint32 // the client's highest stream id
 	out         []byte // frames for the writer
 	wfr         *http2.Framer
-	henc        *hpack.Encoder
-	hbuf        bytes.Buffer
-	sendConn    int64 // the connection's send window
-	recvConn    int64 // the connection's receive window, as granted
-	unackedConn int64 // body bytes consumed and not yet granted back
-	peerWindow  int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	hbuf        []byte // a header block being encoded (names.go)
+	sendConn    int64  // the connection's send window
+	recvConn    int64  // the connection's receive window, as granted
+	unackedConn int64  // body bytes consumed and not yet granted back
+	peerWindow  int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	peerFrame   uint32
 	sendWaiters int
 	goingAway   bool
@@ -113,7 +111,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.fr.MaxHeaderListSize = s.maxHeaderList()
 	c.fr.SetMaxReadFrameSize(s.maxFrameSize())
 	c.wfr = http2.NewFramer(outWriter{c}, nil)
-	c.henc = hpack.NewEncoder(&c.hbuf)
 	return c
 }
 
@@ -292,8 +289,6 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 // applyLocked applies one of the client's settings.
 func (c *conn) applyLocked(s http2.Setting) error {
 	switch s.ID {
-	case http2.SettingHeaderTableSize:
-		c.henc.SetMaxDynamicTableSizeLimit(s.Val)
 	case http2.SettingMaxFrameSize:
 		c.peerFrame = s.Val
 	case http2.SettingInitialWindowSize:

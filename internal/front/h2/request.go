@@ -188,8 +188,8 @@ func (st *stream) setReadDeadline(t time.Time) {
 	st.deadlineGen++
 	gen := st.deadlineGen
 	st.timedOut = false
-	if t.IsZero() || st.gone {
-		return
+	if t.IsZero() || st.gone || st.clientDone && st.bodyOff == len(st.body) {
+		return // no deadline, or no read left that could wait
 	}
 	d := time.Until(t)
 	if d <= 0 {

@@ -30,9 +30,9 @@ type responseWriter struct {
 }
 
 // run serves the stream's request and ends the stream.
-func (st *stream) run(h http.Handler) {
+func (st *stream) run() {
 	rw := &responseWriter{st: st, head: st.req.Method == http.MethodHead}
-	if v := serve(h, rw, st.req); v != nil {
+	if v := serve(st.h, rw, st.req); v != nil {
 		if v != http.ErrAbortHandler {
 			st.c.srv.logger().Error("h2: handler panicked", "path", st.req.URL.Path, "panic", v)
 		}
@@ -223,9 +223,9 @@ func (c *conn) writeHeaders(st *stream, status int, hdr http.Header, end bool) e
 	if c.dead || st.gone {
 		return errStreamGone
 	}
-	c.hbuf.Reset()
+	c.hbuf = c.hbuf[:0]
 	if status != 0 {
-		c.encode(":status", statusText(status))
+		c.hbuf = appendField(c.hbuf, ":status", statusText(status))
 	}
 	for k, vs := range hdr {
 		name, ok := fieldName(k, status == 0)
@@ -234,11 +234,11 @@ func (c *conn) writeHeaders(st *stream, status int, hdr http.Header, end bool) e
 		}
 		for _, v := range vs {
 			if httpguts.ValidHeaderFieldValue(v) {
-				c.encode(name, v)
+				c.hbuf = appendField(c.hbuf, name, v)
 			}
 		}
 	}
-	block := c.hbuf.Bytes()
+	block := c.hbuf
 	first := true
 	for first || len(block) > 0 {
 		n := min(len(block), int(c.peerFrame))
@@ -252,10 +252,6 @@ func (c *conn) writeHeaders(st *stream, status int, hdr http.Header, end bool) e
 	}
 	c.kick()
 	return nil
-}
-
-func (c *conn) encode(name, value string) {
-	_ = c.henc.WriteField(hpackField(name, value))
 }
 
 // fieldName is the lower-case name under which header field k is sent,

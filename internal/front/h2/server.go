@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -42,6 +43,12 @@ type Server struct {
 	CountError func(kind string)
 	// Logger receives handlers' panics; nil means slog.Default().
 	Logger *slog.Logger
+
+	// jobs hands streams to idle workers (workers.go).
+	jobs     chan *stream
+	workers  atomic.Int32
+	quit     chan struct{}
+	initOnce sync.Once
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -114,6 +121,7 @@ func (s *Server) ServeConn(c net.Conn) {
 }
 
 func (s *Server) track(c *conn) bool {
+	s.initOnce.Do(func() { s.jobs, s.quit = make(chan *stream), make(chan struct{}) })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -142,7 +150,11 @@ func (s *Server) untrack(c *conn) {
 // waits until the connections have closed or ctx ends; then it closes
 // those left. New connections are closed at once.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.initOnce.Do(func() { s.jobs, s.quit = make(chan *stream), make(chan struct{}) })
 	s.mu.Lock()
+	if !s.closing {
+		close(s.quit) // idle workers end; busy ones when their stream does
+	}
 	s.closing = true
 	s.connGone = make(chan struct{}, 1)
 	for c := range s.conns {

@@ -305,3 +305,32 @@ func TestShutdownWaitsForStreams(t *testing.T) {
 		t.Errorf("Shutdown: %v", err)
 	}
 }
+
+// appendField's representations decode, by x/net's decoder, to the fields
+// encoded: statuses in the static table and not, names in it and not,
+// lengths past each prefix, fields never to be indexed.
+func TestHeaderEncoding(t *testing.T) {
+	fields := []hpack.HeaderField{
+		{Name: ":status", Value: "200"}, {Name: ":status", Value: "503"}, {Name: ":status", Value: "418"},
+		{Name: "content-type", Value: "application/json"}, {Name: "retry-after", Value: "1"},
+		{Name: "x-" + strings.Repeat("n", 300), Value: strings.Repeat("v", 70000)},
+		{Name: "www-authenticate", Value: ""}, {Name: "set-cookie", Value: "a=b", Sensitive: true},
+		{Name: "authorization", Value: "Bearer k", Sensitive: true},
+	}
+	var b []byte
+	for _, f := range fields {
+		b = appendField(b, f.Name, f.Value)
+	}
+	got, err := hpack.NewDecoder(4096, nil).DecodeFull(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(fields) {
+		t.Fatalf("decoded %d fields, want %d", len(got), len(fields))
+	}
+	for i := range fields {
+		if got[i] != fields[i] {
+			t.Errorf("field %d: decoded %.40v, want %.40v", i, got[i], fields[i])
+		}
+	}
+}

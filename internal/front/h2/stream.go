@@ -17,6 +17,7 @@ type stream struct {
 	cond   sync.Cond // body bytes came, the body ended, or a deadline passed
 	cancel context.CancelFunc
 	req    *http.Request
+	h      http.Handler
 
 	clientDone  bool  // the client ended its side (END_STREAM)
 	gone        bool  // the stream is closed: reset, or ended on both sides
@@ -99,8 +100,8 @@ func (st *stream) start(h http.Handler, req *http.Request) {
 	if !st.clientDone {
 		req.Body = &requestBody{st: st}
 	}
-	st.req = req.WithContext(ctx)
-	go st.run(h)
+	st.req, st.h = req.WithContext(ctx), h
+	st.c.srv.dispatch(st)
 }
 
 // trailersLocked takes a second HEADERS on an open stream: trailers, which
