@@ -268,6 +268,9 @@ func (s *Server) route(c net.Conn, qs queues) {
 	}
 	method, path := requestTarget(head)
 	switch {
+	case notHTTP(head):
+		s.guard.reject(reasonMalformed)
+		_ = c.Close()
 	case !bytes.Equal(method, preface) && negotiated(c) == "h2":
 		// A client that chose h2 by ALPN speaks HTTP/2 from its first
 		// byte; any other start is a connection error (RFC 9113 §3.4).
