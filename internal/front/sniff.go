@@ -79,6 +79,10 @@ func (c *replayConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// NetConn is the connection under the replay, for what asks for its TLS
+// state.
+func (c *replayConn) NetConn() net.Conn { return c.Conn }
+
 // socket is the connection under the replay: unlike the replay, it may be
 // read from two goroutines at once.
 func (c *replayConn) socket() net.Conn { return c.Conn }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -332,5 +333,24 @@ func TestHeaderEncoding(t *testing.T) {
 		if got[i] != fields[i] {
 			t.Errorf("field %d: decoded %.40v, want %.40v", i, got[i], fields[i])
 		}
+	}
+}
+
+// wrapped is a connection the way the front hands one over: wrapped,
+// with NetConn giving what is beneath.
+type wrapped struct{ net.Conn }
+
+func (w wrapped) NetConn() net.Conn { return w.Conn }
+
+// A request on a TLS connection, however wrapped, carries its TLS state.
+func TestTLSStateThroughWrappers(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if tlsState(wrapped{wrapped{tls.Server(a, &tls.Config{})}}) == nil {
+		t.Error("no TLS state through two wrappers")
+	}
+	if tlsState(wrapped{a}) != nil {
+		t.Error("TLS state for a plain connection")
 	}
 }
