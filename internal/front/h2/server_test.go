@@ -31,7 +31,7 @@ func h2cClient() *http.Client {
 // Bodies many times the windows, both ways and on many streams at once,
 // arrive whole: flow control gives back what each side reads.
 func TestLargeBodiesBothWays(t *testing.T) {
-	addr := serveTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serveTest(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.New()
 		n, err := io.Copy(sum, r.Body)
 		if err != nil {
@@ -40,7 +40,7 @@ func TestLargeBodiesBothWays(t *testing.T) {
 		}
 		fmt.Fprintf(w, "%x\n", sum.Sum(nil))
 		_, _ = w.Write(bytes.Repeat([]byte{'r'}, int(n)))
-	}))
+	})})
 	client := h2cClient()
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -73,7 +73,7 @@ func TestLargeBodiesBothWays(t *testing.T) {
 // length, a sniffed type and a Date; a flushed one as it is written.
 func TestResponseFraming(t *testing.T) {
 	next := make(chan struct{})
-	addr := serveTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serveTest(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/small" {
 			_, _ = io.WriteString(w, "<html>hi</html>")
 			return
@@ -82,7 +82,7 @@ func TestResponseFraming(t *testing.T) {
 		http.NewResponseController(w).Flush()
 		<-next // the client has read the first part
 		_, _ = io.WriteString(w, "second")
-	}))
+	})})
 	client := h2cClient()
 	resp, err := client.Get("http://" + addr + "/small")
 	if err != nil {
@@ -113,12 +113,12 @@ func TestResponseFraming(t *testing.T) {
 // Trailers travel both ways: the client's reach the handler once it has
 // read the body, the handler's reach the client after the body.
 func TestTrailers(t *testing.T) {
-	addr := serveTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serveTest(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Trailer", "X-Sum")
 		_, _ = io.WriteString(w, "body")
 		w.Header().Set("X-Sum", "got "+r.Trailer.Get("X-Check"))
-	}))
+	})})
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", io.MultiReader(strings.NewReader("data")))
 	req.Trailer = http.Header{"X-Check": {"42"}}
 	resp, err := h2cClient().Do(req)
@@ -190,11 +190,11 @@ func (r *rawConn) next(f func(http2.Frame) bool) http2.Frame {
 // next one is served.
 func TestStreamLimit(t *testing.T) {
 	release := make(chan struct{})
-	addr := serveLimited(t, 2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serveTest(t, &Server{MaxConcurrentStreams: 2, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/wait" {
 			<-release
 		}
-	}))
+	})})
 	r := dialRaw(t, addr)
 	r.request(1, "/wait")
 	r.request(3, "/wait")
@@ -211,34 +211,15 @@ func TestStreamLimit(t *testing.T) {
 	})
 }
 
-func serveLimited(t *testing.T, streams uint32, h http.Handler) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &Server{Handler: h, MaxConcurrentStreams: streams}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go s.ServeConn(c)
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); _ = s.Shutdown(context.Background()) })
-	return ln.Addr().String()
-}
-
 // A client's RST_STREAM cancels the handler's context.
 func TestResetCancelsHandler(t *testing.T) {
 	cancelled := make(chan error, 1)
 	started := make(chan struct{})
-	addr := serveTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serveTest(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
 		<-r.Context().Done()
 		cancelled <- r.Context().Err()
-	}))
+	})})
 	r := dialRaw(t, addr)
 	r.request(1, "/")
 	<-started
@@ -254,11 +235,11 @@ func TestResetCancelsHandler(t *testing.T) {
 // os.ErrDeadlineExceeded, as net/http's does.
 func TestReadDeadline(t *testing.T) {
 	got := make(chan error, 1)
-	addr := serveTest(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr := serveTest(t, &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(-time.Second))
 		_, err := r.Body.Read(make([]byte, 1))
 		got <- err
-	}))
+	})})
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", pr)
