@@ -24,10 +24,13 @@ const (
 	maxControlQueued = 1 << 20
 	// keptBuffer is the largest output buffer kept for the next write.
 	keptBuffer = 256 << 10
-	// resetRing is how many of the streams the server reset are
-	// remembered, so that the frames the client sent before it saw the
-	// reset are ignored rather than answered as errors.
-	resetRing = 64
+	// maxResetRing bounds how many of the streams the server reset are
+	// remembered (twice the stream limit, at most this), so that the
+	// frames the client sent before it saw a reset are ignored rather
+	// than answered as errors: a client whose requests were refused
+	// before their bodies were sent would otherwise draw a reset for each
+	// DATA frame in flight, which the rapid-reset guard counts.
+	maxResetRing = 1024
 	// maxWindow is the largest flow-control window (RFC 9113 §6.9.1).
 	maxWindow = 1<<31 - 1
 	// closeLinger bounds how long a connection ended with an error is
@@ -63,10 +66,7 @@ type conn struct {
 	done   chan struct{} // closed when the writer has returned
 
 	// The reader's alone.
-	resets    [resetRing]uint32
-	resetNext int
-	frameCap  uint32 // the server's MAX_FRAME_SIZE, for DATA
-	sawFirst  bool
+	sawFirst bool
 
 	mu   sync.Mutex
 	cond sync.Cond // a window grew, queued output was written, or the connection died
@@ -81,6 +81,8 @@ type conn struct {
 	unackedConn int64  // body bytes consumed and not yet granted back
 	peerWindow  int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	peerFrame   uint32
+	resets      []uint32 // the streams the server reset last, a ring made on the first
+	resetNext   int
 	sendWaiters int
 	goingAway   bool
 	final       bool // the writer writes what is queued and returns
@@ -97,7 +99,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 		recvConn:   int64(s.connWindow()),
 		peerWindow: defaultStreamWindow,
 		peerFrame:  defaultMaxFrameSize,
-		frameCap:   s.maxFrameSize(),
 	}
 	c.cond.L = &c.mu
 	c.tls = tlsState(nc)
@@ -373,12 +374,16 @@ func (c *conn) writeResetLocked(id uint32, code http2.ErrCode, kind string) {
 		c.srv.countError("stream_" + code.String() + "_" + kind)
 	}
 	_ = c.wfr.WriteRSTStream(id, code)
+	if c.resets == nil {
+		c.resets = make([]uint32, min(2*int(c.srv.maxStreams()), maxResetRing))
+	}
 	c.resets[c.resetNext] = id
-	c.resetNext = (c.resetNext + 1) % resetRing
+	c.resetNext = (c.resetNext + 1) % len(c.resets)
 	c.kick()
 }
 
-// resetByServer reports whether the server reset stream id lately.
+// resetByServer reports whether the server reset stream id lately; mu is
+// held.
 func (c *conn) resetByServer(id uint32) bool {
 	for _, r := range c.resets {
 		if r == id {

@@ -335,3 +335,49 @@ func TestTLSStateThroughWrappers(t *testing.T) {
 		t.Error("TLS state for a plain connection")
 	}
 }
+
+// Streams answered before the client sent their bodies are reset with
+// NO_ERROR, and the DATA the client sends on them afterwards is ignored,
+// not answered with STREAM_CLOSED resets (which the front's rapid-reset
+// guard counts against the client): for as many streams as the limit
+// allows at once.
+func TestDataAfterAnswerIgnored(t *testing.T) {
+	addr := serveTest(t, &Server{MaxConcurrentStreams: 100, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})})
+	r := dialRaw(t, addr)
+	const streams = 100
+	for i := range uint32(streams) {
+		r.buf.Reset()
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/"}, {":authority", "test"}} {
+			_ = r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2*i + 1, BlockFragment: r.buf.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for answered := 0; answered < streams; {
+		f := r.next(func(http2.Frame) bool { return true })
+		if rst, ok := f.(*http2.RSTStreamFrame); ok {
+			if rst.ErrCode != http2.ErrCodeNo {
+				t.Fatalf("stream %d reset with %v", rst.StreamID, rst.ErrCode)
+			}
+			answered++
+		}
+	}
+	for i := range uint32(streams) {
+		if err := r.fr.WriteData(2*i+1, true, []byte("late body")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.fr.WritePing(false, [8]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	r.next(func(f http2.Frame) bool {
+		if rst, ok := f.(*http2.RSTStreamFrame); ok {
+			t.Errorf("DATA after the answer drew a reset of stream %d: %v", rst.StreamID, rst.ErrCode)
+		}
+		p, ok := f.(*http2.PingFrame)
+		return ok && p.IsAck()
+	})
+}

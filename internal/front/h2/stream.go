@@ -204,7 +204,7 @@ func (c *conn) grantLocked(st *stream, n int64) {
 // half the window's worth has gathered.
 func (c *conn) grantConnLocked(n int64) {
 	c.unackedConn += n
-	if c.unackedConn >= int64(c.srv.connWindow())/2 && !c.dead {
+	if c.unackedConn >= int64(c.srv.connWindow())/2 && !c.final {
 		_ = c.wfr.WriteWindowUpdate(0, uint32(c.unackedConn))
 		c.recvConn += c.unackedConn
 		c.unackedConn = 0
