@@ -1,5 +1,5 @@
 // Package front is surge's front door: one listening port, two HTTP
-// servers and a gRPC server behind it.
+// servers, surge's own HTTP/2 server and a gRPC server behind it.
 //
 // HTTP/1.1 is served by fasthttp. In a flash crowd every request is small
 // and the server's own HTTP work is most of its CPU: answering an empty
@@ -8,19 +8,23 @@
 // request and response objects and parses in place instead of building
 // header maps and starting a background reader per request.
 //
-// net/http serves what fasthttp cannot: HTTP/2 without TLS (ticket-master's
-// --http2 client sends its preface), and the streams of the dashboard and
-// of the wallet's gRPC-Web and Connect clients, which must notice a client
-// that leaves. Each connection is routed once, by its first request: an
-// HTTP/2 connection whose first request is gRPC goes to Options.GRPC (see
-// h2open.go); any other HTTP/2 connection, or a path under one of
-// Options.SlowPrefixes, to net/http; anything else to fasthttp.
+// HTTP/2 (ticket-master's --http2 client sends its preface; browsers
+// choose it over TLS) is served by package h2, surge's own HTTP/2 server,
+// or by net/http's with Options.HTTP2 set to HTTP2Net. net/http serves
+// the HTTP/1.1 connections fasthttp cannot: the streams of the dashboard
+// and of the wallet's gRPC-Web and Connect clients, which must notice a
+// client that leaves. Each connection is routed once, by its first
+// request: an HTTP/2 connection whose first request is gRPC goes to
+// Options.GRPC (see h2open.go); any other HTTP/2 connection to the HTTP/2
+// server; a path under one of Options.SlowPrefixes to net/http; anything
+// else to fasthttp.
 //
 // Requests do not all arrive on the server that serves them best, since a
-// keep-alive connection can carry any path after its first. The two
-// handlers therefore reach each other: the fasthttp handler passes paths it
-// has no native route for to the net/http handler (fasthttpadaptor), and
-// the net/http handler serves the native routes through NetHandler.
+// keep-alive connection can carry any path after its first. The handlers
+// therefore reach each other: the fasthttp handler passes paths it has no
+// native route for to the net/http handler (fasthttpadaptor), and the
+// net/http handler, which the HTTP/2 servers serve too, serves the native
+// routes through NetHandler.
 package front
 
 import (
