@@ -95,15 +95,15 @@ type Options struct {
 	// marks their responses readable, on every route of both servers.
 	CORS *browser.CORS
 	// HTTP2 chooses the server of the HTTP/2 connections that are not
-	// gRPC's: HTTP2Surge (package h2) or HTTP2Net (net/http's).
+	// gRPC's: HTTP2Surge (package h2; the zero value too) or HTTP2Net
+	// (net/http's).
 	HTTP2 HTTP2Server
 }
 
 // HTTP2Server names a server for HTTP/2 connections.
 type HTTP2Server string
 
-// The HTTP/2 servers: surge's own (package h2), the default, and
-// net/http's.
+// The HTTP/2 servers: surge's own (package h2) and net/http's.
 const (
 	HTTP2Surge HTTP2Server = "surge"
 	HTTP2Net   HTTP2Server = "net"
