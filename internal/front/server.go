@@ -196,6 +196,8 @@ func newH2(h http.Handler, opts Options, countError func(string), log *slog.Logg
 		MaxReadFrameSize:     defaultMaxFrameSize,
 		PrefaceTimeout:       opts.HeaderTimeout,
 		IdleTimeout:          opts.IdleTimeout,
+		PingAfter:            time.Minute, // as net/http's SendPingTimeout (http2Config)
+		PingTimeout:          15 * time.Second,
 		ConnContext:          connContext,
 		CountError:           countError,
 		Logger:               log,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -67,6 +68,8 @@ type conn struct {
 
 	// The reader's alone.
 	sawFirst bool
+	// lastRead is when the reader last read a frame (UnixNano).
+	lastRead atomic.Int64
 
 	mu   sync.Mutex
 	cond sync.Cond // a window grew, queued output was written, or the connection died
@@ -88,6 +91,8 @@ type conn struct {
 	final       bool // the writer writes what is queued and returns
 	dead        bool // nothing more is written
 	idle        *time.Timer
+	pinger      *time.Timer // PingAfter's (ping.go)
+	pingAt      time.Time   // when the unanswered PING was sent
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -160,6 +165,10 @@ func (c *conn) serve() {
 	if c.srv.IdleTimeout > 0 {
 		c.idle = time.AfterFunc(c.srv.IdleTimeout, func() { c.goAway(http2.ErrCodeNo, "idle") })
 	}
+	if c.srv.PingAfter > 0 {
+		c.lastRead.Store(time.Now().UnixNano())
+		c.pinger = time.AfterFunc(c.srv.PingAfter, c.checkAlive)
+	}
 	c.mu.Unlock()
 	c.kick()
 	err := c.readPreface()
@@ -189,6 +198,9 @@ func (c *conn) readPreface() error {
 func (c *conn) readFrames() error {
 	for {
 		f, err := c.fr.ReadFrame()
+		if c.pinger != nil {
+			c.lastRead.Store(time.Now().UnixNano())
+		}
 		if err != nil {
 			var se http2.StreamError
 			if errors.As(err, &se) {
@@ -430,6 +442,9 @@ func (c *conn) finish(err error) {
 	}
 	if c.idle != nil {
 		c.idle.Stop()
+	}
+	if c.pinger != nil {
+		c.pinger.Stop()
 	}
 	c.final = true
 	c.mu.Unlock()

@@ -105,7 +105,10 @@
 // second before the close, so that the GOAWAY is not lost to a reset.
 // Shutdown, and IdleTimeout on a connection without streams, queue GOAWAY
 // NO_ERROR; HEADERS past it are ignored, and the connection closes once
-// its streams have ended. A failed write ends the connection. What the
+// its streams have ended. A connection that sends nothing for PingAfter
+// is sent a PING, and closed if it then sends nothing for PingTimeout, so
+// that a client gone without a word does not hold its parked streams. A
+// failed write ends the connection. What the
 // front adds, the rapid-reset guard and the admission gate, wraps the
 // net.Conn given to ServeConn and sees the same bytes.
 package h2

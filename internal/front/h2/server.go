@@ -35,6 +35,11 @@ type Server struct {
 	// SETTINGS; IdleTimeout how long a connection without streams stays
 	// open. 0 means no bound.
 	PrefaceTimeout, IdleTimeout time.Duration
+	// PingAfter, when set, is how long a connection may send nothing
+	// before the server sends it a PING; one that then sends nothing for
+	// PingTimeout more is closed: a client gone without a word would
+	// otherwise hold its parked streams for good.
+	PingAfter, PingTimeout time.Duration
 	// ConnContext, if set, gives a connection's requests their base
 	// context.
 	ConnContext func(ctx context.Context, c net.Conn) context.Context

@@ -381,3 +381,31 @@ func TestDataAfterAnswerIgnored(t *testing.T) {
 		return ok && p.IsAck()
 	})
 }
+
+// A connection that falls silent is sent a PING; one that answers lives
+// on, one that stays silent is closed.
+func TestSilentConnectionPingedThenClosed(t *testing.T) {
+	addr := serveTest(t, &Server{PingAfter: 20 * time.Millisecond, PingTimeout: 20 * time.Millisecond,
+		Handler: http.NotFoundHandler()})
+	r := dialRaw(t, addr)
+	p := r.next(func(f http2.Frame) bool {
+		p, ok := f.(*http2.PingFrame)
+		return ok && !p.IsAck()
+	}).(*http2.PingFrame)
+	if err := r.fr.WritePing(true, p.Data); err != nil {
+		t.Fatal(err)
+	}
+	r.next(func(f http2.Frame) bool { // pinged again once silent again
+		p, ok := f.(*http2.PingFrame)
+		return ok && !p.IsAck()
+	})
+	_ = r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, err := r.fr.ReadFrame(); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("the silent connection is still open")
+			}
+			return // closed
+		}
+	}
+}
