@@ -46,7 +46,7 @@ image: ## Container image from scratch (Dockerfile): scripts/image.sh with podma
 test: ## THE test command: go test -race -count=1 ./... (fuzz seed corpora included)
 	$(GO) test -race -count=1 $(PKGS)
 
-h2spec: ## HTTP/2 conformance: h2spec (pinned in go.mod) against surge and an empty x/net/http2 server; part of make test
+h2spec: ## HTTP/2 conformance: h2spec (pinned in go.mod) against surge, h2c and TLS, every case must pass; part of make test
 	$(GO) test -count=1 -v -run 'TestH2SpecConformance$$' ./test/e2e/
 
 test-short: ## Quick loop: go test -short -count=1 ./... (no race detector, skips long tests)

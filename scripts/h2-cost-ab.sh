@@ -7,19 +7,23 @@
 # reservation (go_memstats_mallocs_total) and the completion time. The load generator is NEW's.
 #
 # Usage: scripts/h2-cost-ab.sh OLD NEW [REQUESTS] [PAIRS]   (default -n 40000, 3 pairs)
+# OLD_FLAGS and NEW_FLAGS, if set, are added to each binary's `surge serve`: one binary against
+# itself with two settings, e.g. OLD_FLAGS=--http2-server=net NEW_FLAGS=--http2-server=surge.
 # On an idle machine the sequential command of docs/BENCHMARKS.md gives the absolute figure.
 set -uo pipefail
 OLD=$1 NEW=$2 N=${3:-40000} PAIRS=${4:-3}
+OLD_FLAGS=${OLD_FLAGS:-} NEW_FLAGS=${NEW_FLAGS:-}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
 mallocs() { curl -s "http://$1/metrics" | awk '/^go_memstats_mallocs_total/ {printf "%d", $2}'; }
 
-pair() { # pair FIRST SECOND: both served and loaded at once
-  local bins=("$1" "$2") addrs=(127.0.0.1:18771 127.0.0.1:18772) sp=() cp=() m0=()
+pair() { # pair FIRST FIRST_FLAGS SECOND SECOND_FLAGS: both served and loaded at once
+  local bins=("$1" "$3") flags=("$2" "$4") addrs=(127.0.0.1:18771 127.0.0.1:18772) sp=() cp=() m0=()
   for i in 0 1; do
     rm -rf "$OUT/data$i"
-    "${bins[$i]}" serve --data "$OUT/data$i" --addr "${addrs[$i]}" > "$OUT/serve$i.log" 2>&1 &
+    # shellcheck disable=SC2086 # the flags are words
+    "${bins[$i]}" serve --data "$OUT/data$i" --addr "${addrs[$i]}" ${flags[$i]} > "$OUT/serve$i.log" 2>&1 &
     sp+=($!)
   done
   for i in 0 1; do until curl -sf "http://${addrs[$i]}/readyz" > /dev/null; do sleep 0.1; done; done
@@ -31,7 +35,7 @@ pair() { # pair FIRST SECOND: both served and loaded at once
   done
   for i in 0 1; do
     wait "${cp[$i]}"
-    printf '%s: %s; %d mallocs per reservation; %s\n' "${bins[$i]}" \
+    printf '%s: %s; %d mallocs per reservation; %s\n' "${bins[$i]}${flags[$i]:+ ${flags[$i]}}" \
       "$(grep -o 'server_cpu.*' "$OUT/spike$i.out" | sed 's/^server_cpu[. :]*//')" \
       $(( ($(mallocs "${addrs[$i]}") - ${m0[$i]}) / N )) \
       "$(grep -o 'completion_time.*' "$OUT/spike$i.out" | sed 's/[. ]*:/:/')"
@@ -41,5 +45,5 @@ pair() { # pair FIRST SECOND: both served and loaded at once
 
 echo "# surge bench spike --http2 --conns 16 -c 1000 -n $N, both binaries at once; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
 for p in $(seq 1 "$PAIRS"); do
-  if [ $((p % 2)) = 1 ]; then pair "$OLD" "$NEW"; else pair "$NEW" "$OLD"; fi
+  if [ $((p % 2)) = 1 ]; then pair "$OLD" "$OLD_FLAGS" "$NEW" "$NEW_FLAGS"; else pair "$NEW" "$NEW_FLAGS" "$OLD" "$OLD_FLAGS"; fi
 done

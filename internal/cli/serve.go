@@ -70,6 +70,7 @@ type serveConfig struct {
 	trustedProxies []string
 	bodyMB         int
 	headerTO       time.Duration
+	http2Server    string
 	outcomes       outcomeConfig
 	cors           []string
 	cluster        clusterConfig
@@ -340,6 +341,7 @@ func (p *process) front(c serveConfig, cors *browser.CORS, tp trace.TracerProvid
 		OnNetRequest:  telemetry.HandOver,
 		HeaderTimeout: c.headerTO,
 		IdleTimeout:   idleTimeout,
+		HTTP2:         front.HTTP2Server(c.http2Server),
 		Admission:     p.admission,
 		Registerer:    reg,
 		Logger:        logger,

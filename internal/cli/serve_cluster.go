@@ -137,7 +137,7 @@ func clusterFront(c serveConfig, t routes.Transports, reg *prometheus.Registry, 
 	t.VMR.RegisterGRPC(grpcSrv)
 	return routes.Front(t, front.Options{
 		Limits: c.limits, GRPC: grpcSrv,
-		HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout,
+		HeaderTimeout: c.headerTO, IdleTimeout: idleTimeout, HTTP2: front.HTTP2Server(c.http2Server),
 		Registerer: reg, Logger: logger,
 	})
 }

@@ -25,6 +25,7 @@ func addLimitFlags(f *pflag.FlagSet, c *serveConfig) {
 	f.IntVar(&c.limits.MaxConnsPerClient, "max-conns-per-client", 0, "connections one client address may hold open; past it its new connections get 503 and are closed as they are accepted (0: a quarter of --max-conns)")
 	f.Int64Var(&c.limits.MaxWorkPerClient, "max-inflight-per-client", 0, "units of work one client may have in progress (see --max-inflight); past it its requests get 503 overloaded with Retry-After (0: half of --max-inflight)")
 	f.StringSliceVar(&c.trustedProxies, "trusted-proxies", nil, "addresses or CIDR prefixes of proxies whose X-Forwarded-For names the client for the per-client limits; their own connections are not capped per client")
+	f.StringVar(&c.http2Server, "http2-server", string(front.HTTP2Surge), "server of the HTTP/2 connections that are not gRPC's: surge (its own, package front/h2) or net (net/http's)")
 	f.Int64Var(&c.limits.MinBodyRate, "min-body-rate", d.MinBodyRate, "slowest a request body may arrive, in bytes a second, once its first 2 s are over; a slower one gets 408 request_timeout and its connection is closed")
 }
 
@@ -48,6 +49,9 @@ func checkLimits(c *serveConfig) error {
 	if c.limits.MaxConns <= 0 || c.limits.MaxStreams == 0 || c.limits.MaxWork <= 0 || c.limits.BodyTimeout <= 0 ||
 		c.limits.MinBodyRate <= 0 || c.headerTO <= 0 {
 		return fmt.Errorf("--max-conns, --max-streams, --max-inflight, --header-timeout, --body-timeout and --min-body-rate must be positive")
+	}
+	if s := front.HTTP2Server(c.http2Server); s != front.HTTP2Surge && s != front.HTTP2Net {
+		return fmt.Errorf("--http2-server %q: want surge or net", c.http2Server)
 	}
 	if c.limits.MaxRequests == 0 {
 		c.limits.MaxRequests = -1 // no bound (front.Limits: zero takes the default)

@@ -298,10 +298,21 @@ func (c *openedConn) cut() bool {
 }
 
 // openingSettings returns the SETTINGS frame the front opens HTTP/2
-// connections with: the one srv's HTTP/2 server sends first, read from a
-// server of the same configuration over a pipe, less the settings grpc-go
-// does not honour (extended CONNECT).
-func openingSettings(srv *http.Server) ([]byte, error) {
+// connections with: those of the server of HTTP/2 connections that are not
+// gRPC's (see the top of this file).
+func (s *Server) openingSettings() ([]byte, error) {
+	if s.h2 == nil {
+		return netSettings(s.slow)
+	}
+	var b bytes.Buffer
+	err := http2.NewFramer(&b, nil).WriteSettings(s.h2.Settings()...)
+	return b.Bytes(), err
+}
+
+// netSettings returns the SETTINGS frame srv's HTTP/2 server sends first,
+// read from a server of the same configuration over a pipe, less the
+// settings grpc-go does not honour (extended CONNECT).
+func netSettings(srv *http.Server) ([]byte, error) {
 	probe := &http.Server{
 		Handler: http.NotFoundHandler(), HTTP2: srv.HTTP2, Protocols: srv.Protocols,
 		MaxHeaderBytes: srv.MaxHeaderBytes, ErrorLog: log.New(io.Discard, "", 0),

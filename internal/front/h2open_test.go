@@ -100,32 +100,34 @@ func TestHTTP2OpensOnceAndAcknowledgesAtOnce(t *testing.T) {
 // frame size and stream window (grpc-go's defaults), the stream limit, and
 // no extended CONNECT.
 func TestOpeningSettingsHoldForGRPC(t *testing.T) {
-	srv := New(Options{Net: http.NotFoundHandler(), Limits: Limits{MaxStreams: 9}})
-	b, err := openingSettings(srv.slow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := http2.NewFramer(nil, bytes.NewReader(b)).ReadFrame()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sf, ok := f.(*http2.SettingsFrame)
-	if !ok || sf.IsAck() {
-		t.Fatalf("the opening is %v, want SETTINGS", f.Header())
-	}
-	want := map[http2.SettingID]uint32{
-		http2.SettingMaxFrameSize:         16 << 10,
-		http2.SettingInitialWindowSize:    64<<10 - 1,
-		http2.SettingMaxConcurrentStreams: 9,
-		http2.SettingHeaderTableSize:      4096,
-	}
-	for id, v := range want {
-		if got, ok := sf.Value(id); !ok || got != v {
-			t.Errorf("%v = %d (sent: %v), want %d", id, got, ok, v)
+	for _, server := range []HTTP2Server{HTTP2Surge, HTTP2Net} {
+		srv := New(Options{Net: http.NotFoundHandler(), Limits: Limits{MaxStreams: 9}, HTTP2: server})
+		b, err := srv.openingSettings()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, ok := sf.Value(http2.SettingEnableConnectProtocol); ok {
-		t.Error("the opening offers extended CONNECT, which grpc-go does not serve")
+		f, err := http2.NewFramer(nil, bytes.NewReader(b)).ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf, ok := f.(*http2.SettingsFrame)
+		if !ok || sf.IsAck() {
+			t.Fatalf("%s: the opening is %v, want SETTINGS", server, f.Header())
+		}
+		want := map[http2.SettingID]uint32{
+			http2.SettingMaxFrameSize:         16 << 10,
+			http2.SettingInitialWindowSize:    64<<10 - 1,
+			http2.SettingMaxConcurrentStreams: 9,
+			http2.SettingHeaderTableSize:      4096,
+		}
+		for id, v := range want {
+			if got, ok := sf.Value(id); !ok || got != v {
+				t.Errorf("%s: %v = %d (sent: %v), want %d", server, id, got, ok, v)
+			}
+		}
+		if _, ok := sf.Value(http2.SettingEnableConnectProtocol); ok {
+			t.Errorf("%s: the opening offers extended CONNECT, which grpc-go does not serve", server)
+		}
 	}
 }
 
@@ -239,32 +241,40 @@ func awaitEnd(t *testing.T, fr *http2.Framer, id uint32) (status string) {
 }
 
 // TestHTTP2ErrorsCounted: a stream past the advertised limit is refused
-// and counted by kind in surge_front_http2_errors_total.
+// and counted by kind in surge_front_http2_errors_total, by either
+// server: surge's refuses it with REFUSED_STREAM, net/http's with
+// PROTOCOL_ERROR.
 func TestHTTP2ErrorsCounted(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	hold := make(chan struct{})
-	defer close(hold)
-	opts := Options{Net: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hold }), GRPC: grpc.NewServer(),
-		Limits: Limits{MaxStreams: 1}, Registerer: reg, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
-	_, fr := h2Opened(t, opts)
-	_ = fr.WriteSettingsAck()
-	enc := newRequestEncoder()
-	for _, id := range []uint32{1, 3} {
-		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc.encode("GET", "/", ""), EndStream: true, EndHeaders: true}); err != nil {
-			t.Fatal(err)
-		}
+	kinds := map[HTTP2Server]string{
+		HTTP2Surge: "stream_REFUSED_STREAM_over_max_streams",
+		HTTP2Net:   "stream_PROTOCOL_ERROR_over_max_streams",
 	}
-	for {
-		f, err := fr.ReadFrame()
-		if err != nil {
-			t.Fatal(err)
+	for server, kind := range kinds {
+		reg := prometheus.NewRegistry()
+		hold := make(chan struct{})
+		opts := Options{Net: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-hold }), GRPC: grpc.NewServer(),
+			Limits: Limits{MaxStreams: 1}, Registerer: reg, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, HTTP2: server}
+		_, fr := h2Opened(t, opts)
+		_ = fr.WriteSettingsAck()
+		enc := newRequestEncoder()
+		for _, id := range []uint32{1, 3} {
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc.encode("GET", "/", ""), EndStream: true, EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if rst, ok := f.(*http2.RSTStreamFrame); ok && rst.StreamID == 3 {
-			break
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rst, ok := f.(*http2.RSTStreamFrame); ok && rst.StreamID == 3 {
+				break
+			}
 		}
-	}
-	if n := counted(t, reg, "surge_front_http2_errors_total", "stream_PROTOCOL_ERROR_over_max_streams"); n != 1 {
-		t.Errorf(`surge_front_http2_errors_total{kind="stream_PROTOCOL_ERROR_over_max_streams"} = %v, want 1`, n)
+		close(hold)
+		if n := counted(t, reg, "surge_front_http2_errors_total", kind); n != 1 {
+			t.Errorf(`%s: surge_front_http2_errors_total{kind=%q} = %v, want 1`, server, kind, n)
+		}
 	}
 }
 

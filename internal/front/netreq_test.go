@@ -23,7 +23,7 @@ func TestNetRequestParksAndPassesItsBody(t *testing.T) {
 		Park(Context(ctx))
 		inProgress = append(inProgress, g.requests.used.Load())
 	}}}, routerOptions{Guard: g, MaxBody: 1 << 10})
-	h := onWorkers(rt.admitNet(rt.Net(http.NotFoundHandler())), 1)
+	h := onWorkers(entering(rt.admitNet(rt.Net(http.NotFoundHandler()))), 1)
 	defer h.stop()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/r/7", strings.NewReader("two seats")))

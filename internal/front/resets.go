@@ -143,6 +143,9 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// NetConn is the watched connection, for what asks for its TLS state.
+func (w *resetWatch) NetConn() net.Conn { return w.Conn }
+
 // gated makes w hold its client's new streams unread while the server
 // has no room for their requests (h2gate.go).
 func (w *resetWatch) gated() *resetWatch {

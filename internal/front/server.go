@@ -1,5 +1,5 @@
 // Package front is surge's front door: one listening port, two HTTP
-// servers and a gRPC server behind it.
+// servers, surge's own HTTP/2 server and a gRPC server behind it.
 //
 // HTTP/1.1 is served by fasthttp. In a flash crowd every request is small
 // and the server's own HTTP work is most of its CPU: answering an empty
@@ -8,19 +8,23 @@
 // request and response objects and parses in place instead of building
 // header maps and starting a background reader per request.
 //
-// net/http serves what fasthttp cannot: HTTP/2 without TLS (ticket-master's
-// --http2 client sends its preface), and the streams of the dashboard and
-// of the wallet's gRPC-Web and Connect clients, which must notice a client
-// that leaves. Each connection is routed once, by its first request: an
-// HTTP/2 connection whose first request is gRPC goes to Options.GRPC (see
-// h2open.go); any other HTTP/2 connection, or a path under one of
-// Options.SlowPrefixes, to net/http; anything else to fasthttp.
+// HTTP/2 (ticket-master's --http2 client sends its preface; browsers
+// choose it over TLS) is served by package h2, surge's own HTTP/2 server,
+// or by net/http's with Options.HTTP2 set to HTTP2Net. net/http serves
+// the HTTP/1.1 connections fasthttp cannot: the streams of the dashboard
+// and of the wallet's gRPC-Web and Connect clients, which must notice a
+// client that leaves. Each connection is routed once, by its first
+// request: an HTTP/2 connection whose first request is gRPC goes to
+// Options.GRPC (see h2open.go); any other HTTP/2 connection to the HTTP/2
+// server; a path under one of Options.SlowPrefixes to net/http; anything
+// else to fasthttp.
 //
 // Requests do not all arrive on the server that serves them best, since a
-// keep-alive connection can carry any path after its first. The two
-// handlers therefore reach each other: the fasthttp handler passes paths it
-// has no native route for to the net/http handler (fasthttpadaptor), and
-// the net/http handler serves the native routes through NetHandler.
+// keep-alive connection can carry any path after its first. The handlers
+// therefore reach each other: the fasthttp handler passes paths it has no
+// native route for to the net/http handler (fasthttpadaptor), and the
+// net/http handler, which the HTTP/2 servers serve too, serves the native
+// routes through NetHandler.
 package front
 
 import (
@@ -41,6 +45,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/surge-dev/surge/internal/browser"
+	"github.com/surge-dev/surge/internal/front/h2"
 )
 
 // Options configure a Server.
@@ -89,7 +94,20 @@ type Options struct {
 	// CORS, when not nil, answers the allowed origins' preflights and
 	// marks their responses readable, on every route of both servers.
 	CORS *browser.CORS
+	// HTTP2 chooses the server of the HTTP/2 connections that are not
+	// gRPC's: HTTP2Surge (package h2; the zero value too) or HTTP2Net
+	// (net/http's).
+	HTTP2 HTTP2Server
 }
+
+// HTTP2Server names a server for HTTP/2 connections.
+type HTTP2Server string
+
+// The HTTP/2 servers: surge's own (package h2) and net/http's.
+const (
+	HTTP2Surge HTTP2Server = "surge"
+	HTTP2Net   HTTP2Server = "net"
+)
 
 // Server serves one listener with fasthttp and net/http.
 type Server struct {
@@ -97,6 +115,8 @@ type Server struct {
 	guard *guard
 	fast  *fasthttp.Server
 	slow  *http.Server
+	// h2, when set, serves the HTTP/2 connections that are not gRPC's.
+	h2 *h2.Server
 	// workers run net/http's requests (workers.go).
 	workers *handlerWorkers
 	log     *slog.Logger
@@ -145,7 +165,8 @@ func New(opts Options) *Server {
 		HeaderReceived:    router.paceFirstBytes,
 		ErrorHandler:      router.requestError,
 	}
-	s.workers = onWorkers(router.admitNet(measure(opts.CORS.Net(router.Net(opts.Net)))), handlerWorkerCount)
+	serve := entering(router.admitNet(measure(opts.CORS.Net(router.Net(opts.Net)))))
+	s.workers = onWorkers(serve, handlerWorkerCount)
 	s.slow = &http.Server{
 		Handler:           s.workers,
 		ReadHeaderTimeout: opts.HeaderTimeout,
@@ -158,7 +179,29 @@ func New(opts Options) *Server {
 	s.slow.Protocols = new(http.Protocols)
 	s.slow.Protocols.SetHTTP1(true)
 	s.slow.Protocols.SetUnencryptedHTTP2(true)
+	if opts.HTTP2 != HTTP2Net {
+		s.h2 = newH2(serve, opts, s.slow.HTTP2.CountError, log) // on its own reused goroutines
+	}
 	return s
+}
+
+// newH2 is surge's own HTTP/2 server of h under opts' budgets, the same
+// net/http's is held to (http2Config).
+func newH2(h http.Handler, opts Options, countError func(string), log *slog.Logger) *h2.Server {
+	return &h2.Server{
+		Handler:              h,
+		MaxConcurrentStreams: opts.Limits.MaxStreams,
+		MaxHeaderListSize:    maxHeaderList,
+		StreamWindow:         initialWindow,
+		MaxReadFrameSize:     defaultMaxFrameSize,
+		PrefaceTimeout:       opts.HeaderTimeout,
+		IdleTimeout:          opts.IdleTimeout,
+		PingAfter:            time.Minute, // as net/http's SendPingTimeout (http2Config)
+		PingTimeout:          15 * time.Second,
+		ConnContext:          connContext,
+		CountError:           countError,
+		Logger:               log,
+	}
 }
 
 // RegisterOnShutdown runs f when Shutdown starts, as net/http's does:
@@ -170,7 +213,7 @@ func (s *Server) RegisterOnShutdown(f func()) { s.slow.RegisterOnShutdown(f) }
 func (s *Server) Serve(ln net.Listener) error {
 	qs := queues{fast: newQueue(ln.Addr()), slow: newQueue(ln.Addr())}
 	if s.opts.GRPC != nil {
-		settings, err := openingSettings(s.slow)
+		settings, err := s.openingSettings()
 		if err != nil {
 			return err
 		}
@@ -231,6 +274,9 @@ func (s *Server) route(c net.Conn, qs queues) {
 	}
 	method, path := requestTarget(head)
 	switch {
+	case notHTTP(head):
+		s.guard.reject(reasonMalformed)
+		_ = c.Close()
 	case !bytes.Equal(method, preface) && negotiated(c) == "h2":
 		// A client that chose h2 by ALPN speaks HTTP/2 from its first
 		// byte; any other start is a connection error (RFC 9113 §3.4).
@@ -243,9 +289,13 @@ func (s *Server) route(c net.Conn, qs queues) {
 			_ = c.Close()
 		case opening.isGRPC:
 			qs.grpc.put(newResetWatch(newOpenedConn(c, replay, opening), s.guard))
+		case s.h2 != nil:
+			s.h2.ServeConn(newResetWatch(newOpenedConn(c, replay, opening), s.guard).gated())
 		default:
 			qs.slow.put(newResetWatch(newOpenedConn(newCoalescedConn(c), replay, opening), s.guard).gated())
 		}
+	case bytes.Equal(method, preface) && s.h2 != nil:
+		s.h2.ServeConn(newResetWatch(&replayConn{Conn: c, head: head}, s.guard).gated())
 	case bytes.Equal(method, preface):
 		qs.slow.put(newResetWatch(&replayConn{Conn: newCoalescedConn(c), head: head}, s.guard).gated())
 	case s.isSlow(method, path):
@@ -295,6 +345,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- s.fast.ShutdownWithContext(ctx) }()
+	h2Done := make(chan error, 1)
+	go func() {
+		if s.h2 == nil {
+			h2Done <- nil
+			return
+		}
+		h2Done <- s.h2.Shutdown(ctx)
+	}()
 	grpcDone := make(chan struct{})
 	go func() {
 		if s.opts.GRPC != nil {
@@ -305,7 +363,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.slow.Shutdown(ctx)
 	s.workers.stop()
 	<-grpcDone
-	return errors.Join(err, <-done)
+	return errors.Join(err, <-done, <-h2Done)
 }
 
 // stopGRPC stops g gracefully, or at once when ctx ends first.

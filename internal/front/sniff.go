@@ -48,6 +48,21 @@ func requestTarget(b []byte) (method, path []byte) {
 	return b[:sp], path
 }
 
+// notHTTP reports whether b holds a whole first line that is neither
+// HTTP/1's request line nor HTTP/2's preface: its third word does not name
+// an HTTP version. Such a client speaks no protocol the port serves, and
+// an HTTP/1.1 answer would be noise to it (an HTTP/2 client that sent a
+// broken preface reads it as a frame); the connection is closed unanswered
+// (RFC 9113 §3.4).
+func notHTTP(b []byte) bool {
+	end := bytes.Index(b, []byte("\r\n"))
+	if end < 0 {
+		return false // the line's end is not read: fasthttp judges it
+	}
+	words := bytes.Fields(b[:end])
+	return len(words) == 3 && !bytes.HasPrefix(words[2], []byte("HTTP/"))
+}
+
 // replayConn gives back the sniffed bytes before reading on from the
 // connection.
 type replayConn struct {
@@ -63,6 +78,10 @@ func (c *replayConn) Read(p []byte) (int, error) {
 	}
 	return c.Conn.Read(p)
 }
+
+// NetConn is the connection under the replay, for what asks for its TLS
+// state.
+func (c *replayConn) NetConn() net.Conn { return c.Conn }
 
 // socket is the connection under the replay: unlike the replay, it may be
 // read from two goroutines at once.

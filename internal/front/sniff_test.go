@@ -73,3 +73,21 @@ func serveFront(t *testing.T, srv *Server) string {
 	})
 	return ln.Addr().String()
 }
+
+// Only a whole first line whose version is not HTTP's is taken for no
+// HTTP at all; anything else goes on to a server.
+func TestNotHTTP(t *testing.T) {
+	for line, want := range map[string]bool{
+		"INVALID CONNECTION PREFACE\r\n\r\n": true,
+		"GET / FTP/1.0\r\n":                  true,
+		"GET / HTTP/1.1\r\nHost: x\r\n":      false,
+		"GET / HTTP/9.9\r\n":                 false, // fasthttp answers it
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n":   false,
+		"GET /a-long-path-cut-short":         false,
+		"GET / PREF":                         false,
+	} {
+		if got := notHTTP([]byte(line)); got != want {
+			t.Errorf("notHTTP(%q) = %v, want %v", line, got, want)
+		}
+	}
+}

@@ -46,8 +46,6 @@ func onWorkers(h http.Handler, n int) *handlerWorkers {
 // A panic in the handler is raised again here, where net/http recovers
 // it as it would the handler's own.
 func (p *handlerWorkers) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r, nr := entered(r)
-	defer nr.ticket.decide() // a request refused or served outside admission
 	j := handlerJobs.Get().(*handlerJob)
 	j.w, j.r = w, r
 	select {
@@ -74,6 +72,16 @@ func (p *handlerWorkers) work() {
 			return
 		}
 	}
+}
+
+// entering gives each request its netRequest (entered) before h serves
+// it, and decides its ticket, if admission has not, once h returns.
+func entering(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, nr := entered(r)
+		defer nr.ticket.decide() // a request refused or served outside admission
+		h.ServeHTTP(w, r)
+	})
 }
 
 // stop ends the idle workers, and each busy one when its request ends;
