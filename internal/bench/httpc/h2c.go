@@ -187,10 +187,10 @@ func (c *h2Conn) conn(req *http.Request) (*http.ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Until the server's SETTINGS arrive the client assumes 100 streams
-	// may be open, and the server refuses those past its own limit
-	// (REFUSED_STREAM); waiting for them keeps the resets counted the
-	// server's own.
+	// Until it has applied the server's SETTINGS the client assumes 100
+	// streams may be open, and the server refuses those past its own limit
+	// (REFUSED_STREAM); waiting for its acknowledgement keeps the resets
+	// counted the server's own.
 	select {
 	case <-c.frames.Load().ready:
 	case <-req.Context().Done():
@@ -233,17 +233,22 @@ func (p *h2Pool) close() {
 	}
 }
 
-// frameConn watches the frames a server sends on one connection.
+// frameConn watches the frames a server sends on one connection, and the
+// client's own until it acknowledges the server's SETTINGS.
 type frameConn struct {
 	net.Conn
 	pool      *h2Pool
 	scan      frameScanner
 	closed    atomic.Bool
 	goingAway atomic.Bool // the server sent GOAWAY
-	// ready is closed once the server's SETTINGS arrive, or the
-	// connection ends first.
+	// ready is closed once the client has acknowledged the server's
+	// SETTINGS, which it does after applying them (so its stream limit is
+	// the server's), or the connection ends first. acks follows the
+	// client's writes until then; net/http writes under its connection's
+	// write lock, one at a time.
 	ready     chan struct{}
 	readyOnce sync.Once
+	acks      ackScanner
 }
 
 func (c *frameConn) Read(b []byte) (int, error) {
@@ -258,6 +263,45 @@ func (c *frameConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+func (c *frameConn) Write(b []byte) (int, error) {
+	if !c.acks.seen && c.acks.feed(b) {
+		c.readyOnce.Do(func() { close(c.ready) })
+	}
+	return c.Conn.Write(b)
+}
+
+// ackScanner follows a client's bytes, its preface and then its frames'
+// headers, until it sees a SETTINGS acknowledgement.
+type ackScanner struct {
+	preface int // preface bytes passed
+	hdr     [9]byte
+	nhdr    int
+	left    uint32 // payload bytes still to pass
+	seen    bool
+}
+
+// feed passes p and reports whether it holds the acknowledgement.
+func (s *ackScanner) feed(p []byte) bool {
+	skip := min(len(p), len(http2.ClientPreface)-s.preface)
+	s.preface, p = s.preface+skip, p[skip:]
+	for len(p) > 0 && !s.seen {
+		if s.left > 0 {
+			take := min(uint32(len(p)), s.left)
+			s.left, p = s.left-take, p[take:]
+			continue
+		}
+		c := copy(s.hdr[s.nhdr:], p)
+		s.nhdr, p = s.nhdr+c, p[c:]
+		if s.nhdr < len(s.hdr) {
+			break
+		}
+		s.nhdr = 0
+		s.left = uint32(s.hdr[0])<<16 | uint32(s.hdr[1])<<8 | uint32(s.hdr[2])
+		s.seen = http2.FrameType(s.hdr[3]) == http2.FrameSettings && http2.Flags(s.hdr[4]).Has(http2.FlagSettingsAck)
+	}
+	return s.seen
+}
+
 func (c *frameConn) Close() error {
 	c.closed.Store(true)
 	return c.Conn.Close()
@@ -265,8 +309,6 @@ func (c *frameConn) Close() error {
 
 func (c *frameConn) frame(typ http2.FrameType, code http2.ErrCode) {
 	switch typ {
-	case http2.FrameSettings:
-		c.readyOnce.Do(func() { close(c.ready) })
 	case http2.FrameGoAway:
 		c.goingAway.Store(true)
 		c.pool.count(func(e *H2Events) { e.GoAways[code.String()]++ })

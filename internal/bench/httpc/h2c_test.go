@@ -312,3 +312,26 @@ func serveRefusingFirst(c net.Conn, bodies chan<- string) {
 		}
 	}
 }
+
+// TestAckScannerFindsTheClientsSettingsAck: the client's preface, its
+// SETTINGS, a WINDOW_UPDATE and then its acknowledgement of the server's,
+// in writes of any size: only the acknowledgement counts.
+func TestAckScannerFindsTheClientsSettingsAck(t *testing.T) {
+	var buf bytes.Buffer
+	buf.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&buf, nil)
+	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+	_ = fr.WriteWindowUpdate(0, 1<<20)
+	before := buf.Len()
+	_ = fr.WriteSettingsAck()
+	for _, step := range []int{1, 7, buf.Len()} {
+		var s ackScanner
+		data := buf.Bytes()
+		for at := 0; at < len(data); at += step {
+			seen := s.feed(data[at:min(at+step, len(data))])
+			if end := min(at+step, len(data)); seen != (end == len(data)) {
+				t.Fatalf("writes of %d bytes: seen %v after %d of %d bytes (the ack starts at %d)", step, seen, end, len(data), before)
+			}
+		}
+	}
+}
