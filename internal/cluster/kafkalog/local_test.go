@@ -144,9 +144,11 @@ func TestLocalRoundIsFencedByTheGroup(t *testing.T) {
 	}
 }
 
-// A round takes the local commands beside those it polls, the local ones
-// first, and a local command wakes a round waiting for commands.
-func TestRoundTakesLocalAndPolledCommands(t *testing.T) {
+// positionedMember is a member of a one-partition cluster whose first
+// round committed command 0, so that it takes local commands, with
+// command 1 appended for it to poll.
+func positionedMember(t *testing.T) (context.Context, Config, *Member) {
+	t.Helper()
 	_, ctx, c := fakeCluster(t, 1)
 	appendCommands(t, ctx, c, 0, 1)
 	m := join(t, ctx, c, "a", Handlers{})
@@ -154,6 +156,13 @@ func TestRoundTakesLocalAndPolledCommands(t *testing.T) {
 		t.Fatalf("polled round: %+v, %v", res, err)
 	}
 	appendCommands(t, ctx, c, 1, 1)
+	return ctx, c, m
+}
+
+// A round takes the local commands beside those it polls, the local ones
+// first, and a local command wakes a round waiting for commands.
+func TestRoundTakesLocalAndPolledCommands(t *testing.T) {
+	ctx, c, m := positionedMember(t)
 	var got []string
 	record := func(ctx context.Context, batch []Command) ([]Output, error) {
 		for _, cmd := range batch {
@@ -200,13 +209,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // commands also takes the commands the client holds, even when local
 // commands wait at every round.
 func TestLocalCommandsDoNotStarvePolledOnes(t *testing.T) {
-	_, ctx, c := fakeCluster(t, 1)
-	appendCommands(t, ctx, c, 0, 1)
-	m := join(t, ctx, c, "a", Handlers{})
-	if res, err := m.Round(ctx, 10, echo(c, "a", "a")); err != nil || !res.Committed {
-		t.Fatalf("polled round: %+v, %v", res, err)
-	}
-	appendCommands(t, ctx, c, 1, 1)
+	ctx, c, m := positionedMember(t)
 	polled := false
 	record := func(ctx context.Context, batch []Command) ([]Output, error) {
 		for _, cmd := range batch {
