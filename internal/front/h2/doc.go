@@ -9,13 +9,10 @@
 // passes the request and each write through its connection goroutine
 // over channels, and schedules frames through a write scheduler. This
 // server reads, runs and writes with no hand-off but the handler's
-// goroutine and one writer. A/B pairs, one binary served twice at once
-// (scripts/h2-cost-ab.sh with OLD_FLAGS=--http2-server=net and
-// NEW_FLAGS=--http2-server=surge; bench spike --http2 --conns 16 -c 1000,
-// 200,000 reservations, three pairs on a busy 2-CPU machine): 51.8, 55.7
-// and 53.8 µs of server CPU per reservation against net/http's 90.1, 95.4
-// and 93.0 µs, 0.57-0.58× (docs/BENCHMARKS.md, "Server CPU per
-// reservation over HTTP/2").
+// goroutine and one writer, and so costs a reservation less CPU than
+// net/http's does: A/B pairs of one binary served twice at once,
+// --http2-server=net against =surge (scripts/h2-cost-ab.sh), are in
+// docs/BENCHMARKS.md, "Server CPU per reservation over HTTP/2".
 //
 // # The connection loop
 //

@@ -51,8 +51,9 @@ func lower(k string) string {
 // HPACK (RFC 7541) encoding without the dynamic table: every field is a
 // literal never entered in a table, its name an index of the static table
 // when it has one, its value raw (no Huffman code). x/net's encoder
-// searches its tables by hashing every field, which cost 8% of the
-// server's CPU under bench spike (pprof); responses are a few small
+// searches its tables by hashing every field, a visible share of the
+// server's CPU in a profile under bench spike (docs/BENCHMARKS.md,
+// "Server CPU per reservation over HTTP/2"); responses are a few small
 // fields, for which the table saves the client a few bytes, not the
 // server work.
 
