@@ -481,7 +481,7 @@ func (c *conn) writeLoop() {
 			c.dead = true
 			_ = c.nc.SetReadDeadline(time.Now()) // the reader ends too
 		}
-		c.cond.Broadcast()
+		c.wakeSendersLocked()
 		stop := c.dead || final && len(c.out) == 0
 		if !stop && len(c.out) > 0 {
 			c.kick()

@@ -18,10 +18,10 @@
 //
 // A connection has one reader, the goroutine of ServeConn; one writer; and
 // a goroutine for each stream whose handler runs, taken from those that
-// wait for the next stream when one does (workers.go). Every piece of state of the
-// connection and of its streams is guarded by the connection's mutex, held
-// only for bookkeeping and to queue frames, never across a read, a write
-// or a handler.
+// wait for the next stream when one does (workers.go). Every piece of
+// state of the connection and of its streams is guarded by the
+// connection's mutex, held only for bookkeeping and to queue frames, never
+// across a read, a write or a handler.
 //
 // Opening. The server queues its SETTINGS (Server.Settings) and a
 // WINDOW_UPDATE that widens the connection's receive window to
@@ -83,11 +83,11 @@
 // responses of many streams share a system call. Header blocks are
 // encoded against HPACK's static table alone (names.go): they change no
 // state the client keeps, and the client's SETTINGS_HEADER_TABLE_SIZE
-// has nothing to bound. A
-// handler's DATA waits while more than maxQueued bytes wait; the reader's
-// control frames (acknowledgements, resets, window updates) never wait,
-// and a client that makes the server queue more than maxControlQueued of
-// them without reading is told ENHANCE_YOUR_CALM.
+// has nothing to bound. A handler's DATA waits while more than maxQueued
+// bytes wait; the reader's control frames (acknowledgements, resets,
+// window updates) never wait, and a client that makes the server queue
+// more than maxControlQueued of them without reading is told
+// ENHANCE_YOUR_CALM.
 //
 // Responses. A handler's response is gathered until it passes bodyBuffer
 // bytes or the handler flushes; one that ends before goes out as HEADERS
@@ -105,7 +105,7 @@
 // its streams have ended. A connection that sends nothing for PingAfter
 // is sent a PING, and closed if it then sends nothing for PingTimeout, so
 // that a client gone without a word does not hold its parked streams. A
-// failed write ends the connection. What the
-// front adds, the rapid-reset guard and the admission gate, wraps the
-// net.Conn given to ServeConn and sees the same bytes.
+// failed write ends the connection. What the front adds, the rapid-reset
+// guard and the admission gate, wraps the net.Conn given to ServeConn and
+// sees the same bytes.
 package h2

@@ -125,8 +125,13 @@ func (s *Server) ServeConn(c net.Conn) {
 	cc.serve()
 }
 
-func (s *Server) track(c *conn) bool {
+// init makes the workers' channels, on the first connection or Shutdown.
+func (s *Server) init() {
 	s.initOnce.Do(func() { s.jobs, s.quit = make(chan *stream), make(chan struct{}) })
+}
+
+func (s *Server) track(c *conn) bool {
+	s.init()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -155,7 +160,7 @@ func (s *Server) untrack(c *conn) {
 // waits until the connections have closed or ctx ends; then it closes
 // those left. New connections are closed at once.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.initOnce.Do(func() { s.jobs, s.quit = make(chan *stream), make(chan struct{}) })
+	s.init()
 	s.mu.Lock()
 	if !s.closing {
 		close(s.quit) // idle workers end; busy ones when their stream does

@@ -117,7 +117,7 @@ func (c *conn) trailersLocked(st *stream, f *http2.MetaHeadersFrame) {
 	}
 	if t := st.req.Trailer; t != nil {
 		for _, hf := range f.RegularFields() {
-			k := http.CanonicalHeaderKey(hf.Name)
+			k := canonical(hf.Name)
 			if _, declared := t[k]; declared {
 				t[k] = append(t[k], hf.Value)
 			}
