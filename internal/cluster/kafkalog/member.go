@@ -112,7 +112,8 @@ type Member struct {
 	open bool
 
 	// local is the running round's source of local commands (nil: none),
-	// and fence the partitions of those it took (fenced).
+	// and fence the partitions of those it took (fenced), cleared at each
+	// round's start.
 	local Local
 	fence map[int32]bool
 
@@ -135,7 +136,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 	if node == "" {
 		return nil, errors.New("kafkalog: empty node id")
 	}
-	m := &Member{cfg: c, owned: map[int32]bool{}, positioned: map[int32]bool{}}
+	m := &Member{cfg: c, owned: map[int32]bool{}, positioned: map[int32]bool{}, fence: map[int32]bool{}}
 	base := append(c.SeedsFor("member"),
 		kgo.ConsumerGroup(c.Group()),
 		kgo.ConsumeTopics(c.CommandsTopic()),
@@ -235,9 +236,10 @@ func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, 
 // that found commands runs under ctx. A round also takes the commands of
 // local (nil: none), before those it polls, up to max in all.
 func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, local Local, apply Apply) (RoundResult, error) {
-	m.local, m.fence = local, map[int32]bool{}
+	m.local = local
+	clear(m.fence)
 	res, err := m.round(wait, ctx, maxCommands, apply)
-	m.local, m.fence = nil, nil
+	m.local = nil
 	m.cfg.Meter.round(res)
 	return res, err
 }
