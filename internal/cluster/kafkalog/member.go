@@ -87,10 +87,11 @@ type RoundResult struct {
 	// owner, and the caller must drop the state changes it made.
 	Committed bool
 	// Aborted reports that the round's transaction surely did not commit:
-	// it was never asked to (its transform or its outputs failed), or its
-	// End aborted it. A round that began, did not commit and was not
-	// aborted ended with an error while committing: whether it committed
-	// is unknown.
+	// it never applied its commands (it read none, or failed before), it
+	// was never asked to commit (its transform or its outputs failed), or
+	// its End aborted it. A round that did not commit and was not aborted
+	// ended with an error while committing: whether it committed is
+	// unknown.
 	Aborted bool
 	// Changelog holds, for each changelog partition a committed round
 	// wrote, the offset just after the last record it wrote there: a
@@ -256,10 +257,11 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	}
 	m.last = len(batch)
 	if err != nil || len(batch) == 0 {
-		return RoundResult{}, err
+		return RoundResult{Aborted: true}, err
 	}
 	res := RoundResult{Commands: len(batch)}
 	if err := m.s.Begin(); err != nil {
+		res.Aborted = true
 		return res, fmt.Errorf("kafkalog: beginning a round: %w", err)
 	}
 	m.open = true
