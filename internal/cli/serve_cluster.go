@@ -160,9 +160,9 @@ func clusterKVValue(limit int, logger *slog.Logger) (int, error) {
 // for each CPU. A request holds its place until its command's round has
 // committed and its reply come back through Kafka, far longer than an
 // engine round of a single process, so a node needs more places than a
-// single process for the same rate (Little's law): with fewer, the
-// seeds' spike on three nodes has its POSTs refused and retried by the
-// tens of thousands while the nodes' CPUs still have room.
+// single process for the same rate (Little's law), else it refuses
+// requests while its CPUs still have room (docs/BENCHMARKS.md, "A node's
+// bound on requests in progress").
 const clusterRequestsPerCPU = 256
 
 // clusterMaxRequests is --max-inflight-requests in cluster mode: limit

@@ -87,10 +87,11 @@ type RoundResult struct {
 	// owner, and the caller must drop the state changes it made.
 	Committed bool
 	// Aborted reports that the round's transaction surely did not commit:
-	// it was never asked to (its transform or its outputs failed), or its
-	// End aborted it. A round that began, did not commit and was not
-	// aborted ended with an error while committing: whether it committed
-	// is unknown.
+	// it never applied its commands (it read none, or failed before), it
+	// was never asked to commit (its transform or its outputs failed), or
+	// its End aborted it. A round that did not commit and was not aborted
+	// ended with an error while committing: whether it committed is
+	// unknown.
 	Aborted bool
 	// Changelog holds, for each changelog partition a committed round
 	// wrote, the offset just after the last record it wrote there: a
@@ -112,7 +113,8 @@ type Member struct {
 	open bool
 
 	// local is the running round's source of local commands (nil: none),
-	// and fence the partitions of those it took (fenced).
+	// and fence the partitions of those it took (fenced), cleared at each
+	// round's start.
 	local Local
 	fence map[int32]bool
 
@@ -135,7 +137,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 	if node == "" {
 		return nil, errors.New("kafkalog: empty node id")
 	}
-	m := &Member{cfg: c, owned: map[int32]bool{}, positioned: map[int32]bool{}}
+	m := &Member{cfg: c, owned: map[int32]bool{}, positioned: map[int32]bool{}, fence: map[int32]bool{}}
 	base := append(c.SeedsFor("member"),
 		kgo.ConsumerGroup(c.Group()),
 		kgo.ConsumeTopics(c.CommandsTopic()),
@@ -235,9 +237,10 @@ func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, 
 // that found commands runs under ctx. A round also takes the commands of
 // local (nil: none), before those it polls, up to max in all.
 func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, local Local, apply Apply) (RoundResult, error) {
-	m.local, m.fence = local, map[int32]bool{}
+	m.local = local
+	clear(m.fence)
 	res, err := m.round(wait, ctx, maxCommands, apply)
-	m.local, m.fence = nil, nil
+	m.local = nil
 	m.cfg.Meter.round(res)
 	return res, err
 }
@@ -254,10 +257,11 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	}
 	m.last = len(batch)
 	if err != nil || len(batch) == 0 {
-		return RoundResult{}, err
+		return RoundResult{Aborted: true}, err
 	}
 	res := RoundResult{Commands: len(batch)}
 	if err := m.s.Begin(); err != nil {
+		res.Aborted = true
 		return res, fmt.Errorf("kafkalog: beginning a round: %w", err)
 	}
 	m.open = true

@@ -23,10 +23,7 @@ func TestLocalCommandOfAMovedPartitionGoesThroughKafka(t *testing.T) {
 	a := startNode(t, k, t.TempDir())
 	settled(t, a)
 	ids := accounts(t, a, 6)
-	a.drain()
-	b := startNode(t, k, t.TempDir())
-	awaitReady(t, a)
-	settled(t, a, b)
+	b := joinNode(t, k, a)
 
 	var src, dst string // src on b's partition, dst on a's
 	for _, id := range ids {

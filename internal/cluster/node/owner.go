@@ -90,9 +90,9 @@ func (n *Node) own(ctx context.Context) {
 		wait, cancel := context.WithTimeout(ctx, idleWait)
 		var outs []kafkalog.Output
 		local := &localRound{n: n, st: st}
-		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, local, kept(local.applying(n.apply(st)), &outs))
+		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, local, kept(n.apply(st), &outs))
 		cancel()
-		local.settle(err == nil && res.Committed, res.Aborted || !local.applied)
+		local.settle(err == nil && res.Committed, res.Aborted)
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
 			n.flush(ctx, st)
 			continue

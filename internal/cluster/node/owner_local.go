@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"errors"
 	"sync"
 
@@ -22,10 +21,10 @@ import (
 // moved since the command was taken) is appended to the commands topic
 // instead, for its owner now, never applied here. A command of a round
 // that did not commit is never acknowledged: taken again by the next round
-// when the round surely did not commit (kafkalog.RoundResult.Aborted, or
-// it never applied its commands), on the state the node rebuilt if the
-// round changed any; failed when the round's outcome is unknown (an error
-// ending its commit), for the client to retry.
+// when the round surely did not commit (kafkalog.RoundResult.Aborted, as
+// is a round that never applied its commands), on the state the node
+// rebuilt if the round changed any; failed when the round's outcome is
+// unknown (an error ending its commit), for the client to retry.
 
 // errNotCommitted fails the calls of local commands whose round did not
 // commit.
@@ -98,16 +97,6 @@ type localRound struct {
 	n     *Node
 	st    *state
 	taken []kafkalog.Command
-	// applied is set once the round's apply began.
-	applied bool
-}
-
-// applying is apply recording that it began.
-func (r *localRound) applying(apply kafkalog.Apply) kafkalog.Apply {
-	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
-		r.applied = true
-		return apply(ctx, batch)
-	}
 }
 
 // Waiting implements kafkalog.Local.

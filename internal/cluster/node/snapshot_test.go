@@ -107,6 +107,17 @@ func awaitReady(t *testing.T, n *testNode) {
 	}
 }
 
+// joinNode starts a second node beside a, which takes some of a's
+// partitions, and waits until both serve the partitions they own.
+func joinNode(t *testing.T, k kafkalog.Config, a *testNode) *testNode {
+	t.Helper()
+	a.drain()
+	b := startNode(t, k, t.TempDir())
+	awaitReady(t, a)
+	settled(t, a, b)
+	return b
+}
+
 func (n *testNode) read() int64 { return n.snaps.Read() }
 
 // accounts creates n accounts funded with 1,000 each, and returns them.
@@ -209,10 +220,7 @@ func TestRebalanceReadsOnlyWhatMoved(t *testing.T) {
 	ids := accounts(t, a, 12)
 	before := a.read()
 
-	a.drain()
-	b := startNode(t, k, t.TempDir())
-	awaitReady(t, a)
-	settled(t, a, b)
+	b := joinNode(t, k, a)
 	if len(a.Owned()) == 0 || len(b.Owned()) == 0 {
 		t.Fatalf("a owns %v, b owns %v: want both to own some", a.Owned(), b.Owned())
 	}
