@@ -58,10 +58,11 @@ func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) 
 	// a reply can then never come before the point reading starts.
 	from, err := inboxEnd(ctx, c, k.inbox)
 	if err == nil {
+		// The fetch wait is kgo's default (5 s): a read_committed fetch
+		// returns as soon as a reply is committed, so the wait only sets
+		// how often an idle inbox asks again.
 		k.cl, err = kgo.NewClient(append(c.SeedsFor("inbox"),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			// A fetch returns as soon as a reply is committed; an idle
-			// inbox's fetch waits kgo's default (5 s) at the broker.
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.RepliesTopic(): {k.inbox: kgo.NewOffset().At(from)}}),
 		)...)
 	}

@@ -159,11 +159,12 @@ func (l *Log) Run(ctx context.Context, c kafkalog.Config, from int64, apply Appl
 	if from > end {
 		return fmt.Errorf("sociallog: the node's store has applied %s up to %d, past its end %d: another cluster's data?", l.topic, from, end)
 	}
+	// The fetch wait is kgo's default (5 s): a read_committed fetch
+	// returns as soon as a record is committed, so the wait only sets how
+	// often an idle log asks again.
 	l.cons, err = kgo.NewClient(append(append(c.Seeds(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.topic: {0: kgo.NewOffset().At(from)}}),
-		// A fetch returns as soon as a record is committed; an idle log's
-		// fetch waits kgo's default (5 s) at the broker.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 	), opts...)...)
 	if err != nil {
