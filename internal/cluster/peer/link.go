@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 )
 
 // Send sends a command for partition to its owner over the link to it,
@@ -88,6 +89,7 @@ func (p *Peers) dial(node string, e entry) (*link, error) {
 	conn, err := grpc.NewClient(e.Addr,
 		grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(p.cert, e.FP))),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{}), grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
 	)
 	if err != nil {
 		return nil, err

@@ -24,8 +24,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
@@ -76,6 +78,19 @@ const retryAfter = time.Second
 // maxMessage bounds a message on a link: a command as large as a record
 // of the commands topic travels alone in one.
 const maxMessage = kafkalog.MaxRecordBytes + 64<<10
+
+// The budgets of the peer port, which anyone reaching it can connect to:
+// connections open at once (a cluster needs one from each other node)
+// and the time a connection has to complete its TLS handshake. Each side
+// of a link pings the other when it is silent, so that a peer that
+// vanished without closing its connections ends the link (and fails its
+// calls) within keepaliveTime and keepaliveTimeout.
+const (
+	maxConns         = 256
+	handshakeTimeout = 5 * time.Second
+	keepaliveTime    = 10 * time.Second
+	keepaliveTimeout = 5 * time.Second
+)
 
 // Peers are a node's links: those it opened to other nodes, as a front
 // node, and those it takes, as an owner.
@@ -146,11 +161,14 @@ func newPeers(cfg Config, dir *directory, recv Receiver, take Take) (*Peers, err
 	}
 	p.srv = grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(serverTLS(cert, dir.known))),
-		grpc.ForceServerCodec(codec{}), //nolint:staticcheck // the links carry bytes, no protobuf
+		grpc.ForceServerCodec(codec{}), // the links carry bytes, no protobuf
 		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
+		grpc.ConnectionTimeout(handshakeTimeout),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 2, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 	)
 	p.srv.RegisterService(&serviceDesc, p)
-	go func() { _ = p.srv.Serve(ln) }()
+	go func() { _ = p.srv.Serve(netutil.LimitListener(ln, maxConns)) }()
 	return p, nil
 }
 

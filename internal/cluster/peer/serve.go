@@ -3,7 +3,6 @@ package peer
 import (
 	"errors"
 	"io"
-	"sync"
 
 	"google.golang.org/grpc"
 
@@ -13,8 +12,10 @@ import (
 // inbound is an owner's side of a link a front node opened.
 type inbound struct {
 	out *batcher
-	// n counts the link's commands not answered yet.
-	n int
+	// n counts the link's commands not answered yet; ended is set once
+	// the link ended. Both under Peers.mu.
+	n     int
+	ended bool
 }
 
 // serve takes a front node's link: it hands each command to the node's
@@ -27,17 +28,25 @@ func (p *Peers) serve(ss grpc.ServerStream) error {
 		return err
 	}
 	done := make(chan struct{})
-	var writer sync.WaitGroup
-	writer.Add(1)
-	go func() {
-		defer writer.Done()
-		_ = in.out.run(done, func(m []byte) error { return ss.SendMsg(&m) })
-	}()
-	defer func() {
+	wrote := make(chan error, 1)
+	go func() { wrote <- in.out.run(done, func(m []byte) error { return ss.SendMsg(&m) }) }()
+	read := make(chan error, 1)
+	go func() { read <- p.read(ss, in) }()
+	defer p.drop(in)
+	// Either side's end ends the link: returning cancels the stream,
+	// which ends the other.
+	select {
+	case err := <-wrote:
+		return err
+	case err := <-read:
 		close(done)
-		writer.Wait()
-		p.drop(in)
-	}()
+		<-wrote
+		return err
+	}
+}
+
+// read hands the link's commands to received until the link ends.
+func (p *Peers) read(ss grpc.ServerStream, in *inbound) error {
 	for {
 		var m []byte
 		err := ss.RecvMsg(&m)
@@ -61,6 +70,10 @@ func (p *Peers) received(in *inbound, tag uint64, key, value []byte) {
 		return
 	}
 	p.mu.Lock()
+	if in.ended {
+		p.mu.Unlock()
+		return
+	}
 	_, dup := p.owed[rid]
 	if dup || in.n >= p.cfg.MaxInFlight {
 		p.mu.Unlock()
@@ -79,6 +92,7 @@ func (p *Peers) received(in *inbound, tag uint64, key, value []byte) {
 func (p *Peers) drop(in *inbound) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	in.ended = true
 	for rid, o := range p.owed {
 		if o == in {
 			delete(p.owed, rid)
