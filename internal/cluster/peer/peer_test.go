@@ -84,7 +84,7 @@ func TestPeerWithoutPinnedCertificateIsRefused(t *testing.T) {
 			defer conn.Close()
 			stream, err := conn.NewStream(context.Background(), &serviceDesc.Streams[0], linkMethod)
 			if err == nil {
-				m := appendEntry(nil, 1, []byte("0:evil-1"), []byte("lcommand"))
+				m, _ := appendEntry(nil, nil, 1, []byte("0:evil-1"), []byte("lcommand"))
 				_ = stream.SendMsg(&m)
 				_, err = stream.Header()
 			}
@@ -204,8 +204,8 @@ func TestLinksKeepTheirBudgets(t *testing.T) {
 }
 
 func TestMessagesRoundTripAndRefuseGarbage(t *testing.T) {
-	m := appendEntry(nil, 7, []byte("k"), []byte("value"))
-	m = appendEntry(m, answerKafka, nil, nil)
+	m, scratch := appendEntry(nil, nil, 7, []byte("k"), []byte("value"))
+	m, _ = appendEntry(m, scratch, answerKafka, nil, nil)
 	var got []string
 	if err := eachEntry(m, func(tag uint64, k, v []byte) { got = append(got, fmt.Sprintf("%d/%s/%s", tag, k, v)) }); err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestMessagesRoundTripAndRefuseGarbage(t *testing.T) {
 	if fmt.Sprint(got) != "[7/k/value 2//]" {
 		t.Fatalf("entries %v", got)
 	}
-	for _, bad := range [][]byte{{0x80}, {1, 5, 'k'}, {1, 1, 'k', 9}} {
+	for _, bad := range [][]byte{{0x80}, {1, 'k', 5, 'v'}, {1, 'k', 1, 0x80}, {1, 'k', 0}} {
 		if err := eachEntry(bad, func(uint64, []byte, []byte) {}); !errors.Is(err, errBadMessage) {
 			t.Errorf("%x: %v, want errBadMessage", bad, err)
 		}

@@ -4,14 +4,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
 
-// A message on a link is a batch of entries, each a tag, a key and a
-// value: tag, then the key's and the value's lengths each before its
-// bytes, all lengths uvarints. A command's tag is its partition, its key
-// the command's key ("<inbox>:<request id>") and its value the command.
-// An answer's tag is its kind (answer*), its key the request id and its
-// value the reply.
+// A message on a link is a batch of entries packed as the records of
+// the commands topic pack theirs (kafkalog.AppendEntry), each entry's
+// value prefixed with a tag (uvarint). A command's tag is its partition,
+// its key the command's key ("<inbox>:<request id>") and the rest of its
+// value the command. An answer's tag is its kind (answer*), its key the
+// request id and the rest of its value the reply.
 
 // The kinds of answer an owner sends back for a command.
 const (
@@ -30,58 +32,45 @@ const packLimit = 512 << 10
 // errBadMessage reports a message that does not parse.
 var errBadMessage = errors.New("peer: malformed message")
 
-// appendEntry appends one entry to a message.
-func appendEntry(dst []byte, tag uint64, key, value []byte) []byte {
-	dst = binary.AppendUvarint(dst, tag)
-	dst = binary.AppendUvarint(dst, uint64(len(key)))
-	dst = append(dst, key...)
-	dst = binary.AppendUvarint(dst, uint64(len(value)))
-	return append(dst, value...)
+// appendEntry appends one entry to a message; scratch is a buffer to
+// reuse, returned with the entry's tagged value.
+func appendEntry(dst, scratch []byte, tag uint64, key, value []byte) ([]byte, []byte) {
+	scratch = append(binary.AppendUvarint(scratch[:0], tag), value...)
+	return kafkalog.AppendEntry(dst, key, scratch), scratch
 }
 
 // entrySize is the most bytes appendEntry adds.
-func entrySize(key, value []byte) int { return 3*binary.MaxVarintLen64 + len(key) + len(value) }
+func entrySize(key, value []byte) int {
+	return binary.MaxVarintLen64 + kafkalog.EntrySize(key, value)
+}
 
 // eachEntry calls fn with each entry of message m, in order; key and value
 // alias m.
 func eachEntry(m []byte, fn func(tag uint64, key, value []byte)) error {
-	for len(m) > 0 {
-		tag, n := binary.Uvarint(m)
-		if n <= 0 {
-			return errBadMessage
+	bad := false
+	err := kafkalog.Unpack(m, func(key, v []byte) {
+		tag, n := binary.Uvarint(v)
+		if n <= 0 || bad {
+			bad = true
+			return
 		}
-		key, rest, err := field(m[n:])
-		if err != nil {
-			return err
-		}
-		value, rest, err := field(rest)
-		if err != nil {
-			return err
-		}
-		fn(tag, key, value)
-		m = rest
+		fn(tag, key, v[n:])
+	})
+	if err != nil || bad {
+		return errBadMessage
 	}
 	return nil
-}
-
-// field splits a length-prefixed field off v.
-func field(v []byte) ([]byte, []byte, error) {
-	l, n := binary.Uvarint(v)
-	if n <= 0 || l > uint64(len(v)-n) {
-		return nil, nil, errBadMessage
-	}
-	v = v[n:]
-	return v[:l:l], v[l:], nil
 }
 
 // batcher packs the entries queued on a link into messages: its writer
 // sends, in one message, every entry queued since its previous send, so
 // that the entries queued while a message is out share the next one.
 type batcher struct {
-	mu   sync.Mutex
-	cur  []byte
-	full [][]byte
-	wake chan struct{}
+	mu      sync.Mutex
+	scratch []byte
+	cur     []byte
+	full    [][]byte
+	wake    chan struct{}
 }
 
 func newBatcher() *batcher { return &batcher{wake: make(chan struct{}, 1)} }
@@ -97,7 +86,7 @@ func (b *batcher) add(tag uint64, key, value []byte) {
 	if b.cur == nil {
 		b.cur = make([]byte, 0, max(4<<10, size))
 	}
-	b.cur = appendEntry(b.cur, tag, key, value)
+	b.cur, b.scratch = appendEntry(b.cur, b.scratch, tag, key, value)
 	b.mu.Unlock()
 	select {
 	case b.wake <- struct{}{}:
