@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/cluster/node"
+	"github.com/surge-dev/surge/internal/cluster/peer"
 	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvapi"
@@ -35,6 +37,9 @@ type clusterConfig struct {
 	partitions int
 	session    time.Duration
 	security   kafkaSecurity
+	peer       bool
+	peerAddr   string
+	peerAdv    string
 }
 
 func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
@@ -42,7 +47,27 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 	f.StringVar(&c.name, "cluster", kafkalog.DefaultCluster, "with --kafka: the cluster's name, which names its topics and consumer group")
 	f.IntVar(&c.partitions, "partitions", 6, "with --kafka: partitions (shards) of the cluster's topics, used when they are created and checked against them afterwards")
 	f.DurationVar(&c.session, "session-timeout", 6*time.Second, "with --kafka: how long a silent node keeps its partitions before the others take them (at least the brokers' group.min.session.timeout.ms)")
+	f.BoolVar(&c.peer, "peer", true, "with --kafka: send commands for other nodes' partitions straight to them over peer links (mutual TLS), and take theirs; false: every such command goes through Kafka")
+	f.StringVar(&c.peerAddr, "peer-addr", "", "with --kafka: address the node takes peer links on (host:port); empty: the host of --addr, a free port")
+	f.StringVar(&c.peerAdv, "peer-advertise", "", "with --kafka: address other nodes reach the node's peer links on, as published in the cluster's nodes topic; empty: the --peer-addr listener's")
 	addKafkaSecurityFlags(f, &c.security)
+}
+
+// peerConfig is the peer links' configuration the flags give (nil: off);
+// addr is --addr.
+func (c clusterConfig) peerConfig(addr string, reg prometheus.Registerer) (*peer.Config, error) {
+	if !c.peer {
+		return nil, nil
+	}
+	listen := c.peerAddr
+	if listen == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("--addr %q: %w", addr, err)
+		}
+		listen = net.JoinHostPort(host, "0")
+	}
+	return &peer.Config{Listen: listen, Advertise: c.peerAdv, Registerer: reg}, nil
 }
 
 // kafkaConfig is the Kafka configuration the flags give, its security
@@ -84,10 +109,14 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	pc, err := c.cluster.peerConfig(c.addr, reg)
+	if err != nil {
+		return err
+	}
 	var api *ledgerapi.API
 	n, err := node.Start(ctx, node.Config{
-		Kafka: kc,
-		Dir:   dir, Currency: c.currency, MaxBatch: c.maxBatch, Logger: logger,
+		Kafka: kc, Peer: pc,
+		Dir: dir, Currency: c.currency, MaxBatch: c.maxBatch, Logger: logger,
 	}, func(ready bool) {
 		if api != nil {
 			api.SetReady(ready)

@@ -56,3 +56,33 @@ func TestClusterMaxRequestsDefault(t *testing.T) {
 		}
 	}
 }
+
+// The peer links listen on the host of --addr, on a free port, unless
+// --peer-addr says otherwise; --peer=false turns them off.
+func TestPeerFlags(t *testing.T) {
+	for _, c := range []struct {
+		cfg  clusterConfig
+		addr string
+		want string // "" for no links
+	}{
+		{clusterConfig{peer: true}, "127.0.0.1:8081", "127.0.0.1:0"},
+		{clusterConfig{peer: true}, ":8080", ":0"},
+		{clusterConfig{peer: true, peerAddr: "10.0.0.5:7000"}, "127.0.0.1:8081", "10.0.0.5:7000"},
+		{clusterConfig{peer: false}, "127.0.0.1:8081", ""},
+	} {
+		pc, err := c.cfg.peerConfig(c.addr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if pc != nil {
+			got = pc.Listen
+		}
+		if got != c.want {
+			t.Errorf("%+v with --addr %s: listens on %q, want %q", c.cfg, c.addr, got, c.want)
+		}
+	}
+	if _, err := (clusterConfig{peer: true}).peerConfig("no-port", nil); err == nil {
+		t.Error("an --addr without a port gave a peer address")
+	}
+}

@@ -95,9 +95,17 @@ func (c *clusterNodes) do(i int, method, path string, in, out any) *Response {
 // write or reservation: every transfer is there with its amount on the
 // others, balances are what the acknowledged transfers make them, the sum
 // is 0, every acknowledged PUT reads back, no seat is held by two
-// reservations, and the node rejoins.
+// reservations, and the node rejoins. The requests a node gets for
+// another's partitions go over peer links, which refuse strangers.
 func TestClusterSurvivesANodesKill(t *testing.T) {
-	startCluster(t, 1, 3).survivesANodesKill(t)
+	c := startCluster(t, 1, 3)
+	refusesStrangers(t, c.nodes[0])
+	c.survivesANodesKill(t)
+	if n := peerReplies(t, c.nodes[0], c.nodes[1]); n == 0 {
+		t.Fatal("no reply came back over a peer link")
+	} else {
+		t.Logf("replies over peer links to nodes 1 and 2: %.0f", n)
+	}
 }
 
 // survivesANodesKill kills node 3 with kill -9 halfway through

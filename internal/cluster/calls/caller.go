@@ -143,16 +143,12 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte) ([]byte,
 }
 
 // Send appends a command taken locally but not applied (its partition
-// moved) to the commands topic, for the partition's owner now; a failed
-// append fails the call.
-func (k *Caller) Send(partition int32, key, value []byte) {
+// moved) to the commands topic, for the partition's owner now.
+func (k *Caller) Send(partition int32, key, value []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	if _, err := k.prod.Append(ctx, partition, key, value); err != nil {
-		if _, rid, ok := ReplyAddress(key); ok {
-			k.Fail(string(rid), err)
-		}
-	}
+	_, err := k.prod.Append(ctx, partition, key, value)
+	return err
 }
 
 // Mine reports whether rid is a request of this node's (a nil caller, a

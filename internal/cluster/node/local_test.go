@@ -49,7 +49,7 @@ func TestLocalCommandOfAMovedPartitionGoesThroughKafka(t *testing.T) {
 	if taken.Load() == 0 {
 		t.Fatal("node a took no command locally")
 	}
-	a.caller.SetLocal(a.takeLocal)
+	a.caller.SetLocal(a.route)
 	credited(t, b, dst, dst+"=1000 ")
 	if got, want := balances(t, b, []string{src, dst}), fmt.Sprintf("%s=995 %s=1005 ", src, dst); got != want {
 		t.Fatalf("after the transfer: %s, want %s", got, want)
@@ -97,7 +97,7 @@ func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
 			waiting = false
 		}
 	}
-	a.caller.SetLocal(a.takeLocal)
+	a.caller.SetLocal(a.route)
 	if got, want := balances(t, a, ids), fmt.Sprintf("%s=990 %s=1010 ", ids[0], ids[1]); got != want {
 		t.Fatalf("after the transfers: %s, want %s (void once, unknown never)", got, want)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/surge-dev/surge/internal/cluster/calls"
 	"github.com/surge-dev/surge/internal/cluster/changelog"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/cluster/peer"
 	"github.com/surge-dev/surge/internal/kv/kvcluster"
 	"github.com/surge-dev/surge/internal/ledger/ledgercluster"
 	"github.com/surge-dev/surge/internal/tickets/ticketcluster"
@@ -46,6 +47,10 @@ type Config struct {
 	// stay open before aborting it: a dead owner's last round blocks its
 	// partitions' new owner that long at most (0: 5 s).
 	TransactionTimeout time.Duration
+	// Peer, if set, has the node send commands for other nodes'
+	// partitions straight to them, and take theirs, over peer links
+	// (owner_peer.go); the node sets its Node, Dir, Kafka and Logger.
+	Peer *peer.Config
 	// Logger receives operational messages; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -71,6 +76,8 @@ type Node struct {
 	id     string
 	member *kafkalog.Member
 	caller *calls.Caller
+	// peers are the node's links to the others; nil without them.
+	peers  *peer.Peers
 	ledger *ledgercluster.Ledger
 	kv     *kvcluster.KV
 	seats  *ticketcluster.Tickets
@@ -116,7 +123,15 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 		n.snaps.Close()
 		return nil, err
 	}
-	n.caller.SetLocal(n.takeLocal)
+	if cfg.Peer != nil {
+		if n.peers, err = startPeers(ctx, cfg, id, n); err != nil {
+			n.member.Close()
+			n.caller.Close()
+			n.snaps.Close()
+			return nil, err
+		}
+	}
+	n.caller.SetLocal(n.route)
 	n.ledger = ledgercluster.New(n.caller, cfg.Kafka.Partitions)
 	n.kv = kvcluster.New(n.caller, int(cfg.Kafka.Partitions))
 	n.seats = ticketcluster.New(n.caller, n.ledger, int(cfg.Kafka.Partitions))
@@ -126,6 +141,17 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 	go n.own(runCtx)
 	cfg.Logger.Info("cluster: joined", "node", id, "cluster", cfg.Kafka.Group(), "partitions", cfg.Kafka.Partitions)
 	return n, nil
+}
+
+// startPeers starts the node's peer links.
+func startPeers(ctx context.Context, cfg Config, id string, n *Node) (*peer.Peers, error) {
+	pc := *cfg.Peer
+	pc.Node, pc.Dir, pc.Kafka, pc.Logger = id, cfg.Dir, cfg.Kafka, cfg.Logger
+	p, err := peer.Start(ctx, pc, n.caller, n.takePeer)
+	if err == nil {
+		cfg.Logger.Info("cluster: peer links", "addr", p.Addr())
+	}
+	return p, err
 }
 
 // ID is the node's id, kept in its data directory.
@@ -162,8 +188,16 @@ func (n *Node) moved(context.Context, []int32) {
 	n.gen.Add(1)
 }
 
+// setReady sets readiness; a node that becomes ready publishes the
+// partitions it owns to its peers.
 func (n *Node) setReady(r bool) {
-	if n.ready.Swap(r) != r && n.onReady != nil {
+	if n.ready.Swap(r) == r {
+		return
+	}
+	if r {
+		n.peers.Publish(n.member.Owned())
+	}
+	if n.onReady != nil {
 		n.onReady(r)
 	}
 }
@@ -174,6 +208,9 @@ func (n *Node) Close() {
 	n.setReady(false)
 	n.cancel()
 	n.done.Wait()
+	if n.peers != nil {
+		n.peers.Close()
+	}
 	n.member.Close()
 	n.caller.Close()
 	n.snaps.Close()

@@ -99,9 +99,6 @@ func (n *Node) own(ctx context.Context) {
 		}
 		if err == nil && res.Committed {
 			err = n.snaps.Commit(outs, res.Changelog)
-			for _, o := range st.held {
-				n.caller.Deliver(string(o.Key), o.Value)
-			}
 		}
 		st.held = nil
 		if err == nil && !res.Committed && res.Outputs == 0 {
@@ -225,7 +222,7 @@ func (n *Node) apply(st *state) kafkalog.Apply {
 			}
 			outs = append(outs, produced...)
 		}
-		outs, st.held = calls.PackReplies(outs, n.caller.Mine)
+		outs, st.held = calls.PackReplies(outs, n.holds)
 		return outs, nil
 	}
 }

@@ -84,10 +84,14 @@ func (q *localQueue) close() []kafkalog.Command {
 	return cmds
 }
 
-// takeLocal is the caller's Local: it queues a command for partition p for
-// the owner's rounds if the member takes local commands for p.
-func (n *Node) takeLocal(p int32, key, value []byte) bool {
-	return n.member.Takes(p) && n.local.add(false, kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value})
+// route is the caller's Local: it queues a command for partition p for
+// the owner's rounds if the member takes local commands for p, or sends
+// it to p's owner over a peer link (owner_peer.go) if one is up.
+func (n *Node) route(p int32, key, value []byte) bool {
+	if n.member.Takes(p) && n.local.add(false, kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}) {
+		return true
+	}
+	return n.peers.Send(p, key, value)
 }
 
 // localRound is one round's kafkalog.Local over the node's queue: it
@@ -111,18 +115,32 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 			kept = append(kept, c)
 			continue
 		}
-		go r.n.caller.Send(c.Partition, c.Key, c.Value)
+		go r.n.forward(c)
 	}
 	r.taken = append(r.taken, kept...)
 	return kept
 }
 
 // settle ends the round's local commands: those of a committed round are
-// answered with its held replies; those of a round that surely did not
-// commit (void) go back to the queue's front; the others are failed.
+// answered with its held replies (those a later round or another
+// partition's owner gives come through the inbox); those of a round that
+// surely did not commit (void) go back to the queue's front; the others
+// are failed.
 func (r *localRound) settle(committed, void bool) {
 	switch {
-	case committed || len(r.taken) == 0:
+	case committed:
+		for _, o := range r.st.held {
+			if !r.n.peers.Reply(string(o.Key), o.Value) {
+				r.n.caller.Deliver(string(o.Key), o.Value)
+			}
+		}
+		r.st.held = nil
+		for _, c := range r.taken {
+			if _, rid, ok := calls.ReplyAddress(c.Key); ok {
+				r.n.peers.Kafka(string(rid))
+			}
+		}
+	case len(r.taken) == 0:
 	case void:
 		r.n.local.add(true, r.taken...)
 	default:
@@ -130,11 +148,39 @@ func (r *localRound) settle(committed, void bool) {
 	}
 }
 
+// holds reports whether the reply to request rid is held until its round
+// commits, to be handed over by the node (settle): the node's own
+// requests, and those a peer sent over a link still up.
+func (n *Node) holds(rid []byte) bool { return n.caller.Mine(rid) || n.peers.Owes(rid) }
+
+// forward appends a command the node took but does not apply to the
+// commands topic, for its partition's owner, whose reply reaches the
+// caller through its inbox.
+func (n *Node) forward(c kafkalog.Command) {
+	_, rid, ok := calls.ReplyAddress(c.Key)
+	err := n.caller.Send(c.Partition, c.Key, c.Value)
+	switch {
+	case !ok:
+	case err != nil:
+		n.failCall(string(rid), err)
+	default:
+		n.peers.Kafka(string(rid))
+	}
+}
+
 // fail fails the calls waiting for cmds.
 func (n *Node) fail(cmds []kafkalog.Command, err error) {
 	for _, c := range cmds {
 		if _, rid, ok := calls.ReplyAddress(c.Key); ok {
-			n.caller.Fail(string(rid), err)
+			n.failCall(string(rid), err)
 		}
+	}
+}
+
+// failCall fails the call waiting for request rid: on its peer link if it
+// came over one, else the node's own.
+func (n *Node) failCall(rid string, err error) {
+	if !n.peers.Fail(rid) {
+		n.caller.Fail(rid, err)
 	}
 }

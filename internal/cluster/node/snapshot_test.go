@@ -42,10 +42,16 @@ type testNode struct {
 	once  sync.Once
 }
 
-func startNode(t *testing.T, k kafkalog.Config, dir string) *testNode {
+// startNode starts a node on k with its data in dir, its Config set by
+// opts.
+func startNode(t *testing.T, k kafkalog.Config, dir string, opts ...func(*Config)) *testNode {
 	t.Helper()
 	tn := &testNode{ready: make(chan struct{}, 1)}
-	n, err := Start(context.Background(), Config{Kafka: k, Dir: dir, Logger: slog.New(slog.DiscardHandler)}, func(r bool) {
+	cfg := Config{Kafka: k, Dir: dir, Logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n, err := Start(context.Background(), cfg, func(r bool) {
 		if r {
 			select {
 			case tn.ready <- struct{}{}:
@@ -109,10 +115,10 @@ func awaitReady(t *testing.T, n *testNode) {
 
 // joinNode starts a second node beside a, which takes some of a's
 // partitions, and waits until both serve the partitions they own.
-func joinNode(t *testing.T, k kafkalog.Config, a *testNode) *testNode {
+func joinNode(t *testing.T, k kafkalog.Config, a *testNode, opts ...func(*Config)) *testNode {
 	t.Helper()
 	a.drain()
-	b := startNode(t, k, t.TempDir())
+	b := startNode(t, k, t.TempDir(), opts...)
 	awaitReady(t, a)
 	settled(t, a, b)
 	return b

@@ -1,0 +1,27 @@
+package node
+
+import (
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+)
+
+// A command another node sends over a peer link (internal/cluster/peer)
+// is a local command of this node's: queued with the node's own, under
+// the same rules (owner_local.go), its reply held until its round
+// commits and then sent back over the link. If the member does not take
+// local commands for its partition (the partition moved, or has no
+// committed offset yet) the node appends it to the commands topic: its
+// key carries the front node's inbox, where the partition's owner replies.
+// What the link cannot carry back goes through Kafka or fails the call:
+// a reply a later round or another partition gives comes through the
+// front node's inbox, and the front node is told so; a command of a round
+// whose outcome is unknown is failed on the link; and a link that breaks
+// fails, on the front node, every call in flight on it.
+
+// takePeer is the peers' Take.
+func (n *Node) takePeer(p int32, key, value []byte) {
+	c := kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}
+	if n.member.Takes(p) && n.local.add(false, c) {
+		return
+	}
+	go n.forward(c)
+}

@@ -1,0 +1,214 @@
+package peer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+)
+
+// Send sends a command for partition to its owner over the link to it,
+// and reports whether it did; false (the caller appends the command to the
+// commands topic) when the directory names no other owner, the link is not
+// up, or it carries its budget of commands already. Send never waits: a
+// link not up is opened in the background for the next commands.
+func (p *Peers) Send(partition int32, key, value []byte) bool {
+	if p == nil {
+		return false
+	}
+	rid, ok := requestID(key)
+	if !ok || entrySize(key, value) > maxMessage {
+		return false
+	}
+	node, e, ok := p.dir.lookup(partition)
+	if !ok || node == p.cfg.Node {
+		return false
+	}
+	l := p.linkTo(node, e)
+	if l == nil || !l.send(partition, rid, key, value) {
+		p.met.fallbacks.Inc()
+		return false
+	}
+	p.met.sent.Inc()
+	return true
+}
+
+// linkTo returns the link up to node, or nil, opening one in the
+// background if none is up or being opened and the node is not down.
+func (p *Peers) linkTo(node string, e entry) *link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	if l, ok := p.links[node]; ok {
+		if l != nil && l.e.Addr == e.Addr && l.e.FP == e.FP {
+			return l
+		}
+		if l == nil { // being opened
+			return nil
+		}
+		go l.close(ErrLinkDown) // the node published another address
+		delete(p.links, node)
+	}
+	if time.Now().Before(p.down[node]) {
+		return nil
+	}
+	p.links[node] = nil
+	go p.open(node, e)
+	return nil
+}
+
+// open opens a link to node.
+func (p *Peers) open(node string, e entry) {
+	l, err := p.dial(node, e)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil || p.closed {
+		delete(p.links, node)
+		p.down[node] = time.Now().Add(retryAfter)
+		if err != nil {
+			p.cfg.Logger.Info("cluster: no peer link; its commands go through Kafka", "peer", node, "addr", e.Addr, "err", err)
+		} else {
+			go l.close(ErrLinkDown)
+		}
+		return
+	}
+	p.links[node] = l
+	go l.run()
+	if p.linked != nil {
+		p.linked(node)
+	}
+}
+
+// dial connects to node and opens the link's stream.
+func (p *Peers) dial(node string, e entry) (*link, error) {
+	conn, err := grpc.NewClient(e.Addr,
+		grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(p.cert, e.FP))),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{}), grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := conn.NewStream(ctx, &serviceDesc.Streams[0], linkMethod)
+	if err == nil {
+		// The stream is up once the owner's headers come: a refused
+		// certificate fails here, before any command is queued.
+		_, err = stream.Header()
+	}
+	if err != nil {
+		cancel()
+		_ = conn.Close()
+		return nil, err
+	}
+	return &link{p: p, node: node, e: e, conn: conn, stream: stream, cancel: cancel, out: newBatcher(), inflight: map[string]struct{}{}, done: make(chan struct{})}, nil
+}
+
+// link is a front node's link to one owner.
+type link struct {
+	p      *Peers
+	node   string
+	e      entry
+	conn   *grpc.ClientConn
+	stream grpc.ClientStream
+	cancel context.CancelFunc
+	out    *batcher
+	done   chan struct{}
+
+	mu       sync.Mutex
+	inflight map[string]struct{}
+	closed   bool
+}
+
+// send queues a command; false if the link is closed or full.
+func (l *link) send(partition int32, rid string, key, value []byte) bool {
+	l.mu.Lock()
+	if l.closed || len(l.inflight) >= l.p.cfg.MaxInFlight {
+		l.mu.Unlock()
+		return false
+	}
+	l.inflight[rid] = struct{}{}
+	l.mu.Unlock()
+	l.out.add(uint64(partition), key, value)
+	return true
+}
+
+// run writes the queued commands and reads the answers until the link
+// breaks, then closes it.
+func (l *link) run() {
+	go func() {
+		err := l.out.run(l.done, func(m []byte) error { return l.stream.SendMsg(&m) })
+		if err != nil {
+			l.close(err)
+		}
+	}()
+	for {
+		var m []byte
+		err := l.stream.RecvMsg(&m)
+		if err == nil {
+			err = eachEntry(m, l.answered)
+		}
+		if err != nil {
+			l.close(err)
+			return
+		}
+	}
+}
+
+// answered completes a call with the owner's answer.
+func (l *link) answered(kind uint64, key, value []byte) {
+	rid := string(key)
+	l.mu.Lock()
+	_, ok := l.inflight[rid]
+	delete(l.inflight, rid)
+	l.mu.Unlock()
+	if !ok {
+		return
+	}
+	switch kind {
+	case answerReply:
+		l.p.met.answers.WithLabelValues("reply").Inc()
+		l.p.recv.Deliver(rid, value)
+	case answerKafka:
+		l.p.met.answers.WithLabelValues("kafka").Inc()
+	default:
+		l.p.met.answers.WithLabelValues("failed").Inc()
+		l.p.recv.Fail(rid, errFailed)
+	}
+}
+
+// close ends the link: each call in flight on it fails with ErrLinkDown,
+// and the node sends through Kafka to the peer for a while.
+func (l *link) close(err error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	inflight := l.inflight
+	l.inflight = nil
+	close(l.done)
+	l.mu.Unlock()
+	l.cancel()
+	_ = l.conn.Close()
+	p := l.p
+	p.mu.Lock()
+	if p.links[l.node] == l {
+		delete(p.links, l.node)
+		p.down[l.node] = time.Now().Add(retryAfter)
+	}
+	p.mu.Unlock()
+	if len(inflight) > 0 {
+		p.cfg.Logger.Warn("cluster: peer link broke; failing its calls", "peer", l.node, "calls", len(inflight), "err", err)
+	}
+	p.met.answers.WithLabelValues("link_down").Add(float64(len(inflight)))
+	for rid := range inflight {
+		p.recv.Fail(rid, ErrLinkDown)
+	}
+}

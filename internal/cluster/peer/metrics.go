@@ -1,0 +1,36 @@
+package peer
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics count the commands that go over the links.
+type metrics struct {
+	sent, fallbacks, taken prometheus.Counter
+	answers                *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		sent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "surge_cluster_peer_commands_sent_total",
+			Help: "Commands the node sent to their partition's owner over a peer link.",
+		}),
+		fallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "surge_cluster_peer_fallbacks_total",
+			Help: "Commands for another node's partition that went through Kafka because its peer link was not up or was full.",
+		}),
+		taken: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "surge_cluster_peer_commands_taken_total",
+			Help: "Commands the node took from other nodes over peer links, as their partition's owner.",
+		}),
+		answers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "surge_cluster_peer_answers_total",
+			Help: "Answers to the commands the node sent over peer links, by kind: reply (over the link), kafka (the reply comes through the inbox), failed (by the owner), link_down (the link broke first).",
+		}, []string{"answer"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.sent, m.fallbacks, m.taken, m.answers)
+	}
+	return m
+}

@@ -1,0 +1,221 @@
+package peer
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+)
+
+// answer is what a test's receiver got for a request.
+type answer struct {
+	rid   string
+	reply string
+	err   error
+}
+
+type receiver chan answer
+
+func (r receiver) Deliver(rid string, reply []byte) { r <- answer{rid: rid, reply: string(reply)} }
+func (r receiver) Fail(rid string, err error)       { r <- answer{rid: rid, err: err} }
+
+// command is what a test's owner took.
+type command struct {
+	partition  int32
+	key, value string
+}
+
+// testNode is a node's peers in a test, over a directory shared with the
+// others, as if all read the same nodes topic.
+type testNode struct {
+	*Peers
+	answers receiver
+	taken   chan command
+	links   chan string
+}
+
+func startNode(t *testing.T, id string, dir *directory, maxInFlight int, owned ...int32) *testNode {
+	t.Helper()
+	n := &testNode{answers: make(receiver, 64), taken: make(chan command, 64), links: make(chan string, 8)}
+	p, err := newPeers(Config{
+		Listen: "127.0.0.1:0", MaxInFlight: maxInFlight,
+		Node: id, Dir: t.TempDir(), Kafka: kafkalog.Config{Partitions: 6},
+	}, dir, n.answers, func(p int32, key, value []byte) {
+		n.taken <- command{p, string(key), string(value)}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.linked = func(node string) { n.links <- node }
+	t.Cleanup(p.Close)
+	n.Peers = p
+	dir.set(id, entry{Addr: p.Addr(), FP: p.fp, Owned: owned})
+	return n
+}
+
+// link has n open its link to the owner of partition, and returns once it
+// is up; the first command, sent while it opens, is refused.
+func (n *testNode) link(t *testing.T, partition int32) {
+	t.Helper()
+	if n.Send(partition, []byte("0:probe"), nil) {
+		t.Fatal("a command went over a link not opened yet")
+	}
+	<-n.links
+}
+
+func TestPeerWithoutPinnedCertificateIsRefused(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNode(t, "b", dir, 0, 1)
+	for name, certs := range map[string][]tls.Certificate{"no certificate": nil, "unpublished certificate": {mustCert(t)}} {
+		t.Run(name, func(t *testing.T) {
+			tc := clientTLS(tls.Certificate{}, owner.fp)
+			tc.Certificates = certs
+			conn, err := grpc.NewClient(owner.Addr(), grpc.WithTransportCredentials(credentials.NewTLS(tc)),
+				grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			stream, err := conn.NewStream(context.Background(), &serviceDesc.Streams[0], linkMethod)
+			if err == nil {
+				m, _ := appendEntry(nil, nil, 1, []byte("0:evil-1"), []byte("lcommand"))
+				_ = stream.SendMsg(&m)
+				_, err = stream.Header()
+			}
+			if err == nil {
+				t.Fatal("the owner opened a link for a client whose certificate no node published")
+			}
+		})
+	}
+	// A published node's command is the first the owner takes.
+	front := startNode(t, "a", dir, 0)
+	front.link(t, 1)
+	if !front.Send(1, []byte("0:a-1"), []byte("x")) {
+		t.Fatal("the front node did not send over its link")
+	}
+	if c := <-owner.taken; c.key != "0:a-1" {
+		t.Fatalf("the owner took %+v first, want a-1's command", c)
+	}
+}
+
+func mustCert(t *testing.T) tls.Certificate {
+	c, k, err := selfSigned("intruder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(c, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+func TestCommandsAndAnswersGoOverTheLink(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNode(t, "b", dir, 0, 1, 2)
+	front := startNode(t, "a", dir, 0)
+	if front.Send(0, []byte("0:a-0"), nil) {
+		t.Fatal("sent a command for a partition no node owns")
+	}
+	front.link(t, 1)
+	for i, p := range []int32{1, 2, 1} {
+		if !front.Send(p, fmt.Appendf(nil, "0:a-%d", i+1), fmt.Appendf(nil, "cmd%d", i+1)) {
+			t.Fatalf("command %d not sent", i+1)
+		}
+	}
+	for i, p := range []int32{1, 2, 1} {
+		c := <-owner.taken
+		if want := (command{p, fmt.Sprintf("0:a-%d", i+1), fmt.Sprintf("cmd%d", i+1)}); c != want {
+			t.Fatalf("took %+v, want %+v", c, want)
+		}
+	}
+	if !owner.Owes([]byte("a-1")) || owner.Owes([]byte("a-9")) {
+		t.Fatal("the owner's debts are wrong")
+	}
+	owner.Kafka("a-2")
+	if !owner.Reply("a-1", []byte("done")) || !owner.Fail("a-3") || owner.Reply("a-1", nil) {
+		t.Fatal("answers to requests owed once")
+	}
+	got := []answer{<-front.answers, <-front.answers}
+	if got[0] != (answer{rid: "a-1", reply: "done"}) || got[1].rid != "a-3" || !errors.Is(got[1].err, errFailed) {
+		t.Fatalf("answers %+v", got)
+	}
+}
+
+func TestABrokenLinkFailsItsCallsAtOnce(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNode(t, "b", dir, 0, 1)
+	front := startNode(t, "a", dir, 0)
+	front.link(t, 1)
+	for i := range 3 {
+		if !front.Send(1, fmt.Appendf(nil, "0:a-%d", i), nil) {
+			t.Fatal("not sent")
+		}
+		<-owner.taken
+	}
+	owner.Close()
+	failed := map[string]bool{}
+	for range 3 {
+		a := <-front.answers
+		if !errors.Is(a.err, ErrLinkDown) {
+			t.Fatalf("answer %+v, want ErrLinkDown", a)
+		}
+		failed[a.rid] = true
+	}
+	if len(failed) != 3 {
+		t.Fatalf("failed %v, want 3 calls", failed)
+	}
+	if front.Send(1, []byte("0:a-9"), nil) {
+		t.Fatal("sent over a link that broke")
+	}
+}
+
+func TestLinksKeepTheirBudgets(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNode(t, "b", dir, 1, 1)
+	front := startNode(t, "a", dir, 2)
+	front.link(t, 1)
+	if !front.Send(1, []byte("0:a-1"), nil) || !front.Send(1, []byte("0:a-2"), nil) {
+		t.Fatal("not sent")
+	}
+	if front.Send(1, []byte("0:a-3"), nil) {
+		t.Fatal("a third command went over a link whose budget is 2")
+	}
+	if c := <-owner.taken; c.key != "0:a-1" {
+		t.Fatalf("took %+v", c)
+	}
+	// The owner's budget is 1: the second fails at once.
+	if a := <-front.answers; a.rid != "a-2" || !errors.Is(a.err, errFailed) {
+		t.Fatalf("answer %+v, want a-2 failed", a)
+	}
+	owner.Reply("a-1", nil)
+	if a := <-front.answers; a.rid != "a-1" || a.err != nil {
+		t.Fatalf("answer %+v", a)
+	}
+	if !front.Send(1, []byte("0:a-4"), nil) {
+		t.Fatal("the link's budget was not given back")
+	}
+}
+
+func TestMessagesRoundTripAndRefuseGarbage(t *testing.T) {
+	m, scratch := appendEntry(nil, nil, 7, []byte("k"), []byte("value"))
+	m, _ = appendEntry(m, scratch, answerKafka, nil, nil)
+	var got []string
+	if err := eachEntry(m, func(tag uint64, k, v []byte) { got = append(got, fmt.Sprintf("%d/%s/%s", tag, k, v)) }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[7/k/value 2//]" {
+		t.Fatalf("entries %v", got)
+	}
+	for _, bad := range [][]byte{{0x80}, {1, 'k', 5, 'v'}, {1, 'k', 1, 0x80}, {1, 'k', 0}} {
+		if err := eachEntry(bad, func(uint64, []byte, []byte) {}); !errors.Is(err, errBadMessage) {
+			t.Errorf("%x: %v, want errBadMessage", bad, err)
+		}
+	}
+}
