@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -138,13 +139,15 @@ func (s *h2Slot) close() {
 // h2Call is one stream's request as the reader sees it: where its reply
 // goes and how the Endpoint learns it is whole.
 type h2Call struct {
-	done    chan struct{} // one signal per completed stream
-	status  int
-	retry   time.Duration
-	reply   []byte
-	err     error
-	sendWin int64  // what the server lets this stream send still
-	unacked uint32 // bytes read and not yet given back by WINDOW_UPDATE
+	done     chan struct{} // one signal per completed stream
+	id       uint32
+	deadline time.Time
+	status   int
+	retry    time.Duration
+	reply    []byte
+	err      error
+	sendWin  int64  // what the server lets this stream send still
+	unacked  uint32 // bytes read and not yet given back by WINDOW_UPDATE
 }
 
 // h2FastConn is one HTTP/2 connection. The reader goroutine owns the read
@@ -154,26 +157,44 @@ type h2FastConn struct {
 	nc net.Conn
 	fr *http2.Framer
 
+	// kick wakes the writer; dead is closed when the connection ends.
+	kick, dead chan struct{}
+
 	mu   sync.Mutex
 	cond sync.Cond // a stream ended, a window grew, SETTINGS came, the connection ended
 	// pending holds the frames not yet written; spare is the buffer the
-	// last write used. flushing says an Endpoint is writing.
+	// writer writes from. kicked says the writer has been woken for them.
 	pending, spare *bytes.Buffer
-	flushing       bool
+	kicked         bool
 	henc           *hpack.Encoder
 	hbuf           bytes.Buffer
-	nextID         uint32
-	calls          map[uint32]*h2Call
-	settled        bool // the server's first SETTINGS are applied
-	maxStreams     uint32
-	maxFrame       uint32
-	sendWin        int64 // the connection's send window
-	initWin        int64 // a new stream's send window, from the server's SETTINGS
-	unacked        uint32
-	goneAway       bool
-	lastID         uint32 // GOAWAY's last stream id
-	closed         bool   // shut by the client
-	err            error  // why the connection ended; nil while it lives
+	// dec decodes the server's header blocks; block is the one being
+	// read: its stream, size so far, whether it ends the stream, and what
+	// the client takes from it.
+	dec        *hpack.Decoder
+	block      headerBlock
+	nextID     uint32
+	calls      map[uint32]*h2Call
+	settled    bool // the server's first SETTINGS are applied
+	maxStreams uint32
+	maxFrame   uint32
+	sendWin    int64 // the connection's send window
+	initWin    int64 // a new stream's send window, from the server's SETTINGS
+	unacked    uint32
+	goneAway   bool
+	lastID     uint32 // GOAWAY's last stream id
+	closed     bool   // shut by the client
+	err        error  // why the connection ended; nil while it lives
+}
+
+// headerBlock is what the client takes from a header block: the status
+// and Retry-After, the only fields it reads.
+type headerBlock struct {
+	stream    uint32
+	size      int
+	endStream bool
+	status    string
+	retry     time.Duration
 }
 
 // pendingWriter is the Framer's writer: frames go into the connection's
@@ -192,14 +213,15 @@ func dialH2Fast(ctx context.Context, t *h2FastTransport) (*h2FastConn, error) {
 	t.log.count(func(e *H2Events) { e.Dials++ })
 	c := &h2FastConn{
 		t: t, nc: t.wire.wrap(raw), pending: new(bytes.Buffer), spare: new(bytes.Buffer),
+		kick: make(chan struct{}, 1), dead: make(chan struct{}),
 		nextID: 1, calls: map[uint32]*h2Call{},
 		maxStreams: 100, maxFrame: 16 << 10, sendWin: 65535, initWin: 65535,
 	}
 	c.cond.L = &c.mu
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.fr = http2.NewFramer(pendingWriter{c}, bufio.NewReaderSize(c.nc, h2FastReadBuffer))
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.fr.MaxHeaderListSize = h2FastMaxHeaders
+	c.dec = hpack.NewDecoder(4096, c.field)
+	c.dec.SetMaxStringLength(h2FastMaxHeaders)
 	c.fr.SetMaxReadFrameSize(16 << 10) // the protocol's default: the client sets no other
 	// The server's SETTINGS must come within the request timeout.
 	_ = c.nc.SetReadDeadline(time.Now().Add(t.timeout))
@@ -211,8 +233,10 @@ func dialH2Fast(ctx context.Context, t *h2FastTransport) (*h2FastConn, error) {
 		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: h2FastMaxHeaders},
 	)
 	_ = c.fr.WriteWindowUpdate(0, h2FastConnWindow-65535)
-	c.flushLocked()
+	c.kickLocked()
+	go c.writeLoop()
 	go c.readLoop()
+	go c.reapLoop()
 	for !c.settled && c.err == nil {
 		c.cond.Wait()
 	}
@@ -239,45 +263,69 @@ func (c *h2FastConn) shut() {
 	_ = c.nc.Close()
 }
 
-// flushLocked writes the pending frames unless another Endpoint is doing
-// so already (it will write these too). mu is held, and released during
-// the write.
-func (c *h2FastConn) flushLocked() {
-	if c.flushing {
+// kickLocked has the writer write the pending frames.
+func (c *h2FastConn) kickLocked() {
+	if c.kicked || c.pending.Len() == 0 {
 		return
 	}
-	c.flushing = true
-	for c.pending.Len() > 0 && c.err == nil {
+	c.kicked = true
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// writeLoop writes the pending frames whenever kicked, until the
+// connection ends. Before taking them it lets the goroutines that are
+// ready run first: the Endpoints woken by the replies just read add their
+// next requests, and one write carries them all.
+func (c *h2FastConn) writeLoop() {
+	for {
+		select {
+		case <-c.kick:
+		case <-c.dead:
+			return
+		}
+		runtime.Gosched()
+		c.mu.Lock()
 		buf := c.pending
 		c.pending, c.spare = c.spare, buf
+		c.kicked = false
 		c.mu.Unlock()
+		if buf.Len() == 0 {
+			continue
+		}
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.t.timeout))
 		_, err := c.nc.Write(buf.Bytes())
 		buf.Reset()
-		c.mu.Lock()
 		if err != nil {
+			c.mu.Lock()
 			c.endLocked(err)
+			c.mu.Unlock()
+			return
 		}
 	}
-	c.pending.Reset()
-	c.flushing = false
 }
 
-// flushSoonLocked has the pending frames written by another goroutine:
-// the reader's own frames (acknowledgements, window updates) must not
-// wait on a write, or a server blocked writing to this client would wait
-// on it in turn.
-func (c *h2FastConn) flushSoonLocked() {
-	if c.flushing {
-		return
+// reapLoop fails the streams whose reply is overdue, until the
+// connection ends: a fraction of the timeout late at most.
+func (c *h2FastConn) reapLoop() {
+	tick := time.NewTicker(min(max(c.t.timeout/16, 10*time.Millisecond), time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case now := <-tick.C:
+			c.mu.Lock()
+			for id, call := range c.calls {
+				if now.After(call.deadline) {
+					c.giveUpLocked(id, call, fmt.Errorf("bench: no reply within %s: %w", c.t.timeout, context.DeadlineExceeded))
+				}
+			}
+			c.mu.Unlock()
+		case <-c.dead:
+			return
+		}
 	}
-	c.flushing = true
-	go func() {
-		c.mu.Lock()
-		c.flushing = false
-		c.flushLocked()
-		c.mu.Unlock()
-	}()
 }
 
 // endLocked ends the connection: every stream under way fails with err.
@@ -291,6 +339,7 @@ func (c *h2FastConn) endLocked(err error) {
 		c.t.log.count(func(e *H2Events) { e.ConnErrors[connErrorKey(err)]++ })
 	}
 	c.err = err
+	close(c.dead)
 	for id, call := range c.calls {
 		c.completeLocked(id, call, fmt.Errorf("bench: HTTP/2 connection lost: %w", err))
 	}
@@ -304,24 +353,29 @@ func (c *h2FastConn) completeLocked(id uint32, call *h2Call, err error) {
 	call.err = err
 	call.done <- struct{}{}
 	c.cond.Broadcast()
+	c.drainedLocked()
+}
+
+// drainedLocked closes a connection told to go away once nothing is left
+// to read on it.
+func (c *h2FastConn) drainedLocked() {
 	if c.goneAway && len(c.calls) == 0 && c.err == nil {
-		// Told to go away and nothing left to read: done with it.
-		c.err = errH2Unprocessed
-		_ = c.nc.Close()
+		c.closed = true
+		c.endLocked(errClientClosed)
 	}
 }
 
 // start opens a stream for a request and queues its frames; the body goes
 // out as the windows allow. It returns the stream's id, or
 // errH2Unprocessed when the connection can take no new stream.
-func (c *h2FastConn) start(call *h2Call, method string, path []byte, body []byte) (uint32, error) {
+func (c *h2FastConn) start(call *h2Call, method string, path []byte, body []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for c.err == nil && !c.goneAway && uint32(len(c.calls)) >= c.maxStreams {
 		c.cond.Wait()
 	}
 	if c.err != nil || c.goneAway {
-		return 0, errH2Unprocessed
+		return errH2Unprocessed
 	}
 	id := c.nextID
 	c.nextID += 2
@@ -337,14 +391,14 @@ func (c *h2FastConn) start(call *h2Call, method string, path []byte, body []byte
 		c.header("content-type", "application/json")
 		c.header("content-length", strconv.Itoa(len(body)))
 	}
-	call.sendWin = c.initWin
+	call.id, call.sendWin = id, c.initWin
 	c.calls[id] = call
 	c.writeHeadersLocked(id, c.hbuf.Bytes(), body == nil)
 	if body != nil {
 		c.sendBodyLocked(id, call, body)
 	}
-	c.flushLocked()
-	return id, nil
+	c.kickLocked()
+	return nil
 }
 
 // writeHeadersLocked queues a header block: a HEADERS frame, and
@@ -373,7 +427,7 @@ func (c *h2FastConn) sendBodyLocked(id uint32, call *h2Call, body []byte) {
 	for len(body) > 0 {
 		n := min(int64(len(body)), int64(c.maxFrame), c.sendWin, call.sendWin)
 		if n <= 0 {
-			c.flushLocked()
+			c.kickLocked()
 			if c.err != nil || c.calls[id] != call {
 				return
 			}
@@ -387,21 +441,21 @@ func (c *h2FastConn) sendBodyLocked(id uint32, call *h2Call, body []byte) {
 	}
 }
 
-// cancel gives up stream id: it resets the stream unless it has ended.
-// It reports whether it did; if not, the stream's signal is on its way.
-func (c *h2FastConn) cancel(id uint32, call *h2Call) bool {
+// giveUp ends call with err unless it has ended, resetting its stream.
+func (c *h2FastConn) giveUp(call *h2Call, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.calls[id] != call {
-		return false
+	if c.calls[call.id] == call {
+		c.giveUpLocked(call.id, call, err)
 	}
-	delete(c.calls, id)
-	c.cond.Broadcast()
+}
+
+func (c *h2FastConn) giveUpLocked(id uint32, call *h2Call, err error) {
+	c.completeLocked(id, call, err)
 	if c.err == nil {
 		_ = c.fr.WriteRSTStream(id, http2.ErrCodeCancel)
-		c.flushLocked()
+		c.kickLocked()
 	}
-	return true
 }
 
 // readLoop reads the server's frames until the connection ends.
@@ -427,10 +481,11 @@ func (c *h2FastConn) handleLocked(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.SettingsFrame:
 		return c.settingsLocked(f)
-	case *http2.MetaHeadersFrame:
-		if call := c.calls[id]; call != nil {
-			c.headersLocked(id, call, f)
-		}
+	case *http2.HeadersFrame:
+		c.block = headerBlock{stream: id, endStream: f.StreamEnded()}
+		return c.headerFragmentLocked(f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.ContinuationFrame:
+		return c.headerFragmentLocked(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.DataFrame:
 		c.dataLocked(id, f)
 	case *http2.RSTStreamFrame:
@@ -447,7 +502,7 @@ func (c *h2FastConn) handleLocked(f http2.Frame) error {
 	case *http2.PingFrame:
 		if !f.IsAck() {
 			_ = c.fr.WritePing(true, f.Data)
-			c.flushSoonLocked()
+			c.kickLocked()
 		}
 	case *http2.WindowUpdateFrame:
 		if id == 0 {
@@ -489,30 +544,57 @@ func (c *h2FastConn) settingsLocked(f *http2.SettingsFrame) error {
 		_ = c.nc.SetReadDeadline(time.Time{})
 	}
 	_ = c.fr.WriteSettingsAck()
-	c.flushSoonLocked()
+	c.kickLocked()
 	c.cond.Broadcast()
 	return nil
 }
 
-func (c *h2FastConn) headersLocked(id uint32, call *h2Call, f *http2.MetaHeadersFrame) {
-	status, err := strconv.Atoi(f.PseudoValue("status"))
+// field takes a header field of the block being read.
+func (c *h2FastConn) field(f hpack.HeaderField) {
+	switch f.Name {
+	case ":status":
+		c.block.status = f.Value
+	case "retry-after":
+		c.block.retry = parseRetryAfter([]byte(f.Value))
+	}
+}
+
+// headerFragmentLocked decodes part of a header block (the Framer has
+// checked that CONTINUATIONs follow their HEADERS), and once the block is
+// whole, gives its stream the status. Every block is decoded, a stream's
+// the client gave up included: the decoder's table follows them all.
+func (c *h2FastConn) headerFragmentLocked(frag []byte, end bool) error {
+	if c.block.size += len(frag); c.block.size > h2FastMaxHeaders {
+		return fmt.Errorf("bench: a header block of more than %d bytes", h2FastMaxHeaders)
+	}
+	if _, err := c.dec.Write(frag); err != nil {
+		return err
+	}
+	if !end {
+		return nil
+	}
+	if err := c.dec.Close(); err != nil {
+		return err
+	}
+	b := c.block
+	call := c.calls[b.stream]
+	if call == nil {
+		return nil
+	}
+	status, err := strconv.Atoi(b.status)
 	if err != nil || status < 100 || status > 999 {
-		c.completeLocked(id, call, fmt.Errorf("bench: reply with :status %q", f.PseudoValue("status")))
-		_ = c.fr.WriteRSTStream(id, http2.ErrCodeProtocol)
-		c.flushSoonLocked()
-		return
+		c.completeLocked(b.stream, call, fmt.Errorf("bench: reply with :status %q", b.status))
+		_ = c.fr.WriteRSTStream(b.stream, http2.ErrCodeProtocol)
+		c.kickLocked()
+		return nil
 	}
 	if status >= 200 && call.status == 0 {
-		call.status = status
-		for _, hf := range f.RegularFields() {
-			if hf.Name == "retry-after" {
-				call.retry = parseRetryAfter([]byte(hf.Value))
-			}
-		}
+		call.status, call.retry = status, b.retry
 	}
-	if f.StreamEnded() {
-		c.completeLocked(id, call, nil)
+	if b.endStream {
+		c.completeLocked(b.stream, call, nil)
 	}
+	return nil
 }
 
 // dataLocked takes a DATA frame into its stream's reply and gives the
@@ -522,7 +604,7 @@ func (c *h2FastConn) dataLocked(id uint32, f *http2.DataFrame) {
 	if c.unacked >= h2FastConnWindow/2 {
 		_ = c.fr.WriteWindowUpdate(0, c.unacked)
 		c.unacked = 0
-		c.flushSoonLocked()
+		c.kickLocked()
 	}
 	call := c.calls[id]
 	if call == nil {
@@ -537,7 +619,7 @@ func (c *h2FastConn) dataLocked(id uint32, f *http2.DataFrame) {
 	if call.unacked >= h2FastStreamWindow/2 {
 		_ = c.fr.WriteWindowUpdate(id, call.unacked)
 		call.unacked = 0
-		c.flushSoonLocked()
+		c.kickLocked()
 	}
 }
 
@@ -552,10 +634,7 @@ func (c *h2FastConn) goAwayLocked(f *http2.GoAwayFrame) {
 		}
 	}
 	c.cond.Broadcast()
-	if len(c.calls) == 0 && c.err == nil {
-		c.err = errH2Unprocessed
-		_ = c.nc.Close()
-	}
+	c.drainedLocked()
 }
 
 // h2FastEndpoint is an Endpoint of the h2fast client: its streams go on
@@ -570,7 +649,10 @@ type h2FastEndpoint struct {
 	call     h2Call
 	path     []byte
 	buf      []byte
-	timer    *time.Timer
+	// conn is the connection of the last stream, for the context's
+	// watch, which gives the stream up when the context ends.
+	conn      atomic.Pointer[h2FastConn]
+	stopWatch func() bool
 }
 
 func newH2FastEndpoint(t *h2FastTransport, ctx context.Context, method, requestURI, basePath string) *h2FastEndpoint {
@@ -579,19 +661,25 @@ func newH2FastEndpoint(t *h2FastTransport, ctx context.Context, method, requestU
 		method: method, uri: requestURI, basePath: basePath,
 		call: h2Call{done: make(chan struct{}, 1)},
 	}
-	e.timer = time.NewTimer(time.Hour)
-	e.timer.Stop()
+	// One watch for the Endpoint's life, not a timer and a select per
+	// request: the connection's reaper times streams out.
+	e.stopWatch = context.AfterFunc(ctx, func() {
+		if c := e.conn.Load(); c != nil {
+			c.giveUp(&e.call, ctx.Err())
+		}
+	})
 	return e
 }
 
 func (e *h2FastEndpoint) body() []byte              { return e.buf[:0] }
 func (e *h2FastEndpoint) defaultMethod() string     { return e.method }
 func (e *h2FastEndpoint) retryAfter() time.Duration { return e.call.retry }
-func (e *h2FastEndpoint) close()                    { e.timer.Stop() }
+func (e *h2FastEndpoint) close()                    { e.stopWatch() }
 
 // send sends one request as a stream and waits for its whole reply. A
 // stream the server did not process (refused, or past a GOAWAY) goes
-// again, up to h2Retries times, on the slot's next connection.
+// again, up to h2Retries times, on the slot's next connection; the
+// timeout covers them all.
 func (e *h2FastEndpoint) send(method string, uri, body []byte) (int, []byte, error) {
 	if body != nil {
 		e.buf = body
@@ -602,8 +690,7 @@ func (e *h2FastEndpoint) send(method string, uri, body []byte) (int, []byte, err
 	} else {
 		e.path = append(append(e.path, e.basePath...), uri...)
 	}
-	e.timer.Reset(e.t.timeout)
-	defer e.timer.Stop()
+	e.call.deadline = time.Now().Add(e.t.timeout)
 	for attempt := 0; ; attempt++ {
 		if err := e.ctx.Err(); err != nil {
 			return 0, nil, err
@@ -622,28 +709,20 @@ func (e *h2FastEndpoint) send(method string, uri, body []byte) (int, []byte, err
 	}
 }
 
-// roundTrip sends the request on c and waits for the reply, the timeout or
-// the context, whichever comes first.
+// roundTrip sends the request on c and waits for the reply, which comes
+// whole, or failed: reset, timed out, given up with the context, or lost
+// with the connection.
 func (e *h2FastEndpoint) roundTrip(c *h2FastConn, method string, body []byte) (int, error) {
 	call := &e.call
 	call.status, call.retry, call.err, call.reply = 0, 0, nil, call.reply[:0]
-	id, err := c.start(call, method, e.path, body)
-	if err != nil {
+	e.conn.Store(c)
+	if err := c.start(call, method, e.path, body); err != nil {
 		return 0, err
 	}
-	select {
-	case <-call.done:
-	case <-e.timer.C:
-		err = fmt.Errorf("bench: no reply within %s: %w", e.t.timeout, context.DeadlineExceeded)
-	case <-e.ctx.Done():
-		err = e.ctx.Err()
+	if err := e.ctx.Err(); err != nil {
+		c.giveUp(call, err) // the watch may have run before the stream began
 	}
-	if err != nil {
-		if c.cancel(id, call) {
-			return 0, err
-		}
-		<-call.done // it ended as it was given up: take its outcome
-	}
+	<-call.done
 	if call.err != nil {
 		return 0, call.err
 	}
