@@ -166,8 +166,11 @@ type h2FastConn struct {
 	// writer writes from. kicked says the writer has been woken for them.
 	pending, spare *bytes.Buffer
 	kicked         bool
-	henc           *hpack.Encoder
-	hbuf           bytes.Buffer
+	hbuf           []byte // the header block being encoded
+	lenBuf         [20]byte
+	// sized says the first header block, which sets the client's HPACK
+	// table to 0 bytes, has been queued.
+	sized bool
 	// dec decodes the server's header blocks; block is the one being
 	// read: its stream, size so far, whether it ends the stream, and what
 	// the client takes from it.
@@ -197,6 +200,46 @@ type headerBlock struct {
 	retry     time.Duration
 }
 
+// The client's header fields, by their names' index in HPACK's static
+// table (RFC 7541, Appendix A).
+const (
+	hpackAuthority     = 1
+	hpackMethod        = 2
+	hpackPath          = 4
+	hpackScheme        = 6
+	hpackAuthorization = 23
+	hpackContentLength = 28
+	hpackContentType   = 31
+	// hpackTableSizeZero sets the encoder's dynamic table to 0 bytes
+	// (§6.3), so no SETTINGS_HEADER_TABLE_SIZE can find it too large.
+	hpackTableSizeZero = 0x20
+)
+
+// appendField appends a header field as a literal never indexed, its name
+// from the static table (RFC 7541 §6.2.3), its value a raw string (§5.2).
+// With no dynamic table, a field's encoding does not depend on the fields
+// before it, and costs no table search: hpack.Encoder's search took more
+// of the load generator's CPU than all the rest of a request's encoding.
+func appendField[V string | []byte](b []byte, name uint64, value V) []byte {
+	b = appendHpackInt(b, 0x10, 4, name)
+	b = appendHpackInt(b, 0x00, 7, uint64(len(value)))
+	return append(b, value...)
+}
+
+// appendHpackInt appends v as an integer of an n-bit prefix after the
+// bits first (RFC 7541 §5.1).
+func appendHpackInt(b []byte, first byte, n uint, v uint64) []byte {
+	limit := uint64(1)<<n - 1
+	if v < limit {
+		return append(b, first|byte(v))
+	}
+	b = append(b, first|byte(limit))
+	for v -= limit; v >= 0x80; v >>= 7 {
+		b = append(b, byte(v)|0x80)
+	}
+	return append(b, byte(v))
+}
+
 // pendingWriter is the Framer's writer: frames go into the connection's
 // pending buffer, under mu.
 type pendingWriter struct{ c *h2FastConn }
@@ -218,7 +261,6 @@ func dialH2Fast(ctx context.Context, t *h2FastTransport) (*h2FastConn, error) {
 		maxStreams: 100, maxFrame: 16 << 10, sendWin: 65535, initWin: 65535,
 	}
 	c.cond.L = &c.mu
-	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.fr = http2.NewFramer(pendingWriter{c}, bufio.NewReaderSize(c.nc, h2FastReadBuffer))
 	c.dec = hpack.NewDecoder(4096, c.field)
 	c.dec.SetMaxStringLength(h2FastMaxHeaders)
@@ -379,21 +421,24 @@ func (c *h2FastConn) start(call *h2Call, method string, path []byte, body []byte
 	}
 	id := c.nextID
 	c.nextID += 2
-	c.hbuf.Reset()
-	c.header(":method", method)
-	c.header(":scheme", "http")
-	c.header(":authority", c.t.authority)
-	c.header(":path", string(path))
+	c.hbuf = c.hbuf[:0]
+	if !c.sized {
+		c.hbuf, c.sized = append(c.hbuf, hpackTableSizeZero), true
+	}
+	c.hbuf = appendField(c.hbuf, hpackMethod, method)
+	c.hbuf = appendField(c.hbuf, hpackScheme, "http")
+	c.hbuf = appendField(c.hbuf, hpackAuthority, c.t.authority)
+	c.hbuf = appendField(c.hbuf, hpackPath, path)
 	if c.t.auth != "" {
-		c.header("authorization", c.t.auth)
+		c.hbuf = appendField(c.hbuf, hpackAuthorization, c.t.auth)
 	}
 	if body != nil {
-		c.header("content-type", "application/json")
-		c.header("content-length", strconv.Itoa(len(body)))
+		c.hbuf = appendField(c.hbuf, hpackContentType, "application/json")
+		c.hbuf = appendField(c.hbuf, hpackContentLength, strconv.AppendInt(c.lenBuf[:0], int64(len(body)), 10))
 	}
 	call.id, call.sendWin = id, c.initWin
 	c.calls[id] = call
-	c.writeHeadersLocked(id, c.hbuf.Bytes(), body == nil)
+	c.writeHeadersLocked(id, c.hbuf, body == nil)
 	if body != nil {
 		c.sendBodyLocked(id, call, body)
 	}
@@ -410,10 +455,6 @@ func (c *h2FastConn) writeHeadersLocked(id uint32, block []byte, endStream bool)
 		n = min(len(block), int(c.maxFrame))
 		_ = c.fr.WriteContinuation(id, n == len(block), block[:n])
 	}
-}
-
-func (c *h2FastConn) header(name, value string) {
-	_ = c.henc.WriteField(hpack.HeaderField{Name: name, Value: value, Sensitive: name == "authorization"})
 }
 
 // sendBodyLocked queues body as DATA frames, waiting for window when the
@@ -525,8 +566,6 @@ func (c *h2FastConn) settingsLocked(f *http2.SettingsFrame) error {
 			c.maxStreams = s.Val
 		case http2.SettingMaxFrameSize:
 			c.maxFrame = s.Val
-		case http2.SettingHeaderTableSize:
-			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
 		case http2.SettingInitialWindowSize:
 			delta := int64(s.Val) - c.initWin
 			for _, call := range c.calls {

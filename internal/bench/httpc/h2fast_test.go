@@ -6,9 +6,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2/hpack"
 )
 
 // TestH2FastFlowControl sends and receives bodies larger than every
@@ -142,5 +146,27 @@ func TestH2FastRepliesGoToTheirStreams(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestH2FastHeaderBlock decodes a request's header block with x/net's
+// HPACK decoder, including an integer past its prefix (a value of more
+// than 126 bytes) and the table size update that opens it.
+func TestH2FastHeaderBlock(t *testing.T) {
+	long := strings.Repeat("p", 300)
+	b := append([]byte{hpackTableSizeZero}, appendField(nil, hpackMethod, "POST")...)
+	b = appendField(b, hpackPath, []byte("/"+long))
+	b = appendField(b, hpackContentLength, "17")
+	fields, err := hpack.NewDecoder(4096, nil).DecodeFull(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hpack.HeaderField{
+		{Name: ":method", Value: "POST", Sensitive: true},
+		{Name: ":path", Value: "/" + long, Sensitive: true},
+		{Name: "content-length", Value: "17", Sensitive: true},
+	}
+	if !slices.Equal(fields, want) {
+		t.Errorf("decoded %v, want %v", fields, want)
 	}
 }
