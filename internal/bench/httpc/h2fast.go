@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/surge-dev/surge/internal/hpackw"
 )
 
 // H2FastClient is the load lab's own HTTP/2 client over cleartext (h2c
@@ -70,12 +72,8 @@ func newH2FastTransport(base *url.URL, apiKey string, conns int, timeout time.Du
 	if base.Scheme != "http" {
 		return nil, fmt.Errorf("bench: the %s client speaks h2c (plain http) only; use --http-client %s for %s", H2FastClient, H2CClient, base.Redacted())
 	}
-	port := base.Port()
-	if port == "" {
-		port = "80"
-	}
 	t := &h2FastTransport{
-		addr:      net.JoinHostPort(base.Hostname(), port),
+		addr:      hostPort(base),
 		authority: base.Host,
 		timeout:   timeout,
 		dialer:    net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second},
@@ -221,23 +219,7 @@ const (
 // before it, and costs no table search: hpack.Encoder's search took more
 // of the load generator's CPU than all the rest of a request's encoding.
 func appendField[V string | []byte](b []byte, name uint64, value V) []byte {
-	b = appendHpackInt(b, 0x10, 4, name)
-	b = appendHpackInt(b, 0x00, 7, uint64(len(value)))
-	return append(b, value...)
-}
-
-// appendHpackInt appends v as an integer of an n-bit prefix after the
-// bits first (RFC 7541 §5.1).
-func appendHpackInt(b []byte, first byte, n uint, v uint64) []byte {
-	limit := uint64(1)<<n - 1
-	if v < limit {
-		return append(b, first|byte(v))
-	}
-	b = append(b, first|byte(limit))
-	for v -= limit; v >= 0x80; v >>= 7 {
-		b = append(b, byte(v)|0x80)
-	}
-	return append(b, byte(v))
+	return hpackw.AppendString(hpackw.AppendInt(b, 0x10, 4, name), value)
 }
 
 // pendingWriter is the Framer's writer: frames go into the connection's
