@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -102,7 +103,7 @@ type h2Slot struct {
 	t   *h2FastTransport
 	mu  sync.Mutex
 	cur *h2FastConn
-	all []*h2FastConn // every connection dialled, to close them all
+	all []*h2FastConn // the connections that may still be open, to close them all
 }
 
 // conn returns the slot's connection, dialling one if it has none usable.
@@ -119,8 +120,10 @@ func (s *h2Slot) conn(ctx context.Context) (*h2FastConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The connections that have ended need no closing: only the live
+	// ones (the last, and those told to go away) are kept.
+	s.all = append(slices.DeleteFunc(s.all, (*h2FastConn).ended), c)
 	s.cur = c
-	s.all = append(s.all, c)
 	return c, nil
 }
 
@@ -270,6 +273,16 @@ func dialH2Fast(ctx context.Context, t *h2FastTransport) (*h2FastConn, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// ended reports whether the connection has ended.
+func (c *h2FastConn) ended() bool {
+	select {
+	case <-c.dead:
+		return true
+	default:
+		return false
+	}
 }
 
 // usable reports whether new streams may start on the connection.
