@@ -2,7 +2,8 @@
 # Ticketing's spike on a surge cluster: NODES nodes of BINARY (`surge serve --kafka`, fresh data
 # directories, a cluster name of its own) on the broker(s) KAFKA, then `surge bench spike` against
 # all of them (--target each): by default 1,000,000 reservations over 4 events × 100 areas of
-# 20×20 seats (160,000 seats). It prints the spike's summary (completion time, latency, double
+# 20×20 seats (160,000 seats), over HTTP/2 (h2c), two connections to each node, whose 250 streams
+# each hold the 1,000 workers' requests at once. It prints the spike's summary (completion time, latency, double
 # bookings, verdict) and the CPU time of each node, of the broker(s) and of the load generator,
 # read from /proc/PID/stat around the spike only, in all and per reservation, and how each node
 # answered the reservation reads (from the settled reservations it remembers, or through a round;
@@ -10,7 +11,8 @@
 #
 # Usage: KAFKA=host:port KAFKA_DIR=DIR [NODES=3] [PROFILE=DIR] scripts/cluster-spike.sh BINARY [SPIKE FLAGS...]
 #   KAFKA_DIR is the directory scripts/kafka.sh start -d was given (its node-*/pid are the
-#   brokers). SPIKE FLAGS replace the default `-n 1000000 --events 4 --areas 100`. PARTITIONS
+#   brokers). SPIKE FLAGS replace the default `-n 1000000 --events 4 --areas 100 --http2 --conns
+#   2×NODES` (without --http2: a connection per worker, HTTP/1.1). PARTITIONS
 #   (default 6) and PORT_BASE as for cluster-ab.sh. NODE_FLAGS are added to every node's
 #   `surge serve` (e.g. "--max-inflight-requests 256"). PROFILE=DIR writes 10 s CPU profiles, taken a
 #   few seconds into the spike, of the first node (DIR/spike.pprof) and of the broker(s)
@@ -22,8 +24,8 @@ set -euo pipefail
 bin=$1; shift
 : "${KAFKA:?KAFKA=host:port of the brokers}" "${KAFKA_DIR:?KAFKA_DIR=the dir given to scripts/kafka.sh start -d}"
 flags=("$@")
-[ ${#flags[@]} -gt 0 ] || flags=(-n 1000000 --events 4 --areas 100)
 nodes=${NODES:-3}
+[ ${#flags[@]} -gt 0 ] || flags=(-n 1000000 --events 4 --areas 100 --http2 --conns $((2 * nodes)))
 work=$(mktemp -d /tmp/cluster-spike.XXXXXX)
 # shellcheck source=scripts/cluster-lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"

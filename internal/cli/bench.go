@@ -130,7 +130,7 @@ func addBenchCommonFlags(fs *pflag.FlagSet, c *bench.Common, opts *benchOptions)
 	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "run the load this long before measuring (not counted in the results)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "longest wait for a reply before it counts as a failed request")
 	fs.StringVar((*string)(&c.Client), "http-client", string(c.Client),
-		"HTTP client of the VUs: 'fast', a lean HTTP/1.1 client that leaves the server more CPU on a shared machine (plain http only); 'fasthttp', the fasthttp library's client, to compare with it; 'std', Go's net/http")
+		"HTTP client of the VUs: 'fast', a lean HTTP/1.1 client that leaves the server more CPU on a shared machine (plain http only); 'fasthttp', the fasthttp library's client, to compare with it; 'std', Go's net/http; 'h2fast', the lab's own HTTP/2 client (h2c only; spike --http2's default); 'h2c', net/http's HTTP/2")
 	fs.IntVar(&c.Pipeline, "pipeline", c.Pipeline,
 		"VUs that share one connection, sending their requests without waiting for earlier replies (HTTP/1.1 pipelining; fewer system calls on both sides); 0 or 1: a connection per VU")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed for the random accounts and amounts, to repeat a run's choices; 0 picks one (reported in the summary)")

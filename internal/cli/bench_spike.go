@@ -44,8 +44,9 @@ a replay, so its seats may already be sold).
 
 With --http2 the workers' requests travel as streams of --conns HTTP/2
 connections (h2c with prior knowledge, as ticket-master's client with its
---http2), thousands of streams on each, instead of a connection per worker.
-The summary then says what the server did to those connections: GOAWAY
+--http2), thousands of streams on each, instead of a connection per worker:
+with the load lab's own HTTP/2 client (h2fast) to http:// targets, with
+net/http's to https:// ones or given --http-client h2c. The summary then says what the server did to those connections: GOAWAY
 frames and stream resets (RST_STREAM) by error code, connections lost, and
 how many were dialled. --ceiling then runs the same client shape (a POST,
 then a GET, by the same workers over as many connections) against an empty

@@ -79,12 +79,8 @@ func newFastTransport(base *url.URL, apiKey string, conns, pipeline int, timeout
 	if base.Scheme != "http" {
 		return nil, fmt.Errorf("bench: the fast HTTP client speaks plain HTTP only; use the std client for %s", base.Redacted())
 	}
-	port := base.Port()
-	if port == "" {
-		port = "80"
-	}
 	t := &fastTransport{
-		addr:      net.JoinHostPort(base.Hostname(), port),
+		addr:      hostPort(base),
 		host:      base.Host,
 		timeout:   timeout,
 		idleProbe: defaultIdleProbe,
@@ -103,6 +99,15 @@ func newFastTransport(base *url.URL, apiKey string, conns, pipeline int, timeout
 		t.auth = "Authorization: Bearer " + apiKey + "\r\n"
 	}
 	return t, nil
+}
+
+// hostPort is the host:port to dial for a plain http:// URL.
+func hostPort(base *url.URL) string {
+	port := base.Port()
+	if port == "" {
+		port = "80"
+	}
+	return net.JoinHostPort(base.Hostname(), port)
 }
 
 // acquire returns an idle connection, or a new unconnected one.

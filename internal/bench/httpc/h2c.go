@@ -58,15 +58,23 @@ type H2Events struct {
 type h2Pool struct {
 	conns []*h2Conn
 	next  atomic.Uint32
+	*h2Log
+}
 
+// h2Log counts what servers did to a client's HTTP/2 connections.
+type h2Log struct {
 	mu     sync.Mutex
 	events H2Events
+}
+
+func newH2Log() *h2Log {
+	return &h2Log{events: H2Events{GoAways: map[string]int64{}, Resets: map[string]int64{}, ConnErrors: map[string]int64{}}}
 }
 
 // newH2Pool makes conns connections: h2c, or with tc HTTP/2 over TLS
 // (ALPN h2), for https:// targets.
 func newH2Pool(conns int, wire *wireCounters, tc *tls.Config) *h2Pool {
-	p := &h2Pool{events: H2Events{GoAways: map[string]int64{}, Resets: map[string]int64{}, ConnErrors: map[string]int64{}}}
+	p := &h2Pool{h2Log: newH2Log()}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	// Prior knowledge: over TLS the dialer below has made the handshake,
 	// and net/http, seeing no *tls.Conn, speaks HTTP/2 on the connection
@@ -212,17 +220,17 @@ func (c *h2Conn) close() {
 	c.cc, c.old = nil, nil
 }
 
-func (p *h2Pool) count(f func(*H2Events)) {
-	p.mu.Lock()
-	f(&p.events)
-	p.mu.Unlock()
+func (l *h2Log) count(f func(*H2Events)) {
+	l.mu.Lock()
+	f(&l.events)
+	l.mu.Unlock()
 }
 
 // snapshot copies the events so far.
-func (p *h2Pool) snapshot() H2Events {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.events
+func (l *h2Log) snapshot() H2Events {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.events
 	e.GoAways, e.Resets, e.ConnErrors = maps.Clone(e.GoAways), maps.Clone(e.Resets), maps.Clone(e.ConnErrors)
 	return e
 }

@@ -35,7 +35,17 @@ func startH2C(t *testing.T, h http.Handler, conf ...*http.HTTP2Config) (*http.Se
 	return srv, "http://" + ln.Addr().String()
 }
 
-func TestH2CSpreadsStreamsOverConns(t *testing.T) {
+// forEachH2Client runs test with each HTTP/2 client: net/http's and the
+// lab's own.
+func forEachH2Client(t *testing.T, test func(*testing.T, ClientKind)) {
+	for _, kind := range []ClientKind{H2CClient, H2FastClient} {
+		t.Run(string(kind), func(t *testing.T) { test(t, kind) })
+	}
+}
+
+func TestH2CSpreadsStreamsOverConns(t *testing.T) { forEachH2Client(t, testH2CSpreadsStreamsOverConns) }
+
+func testH2CSpreadsStreamsOverConns(t *testing.T, kind ClientKind) {
 	var mu sync.Mutex
 	remotes := map[string]bool{}
 	_, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +59,7 @@ func TestH2CSpreadsStreamsOverConns(t *testing.T) {
 		mu.Unlock()
 		_, _ = w.Write([]byte("ok"))
 	}))
-	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2CClient, Conns: 2})
+	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: kind, Conns: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,13 +83,15 @@ func TestH2CSpreadsStreamsOverConns(t *testing.T) {
 	}
 }
 
-func TestH2CCountsResetsAndGoAways(t *testing.T) {
+func TestH2CCountsResetsAndGoAways(t *testing.T) { forEachH2Client(t, testH2CCountsResetsAndGoAways) }
+
+func testH2CCountsResetsAndGoAways(t *testing.T, kind ClientKind) {
 	srv, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/abort" {
 			panic(http.ErrAbortHandler) // the server resets the stream
 		}
 	}))
-	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2CClient, Conns: 1})
+	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: kind, Conns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,11 +117,15 @@ func TestH2CCountsResetsAndGoAways(t *testing.T) {
 }
 
 func TestH2CCountsAConnectionLostUnderARequest(t *testing.T) {
+	forEachH2Client(t, testH2CCountsAConnectionLostUnderARequest)
+}
+
+func testH2CCountsAConnectionLostUnderARequest(t *testing.T, kind ClientKind) {
 	var srv *http.Server
 	srv, url := startH2C(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		_ = srv.Close() // every connection ends, this request's included
 	}))
-	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2CClient, Conns: 1})
+	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: kind, Conns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,12 +209,16 @@ func TestFrameScannerFollowsFramesAcrossReads(t *testing.T) {
 // request holds a stream reservation, and the request that holds the
 // connection's header lock waits for a slot those reservations fill.
 func TestH2CCompletesWithMoreWorkersThanStreams(t *testing.T) {
+	forEachH2Client(t, testH2CCompletesWithMoreWorkersThanStreams)
+}
+
+func testH2CCompletesWithMoreWorkersThanStreams(t *testing.T, kind ClientKind) {
 	const streams, workers, each = 4, 64, 20
 	_, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = w.Write([]byte("ok"))
 	}), &http.HTTP2Config{MaxConcurrentStreams: streams})
-	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2CClient, Conns: 1})
+	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: kind, Conns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +254,10 @@ func TestH2CCompletesWithMoreWorkersThanStreams(t *testing.T) {
 // (REFUSED_STREAM: not processed, RFC 9113 §8.7) and answer the next: the
 // request succeeds, its body sent twice, and the reset is counted.
 func TestH2CSendsARefusedStreamAgain(t *testing.T) {
+	forEachH2Client(t, testH2CSendsARefusedStreamAgain)
+}
+
+func testH2CSendsARefusedStreamAgain(t *testing.T, kind ClientKind) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +272,7 @@ func TestH2CSendsARefusedStreamAgain(t *testing.T) {
 		defer c.Close()
 		serveRefusingFirst(c, bodies)
 	}()
-	c, err := NewHTTPClient(HTTPOptions{Target: "http://" + ln.Addr().String(), Client: H2CClient, Conns: 1})
+	c, err := NewHTTPClient(HTTPOptions{Target: "http://" + ln.Addr().String(), Client: kind, Conns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,10 +34,10 @@ const (
 // Validate reports a kind this package does not know.
 func (k ClientKind) Validate() error {
 	switch k {
-	case "", FastClient, StdClient, H2CClient, FastHTTPClient:
+	case "", FastClient, StdClient, H2CClient, H2FastClient, FastHTTPClient:
 		return nil
 	}
-	return fmt.Errorf("bench: --http-client must be %s, %s, %s or %s, not %q", FastClient, StdClient, FastHTTPClient, H2CClient, string(k))
+	return fmt.Errorf("bench: --http-client must be %s, %s, %s, %s or %s, not %q", FastClient, StdClient, FastHTTPClient, H2FastClient, H2CClient, string(k))
 }
 
 // OrDefault returns k, or FastClient if k is empty.
@@ -77,10 +77,11 @@ type HTTPOptions struct {
 // them.
 type targetClient struct {
 	base    *url.URL
-	rt      *http.Transport // StdClient
-	fast    *fastTransport  // FastClient
-	h2      *h2Pool         // H2CClient
-	fh      fhDoer          // FastHTTPClient
+	rt      *http.Transport  // StdClient
+	fast    *fastTransport   // FastClient
+	h2      *h2Pool          // H2CClient
+	h2f     *h2FastTransport // H2FastClient
+	fh      fhDoer           // FastHTTPClient
 	timeout time.Duration
 	header  http.Header // shared by every request; never modified after construction
 	wire    wireCounters
@@ -123,6 +124,12 @@ func newTargetClient(o HTTPOptions, target string) (*targetClient, error) {
 	c.timeout = timeout
 	if o.Client == FastHTTPClient {
 		c.fh = newFastHTTPClient(base, conns, o.Pipeline, timeout, &c.wire)
+		return c, nil
+	}
+	if o.Client == H2FastClient {
+		if c.h2f, err = newH2FastTransport(base, o.APIKey, conns, timeout, &c.wire, newH2Log()); err != nil {
+			return nil, err
+		}
 		return c, nil
 	}
 	if o.Client == H2CClient {
@@ -193,18 +200,25 @@ func (c *targetClient) Close() {
 		}
 	case c.h2 != nil:
 		c.h2.close()
+	case c.h2f != nil:
+		c.h2f.close()
 	default:
 		c.rt.CloseIdleConnections()
 	}
 }
 
 // H2Events is what the server did to the connections so far, or nil
-// unless the client is H2CClient.
+// unless the client speaks HTTP/2 (H2CClient, H2FastClient).
 func (c *targetClient) H2Events() *H2Events {
-	if c.h2 == nil {
+	var e H2Events
+	switch {
+	case c.h2 != nil:
+		e = c.h2.snapshot()
+	case c.h2f != nil:
+		e = c.h2f.log.snapshot()
+	default:
 		return nil
 	}
-	e := c.h2.snapshot()
 	return &e
 }
 
@@ -219,6 +233,9 @@ func (c *targetClient) Endpoint(ctx context.Context, method, path string) *Endpo
 	}
 	if c.fh != nil {
 		return &Endpoint{fast: newFHEndpoint(c, ctx, method, u.RequestURI())}
+	}
+	if c.h2f != nil {
+		return &Endpoint{fast: newH2FastEndpoint(c.h2f, ctx, method, u.RequestURI(), c.base.EscapedPath())}
 	}
 	req := (&http.Request{
 		Method:     method,

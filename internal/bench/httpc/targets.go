@@ -106,7 +106,7 @@ func (c *HTTPClient) Close() {
 }
 
 // H2Events is what the targets did to the connections so far, or nil
-// unless the client is H2CClient.
+// unless the client speaks HTTP/2 (H2CClient, H2FastClient).
 func (c *HTTPClient) H2Events() *H2Events {
 	var sum *H2Events
 	for _, t := range c.targets {

@@ -133,13 +133,15 @@ func (c *Collector) add(iv *interval) {
 	}
 	agg := c.open[iv.sec]
 	if agg == nil {
-		c.open[iv.sec] = iv
-		return
+		agg = &interval{sec: iv.sec, hist: intervalPool.Get().(*hdrhistogram.Histogram)}
+		c.open[iv.sec] = agg
 	}
 	agg.counts.merge(iv.counts)
 	agg.maxNs = max(agg.maxNs, iv.maxNs)
-	agg.hist.Merge(iv.hist)
-	recycle(iv.hist)
+	for _, us := range iv.micros {
+		_ = agg.hist.RecordValue(us) // in range: ClampMicros
+	}
+	recycleMicros(iv)
 }
 
 // addLate folds a second that was already closed into its point: the
@@ -153,7 +155,7 @@ func (c *Collector) addLate(iv *interval) {
 	p.Late += iv.Requests
 	p.MaxMs = max(p.MaxMs, nsToMs(iv.maxNs))
 	c.total.merge(iv.counts)
-	recycle(iv.hist)
+	recycleMicros(iv)
 }
 
 // closeBefore closes the seconds below upTo; the last one spans lastSpan
@@ -221,6 +223,13 @@ func (c *Collector) maxOpen() int {
 func recycle(h *hdrhistogram.Histogram) {
 	h.Reset()
 	intervalPool.Put(h)
+}
+
+// recycleMicros gives back the slice a VU handed iv's latencies in.
+func recycleMicros(iv *interval) {
+	s := iv.micros[:0]
+	iv.micros = nil
+	microsPool.Put(&s)
 }
 
 func nsToMs(ns int64) float64 { return float64(ns) / 1e6 }

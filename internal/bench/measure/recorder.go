@@ -22,11 +22,17 @@ func newTotalHistogram() *hdrhistogram.Histogram {
 	return hdrhistogram.New(1, histMaxMicros, totalSigFigs)
 }
 
-// intervalPool recycles per-second histograms between the VUs that fill
-// them and the Collector that merges them, so a long run allocates a handful
-// instead of one per VU per second.
+// intervalPool recycles the Collector's per-second histograms, so a long
+// run allocates a handful instead of one per second.
 var intervalPool = sync.Pool{New: func() any {
 	return hdrhistogram.New(1, histMaxMicros, intervalSigFigs)
+}}
+
+// microsPool recycles the slices in which VUs hand a second's latencies
+// over to the Collector.
+var microsPool = sync.Pool{New: func() any {
+	s := make([]int64, 0, 64)
+	return &s
 }}
 
 // recordMicros records d in h, clamped into the histogram's range.
@@ -104,9 +110,15 @@ func (c *counts) merge(o counts) {
 }
 
 // interval is one worker's samples for one wall-clock second of a run.
+// A worker's interval carries the second's latencies as they are (micros):
+// recording each into the Collector's histogram costs what recording it
+// into a worker's own would, and spares merging and resetting a histogram
+// per worker and second, both of which walk its buckets. The Collector's
+// interval of a second has hist, the merged latencies.
 type interval struct {
-	sec  int // whole seconds since the run's origin
-	hist *hdrhistogram.Histogram
+	sec    int // whole seconds since the run's origin
+	micros []int64
+	hist   *hdrhistogram.Histogram
 	counts
 	maxNs int64
 }
@@ -178,7 +190,7 @@ func (r *Recorder) Record(start, end time.Time, o Outcome) {
 	r.time(lat)
 	if iv != nil {
 		iv.maxNs = max(iv.maxNs, int64(lat))
-		recordMicros(iv.hist, lat)
+		iv.micros = append(iv.micros, ClampMicros(lat))
 	}
 }
 
@@ -225,7 +237,7 @@ func (r *Recorder) intervalFor(t time.Time) *interval {
 		return r.cur
 	}
 	r.Flush()
-	r.cur = &interval{sec: sec, hist: intervalPool.Get().(*hdrhistogram.Histogram)}
+	r.cur = &interval{sec: sec, micros: (*microsPool.Get().(*[]int64))[:0]}
 	return r.cur
 }
 

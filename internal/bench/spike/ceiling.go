@@ -81,7 +81,7 @@ func runCeiling(ctx context.Context, cfg SpikeConfig, spikeRate float64) (*repor
 	cpu := time.Duration(-1)
 	stop := func() { stopOnce.Do(func() { cpu = stopTarget() }) }
 	defer stop()
-	client, err := httpc.NewHTTPClient(httpc.HTTPOptions{Target: url, Client: httpc.H2CClient, Conns: cfg.Conns, Timeout: cfg.Timeout})
+	client, err := httpc.NewHTTPClient(httpc.HTTPOptions{Target: url, Client: cfg.Client, Conns: cfg.Conns, Timeout: cfg.Timeout})
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/surge-dev/surge/internal/bench"
@@ -94,18 +96,25 @@ func (c SpikeConfig) validate() error {
 		return errors.New("bench: --hold must be at least 1s")
 	case c.Retries < 0:
 		return errors.New("bench: --retries must not be negative")
-	case c.HTTP2 && (c.Conns < 1 || c.Pipeline > 1 || (c.Client != "" && c.Client != httpc.FastClient && c.Client != httpc.H2CClient)):
-		return errors.New("bench: --http2 needs --conns of at least 1, and neither --pipeline nor another --http-client")
+	case c.HTTP2 && (c.Conns < 1 || c.Pipeline > 1 || (c.Client != "" && c.Client != httpc.FastClient && c.Client != httpc.H2FastClient && c.Client != httpc.H2CClient)):
+		return errors.New("bench: --http2 needs --conns of at least 1, no --pipeline, and --http-client h2fast (the default) or h2c")
 	case c.Ceiling && !c.HTTP2:
 		return errors.New("bench: --ceiling measures the HTTP/2 client: it needs --http2")
 	}
 	return nil
 }
 
-// connections is how many connections the run uses, and the client.
+// connections is how many connections the run uses, and the client:
+// over HTTP/2 the lab's own (h2fast, h2c only), or net/http's when
+// --http-client h2c asks for it or a target is https://.
 func (c SpikeConfig) connections() (int, httpc.ClientKind) {
 	if c.HTTP2 {
-		return c.Conns, httpc.H2CClient
+		if c.Client == httpc.H2CClient || slices.ContainsFunc(httpc.SplitTargets(c.Target), func(t string) bool {
+			return strings.HasPrefix(t, "https://")
+		}) {
+			return c.Conns, httpc.H2CClient
+		}
+		return c.Conns, httpc.H2FastClient
 	}
 	return c.VUs, c.Client
 }

@@ -126,7 +126,14 @@ type spikeVU struct {
 	// their buffers from reply to reply.
 	parser fastjson.Parser
 	res    reservationJSON
+	// likely is what the next reply most likely holds: the request's
+	// event, area and reservation id, the last failure's reason. A
+	// decoded value equal to one is that string, not a new copy.
+	likely struct{ event, area, id, reason [1]string }
 }
+
+// replyStates are the states a reservation reply holds.
+var replyStates = []string{"RESERVED", "FAILED", "PROCESSING"}
 
 // reservationJSON is the part of a reservation reply the run checks (in
 // the JSON shape of the API, which the tests' server writes).
@@ -175,6 +182,7 @@ func (v *spikeVU) flush() {
 // exchange.
 func (v *spikeVU) reserve(a, n int, processing *time.Duration) (string, measure.Outcome) {
 	area := &v.s.plan.areas[a]
+	v.expect(area, "")
 	body := append(v.body[:0], area.bodyHead...)
 	body = append(body, v.user...)
 	body = append(body, `","numOfSeats":`...)
@@ -191,6 +199,7 @@ func (v *spikeVU) reserve(a, n int, processing *time.Duration) (string, measure.
 	if final {
 		return id, measure.Outcome{}
 	}
+	v.expect(area, id)
 	v.uri = append(append(v.uri[:0], "/v1/reservation/"...), id...)
 	status, reply, err = v.call(http.MethodGet, v.uri, nil, processing)
 	if o := failedCall(status, reply, err); o.Failure != "" {
@@ -204,6 +213,12 @@ func (v *spikeVU) reserve(a, n int, processing *time.Duration) (string, measure.
 			Detail: fmt.Sprintf("asked for reservation %s, got %s", id, v.res.ReservationID)}
 	}
 	return id, measure.Outcome{}
+}
+
+// expect notes what the next reply likely holds: area's names and
+// reservation id.
+func (v *spikeVU) expect(area *spikeArea, id string) {
+	v.likely.event[0], v.likely.area[0], v.likely.id[0] = area.event, area.id, id
 }
 
 // failedCall turns a failed exchange into its Outcome (none for a 200).
@@ -269,14 +284,18 @@ func (v *spikeVU) decodeInto(reply []byte) error {
 	}
 	r := &v.res
 	*r = reservationJSON{Seats: r.Seats[:0]}
+	l := &v.likely
 	for _, f := range []struct {
-		key string
-		dst *string
-	}{{"reservationId", &r.ReservationID}, {"eventId", &r.EventID}, {"areaId", &r.AreaID}, {"state", &r.State}, {"failedReason", &r.FailedReason}} {
-		if *f.dst, err = stringField(doc, f.key); err != nil {
+		key    string
+		dst    *string
+		likely []string
+	}{{"reservationId", &r.ReservationID, l.id[:]}, {"eventId", &r.EventID, l.event[:]}, {"areaId", &r.AreaID, l.area[:]},
+		{"state", &r.State, replyStates}, {"failedReason", &r.FailedReason, l.reason[:]}} {
+		if *f.dst, err = stringField(doc, f.key, f.likely); err != nil {
 			return err
 		}
 	}
+	l.reason[0] = r.FailedReason
 	seats := doc.Get("seats")
 	if seats == nil || seats.Type() == fastjson.TypeNull {
 		return nil
@@ -298,8 +317,9 @@ func (v *spikeVU) decodeInto(reply []byte) error {
 	return nil
 }
 
-// stringField returns the string at key of an object; "" if absent or null.
-func stringField(obj *fastjson.Value, key string) (string, error) {
+// stringField returns the string at key of an object; "" if absent or
+// null. A value equal to one of likely is that string: no copy.
+func stringField(obj *fastjson.Value, key string, likely []string) (string, error) {
 	f := obj.Get(key)
 	if f == nil || f.Type() == fastjson.TypeNull {
 		return "", nil
@@ -307,6 +327,11 @@ func stringField(obj *fastjson.Value, key string) (string, error) {
 	b, err := f.StringBytes()
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	for _, k := range likely {
+		if string(b) == k {
+			return k, nil
+		}
 	}
 	return string(b), nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/surge-dev/surge/internal/hpackw"
 )
 
 // Header names the server's requests and responses carry most, in both
@@ -97,30 +99,10 @@ func appendField(b []byte, name, value string) []byte {
 		first = 0x10
 	}
 	if ix, ok := staticNames[name]; ok {
-		b = appendInt(b, first, 4, ix)
+		b = hpackw.AppendInt(b, first, 4, ix)
 	} else {
 		b = append(b, first)
-		b = appendString(b, name)
+		b = hpackw.AppendString(b, name)
 	}
-	return appendString(b, value)
-}
-
-// appendString appends s as a raw string literal (RFC 7541 §5.2).
-func appendString(b []byte, s string) []byte {
-	b = appendInt(b, 0, 7, uint64(len(s)))
-	return append(b, s...)
-}
-
-// appendInt appends v as an integer of an n-bit prefix (RFC 7541 §5.1),
-// the prefix's byte carrying the bits of first above it.
-func appendInt(b []byte, first byte, n uint, v uint64) []byte {
-	limit := uint64(1)<<n - 1
-	if v < limit {
-		return append(b, first|byte(v))
-	}
-	b = append(b, first|byte(limit))
-	for v -= limit; v >= 128; v >>= 7 {
-		b = append(b, byte(v&0x7f|0x80))
-	}
-	return append(b, byte(v))
+	return hpackw.AppendString(b, value)
 }
