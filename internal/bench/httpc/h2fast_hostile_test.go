@@ -2,6 +2,8 @@ package httpc
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -216,5 +218,26 @@ func TestH2FastLostConnectionFailsEveryStream(t *testing.T) {
 		if err := <-errs; err == nil {
 			t.Errorf("a stream on a lost connection: %v, want an error", err)
 		}
+	}
+}
+
+// TestH2FastWaitForAStreamEndsWithTheContext: a request waiting for a
+// stream the server never allows ends when its Endpoint's context does.
+func TestH2FastWaitForAStreamEndsWithTheContext(t *testing.T) {
+	settled := make(chan struct{})
+	url := startRawH2(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}}, func(c *rawH2Conn) {
+		close(settled)
+		c.request()
+	})
+	c, _ := rawH2Client(t, url, time.Hour)
+	ctx, cancel := context.WithCancel(t.Context())
+	ep := c.Endpoint(ctx, http.MethodGet, "/")
+	defer ep.Close()
+	go func() {
+		<-settled
+		cancel()
+	}()
+	if _, _, err := ep.Send(nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want the context's cancellation", err)
 	}
 }
