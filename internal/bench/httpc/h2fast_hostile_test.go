@@ -241,3 +241,24 @@ func TestH2FastWaitForAStreamEndsWithTheContext(t *testing.T) {
 		t.Fatalf("got %v, want the context's cancellation", err)
 	}
 }
+
+// TestH2FastBoundsAReply: a reply past maxReplyBytes fails its stream
+// rather than growing without end.
+func TestH2FastBoundsAReply(t *testing.T) {
+	url := startRawH2(t, nil, func(c *rawH2Conn) {
+		id := c.request()
+		c.headers(id, false, ":status", "200")
+		chunk := make([]byte, 16<<10)
+		for sent := 0; sent <= maxReplyBytes; sent += len(chunk) {
+			if c.fr.WriteData(id, false, chunk) != nil {
+				return
+			}
+		}
+		_ = c.fr.WriteData(id, true, nil)
+		c.request()
+	})
+	_, ep := rawH2Client(t, url, time.Hour)
+	if _, reply, err := ep.Send(nil); err == nil {
+		t.Fatalf("a reply of %d bytes taken", len(reply))
+	}
+}
