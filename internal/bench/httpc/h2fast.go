@@ -163,6 +163,9 @@ type h2FastConn struct {
 
 	// kick wakes the writer; dead is closed when the connection ends.
 	kick, dead chan struct{}
+	// loops is the reader, the writer and the reaper, which end with the
+	// connection.
+	loops sync.WaitGroup
 
 	mu   sync.Mutex
 	cond sync.Cond // a stream ended, a window grew, SETTINGS came, the connection ended
@@ -264,9 +267,9 @@ func dialH2Fast(ctx context.Context, t *h2FastTransport) (*h2FastConn, error) {
 	)
 	_ = c.fr.WriteWindowUpdate(0, h2FastConnWindow-65535)
 	c.kickLocked()
-	go c.writeLoop()
-	go c.readLoop()
-	go c.reapLoop()
+	c.loops.Go(c.writeLoop)
+	c.loops.Go(c.readLoop)
+	c.loops.Go(c.reapLoop)
 	for !c.settled && c.err == nil {
 		c.cond.Wait()
 	}
@@ -295,12 +298,14 @@ func (c *h2FastConn) usable() bool {
 	return c.err == nil && !c.goneAway
 }
 
-// shut closes the connection for good; its streams fail.
+// shut closes the connection for good, its streams failing, and returns
+// once its goroutines have ended.
 func (c *h2FastConn) shut() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
 	_ = c.nc.Close()
+	c.loops.Wait()
 }
 
 // kickLocked has the writer write the pending frames.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,5 +261,40 @@ func TestH2FastBoundsAReply(t *testing.T) {
 	_, ep := rawH2Client(t, url, time.Hour)
 	if _, reply, err := ep.Send(nil); err == nil {
 		t.Fatalf("a reply of %d bytes taken", len(reply))
+	}
+}
+
+// TestH2FastCloseEndsItsGoroutines: once the client is closed, no
+// connection's reader, writer or reaper is left, a timed-out stream's
+// connection included.
+func TestH2FastCloseEndsItsGoroutines(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	_, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2FastClient, Conns: 3, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/ok", "/ok", "/hang"} {
+		ep := c.Endpoint(t.Context(), http.MethodGet, path)
+		_, _, _ = ep.Send(nil)
+		ep.Close()
+	}
+	if e := c.H2Events(); e.Dials != 3 {
+		t.Fatalf("%d connections dialled, want 3", e.Dials)
+	}
+	c.Close()
+	buf := make([]byte, 1<<20)
+	if stacks := buf[:runtime.Stack(buf, true)]; bytes.Contains(stacks, []byte("(*h2FastConn)")) {
+		t.Errorf("goroutines of a connection left after Close:\n%s", stacks)
 	}
 }
