@@ -2,8 +2,6 @@ package httpc
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -231,16 +229,7 @@ func TestH2FastWaitForAStreamEndsWithTheContext(t *testing.T) {
 		c.request()
 	})
 	c, _ := rawH2Client(t, url, time.Hour)
-	ctx, cancel := context.WithCancel(t.Context())
-	ep := c.Endpoint(ctx, http.MethodGet, "/")
-	defer ep.Close()
-	go func() {
-		<-settled
-		cancel()
-	}()
-	if _, _, err := ep.Send(nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("got %v, want the context's cancellation", err)
-	}
+	sendCancelled(t, c, settled)
 }
 
 // TestH2FastBoundsAReply: a reply past maxReplyBytes fails its stream
@@ -268,18 +257,7 @@ func TestH2FastBoundsAReply(t *testing.T) {
 // connection's reader, writer or reaper is left, a timed-out stream's
 // connection included.
 func TestH2FastCloseEndsItsGoroutines(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	_, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hang" {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			}
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	}))
+	url := startHangingH2C(t)
 	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2FastClient, Conns: 3, Timeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
