@@ -33,14 +33,17 @@ import (
 // that cost the load generator more CPU per reservation than the whole
 // HTTP/1.1 exchange (docs/BENCHMARKS.md, "Ticketing spike on three
 // nodes"). Here an Endpoint's goroutine encodes its request into the
-// connection's pending frames under the connection's lock; whichever
-// Endpoint finds no write under way writes everything pending, its own
-// and what others add meanwhile, in one system call. One reader goroutine
-// per connection reads the replies, many to a system call when the load
-// is high, and wakes each Endpoint once its reply is whole.
+// connection's pending frames under the connection's lock and wakes the
+// connection's one writer goroutine, which, once the goroutines ready to
+// run have added theirs, writes everything pending in one system call.
+// One reader goroutine per connection reads the replies, many to a system
+// call when the load is high, and wakes each Endpoint once its reply is
+// whole. A reaper goroutine per connection fails the streams whose reply
+// is overdue, and the Endpoint's context gives its stream up when it ends.
 //
 // What it leaves out: TLS (H2CClient serves https:// targets), server
-// push (disabled in its SETTINGS), priorities, trailers' content.
+// push (disabled in its SETTINGS; a PUSH_PROMISE ends the connection),
+// priorities, trailers' content (a trailer block is read and dropped).
 const H2FastClient ClientKind = "h2fast"
 
 // Flow control the client grants the server: each stream's window, and
@@ -160,6 +163,9 @@ type h2FastConn struct {
 
 	// kick wakes the writer; dead is closed when the connection ends.
 	kick, dead chan struct{}
+	// loops is the reader, the writer and the reaper, which end with the
+	// connection.
+	loops sync.WaitGroup
 
 	mu   sync.Mutex
 	cond sync.Cond // a stream ended, a window grew, SETTINGS came, the connection ended
@@ -261,9 +267,9 @@ func dialH2Fast(ctx context.Context, t *h2FastTransport) (*h2FastConn, error) {
 	)
 	_ = c.fr.WriteWindowUpdate(0, h2FastConnWindow-65535)
 	c.kickLocked()
-	go c.writeLoop()
-	go c.readLoop()
-	go c.reapLoop()
+	c.loops.Go(c.writeLoop)
+	c.loops.Go(c.readLoop)
+	c.loops.Go(c.reapLoop)
 	for !c.settled && c.err == nil {
 		c.cond.Wait()
 	}
@@ -292,12 +298,14 @@ func (c *h2FastConn) usable() bool {
 	return c.err == nil && !c.goneAway
 }
 
-// shut closes the connection for good; its streams fail.
+// shut closes the connection for good, its streams failing, and returns
+// once its goroutines have ended.
 func (c *h2FastConn) shut() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
 	_ = c.nc.Close()
+	c.loops.Wait()
 }
 
 // kickLocked has the writer write the pending frames.
@@ -355,14 +363,20 @@ func (c *h2FastConn) reapLoop() {
 			c.mu.Lock()
 			for id, call := range c.calls {
 				if now.After(call.deadline) {
-					c.giveUpLocked(id, call, fmt.Errorf("bench: no reply within %s: %w", c.t.timeout, context.DeadlineExceeded))
+					c.giveUpLocked(id, call, c.overdue())
 				}
 			}
+			c.cond.Broadcast() // for the requests waiting for a stream
 			c.mu.Unlock()
 		case <-c.dead:
 			return
 		}
 	}
+}
+
+// overdue is the error of a request whose timeout has passed.
+func (c *h2FastConn) overdue() error {
+	return fmt.Errorf("bench: no reply within %s: %w", c.t.timeout, context.DeadlineExceeded)
 }
 
 // endLocked ends the connection: every stream under way fails with err.
@@ -403,12 +417,20 @@ func (c *h2FastConn) drainedLocked() {
 }
 
 // start opens a stream for a request and queues its frames; the body goes
-// out as the windows allow. It returns the stream's id, or
-// errH2Unprocessed when the connection can take no new stream.
-func (c *h2FastConn) start(call *h2Call, method string, path []byte, body []byte) error {
+// out as the windows allow. It returns errH2Unprocessed when the
+// connection can take no new stream, or the context's error or a timeout
+// when no stream could open before either ended.
+func (c *h2FastConn) start(ctx context.Context, call *h2Call, method string, path []byte, body []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for c.err == nil && !c.goneAway && uint32(len(c.calls)) >= c.maxStreams {
+		// The reaper's tick and the context's watch wake the wait.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !time.Now().Before(call.deadline) {
+			return c.overdue()
+		}
 		c.cond.Wait()
 	}
 	if c.err != nil || c.goneAway {
@@ -477,13 +499,17 @@ func (c *h2FastConn) sendBodyLocked(id uint32, call *h2Call, body []byte) {
 	}
 }
 
-// giveUp ends call with err unless it has ended, resetting its stream.
-func (c *h2FastConn) giveUp(call *h2Call, err error) {
+// giveUp ends call, if stream id is still its own, with err, resetting
+// the stream. Otherwise it wakes the requests waiting for a stream, which
+// may be call's.
+func (c *h2FastConn) giveUp(call *h2Call, id uint32, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.calls[call.id] == call {
-		c.giveUpLocked(call.id, call, err)
+	if c.calls[id] == call {
+		c.giveUpLocked(id, call, err)
+		return
 	}
+	c.cond.Broadcast()
 }
 
 func (c *h2FastConn) giveUpLocked(id uint32, call *h2Call, err error) {
@@ -535,6 +561,10 @@ func (c *h2FastConn) handleLocked(f http2.Frame) error {
 		}
 	case *http2.GoAwayFrame:
 		c.goAwayLocked(f)
+	case *http2.PushPromiseFrame:
+		// Its header block would go undecoded, and the decoder's table
+		// out of step: push is disabled, so the frame is an error.
+		return http2.ConnectionError(http2.ErrCodeProtocol)
 	case *http2.PingFrame:
 		if !f.IsAck() {
 			_ = c.fr.WritePing(true, f.Data)
@@ -556,6 +586,9 @@ func (c *h2FastConn) settingsLocked(f *http2.SettingsFrame) error {
 		return nil
 	}
 	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
 		switch s.ID {
 		case http2.SettingMaxConcurrentStreams:
 			c.maxStreams = s.Val
@@ -615,6 +648,10 @@ func (c *h2FastConn) headerFragmentLocked(frag []byte, end bool) error {
 	if call == nil {
 		return nil
 	}
+	if b.status == "" && call.status != 0 && b.endStream { // trailers
+		c.completeLocked(b.stream, call, nil)
+		return nil
+	}
 	status, err := strconv.Atoi(b.status)
 	if err != nil || status < 100 || status > 999 {
 		c.completeLocked(b.stream, call, fmt.Errorf("bench: reply with :status %q", b.status))
@@ -642,6 +679,10 @@ func (c *h2FastConn) dataLocked(id uint32, f *http2.DataFrame) {
 	}
 	call := c.calls[id]
 	if call == nil {
+		return
+	}
+	if len(call.reply)+len(f.Data()) > maxReplyBytes {
+		c.giveUpLocked(id, call, fmt.Errorf("bench: a reply of more than %d bytes", maxReplyBytes))
 		return
 	}
 	call.reply = append(call.reply, f.Data()...)
@@ -683,9 +724,11 @@ type h2FastEndpoint struct {
 	call     h2Call
 	path     []byte
 	buf      []byte
-	// conn is the connection of the last stream, for the context's
-	// watch, which gives the stream up when the context ends.
+	// conn and id are the connection and id of the last stream, for the
+	// context's watch, which gives the stream up when the context ends.
+	// Read apart from each other they may not match: giveUp checks.
 	conn      atomic.Pointer[h2FastConn]
+	id        atomic.Uint32
 	stopWatch func() bool
 }
 
@@ -699,7 +742,7 @@ func newH2FastEndpoint(t *h2FastTransport, ctx context.Context, method, requestU
 	// request: the connection's reaper times streams out.
 	e.stopWatch = context.AfterFunc(ctx, func() {
 		if c := e.conn.Load(); c != nil {
-			c.giveUp(&e.call, ctx.Err())
+			c.giveUp(&e.call, e.id.Load(), ctx.Err())
 		}
 	})
 	return e
@@ -750,11 +793,12 @@ func (e *h2FastEndpoint) roundTrip(c *h2FastConn, method string, body []byte) (i
 	call := &e.call
 	call.status, call.retry, call.err, call.reply = 0, 0, nil, call.reply[:0]
 	e.conn.Store(c)
-	if err := c.start(call, method, e.path, body); err != nil {
+	if err := c.start(e.ctx, call, method, e.path, body); err != nil {
 		return 0, err
 	}
+	e.id.Store(call.id)
 	if err := e.ctx.Err(); err != nil {
-		c.giveUp(call, err) // the watch may have run before the stream began
+		c.giveUp(call, call.id, err) // the watch may have run before the stream began
 	}
 	<-call.done
 	if call.err != nil {

@@ -58,18 +58,7 @@ func TestH2FastFlowControl(t *testing.T) {
 // TestH2FastTimesOutAndGoesOn: a stream with no reply times out as a
 // timeout, its stream reset; the connection carries the next request.
 func TestH2FastTimesOutAndGoesOn(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	_, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hang" {
-			select {
-			case <-release:
-			case <-r.Context().Done(): // the client's RST_STREAM
-			}
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	}))
+	url := startHangingH2C(t)
 	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2FastClient, Conns: 1, Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -97,11 +86,32 @@ func TestH2FastGivesUpWithTheContext(t *testing.T) {
 		close(started)
 		<-r.Context().Done()
 	}))
-	c, err := NewHTTPClient(HTTPOptions{Target: url, Client: H2FastClient, Conns: 1, Timeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := rawH2Client(t, url, time.Hour)
+	sendCancelled(t, c, started)
+}
+
+// startHangingH2C starts an h2c server that answers "ok" at once, except
+// at /hang: no answer until the stream is reset or the test ends.
+func startHangingH2C(t *testing.T) string {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	_, url := startH2C(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			select {
+			case <-release:
+			case <-r.Context().Done(): // the client's RST_STREAM
+			}
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	return url
+}
+
+// sendCancelled sends a request of c whose context is cancelled once
+// started is closed: it must end as cancelled.
+func sendCancelled(t *testing.T, c *HTTPClient, started <-chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	ep := c.Endpoint(ctx, http.MethodGet, "/")
 	defer ep.Close()

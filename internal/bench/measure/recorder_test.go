@@ -221,3 +221,32 @@ func TestRefusedTimedApart(t *testing.T) {
 		t.Fatalf("refused: %+v, want 2 samples up to 2ms", refused)
 	}
 }
+
+// TestCollectorMergesASecondsWorkers: the latencies two workers hand over
+// for the same second make that second's percentiles together, each
+// sample once, and the points' requests add up to the run's.
+func TestCollectorMergesASecondsWorkers(t *testing.T) {
+	origin := time.Now()
+	c := NewCollector(origin, 2, nil)
+	r1, r2 := c.NewRecorder(), c.NewRecorder()
+	at := func(sec float64) time.Time { return origin.Add(time.Duration(sec * float64(time.Second))) }
+	for range 50 {
+		r1.Record(at(0.999).Add(-time.Millisecond), at(0.999), Outcome{})
+		r2.Record(at(0.3).Add(-5*time.Millisecond), at(0.3), Outcome{})
+	}
+	r1.Record(at(1).Add(-9*time.Millisecond), at(1), Outcome{}) // second 1's first instant
+	r1.Flush()
+	r2.Flush()
+	drain(c)
+	c.finish(at(1.5))
+	if len(c.points) != 2 {
+		t.Fatalf("%d points, want 2: %+v", len(c.points), c.points)
+	}
+	p0, p1 := c.points[0], c.points[1]
+	if p0.Requests != 100 || p1.Requests != 1 || p0.Late != 0 {
+		t.Errorf("requests %d then %d (late %d), want 100 then 1, none late", p0.Requests, p1.Requests, p0.Late)
+	}
+	if !approx(p0.P50Ms, 1, 0.01) || !approx(p0.P99Ms, 5, 0.01) || !approx(p1.P50Ms, 9, 0.01) {
+		t.Errorf("p50 %v p99 %v then p50 %v, want 1, 5 then 9 ms", p0.P50Ms, p0.P99Ms, p1.P50Ms)
+	}
+}
