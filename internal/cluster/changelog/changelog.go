@@ -34,7 +34,12 @@ const (
 )
 
 // Changes appends the records of batch b, shard partition's changes, to out.
+// Their keys and values are copied into one buffer, which the records share.
 func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalog.Output, error) {
+	// Each record holds at most its key, its value and rangeMark, a uvarint
+	// and opSet or opRange beyond: a batch's representation holds the
+	// keys and values with at least 2 bytes more for each.
+	buf := make([]byte, 0, b.Len()+binary.MaxVarintLen64*int(b.Count()))
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
@@ -47,12 +52,13 @@ func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalo
 		o := kafkalog.Output{Kind: kafkalog.Change, Partition: partition}
 		switch kind {
 		case pebble.InternalKeyKindSet:
-			o.Key, o.Value = clone(k), append([]byte{opSet}, v...)
+			buf, o.Key = carve(buf, k)
+			buf, o.Value = carve(buf, []byte{opSet}, v)
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
-			o.Key = clone(k)
+			buf, o.Key = carve(buf, k)
 		case pebble.InternalKeyKindRangeDelete:
-			key := binary.AppendUvarint([]byte{rangeMark}, uint64(len(k)))
-			o.Key, o.Value = append(append(key, k...), v...), []byte{opRange}
+			buf, o.Key = carve(buf, binary.AppendUvarint([]byte{rangeMark}, uint64(len(k))), k, v)
+			buf, o.Value = carve(buf, []byte{opRange})
 		default:
 			return nil, fmt.Errorf("changelog: a round wrote a %s, which the changelog does not carry", kind)
 		}
@@ -60,16 +66,29 @@ func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalo
 	}
 }
 
-func clone(b []byte) []byte { return append([]byte(nil), b...) }
+// carve appends parts to buf and returns buf and the bytes appended, which
+// later appends to buf never change.
+func carve(buf []byte, parts ...[]byte) ([]byte, []byte) {
+	start := len(buf)
+	for _, p := range parts {
+		buf = append(buf, p...)
+	}
+	return buf, buf[start:len(buf):len(buf)]
+}
 
 // Replay adds the operation of the changelog record key/value to b, on
 // the keys the record names preceded by prefix.
 func Replay(b *pebble.Batch, prefix, key, value []byte) error {
 	switch {
 	case len(value) == 0:
-		return b.Delete(prefixed(prefix, key), nil)
+		op := b.DeleteDeferred(len(prefix) + len(key))
+		copy(op.Key[copy(op.Key, prefix):], key)
+		return op.Finish()
 	case value[0] == opSet:
-		return b.Set(prefixed(prefix, key), value[1:], nil)
+		op := b.SetDeferred(len(prefix)+len(key), len(value)-1)
+		copy(op.Key[copy(op.Key, prefix):], key)
+		copy(op.Value, value[1:])
+		return op.Finish()
 	case value[0] == opRange && len(key) > 0 && key[0] == rangeMark:
 		n, w := binary.Uvarint(key[1:])
 		if w <= 0 || uint64(len(key)-1-w) < n {
