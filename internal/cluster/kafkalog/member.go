@@ -413,47 +413,43 @@ var errNoPosition = errors.New("kafkalog: no committed offset to fence a round's
 // commits only from a member of the group's current generation (KIP-447):
 // a member expelled from the group, its partitions given to another,
 // cannot commit. franz-go sends no offsets, and so asks the coordinator
-// nothing, for a round that polled nothing; so such a round commits again
-// the offset of one partition whose local commands it took, at the
+// nothing, for a round that polled nothing; so the round commits again
+// the offsets of the partitions whose local commands it took, at the
 // position committed already, added to the request
-// (kgo.PreTxnCommitFnContext). One is enough: the coordinator checks the
-// generation once per request, and each offset more costs it a record and
-// its commit. A round that polled commands sends their offsets, which the
-// coordinator checks the same way, and adds none. Should a partition of
-// the round's local commands move, its new owner reads the partition's
-// state from the changelog once the round's transaction ended
-// (RestoreFrom), and the commands topic holds none of those commands.
+// (kgo.PreTxnCommitFnContext). Should those partitions move, their new
+// owner waits for the transaction to end before it reads their offsets
+// (RequireStable), as for polled commands.
 func (m *Member) fenced(ctx context.Context) (context.Context, error) {
 	if len(m.fence) == 0 {
 		return ctx, nil
 	}
 	topic := m.cfg.CommandsTopic()
 	committed := m.s.Client().CommittedOffsets()[topic]
-	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-	rp.Partition = -1
+	var at []kmsg.TxnOffsetCommitRequestTopicPartition
 	for _, p := range slices.Sorted(maps.Keys(m.fence)) {
 		if eo, ok := committed[p]; ok {
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, eo.Offset, eo.Epoch
-			break
+			at = append(at, rp)
 		}
 	}
-	if rp.Partition < 0 {
+	if len(at) == 0 {
 		return nil, errNoPosition
 	}
 	return kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
-		for _, t := range req.Topics {
-			if t.Topic == topic && len(t.Partitions) > 0 {
-				return nil // polled offsets: the coordinator checks them
-			}
-		}
 		i := slices.IndexFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool { return t.Topic == topic })
 		if i < 0 {
 			t := kmsg.NewTxnOffsetCommitRequestTopic()
 			t.Topic = topic
 			req.Topics, i = append(req.Topics, t), len(req.Topics)
 		}
-		rp.Metadata = &req.MemberID
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		t := &req.Topics[i]
+		for _, rp := range at {
+			if !slices.ContainsFunc(t.Partitions, func(q kmsg.TxnOffsetCommitRequestTopicPartition) bool { return q.Partition == rp.Partition }) {
+				rp.Metadata = &req.MemberID
+				t.Partitions = append(t.Partitions, rp)
+			}
+		}
 		return nil
 	}), nil
 }
