@@ -34,12 +34,7 @@ const (
 )
 
 // Changes appends the records of batch b, shard partition's changes, to out.
-// Their keys and values are copied into one buffer, which the records share.
 func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalog.Output, error) {
-	// Each record holds at most its key, its value and rangeMark, a uvarint
-	// and opSet or opRange beyond: a batch's representation holds the
-	// keys and values with at least 2 bytes more for each.
-	buf := make([]byte, 0, b.Len()+binary.MaxVarintLen64*int(b.Count()))
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
@@ -52,13 +47,12 @@ func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalo
 		o := kafkalog.Output{Kind: kafkalog.Change, Partition: partition}
 		switch kind {
 		case pebble.InternalKeyKindSet:
-			buf, o.Key = carve(buf, k)
-			buf, o.Value = carve(buf, []byte{opSet}, v)
+			o.Key, o.Value = clone(k), append([]byte{opSet}, v...)
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
-			buf, o.Key = carve(buf, k)
+			o.Key = clone(k)
 		case pebble.InternalKeyKindRangeDelete:
-			buf, o.Key = carve(buf, binary.AppendUvarint([]byte{rangeMark}, uint64(len(k))), k, v)
-			buf, o.Value = carve(buf, []byte{opRange})
+			key := binary.AppendUvarint([]byte{rangeMark}, uint64(len(k)))
+			o.Key, o.Value = append(append(key, k...), v...), []byte{opRange}
 		default:
 			return nil, fmt.Errorf("changelog: a round wrote a %s, which the changelog does not carry", kind)
 		}
@@ -66,29 +60,16 @@ func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalo
 	}
 }
 
-// carve appends parts to buf and returns buf and the bytes appended, which
-// later appends to buf never change.
-func carve(buf []byte, parts ...[]byte) ([]byte, []byte) {
-	start := len(buf)
-	for _, p := range parts {
-		buf = append(buf, p...)
-	}
-	return buf, buf[start:len(buf):len(buf)]
-}
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
 // Replay adds the operation of the changelog record key/value to b, on
 // the keys the record names preceded by prefix.
 func Replay(b *pebble.Batch, prefix, key, value []byte) error {
 	switch {
 	case len(value) == 0:
-		op := b.DeleteDeferred(len(prefix) + len(key))
-		copy(op.Key[copy(op.Key, prefix):], key)
-		return op.Finish()
+		return b.Delete(prefixed(prefix, key), nil)
 	case value[0] == opSet:
-		op := b.SetDeferred(len(prefix)+len(key), len(value)-1)
-		copy(op.Key[copy(op.Key, prefix):], key)
-		copy(op.Value, value[1:])
-		return op.Finish()
+		return b.Set(prefixed(prefix, key), value[1:], nil)
 	case value[0] == opRange && len(key) > 0 && key[0] == rangeMark:
 		n, w := binary.Uvarint(key[1:])
 		if w <= 0 || uint64(len(key)-1-w) < n {

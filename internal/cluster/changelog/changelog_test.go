@@ -54,7 +54,7 @@ func TestChangelogReplaysABatch(t *testing.T) {
 	}
 }
 
-func memDB(t testing.TB) *pebble.DB {
+func memDB(t *testing.T) *pebble.DB {
 	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
 	if err != nil {
 		t.Fatal(err)
