@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -47,6 +48,93 @@ func BenchmarkRound(b *testing.B) {
 			b.ReportMetric(float64(commands)/b.Elapsed().Seconds(), "commands/s")
 		})
 	}
+}
+
+// BenchmarkRoundBrokerCPU measures what a round costs the broker, by the
+// round's shape: a round of local commands, one for each of parts
+// partitions, each writing recs changelog records of 300 bytes, with the
+// fencing offset and the end of the transaction. One op is one round of
+// each shape, in turn, so that the broker's warming up (its JIT) and the
+// machine's other work weigh on every shape alike; it reports the
+// broker's CPU time (kafkatest.Cluster.CPUTime, read around each round)
+// per round of each shape, what the broker spends idle meanwhile
+// included.
+func BenchmarkRoundBrokerCPU(b *testing.B) {
+	shapes := []struct{ parts, recs int }{{1, 1}, {6, 1}, {6, 30}, {1, 180}}
+	ctx, c, k := newBenchClusterOf(b, 6)
+	m := positionedOnAll(b, ctx, c)
+	value := make([]byte, 300)
+	spent := make([]time.Duration, len(shapes))
+	round := func(i, shape int) {
+		recs := shapes[shape].recs
+		apply := func(_ context.Context, batch []Command) ([]Output, error) {
+			var outs []Output
+			for _, cmd := range batch {
+				for j := range recs {
+					outs = append(outs, Output{Kind: Change, Partition: cmd.Partition, Key: fmt.Appendf(nil, "%s-%d", cmd.Key, j), Value: value})
+				}
+			}
+			return outs, nil
+		}
+		local := newTestLocal()
+		for p := range int32(shapes[shape].parts) {
+			local.add(localCommand(p, fmt.Sprintf("l-%d-%d-%d", i, shape, p)))
+		}
+		cpu0, err := k.CPUTime()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err := m.RoundWait(ctx, ctx, shapes[shape].parts, local, apply); err != nil || !res.Committed {
+			b.Fatalf("round: %+v, %v", res, err)
+		}
+		cpu1, err := k.CPUTime()
+		if err != nil {
+			b.Fatal(err)
+		}
+		spent[shape] += cpu1 - cpu0
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		for shape := range shapes {
+			round(i, shape)
+		}
+	}
+	b.StopTimer()
+	for i, sh := range shapes {
+		b.ReportMetric(float64(spent[i].Microseconds())/float64(b.N), fmt.Sprintf("broker-µs/round-of-%dp-%dr", sh.parts, sh.recs))
+	}
+}
+
+// positionedOnAll joins a member that takes local commands for every
+// partition of c: one command appended to each is polled and committed.
+func positionedOnAll(b *testing.B, ctx context.Context, c Config) *Member {
+	b.Helper()
+	p, err := NewProducer(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	for i := range c.Partitions {
+		key := []byte("cmd-" + strconv.Itoa(int(i)))
+		if _, err := p.Append(ctx, i, key, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	m, err := Join(ctx, c, "bench", Handlers{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(m.Close)
+	for all := false; !all; {
+		if _, err := m.Round(ctx, int(c.Partitions), echo(c, "bench", "bench")); err != nil {
+			b.Fatal(err)
+		}
+		all = true
+		for p := range c.Partitions {
+			all = all && m.Takes(p)
+		}
+	}
+	return m
 }
 
 // BenchmarkCommandLatency times one command end to end, one at a time: a
@@ -116,11 +204,18 @@ func awaitReply(b *testing.B, ctx context.Context, inbox *kgo.Client, key []byte
 // newBenchCluster names a fresh surge cluster of one partition on the
 // shared broker.
 func newBenchCluster(b *testing.B) (context.Context, Config) {
+	ctx, c, _ := newBenchClusterOf(b, 1)
+	return ctx, c
+}
+
+// newBenchClusterOf is newBenchCluster with partitions partitions, and the
+// shared broker.
+func newBenchClusterOf(b *testing.B, partitions int32) (context.Context, Config, *kafkatest.Cluster) {
 	b.Helper()
 	k := kafkatest.Shared(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	b.Cleanup(cancel)
-	c := Config{Brokers: k.Brokers, Cluster: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36), Partitions: 1}
+	c := Config{Brokers: k.Brokers, Cluster: "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36), Partitions: partitions}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...))
 	if err != nil {
 		b.Fatal(err)
@@ -129,7 +224,7 @@ func newBenchCluster(b *testing.B) (context.Context, Config) {
 	if err := EnsureTopics(ctx, cl, c); err != nil {
 		b.Fatal(err)
 	}
-	return ctx, c
+	return ctx, c, k
 }
 
 // fill appends n commands to partition 0 without waiting for each.

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Cluster is a running Kafka cluster started by scripts/kafka.sh.
@@ -68,6 +69,41 @@ func (c *Cluster) Stop() error {
 func (c *Cluster) Kill(i int) error {
 	_, err := run(c.script, "kill", c.dir, strconv.Itoa(i))
 	return err
+}
+
+// CPUTime is the CPU time the cluster's nodes (their JVMs) have used so
+// far, user and system, read from /proc: benchmarks take the brokers' share
+// of what they measure from it.
+func (c *Cluster) CPUTime() (time.Duration, error) {
+	pids, err := filepath.Glob(filepath.Join(c.dir, "node-*", "pid"))
+	if err != nil || len(pids) == 0 {
+		return 0, fmt.Errorf("kafkatest: no node pid in %s: %v", c.dir, err)
+	}
+	var total time.Duration
+	for _, f := range pids {
+		pid, err := os.ReadFile(f)
+		if err != nil {
+			return 0, err
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "stat"))
+		if err != nil {
+			return 0, err
+		}
+		// Fields after the command's closing parenthesis: utime and stime
+		// are the 12th and 13th, in clock ticks (USER_HZ, 100 on Linux).
+		rest := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(rest) < 13 {
+			return 0, fmt.Errorf("kafkatest: short /proc stat of node %s", pid)
+		}
+		for _, f := range rest[11:13] {
+			ticks, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			total += time.Duration(ticks) * 10 * time.Millisecond
+		}
+	}
+	return total, nil
 }
 
 // Unavailable says why a Kafka broker cannot run on this machine, or ""
