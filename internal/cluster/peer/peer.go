@@ -164,6 +164,7 @@ func newPeers(cfg Config, dir *directory, recv Receiver, take Take) (*Peers, err
 		grpc.ForceServerCodec(codec{}), // the links carry bytes, no protobuf
 		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
 		grpc.ConnectionTimeout(handshakeTimeout),
+		grpc.MaxConcurrentStreams(1), // a link is one stream on its own connection
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 2, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 	)

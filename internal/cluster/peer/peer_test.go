@@ -148,6 +148,28 @@ func TestCommandsAndAnswersGoOverTheLink(t *testing.T) {
 	}
 }
 
+// A peer's command whose request id is another node's is refused: no
+// link can take the answer to another node's call.
+func TestCommandsOfAnotherNodesRequestAreRefused(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNode(t, "b", dir, 0, 1)
+	startNode(t, "a", dir, 0)
+	front := startNode(t, "c", dir, 0)
+	front.link(t, 1)
+	if !front.Send(1, []byte("0:a-1"), nil) || !front.Send(1, []byte("0:c-2"), nil) {
+		t.Fatal("not sent")
+	}
+	if c := <-owner.taken; c.key != "0:c-2" {
+		t.Fatalf("took %+v, want c's own command alone", c)
+	}
+	if a := <-front.answers; a.rid != "a-1" || !errors.Is(a.err, errFailed) {
+		t.Fatalf("answer %+v, want a-1 refused", a)
+	}
+	if owner.Owes([]byte("a-1")) {
+		t.Fatal("the owner owes a's request to c's link")
+	}
+}
+
 func TestABrokenLinkFailsItsCallsAtOnce(t *testing.T) {
 	dir := newDirectory(6)
 	owner := startNode(t, "b", dir, 0, 1)
