@@ -35,8 +35,8 @@ type Caller struct {
 	// commit after the node restarts, matches no call of this run.
 	prefix string
 	seq    atomic.Uint64
-	cl    *kgo.Client
-	log   *slog.Logger
+	cl     *kgo.Client
+	log    *slog.Logger
 
 	// local, if set, takes a command for a partition the node owns, to
 	// be applied without Kafka (SetLocal).
