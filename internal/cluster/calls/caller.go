@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,10 +29,14 @@ import (
 type Caller struct {
 	prod  *kafkalog.Producer
 	inbox int32
-	node  string
-	seq   atomic.Uint64
-	cl    *kgo.Client
-	log   *slog.Logger
+	// prefix starts each of the caller's request ids: the node's id and
+	// an incarnation drawn at random when the caller starts, so that a
+	// reply to a request of the node's previous run, which an owner may
+	// commit after the node restarts, matches no call of this run.
+	prefix string
+	seq    atomic.Uint64
+	cl     *kgo.Client
+	log    *slog.Logger
 
 	// local, if set, takes a command for a partition the node owns, to
 	// be applied without Kafka (SetLocal).
@@ -53,7 +58,8 @@ func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	k := &Caller{prod: prod, inbox: c.InboxPartition(node), node: node, log: log, waiting: map[string]chan answer{}, done: make(chan struct{})}
+	k := newCaller(node, c.InboxPartition(node), log)
+	k.prod = prod
 	// Read from the inbox's end as of now, fixed before any command leaves:
 	// a reply can then never come before the point reading starts.
 	from, err := inboxEnd(ctx, c, k.inbox)
@@ -72,6 +78,15 @@ func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) 
 	}
 	go k.read()
 	return k, nil
+}
+
+// newCaller is a caller of node with inbox, its producer and its inbox's
+// reader not set.
+func newCaller(node string, inbox int32, log *slog.Logger) *Caller {
+	return &Caller{
+		prefix: node + "-" + strconv.FormatUint(rand.Uint64()>>24, 36) + ".",
+		inbox:  inbox, log: log, waiting: map[string]chan answer{}, done: make(chan struct{}),
+	}
 }
 
 // inboxEnd returns the end offset of the node's inbox, asking again for a
@@ -118,7 +133,7 @@ func (k *Caller) SetLocal(local func(partition int32, key, value []byte) bool) {
 // Call sends value to partition, appended to the commands topic unless the
 // node takes it locally (SetLocal), and returns the reply.
 func (k *Caller) Call(ctx context.Context, partition int, value []byte) ([]byte, error) {
-	rid := k.node + "-" + strconv.FormatUint(k.seq.Add(1), 36)
+	rid := k.prefix + strconv.FormatUint(k.seq.Add(1), 36)
 	ch := make(chan answer, 1)
 	k.mu.Lock()
 	k.waiting[rid] = ch
@@ -151,10 +166,11 @@ func (k *Caller) Send(partition int32, key, value []byte) error {
 	return err
 }
 
-// Mine reports whether rid is a request of this node's (a nil caller, a
-// node's in tests, has none).
+// Mine reports whether rid is a request of this caller's, not of another
+// node's nor of the node's previous runs (a nil caller, a node's in tests,
+// has none).
 func (k *Caller) Mine(rid []byte) bool {
-	return k != nil && len(rid) > len(k.node) && rid[len(k.node)] == '-' && string(rid[:len(k.node)]) == k.node
+	return k != nil && len(rid) > len(k.prefix) && string(rid[:len(k.prefix)]) == k.prefix
 }
 
 // CallWith sends v, an encoded command, behind its workload's byte to

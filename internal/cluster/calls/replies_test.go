@@ -48,15 +48,15 @@ func TestRepliesPackPerInboxInOrder(t *testing.T) {
 func none([]byte) bool { return false }
 
 func TestRepliesToLocalRequestsAreHeldNotPacked(t *testing.T) {
-	k := &Caller{node: "n1"}
+	k := &Caller{prefix: "n1-x."}
 	outs := []kafkalog.Output{
-		Reply(1, []byte("n1-1"), []byte("mine")),
+		Reply(1, []byte("n1-x.1"), []byte("mine")),
 		Reply(1, []byte("n10-1"), []byte("another node's, same inbox")),
-		Reply(1, []byte("n1"), []byte("not a request id of n1")),
+		Reply(1, []byte("n1-x."), []byte("not a request id of n1")),
 	}
 	packed, held := PackReplies(outs, k.Mine)
-	if len(held) != 1 || string(held[0].Key) != "n1-1" || string(held[0].Value) != "mine" {
-		t.Fatalf("held %+v, want n1-1's reply alone", held)
+	if len(held) != 1 || string(held[0].Key) != "n1-x.1" || string(held[0].Value) != "mine" {
+		t.Fatalf("held %+v, want n1-x.1's reply alone", held)
 	}
 	var sent []string
 	for _, o := range packed {
@@ -64,7 +64,7 @@ func TestRepliesToLocalRequestsAreHeldNotPacked(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if fmt.Sprint(sent) != "[n10-1 n1]" {
-		t.Errorf("packed %v, want [n10-1 n1]", sent)
+	if fmt.Sprint(sent) != "[n10-1 n1-x.]" {
+		t.Errorf("packed %v, want [n10-1 n1-x.]", sent)
 	}
 }

@@ -92,6 +92,9 @@ type Node struct {
 	onReady    func(bool)
 	cancel     context.CancelFunc
 	done       sync.WaitGroup
+	// forwards runs the appends of commands the node took but does not
+	// apply (owner_local.go).
+	forwards forwards
 }
 
 // Start joins the cluster: it creates or checks the topics, reads the
@@ -208,6 +211,7 @@ func (n *Node) Close() {
 	n.setReady(false)
 	n.cancel()
 	n.done.Wait()
+	n.forwards.wait()
 	if n.peers != nil {
 		n.peers.Close()
 	}

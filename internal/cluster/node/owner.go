@@ -79,7 +79,7 @@ func (n *Node) own(ctx context.Context) {
 	var st *state
 	defer func() {
 		st.close()
-		n.fail(n.local.close(), errClosed)
+		n.handOff(n.local.close())
 	}()
 	for ctx.Err() == nil {
 		if st == nil || st.gen != n.gen.Load() {

@@ -30,7 +30,8 @@ import (
 // commit.
 var errNotCommitted = errors.New("node: the round applying the command did not commit")
 
-// errClosed fails the calls of local commands left when the node stops.
+// errClosed fails the calls of the node's own local commands left when
+// it stops (those of peers go on to the commands topic: handOff).
 var errClosed = errors.New("node: stopped")
 
 // localQueue holds the commands taken locally until a round takes them.
@@ -115,7 +116,7 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 			kept = append(kept, c)
 			continue
 		}
-		go r.n.forward(c)
+		r.n.goForward(c)
 	}
 	r.taken = append(r.taken, kept...)
 	return kept
@@ -166,6 +167,59 @@ func (n *Node) forward(c kafkalog.Command) {
 	default:
 		n.peers.Kafka(string(rid))
 	}
+}
+
+// goForward forwards c in the background; once the node is closing, it
+// fails c's call instead.
+func (n *Node) goForward(c kafkalog.Command) {
+	if !n.forwards.start(func() { n.forward(c) }) {
+		n.fail([]kafkalog.Command{c}, errClosed)
+	}
+}
+
+// handOff ends the local commands no round took when the node stops:
+// those a peer sent, never applied, go on to the commands topic, for the
+// partition's next owner to answer through the front node's inbox; the
+// node's own calls fail, as the node stops reading its inbox.
+func (n *Node) handOff(cmds []kafkalog.Command) {
+	for _, c := range cmds {
+		if _, rid, ok := calls.ReplyAddress(c.Key); ok && n.peers.Owes(rid) {
+			n.goForward(c)
+			continue
+		}
+		n.fail([]kafkalog.Command{c}, errClosed)
+	}
+}
+
+// forwards tracks the node's forwards in flight, so that the node stops
+// only once they ended and their front nodes were told.
+type forwards struct {
+	mu      sync.Mutex
+	wg      sync.WaitGroup
+	closing bool
+}
+
+// start runs fn in the background; false once wait began.
+func (f *forwards) start(fn func()) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closing {
+		return false
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// wait refuses further forwards and waits for those in flight.
+func (f *forwards) wait() {
+	f.mu.Lock()
+	f.closing = true
+	f.mu.Unlock()
+	f.wg.Wait()
 }
 
 // fail fails the calls waiting for cmds.

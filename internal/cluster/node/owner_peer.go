@@ -15,7 +15,9 @@ import (
 // a reply a later round or another partition gives comes through the
 // front node's inbox, and the front node is told so; a command of a round
 // whose outcome is unknown is failed on the link; and a link that breaks
-// fails, on the front node, every call in flight on it.
+// fails, on the front node, every call in flight on it. A command still
+// queued when the node stops, never applied, goes on to the commands
+// topic (handOff) before the node closes its links.
 
 // takePeer is the peers' Take.
 func (n *Node) takePeer(p int32, key, value []byte) {
@@ -23,5 +25,5 @@ func (n *Node) takePeer(p int32, key, value []byte) {
 	if n.member.Takes(p) && n.local.add(false, c) {
 		return
 	}
-	go n.forward(c)
+	n.goForward(c)
 }

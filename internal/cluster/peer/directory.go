@@ -41,11 +41,12 @@ type directory struct {
 	nodes map[string]entry
 	// owner is each partition's latest claimant ("" for none).
 	owner []string
-	fps   map[string]bool
+	// fps names the node of each fingerprint published.
+	fps map[string]string
 }
 
 func newDirectory(partitions int32) *directory {
-	return &directory{nodes: map[string]entry{}, owner: make([]string, partitions), fps: map[string]bool{}}
+	return &directory{nodes: map[string]entry{}, owner: make([]string, partitions), fps: map[string]string{}}
 }
 
 // set records node's entry (a zero entry: the node left).
@@ -68,8 +69,8 @@ func (d *directory) set(node string, e entry) {
 		}
 	}
 	clear(d.fps)
-	for _, n := range d.nodes {
-		d.fps[n.FP] = true
+	for node, n := range d.nodes {
+		d.fps[n.FP] = node
 	}
 }
 
@@ -87,7 +88,10 @@ func (d *directory) lookup(p int32) (string, entry, bool) {
 }
 
 // known reports whether a node published the fingerprint fp.
-func (d *directory) known(fp string) bool {
+func (d *directory) known(fp string) bool { return d.nodeOf(fp) != "" }
+
+// nodeOf is the node that published the fingerprint fp ("" for none).
+func (d *directory) nodeOf(fp string) string {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.fps[fp]

@@ -68,8 +68,9 @@ type Take func(partition int32, key, value []byte)
 // ErrLinkDown fails the calls in flight on a link that broke.
 var ErrLinkDown = errors.New("peer: the link to the partition's owner broke")
 
-// errFailed fails a call its owner failed.
-var errFailed = errors.New("peer: the partition's owner did not apply the command")
+// errFailed fails a call its owner failed: it refused the command, or
+// the round applying it ended with its outcome unknown.
+var errFailed = errors.New("peer: the partition's owner refused the command or cannot tell whether it applied it")
 
 // retryAfter is how long a front node sends through Kafka to a peer it
 // could not link to or whose link broke, before it tries again.
@@ -164,6 +165,7 @@ func newPeers(cfg Config, dir *directory, recv Receiver, take Take) (*Peers, err
 		grpc.ForceServerCodec(codec{}), // the links carry bytes, no protobuf
 		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
 		grpc.ConnectionTimeout(handshakeTimeout),
+		grpc.MaxConcurrentStreams(1), // a link is one stream on its own connection
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 2, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 	)

@@ -148,6 +148,28 @@ func TestCommandsAndAnswersGoOverTheLink(t *testing.T) {
 	}
 }
 
+// A peer's command whose request id is another node's is refused: no
+// link can take the answer to another node's call.
+func TestCommandsOfAnotherNodesRequestAreRefused(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNode(t, "b", dir, 0, 1)
+	startNode(t, "a", dir, 0)
+	front := startNode(t, "c", dir, 0)
+	front.link(t, 1)
+	if !front.Send(1, []byte("0:a-1"), nil) || !front.Send(1, []byte("0:c-2"), nil) {
+		t.Fatal("not sent")
+	}
+	if c := <-owner.taken; c.key != "0:c-2" {
+		t.Fatalf("took %+v, want c's own command alone", c)
+	}
+	if a := <-front.answers; a.rid != "a-1" || !errors.Is(a.err, errFailed) {
+		t.Fatalf("answer %+v, want a-1 refused", a)
+	}
+	if owner.Owes([]byte("a-1")) {
+		t.Fatal("the owner owes a's request to c's link")
+	}
+}
+
 func TestABrokenLinkFailsItsCallsAtOnce(t *testing.T) {
 	dir := newDirectory(6)
 	owner := startNode(t, "b", dir, 0, 1)
@@ -218,4 +240,35 @@ func TestMessagesRoundTripAndRefuseGarbage(t *testing.T) {
 			t.Errorf("%x: %v, want errBadMessage", bad, err)
 		}
 	}
+}
+
+// Whatever an authenticated peer sends, decoding its message neither
+// panics nor yields an entry reaching past the message, and a message
+// re-packed from the entries decoded decodes to the same entries.
+func FuzzMessages(f *testing.F) {
+	m, scratch := appendEntry(nil, nil, 7, []byte("0:a-1"), []byte("value"))
+	m, _ = appendEntry(m, scratch, answerKafka, []byte("a-1"), nil)
+	f.Add(m)
+	for _, bad := range [][]byte{{0x80}, {1, 'k', 5, 'v'}, {1, 'k', 1, 0x80}, {1, 'k', 0}, {}} {
+		f.Add(bad)
+	}
+	f.Fuzz(func(t *testing.T, m []byte) {
+		var again, scratch []byte
+		var n int
+		err := eachEntry(m, func(tag uint64, key, value []byte) {
+			if len(key)+len(value) > len(m) {
+				t.Fatalf("an entry of %d bytes in a message of %d", len(key)+len(value), len(m))
+			}
+			requestID(key)
+			again, scratch = appendEntry(again, scratch, tag, key, value)
+			n++
+		})
+		if err != nil {
+			return
+		}
+		var n2 int
+		if err := eachEntry(again, func(uint64, []byte, []byte) { n2++ }); err != nil || n2 != n {
+			t.Fatalf("re-packed: %d entries, %v; want %d", n2, err, n)
+		}
+	})
 }

@@ -1,16 +1,24 @@
 package peer
 
 import (
+	"context"
 	"errors"
 	"io"
+	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	grpcpeer "google.golang.org/grpc/peer"
 
 	"github.com/surge-dev/surge/internal/cluster/calls"
 )
 
 // inbound is an owner's side of a link a front node opened.
 type inbound struct {
+	// ids starts the request ids of the front node's commands: its id
+	// and "-". A command whose request id is another node's is refused,
+	// so that no link can take the answer to another node's call.
+	ids string
 	out *batcher
 	// n counts the link's commands not answered yet; ended is set once
 	// the link ended. Both under Peers.mu.
@@ -23,7 +31,11 @@ type inbound struct {
 // certificate was checked before (serverTLS): an unknown one never gets
 // here.
 func (p *Peers) serve(ss grpc.ServerStream) error {
-	in := &inbound{out: newBatcher()}
+	node := p.client(ss.Context())
+	if node == "" {
+		return errUnknownPeer
+	}
+	in := &inbound{ids: node + "-", out: newBatcher()}
 	if err := ss.SendHeader(nil); err != nil {
 		return err
 	}
@@ -45,6 +57,20 @@ func (p *Peers) serve(ss grpc.ServerStream) error {
 	}
 }
 
+// client is the node whose certificate the link's client showed, as the
+// directory knows it now ("" for none).
+func (p *Peers) client(ctx context.Context) string {
+	pr, ok := grpcpeer.FromContext(ctx)
+	if !ok {
+		return ""
+	}
+	info, ok := pr.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.PeerCertificates) == 0 {
+		return ""
+	}
+	return p.dir.nodeOf(fingerprint(info.State.PeerCertificates[0].Raw))
+}
+
 // read hands the link's commands to received until the link ends.
 func (p *Peers) read(ss grpc.ServerStream, in *inbound) error {
 	for {
@@ -63,10 +89,15 @@ func (p *Peers) read(ss grpc.ServerStream, in *inbound) error {
 }
 
 // received takes one command of a link: the node's Take has it, unless
-// the link carries its budget of commands already.
+// the link carries its budget of commands already or the request is not
+// the front node's.
 func (p *Peers) received(in *inbound, tag uint64, key, value []byte) {
 	rid, ok := requestID(key)
 	if !ok || tag > 1<<31-1 {
+		return
+	}
+	if !strings.HasPrefix(rid, in.ids) {
+		in.out.add(answerFailed, []byte(rid), nil)
 		return
 	}
 	p.mu.Lock()
