@@ -7,6 +7,7 @@ package calls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -27,7 +28,7 @@ import (
 // the replies topic in its transaction, so the reply is read
 // (read_committed) only once the command's effects are committed.
 type Caller struct {
-	prod  *kafkalog.Producer
+	prod  appender
 	inbox int32
 	// prefix starts each of the caller's request ids: the node's id and
 	// an incarnation drawn at random when the caller starts, so that a
@@ -80,6 +81,13 @@ func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) 
 	return k, nil
 }
 
+// appender appends a command to a partition of the commands topic
+// (kafkalog.Producer).
+type appender interface {
+	Append(ctx context.Context, partition int32, key, value []byte) (int64, error)
+	Close()
+}
+
 // newCaller is a caller of node with inbox, its producer and its inbox's
 // reader not set.
 func newCaller(node string, inbox int32, log *slog.Logger) *Caller {
@@ -130,9 +138,35 @@ func (k *Caller) SetLocal(local func(partition int32, key, value []byte) bool) {
 	k.local = local
 }
 
+// Effect is what a command may do to its partition's state.
+type Effect uint8
+
+const (
+	// Writes: the command may change state, so a call lost on its way to
+	// the owner fails, since the owner may have applied it.
+	Writes Effect = iota
+	// ReadsOnly: the command changes nothing, so a call lost on its way to
+	// the owner (ErrLost) is sent again through the commands topic, for
+	// whichever node owns the partition then.
+	ReadsOnly
+)
+
+// EffectOf is ReadsOnly for a command that changes nothing, else Writes.
+func EffectOf(readOnly bool) Effect {
+	if readOnly {
+		return ReadsOnly
+	}
+	return Writes
+}
+
+// ErrLost is wrapped by the errors that fail a call whose command or
+// answer was lost between the nodes: the owner may or may not have
+// applied it.
+var ErrLost = errors.New("cluster: the command or its answer was lost between nodes")
+
 // Call sends value to partition, appended to the commands topic unless the
 // node takes it locally (SetLocal), and returns the reply.
-func (k *Caller) Call(ctx context.Context, partition int, value []byte) ([]byte, error) {
+func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect Effect) ([]byte, error) {
 	rid := k.prefix + strconv.FormatUint(k.seq.Add(1), 36)
 	ch := make(chan answer, 1)
 	k.mu.Lock()
@@ -149,11 +183,18 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte) ([]byte,
 			return nil, err
 		}
 	}
-	select {
-	case a := <-ch:
-		return a.reply, a.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for {
+		select {
+		case a := <-ch:
+			if a.err == nil || effect != ReadsOnly || !errors.Is(a.err, ErrLost) {
+				return a.reply, a.err
+			}
+			if _, err := k.prod.Append(ctx, int32(partition), key, value); err != nil {
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
@@ -176,10 +217,10 @@ func (k *Caller) Mine(rid []byte) bool {
 // CallWith sends v, an encoded command, behind its workload's byte to
 // partition and decodes the reply with decode. A call not answered within
 // Timeout is ErrUnavailable.
-func (k *Caller) CallWith(ctx context.Context, partition int, workload byte, v []byte, decode func([]byte) error) error {
+func (k *Caller) CallWith(ctx context.Context, partition int, workload byte, v []byte, effect Effect, decode func([]byte) error) error {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	b, err := k.Call(ctx, partition, append([]byte{workload}, v...))
+	b, err := k.Call(ctx, partition, append([]byte{workload}, v...), effect)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

@@ -2,7 +2,10 @@ package calls
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 )
 
@@ -20,7 +23,7 @@ func TestRepliesOfAPreviousRunAnswerNoCall(t *testing.T) {
 		before.Deliver(old, []byte("first run's"))
 		return true
 	})
-	if _, err := before.Call(context.Background(), 0, []byte("c")); err != nil {
+	if _, err := before.Call(context.Background(), 0, []byte("c"), Writes); err != nil {
 		t.Fatal(err)
 	}
 	if before.Mine([]byte(old)) == after.Mine([]byte(old)) {
@@ -32,8 +35,63 @@ func TestRepliesOfAPreviousRunAnswerNoCall(t *testing.T) {
 		after.Deliver(string(rid), []byte("second run's"))
 		return true
 	})
-	got, err := after.Call(context.Background(), 0, []byte("c"))
+	got, err := after.Call(context.Background(), 0, []byte("c"), Writes)
 	if err != nil || string(got) != "second run's" {
 		t.Fatalf("the new run's first call got %q, %v; want its own reply", got, err)
+	}
+}
+
+// appends records the commands appended to the commands topic, and has
+// each answered by deliver.
+type appends struct {
+	mu      sync.Mutex
+	n       int
+	deliver func(key []byte)
+}
+
+func (a *appends) Append(_ context.Context, _ int32, key, _ []byte) (int64, error) {
+	a.mu.Lock()
+	a.n++
+	a.mu.Unlock()
+	a.deliver(key)
+	return 0, nil
+}
+
+func (a *appends) Close() {}
+
+func (a *appends) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n
+}
+
+// A call lost on its way to its owner (its peer link broke) is sent again
+// through the commands topic if its command only reads, and answered from
+// there; a command that may write fails, since it may have been applied.
+func TestLostReadsGoAgainThroughKafka(t *testing.T) {
+	lost := fmt.Errorf("link broke: %w", ErrLost)
+	for _, tc := range []struct {
+		effect  Effect
+		appends int
+		err     error
+	}{{ReadsOnly, 1, nil}, {Writes, 0, lost}} {
+		k := newCaller("n1", 1, slog.New(slog.DiscardHandler))
+		prod := &appends{deliver: func(key []byte) {
+			_, rid, _ := ReplyAddress(key)
+			k.Deliver(string(rid), []byte("from kafka"))
+		}}
+		k.prod = prod
+		k.SetLocal(func(_ int32, key, _ []byte) bool {
+			_, rid, _ := ReplyAddress(key)
+			k.Fail(string(rid), lost)
+			return true
+		})
+		got, err := k.Call(context.Background(), 0, []byte("c"), tc.effect)
+		if !errors.Is(err, tc.err) || prod.count() != tc.appends {
+			t.Fatalf("effect %d: got %q, %v after %d appends; want error %v after %d", tc.effect, got, err, prod.count(), tc.err, tc.appends)
+		}
+		if tc.err == nil && string(got) != "from kafka" {
+			t.Fatalf("effect %d: got %q, want the reply through Kafka", tc.effect, got)
+		}
 	}
 }

@@ -69,7 +69,7 @@ func resender(n *Node) func(id, user string, req tickets.ReserveRequest) (ticket
 	return func(id, user string, req tickets.ReserveRequest) (tickets.Reservation, error) {
 		c := &ticketengine.Reserve{ID: id, User: user, Req: req}
 		p := engine.ShardIndex(tickets.AreaKey(req.EventID, req.AreaID), int(n.cfg.Kafka.Partitions))
-		b, err := n.caller.Call(context.Background(), p, append([]byte{calls.WorkloadTickets}, ticketengine.Encode(c)...))
+		b, err := n.caller.Call(context.Background(), p, append([]byte{calls.WorkloadTickets}, ticketengine.Encode(c)...), calls.Writes)
 		if err == nil {
 			err = ticketengine.DecodeOutcome(c, b)
 		}

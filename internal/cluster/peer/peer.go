@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
 
@@ -66,7 +67,7 @@ type Receiver interface {
 type Take func(partition int32, key, value []byte)
 
 // ErrLinkDown fails the calls in flight on a link that broke.
-var ErrLinkDown = errors.New("peer: the link to the partition's owner broke")
+var ErrLinkDown = fmt.Errorf("peer: the link to the partition's owner broke: %w", calls.ErrLost)
 
 // errFailed fails a call its owner failed: it refused the command, or
 // the round applying it ended with its outcome unknown.

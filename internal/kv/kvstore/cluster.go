@@ -38,6 +38,9 @@ const (
 	OpRange // a page of a range
 )
 
+// ReadOnly reports whether an operation changes nothing.
+func (o Op) ReadOnly() bool { return o == OpGet || o == OpRange }
+
 // MaxClusterValueBytes is the largest value a cluster stores: a PUT's
 // Command, and a GET's outcome, carry the value in one Kafka record, whose
 // default limit is 1 MiB, with room to spare.

@@ -42,7 +42,7 @@ func (l *Ledger) do(ctx context.Context, partition int, c ledgerengine.Command, 
 	if err != nil {
 		return err
 	}
-	if err := l.k.CallWith(ctx, partition, calls.WorkloadLedger, v, func(b []byte) error { return ledgerengine.DecodeOutcome(c, b) }); err != nil {
+	if err := l.k.CallWith(ctx, partition, calls.WorkloadLedger, v, calls.EffectOf(c.Op().ReadOnly()), func(b []byte) error { return ledgerengine.DecodeOutcome(c, b) }); err != nil {
 		if errors.Is(err, calls.ErrUnavailable) {
 			return ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
 		}

@@ -33,6 +33,12 @@ const (
 	OpAtomicAbort
 )
 
+// ReadOnly reports whether an operation changes nothing: sent twice, it
+// does no more than once.
+func (o Op) ReadOnly() bool {
+	return o == OpAccount || o == OpGetTransfer || o == OpHistory || o == OpStats
+}
+
 // Command is a ledger command: one of the types below.
 type Command interface {
 	engine.Command

@@ -40,6 +40,12 @@ const (
 	OpFlush
 )
 
+// ReadOnly reports whether an operation changes nothing: sent twice, it
+// does no more than once.
+func (o Op) ReadOnly() bool {
+	return o == OpEvent || o == OpAreaFree || o == OpReservation || o == OpInspect
+}
+
 // Command is a ticketing command: one of the types below.
 type Command interface {
 	engine.Command
