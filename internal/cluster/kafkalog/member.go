@@ -105,6 +105,8 @@ type RoundResult struct {
 type Member struct {
 	s   *kgo.GroupTransactSession
 	cfg Config
+	// opts build the session again (renew).
+	opts []kgo.Opt
 
 	// last is the number of commands the previous round read (gather).
 	last int
@@ -159,16 +161,39 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 	if c.SessionTimeout > 0 {
 		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
 	}
-	s, err := kgo.NewGroupTransactSession(append(base, opts...)...)
+	m.opts = append(base, opts...)
+	if err := m.session(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// session starts the member's group session and initialises its
+// transactional producer, which fences the node's former producers.
+func (m *Member) session(ctx context.Context) error {
+	s, err := kgo.NewGroupTransactSession(m.opts...)
 	if err != nil {
-		return nil, fmt.Errorf("kafkalog: joining %s: %w", c.Group(), err)
+		return fmt.Errorf("kafkalog: joining %s: %w", m.cfg.Group(), err)
 	}
 	if _, _, err := s.Client().ProducerID(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("kafkalog: initialising %s's producer: %w", node, err)
+		return fmt.Errorf("kafkalog: initialising the member's producer: %w", err)
 	}
 	m.s = s
-	return m, nil
+	return nil
+}
+
+// renew leaves the group and joins it again with a new session, after a
+// Begin failed: franz-go refuses every transaction of a producer whose
+// id it holds for unrecoverable (under KIP-890's transactions, an
+// INVALID_TXN_STATE or a bumped epoch after a broker's death), so only a
+// new producer, initialised anew under the same transactional id, serves
+// again. Leaving revokes the member's partitions (Handlers.Revoked), so
+// the node rebuilds its state for those the group gives it back.
+func (m *Member) renew(ctx context.Context) error {
+	m.s.Close()
+	m.open = false
+	return m.session(ctx)
 }
 
 // track returns a group callback that records the commands partitions it
@@ -262,7 +287,11 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	res := RoundResult{Commands: len(batch)}
 	if err := m.s.Begin(); err != nil {
 		res.Aborted = true
-		return res, fmt.Errorf("kafkalog: beginning a round: %w", err)
+		err = fmt.Errorf("kafkalog: beginning a round: %w", err)
+		if rerr := m.renew(ctx); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return res, err
 	}
 	m.open = true
 	outs, err := apply(ctx, batch)

@@ -15,7 +15,6 @@ package peer
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -71,7 +70,7 @@ var ErrLinkDown = fmt.Errorf("peer: the link to the partition's owner broke: %w"
 
 // errFailed fails a call its owner failed: it refused the command, or
 // the round applying it ended with its outcome unknown.
-var errFailed = errors.New("peer: the partition's owner refused the command or cannot tell whether it applied it")
+var errFailed = fmt.Errorf("peer: the partition's owner refused the command or cannot tell whether it applied it: %w", calls.ErrLost)
 
 // retryAfter is how long a front node sends through Kafka to a peer it
 // could not link to or whose link broke, before it tries again.
