@@ -9,9 +9,10 @@
 # on builds that export it) on a second line. Give the
 # binaries in ABBA order: on a shared machine only back-to-back pairs compare.
 #
-# NODES 0 runs one embedded node (no Kafka) the same way, to compare with.
+# NODES 0 runs one embedded node (no Kafka) the same way, to compare with. A fourth field gives
+# that run's nodes more `surge serve` flags, space-separated: new:bin/surge:3:--peer.
 #
-# Usage: KAFKA=host:port KAFKA_DIR=DIR [OUT=DIR] [PROFILE=DIR] scripts/cluster-ab.sh SECS LABEL:BINARY:NODES ...
+# Usage: KAFKA=host:port KAFKA_DIR=DIR [OUT=DIR] [PROFILE=DIR] scripts/cluster-ab.sh SECS LABEL:BINARY:NODES[:FLAGS] ...
 #   KAFKA_DIR is the directory scripts/kafka.sh start -d was given (its node-*/pid are the
 #   brokers). e.g.
 #     d=/tmp/k; k=$(scripts/kafka.sh start -d $d)
@@ -66,9 +67,10 @@ per_thousand() {
 }
 run=0
 for spec in "$@"; do
-  IFS=: read -r label bin nodes <<< "$spec"
+  IFS=: read -r label bin nodes flags <<< "$spec"
   run=$((run + 1)); name="ab$$-$run"
-  cluster=(--kafka "$KAFKA" --cluster "$name" --partitions "${PARTITIONS:-6}")
+  # shellcheck disable=SC2206 # a label's serve flags are words
+  cluster=(--kafka "$KAFKA" --cluster "$name" --partitions "${PARTITIONS:-6}" $flags)
   if [ "$nodes" = 0 ]; then cluster=(); fi # one embedded node, to compare with
   start_nodes "$name" "$bin" "$nodes" "${cluster[@]}" || exit 1
   t=$(IFS=,; echo "${targets[*]}")

@@ -7,7 +7,8 @@
 # generator), then each node count's mean transfers/s and its ratio to one node's.
 #
 # Usage: KAFKA=host:port KAFKA_DIR=DIR [CPU_CAP=0.25] [OUT=DIR] scripts/cluster-scale.sh SECS BINARY
-#   CPU_CAP is each node's share in CPUs (default 0.25). The broker(s) and the load generator are not
+#   CPU_CAP is each node's share in CPUs (default 0.25); NODE_FLAGS, more `surge serve` flags for
+#   every node (--peer). The broker(s) and the load generator are not
 #   capped: give the machine room for them (their CPU per transfer is printed). BENCHFLAGS and
 #   PARTITIONS as for cluster-ab.sh (default here --vus 300 --accounts 1000: enough clients to keep
 #   three capped nodes busy). e.g.
@@ -22,7 +23,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export CPU_CAP=${CPU_CAP:-0.25} BENCHFLAGS=${BENCHFLAGS:---vus 300 --accounts 1000}
 echo "every node capped at $CPU_CAP CPUs; load: $BENCHFLAGS; $secs s per run"
 runs=()
-for n in 1 2 3 3 2 1; do runs+=("scale:$bin:$n"); done
+for n in 1 2 3 3 2 1; do runs+=("scale:$bin:$n:${NODE_FLAGS:-}"); done
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 "$here/cluster-ab.sh" "$secs" "${runs[@]}" | tee "$log"

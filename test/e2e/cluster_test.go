@@ -98,7 +98,7 @@ func (c *clusterNodes) do(i int, method, path string, in, out any) *Response {
 // reservations, and the node rejoins. The requests a node gets for
 // another's partitions go over peer links, which refuse strangers.
 func TestClusterSurvivesANodesKill(t *testing.T) {
-	c := startCluster(t, 1, 3)
+	c := startCluster(t, 1, 3, "--peer")
 	refusesStrangers(t, c.nodes[0])
 	c.survivesANodesKill(t)
 	if n := peerReplies(t, c.nodes[0], c.nodes[1]); n == 0 {
