@@ -50,6 +50,16 @@ func (c Config) topicSpecs() []topicSpec {
 	}
 }
 
+// Replicas is the replication factor to create a topic with:
+// ReplicationFactor, or -1 (the brokers' default.replication.factor) if
+// it is unset.
+func (c Config) Replicas() int16 {
+	if c.ReplicationFactor == 0 {
+		return -1
+	}
+	return c.ReplicationFactor
+}
+
 // EnsureTopics creates the cluster's topics with c.Partitions partitions
 // each, or, for those that exist, checks that they have that many
 // partitions and the cleanup policy the cluster needs, and sets their
@@ -60,12 +70,8 @@ func EnsureTopics(ctx context.Context, cl *kgo.Client, c Config) error {
 		return err
 	}
 	adm := kadm.NewClient(cl)
-	rf := c.ReplicationFactor
-	if rf == 0 {
-		rf = -1 // the brokers' default.replication.factor
-	}
 	for _, t := range c.topicSpecs() {
-		resp, err := adm.CreateTopic(ctx, c.Partitions, rf, t.configs, t.name)
+		resp, err := adm.CreateTopic(ctx, c.Partitions, c.Replicas(), t.configs, t.name)
 		switch {
 		case errors.Is(err, kerr.TopicAlreadyExists):
 			if err := checkTopic(ctx, adm, t, c.Partitions); err != nil {

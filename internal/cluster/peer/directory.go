@@ -118,11 +118,7 @@ func openNodesLog(ctx context.Context, c kafkalog.Config, dir *directory, log *s
 	if err != nil {
 		return nil, fmt.Errorf("peer: %w", err)
 	}
-	rf := c.ReplicationFactor
-	if rf == 0 {
-		rf = -1
-	}
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, rf, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, topic)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, c.Replicas(), map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, topic)
 	if err == nil {
 		err = resp.Err
 	}

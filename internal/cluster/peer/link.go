@@ -172,12 +172,12 @@ func (l *link) answered(kind uint64, key, value []byte) {
 	}
 	switch kind {
 	case answerReply:
-		l.p.met.answers.WithLabelValues("reply").Inc()
+		l.p.met.replies.Inc()
 		l.p.recv.Deliver(rid, value)
 	case answerKafka:
-		l.p.met.answers.WithLabelValues("kafka").Inc()
+		l.p.met.viaKafka.Inc()
 	default:
-		l.p.met.answers.WithLabelValues("failed").Inc()
+		l.p.met.failed.Inc()
 		l.p.recv.Fail(rid, errFailed)
 	}
 }
@@ -207,7 +207,7 @@ func (l *link) close(err error) {
 	if len(inflight) > 0 {
 		p.cfg.Logger.Warn("cluster: peer link broke; failing its calls", "peer", l.node, "calls", len(inflight), "err", err)
 	}
-	p.met.answers.WithLabelValues("link_down").Add(float64(len(inflight)))
+	p.met.linkDown.Add(float64(len(inflight)))
 	for rid := range inflight {
 		p.recv.Fail(rid, ErrLinkDown)
 	}

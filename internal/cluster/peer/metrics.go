@@ -7,7 +7,8 @@ import (
 // metrics count the commands that go over the links.
 type metrics struct {
 	sent, fallbacks, taken prometheus.Counter
-	answers                *prometheus.CounterVec
+	// answers by kind, resolved once: a reply is counted per command.
+	replies, viaKafka, failed, linkDown prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -24,13 +25,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "surge_cluster_peer_commands_taken_total",
 			Help: "Commands the node took from other nodes over peer links, as their partition's owner.",
 		}),
-		answers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "surge_cluster_peer_answers_total",
-			Help: "Answers to the commands the node sent over peer links, by kind: reply (over the link), kafka (the reply comes through the inbox), failed (by the owner), link_down (the link broke first).",
-		}, []string{"answer"}),
 	}
+	answers := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "surge_cluster_peer_answers_total",
+		Help: "Answers to the commands the node sent over peer links, by kind: reply (over the link), kafka (the reply comes through the inbox), failed (by the owner), link_down (the link broke first).",
+	}, []string{"answer"})
+	m.replies, m.viaKafka = answers.WithLabelValues("reply"), answers.WithLabelValues("kafka")
+	m.failed, m.linkDown = answers.WithLabelValues("failed"), answers.WithLabelValues("link_down")
 	if reg != nil {
-		reg.MustRegister(m.sent, m.fallbacks, m.taken, m.answers)
+		reg.MustRegister(m.sent, m.fallbacks, m.taken, answers)
 	}
 	return m
 }

@@ -115,10 +115,6 @@ func Open(ctx context.Context, c kafkalog.Config, snaps Snapshots, logger *slog.
 // the snapshot topic below the previous snapshot.
 func (l *Log) ensureTopics(ctx context.Context, c kafkalog.Config) error {
 	adm := kadm.NewClient(l.prod)
-	rf := c.ReplicationFactor
-	if rf == 0 {
-		rf = -1
-	}
 	configs := map[string]*string{
 		"cleanup.policy":  kadm.StringPtr("delete"),
 		"retention.ms":    kadm.StringPtr("-1"),
@@ -129,7 +125,7 @@ func (l *Log) ensureTopics(ctx context.Context, c kafkalog.Config) error {
 		topics = append(topics, l.snapTopic)
 	}
 	for try := 1; ; try++ {
-		resp, err := adm.CreateTopics(ctx, 1, rf, configs, topics...)
+		resp, err := adm.CreateTopics(ctx, 1, c.Replicas(), configs, topics...)
 		if err == nil {
 			err = created(resp)
 		}
