@@ -57,7 +57,7 @@ type Snapshots struct {
 // process holds the directory, a failing disk) are returned.
 func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snapshots, error) {
 	path := filepath.Join(dir, "snapshot")
-	db, err := store.Open(path, store.Options{NoSync: true})
+	db, err := store.Open(path, snapOptions)
 	var damage *store.WALDamage
 	if err != nil && !errors.As(err, &damage) && !errors.Is(err, pebble.ErrCorruption) {
 		return nil, err
@@ -67,12 +67,17 @@ func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snaps
 		if err := os.RemoveAll(path); err != nil {
 			return nil, err
 		}
-		if db, err = store.Open(path, store.Options{NoSync: true}); err != nil {
+		if db, err = store.Open(path, snapOptions); err != nil {
 			return nil, err
 		}
 	}
 	return &Snapshots{db: db, cfg: cfg, logger: logger}, nil
 }
+
+// snapOptions are the copy's store's: like the engine's cache, it leaves
+// the files its flushes write uncompressed (store.Options.UncompressedL0),
+// which compactions soon rewrite compressed.
+var snapOptions = store.Options{NoSync: true, UncompressedL0: true}
 
 // Close closes the copy.
 func (s *Snapshots) Close() { _ = s.db.Close() }
