@@ -130,11 +130,14 @@ func (s *Snapshots) Commit(outs []kafkalog.Output, ends map[int32]int64) error {
 }
 
 func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32]int64) error {
+	var prefix [5]byte // snapKey(snapData, partition, nil), not allocated per record
+	prefix[0] = snapData
 	for _, o := range outs {
 		if o.Kind != kafkalog.Change {
 			continue
 		}
-		if err := Replay(b, snapKey(snapData, o.Partition, nil), o.Key, o.Value); err != nil {
+		binary.BigEndian.PutUint32(prefix[1:], uint32(o.Partition))
+		if err := Replay(b, prefix[:], o.Key, o.Value); err != nil {
 			return err
 		}
 	}
