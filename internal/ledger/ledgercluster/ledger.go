@@ -99,25 +99,9 @@ func (l *Ledger) CurrencyOf(ctx context.Context, id string) (string, error) {
 	return a.Currency, nil
 }
 
-// receivers returns the currencies of reqs' receivers; an unknown receiver
-// is an account_not_found error, before anything is debited.
-func (l *Ledger) receivers(ctx context.Context, reqs []ledger.TransferRequest) (map[string]string, error) {
-	out := make(map[string]string)
-	for _, r := range reqs {
-		if _, ok := out[r.To]; ok {
-			continue
-		}
-		c, err := l.receiver(ctx, r.To)
-		if err != nil {
-			return nil, err
-		}
-		out[r.To] = c
-	}
-	return out, nil
-}
-
-// receiver is the currency of receiver to ("" if there is none named),
-// as receivers gives it.
+// receiver returns the currency of receiver to ("" if none is named); an
+// unknown receiver is an account_not_found error, before anything is
+// debited.
 func (l *Ledger) receiver(ctx context.Context, to string) (string, error) {
 	if to == "" {
 		return "", nil
