@@ -12,7 +12,8 @@ import (
 // the shard's changelog), the slices keep what they owe other shards
 // (Forwarder) instead of receiving it from one another, and the engine
 // applies the batches to its store without an fsync once Commit returns
-// nil: the store is then a cache the committer's log can rebuild.
+// nil: the store is then a cache the committer's log can rebuild, and
+// keeps no WAL.
 type Committer interface {
 	// Commit makes the round durable. An error fails the round as a failed
 	// fsync does (see the package doc).

@@ -43,7 +43,9 @@ type Config struct {
 	// writes (store.Options.OnFault).
 	OnStorageFault func(*store.Fault)
 	// Commit, if set, makes rounds durable in place of the store's fsync
-	// (commit.go); nil, the default, commits each round to the store.
+	// (commit.go), and the store, a cache the committer's log rebuilds,
+	// keeps no WAL (store.Options.NoWAL); nil, the default, commits each
+	// round to the store.
 	Commit Committer
 }
 
@@ -120,7 +122,7 @@ func Open(cfg Config) (*Engine, error) {
 	next := make(chan struct{})
 	e.published.Store(&next)
 	db, err := store.Open(cfg.Dir, store.Options{
-		NoSync: cfg.NoSync, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync, UncompressedL0: true,
+		NoSync: cfg.NoSync, NoWAL: cfg.Commit != nil, MemTableBytes: cfg.MemTableBytes, OnSync: e.metrics.observeSync, UncompressedL0: true,
 		OnFault: cfg.OnStorageFault, AcceptWALLoss: cfg.AcceptWALLoss, HoldCompactions: true,
 	})
 	if err != nil {

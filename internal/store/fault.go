@@ -438,6 +438,9 @@ func (s *Store) syncWAL() error {
 	if f := s.reported(); f != nil {
 		return f
 	}
+	if s.popts.DisableWAL {
+		return nil // no WAL: nothing becomes durable (Options.NoWAL)
+	}
 	_, err := s.await(func() error { return s.db.LogData(nil, pebble.Sync) })
 	return err
 }

@@ -27,6 +27,11 @@ type Options struct {
 	// NoSync acknowledges writes before they reach the disk. Faster, but a
 	// power cut or kill -9 can lose the last acknowledged writes.
 	NoSync bool
+	// NoWAL keeps no write-ahead log, for a store that is a cache some
+	// other log rebuilds (a cluster node's engine): writes are applied to
+	// the memtable only, those not yet flushed are lost when the process
+	// ends, and SyncWAL has nothing to wait for. It implies NoSync.
+	NoWAL bool
 	// OnSync, if set, observes how long each durable commit took.
 	OnSync func(time.Duration)
 	// L0CompactionThreshold is how many overlapping files level 0 may
@@ -104,6 +109,7 @@ func Open(dir string, o Options) (*Store, error) {
 		L0CompactionThreshold:       o.L0CompactionThreshold,
 		L0StopWritesThreshold:       64,
 		FormatMajorVersion:          pebble.FormatNewest,
+		DisableWAL:                  o.NoWAL,
 	}
 	for i := range popts.Levels {
 		// Point lookups of absent keys (new idempotency keys) must not touch
@@ -121,7 +127,7 @@ func Open(dir string, o Options) (*Store, error) {
 		o.FS = vfs.Default
 	}
 	s := &Store{dir: dir, fs: o.FS, popts: popts, faulted: make(chan struct{}), acceptWALLoss: o.AcceptWALLoss, onFault: o.OnFault, writeO: pebble.Sync, onSync: o.OnSync}
-	if o.NoSync {
+	if o.NoSync || o.NoWAL {
 		s.writeO = pebble.NoSync
 	}
 	if o.HoldCompactions {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -97,5 +99,47 @@ func TestUncompressedL0(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A store without a WAL takes every kind of commit and SyncWAL (none
+// waits for an fsync), writes nothing to a WAL, and loses what it did not
+// flush when it closes: it is a cache another log rebuilds.
+func TestNoWAL(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoWAL: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, commit := range []func(*Store, []byte) error{
+		func(s *Store, k []byte) error { b := s.NewBatch(); _ = b.Set(k, k, nil); return s.Commit(b) },
+		func(s *Store, k []byte) error { b := s.NewBatch(); _ = b.Set(k, k, nil); return s.CommitNoSync(b) },
+	} {
+		k := []byte{byte('a' + i)}
+		if err := commit(s, k); err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+		if v, ok, err := s.Get(k); err != nil || !ok || !bytes.Equal(v, k) {
+			t.Fatalf("commit %d: read %q, %v, %v", i, v, ok, err)
+		}
+	}
+	if err := s.SyncWAL(); err != nil {
+		t.Fatalf("SyncWAL: %v", err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		if fi, err := os.Stat(l); err != nil || fi.Size() > 0 {
+			t.Fatalf("WAL %s written: %v", l, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, Options{NoWAL: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok, err := s.Get([]byte("a")); err != nil || ok {
+		t.Fatalf("an unflushed write survived the close: %v, %v", ok, err)
 	}
 }

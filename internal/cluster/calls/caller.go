@@ -44,8 +44,19 @@ type Caller struct {
 	local func(partition int32, key, value []byte) bool
 
 	mu      sync.Mutex
-	waiting map[string]chan answer
-	done    chan struct{}
+	waiting map[string]waiter
+	// ticks counts the seconds since the caller started (expire).
+	ticks atomic.Int64
+	done  chan struct{}
+	stop  chan struct{}
+	swept chan struct{}
+}
+
+// waiter is a call waiting for its answer, until the tick its deadline
+// falls in.
+type waiter struct {
+	ch       chan answer
+	deadline int64
 }
 
 // answer is what a call gets: its reply, or why it has none.
@@ -78,6 +89,7 @@ func New(ctx context.Context, c kafkalog.Config, node string, log *slog.Logger) 
 		return nil, fmt.Errorf("calls: inbox: %w", err)
 	}
 	go k.read()
+	go k.expire()
 	return k, nil
 }
 
@@ -93,7 +105,8 @@ type appender interface {
 func newCaller(node string, inbox int32, log *slog.Logger) *Caller {
 	return &Caller{
 		prefix: node + "-" + strconv.FormatUint(rand.Uint64()>>24, 36) + ".",
-		inbox:  inbox, log: log, waiting: map[string]chan answer{}, done: make(chan struct{}),
+		inbox:  inbox, log: log, waiting: map[string]waiter{},
+		done: make(chan struct{}), stop: make(chan struct{}), swept: make(chan struct{}),
 	}
 }
 
@@ -165,12 +178,22 @@ func EffectOf(readOnly bool) Effect {
 var ErrLost = errors.New("cluster: the command or its answer was lost between nodes")
 
 // Call sends value to partition, appended to the commands topic unless the
-// node takes it locally (SetLocal), and returns the reply.
+// node takes it locally (SetLocal), and returns the reply. A call not
+// answered within Timeout (to the second) fails with
+// context.DeadlineExceeded.
+//
+// The deadline is not a context.WithTimeout of ctx, nor a timer: ctx is
+// mostly a fasthttp.RequestCtx, and a context derived from one that is not
+// the standard library's starts a goroutine per call to watch it (4% of a
+// cluster node's CPU under the transfer load, in a profile); a timer per
+// call costs its start, its stop and a third channel in the wait's select.
+// The caller's expire ends the calls past their deadline instead.
 func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect Effect) ([]byte, error) {
+	deadline := k.ticks.Load() + int64(Timeout/time.Second)
 	rid := k.prefix + strconv.FormatUint(k.seq.Add(1), 36)
 	ch := make(chan answer, 1)
 	k.mu.Lock()
-	k.waiting[rid] = ch
+	k.waiting[rid] = waiter{ch: ch, deadline: deadline}
 	k.mu.Unlock()
 	defer func() {
 		k.mu.Lock()
@@ -179,7 +202,7 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect E
 	}()
 	key := []byte(strconv.Itoa(int(k.inbox)) + ":" + rid)
 	if k.local == nil || !k.local(int32(partition), key, value) {
-		if _, err := k.prod.Append(ctx, int32(partition), key, value); err != nil {
+		if err := k.append(ctx, int32(partition), key, value); err != nil {
 			return nil, err
 		}
 	}
@@ -189,7 +212,7 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect E
 			if a.err == nil || effect != ReadsOnly || !errors.Is(a.err, ErrLost) {
 				return a.reply, a.err
 			}
-			if _, err := k.prod.Append(ctx, int32(partition), key, value); err != nil {
+			if err := k.append(ctx, int32(partition), key, value); err != nil {
 				return nil, err
 			}
 		case <-ctx.Done():
@@ -198,13 +221,46 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect E
 	}
 }
 
-// Send appends a command taken locally but not applied (its partition
-// moved) to the commands topic, for the partition's owner now.
-func (k *Caller) Send(partition int32, key, value []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+// append appends a call's command to the commands topic, within Timeout.
+func (k *Caller) append(ctx context.Context, partition int32, key, value []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	_, err := k.prod.Append(ctx, partition, key, value)
 	return err
+}
+
+// expire ends, once a second, the calls whose deadline passed, until
+// Close.
+func (k *Caller) expire() {
+	defer close(k.swept)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-k.stop:
+			return
+		case <-t.C:
+			k.tick()
+		}
+	}
+}
+
+// tick counts a second and fails the calls whose deadline it passes.
+func (k *Caller) tick() {
+	now := k.ticks.Add(1)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, w := range k.waiting {
+		if w.deadline < now {
+			sendAnswer(w.ch, answer{err: context.DeadlineExceeded})
+		}
+	}
+}
+
+// Send appends a command taken locally but not applied (its partition
+// moved) to the commands topic, for the partition's owner now.
+func (k *Caller) Send(partition int32, key, value []byte) error {
+	return k.append(context.Background(), partition, key, value)
 }
 
 // Mine reports whether rid is a request of this caller's, not of another
@@ -218,8 +274,6 @@ func (k *Caller) Mine(rid []byte) bool {
 // partition and decodes the reply with decode. A call not answered within
 // Timeout is ErrUnavailable.
 func (k *Caller) CallWith(ctx context.Context, partition int, workload byte, v []byte, effect Effect, decode func([]byte) error) error {
-	ctx, cancel := context.WithTimeout(ctx, Timeout)
-	defer cancel()
 	b, err := k.Call(ctx, partition, append([]byte{workload}, v...), effect)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
@@ -258,19 +312,28 @@ func (k *Caller) Fail(rid string, err error) { k.answer(rid, answer{err: err}) }
 
 func (k *Caller) answer(rid string, a answer) {
 	k.mu.Lock()
-	ch := k.waiting[rid]
+	w, ok := k.waiting[rid]
 	k.mu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- a:
-		default: // a second answer to one request (not sent by committed rounds)
-		}
+	if ok {
+		sendAnswer(w.ch, a)
+	}
+}
+
+// sendAnswer hands a to the call waiting on ch, unless it has one already:
+// a second answer to one request (not sent by committed rounds), or one
+// that came as the call expired.
+func sendAnswer(ch chan answer, a answer) {
+	select {
+	case ch <- a:
+	default:
 	}
 }
 
 // Close stops reading the inbox and closes the producer.
 func (k *Caller) Close() {
+	close(k.stop)
 	k.cl.Close()
 	<-k.done
+	<-k.swept
 	k.prod.Close()
 }

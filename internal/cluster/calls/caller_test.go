@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A node that restarts under the same id gets a new caller: a reply to a
@@ -93,5 +94,31 @@ func TestLostReadsGoAgainThroughKafka(t *testing.T) {
 		if tc.err == nil && string(got) != "from kafka" {
 			t.Fatalf("effect %d: got %q, want the reply through Kafka", tc.effect, got)
 		}
+	}
+}
+
+// A call that no answer reaches fails once its deadline's second passed,
+// not before.
+func TestUnansweredCallExpires(t *testing.T) {
+	k := newCaller("n1", 1, slog.New(slog.DiscardHandler))
+	taken := make(chan struct{})
+	k.SetLocal(func(int32, []byte, []byte) bool { close(taken); return true })
+	res := make(chan error, 1)
+	go func() {
+		_, err := k.Call(context.Background(), 0, []byte("c"), Writes)
+		res <- err
+	}()
+	<-taken
+	for range Timeout / time.Second {
+		k.tick()
+	}
+	select {
+	case err := <-res:
+		t.Fatalf("the call ended before its deadline: %v", err)
+	default:
+	}
+	k.tick()
+	if err := <-res; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an expired call got %v, want context.DeadlineExceeded", err)
 	}
 }

@@ -34,7 +34,12 @@ const (
 )
 
 // Changes appends the records of batch b, shard partition's changes, to out.
+// Their keys and values share one buffer: a round's batches hold hundreds
+// of records, each of which would otherwise cost two allocations.
 func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalog.Output, error) {
+	// Every record fits in b's size and a byte of its own (opSet); if not,
+	// append moves on to a new array and the records made keep theirs.
+	buf := make([]byte, 0, len(b.Repr())+int(b.Count()))
 	r := b.Reader()
 	for {
 		kind, k, v, ok, err := r.Next()
@@ -47,9 +52,12 @@ func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalo
 		o := kafkalog.Output{Kind: kafkalog.Change, Partition: partition}
 		switch kind {
 		case pebble.InternalKeyKindSet:
-			o.Key, o.Value = clone(k), append([]byte{opSet}, v...)
+			buf, o.Key = part(buf, k)
+			start := len(buf)
+			buf = append(append(buf, opSet), v...)
+			o.Value = buf[start:len(buf):len(buf)]
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
-			o.Key = clone(k)
+			buf, o.Key = part(buf, k)
 		case pebble.InternalKeyKindRangeDelete:
 			key := binary.AppendUvarint([]byte{rangeMark}, uint64(len(k)))
 			o.Key, o.Value = append(append(key, k...), v...), []byte{opRange}
@@ -60,31 +68,42 @@ func Changes(out []kafkalog.Output, b *pebble.Batch, partition int32) ([]kafkalo
 	}
 }
 
-func clone(b []byte) []byte { return append([]byte(nil), b...) }
+// part appends p to buf and returns buf and the copy of p in it.
+func part(buf, p []byte) ([]byte, []byte) {
+	start := len(buf)
+	buf = append(buf, p...)
+	return buf, buf[start:len(buf):len(buf)]
+}
 
 // Replay adds the operation of the changelog record key/value to b, on
 // the keys the record names preceded by prefix.
 func Replay(b *pebble.Batch, prefix, key, value []byte) error {
 	switch {
 	case len(value) == 0:
-		return b.Delete(prefixed(prefix, key), nil)
+		op := b.DeleteDeferred(len(prefix) + len(key))
+		prefixed(op.Key, prefix, key)
+		return op.Finish()
 	case value[0] == opSet:
-		return b.Set(prefixed(prefix, key), value[1:], nil)
+		op := b.SetDeferred(len(prefix)+len(key), len(value)-1)
+		prefixed(op.Key, prefix, key)
+		copy(op.Value, value[1:])
+		return op.Finish()
 	case value[0] == opRange && len(key) > 0 && key[0] == rangeMark:
 		n, w := binary.Uvarint(key[1:])
 		if w <= 0 || uint64(len(key)-1-w) < n {
 			return fmt.Errorf("changelog: malformed range delete in the changelog")
 		}
-		start := key[1+w : 1+w+int(n)]
-		return b.DeleteRange(prefixed(prefix, start), prefixed(prefix, key[1+w+int(n):]), nil)
+		start, end := key[1+w:1+w+int(n)], key[1+w+int(n):]
+		op := b.DeleteRangeDeferred(len(prefix)+len(start), len(prefix)+len(end))
+		prefixed(op.Key, prefix, start)
+		prefixed(op.Value, prefix, end)
+		return op.Finish()
 	}
 	return fmt.Errorf("changelog: changelog record of unknown kind %q", value[0])
 }
 
-// prefixed is key preceded by prefix (key itself if there is none).
-func prefixed(prefix, key []byte) []byte {
-	if len(prefix) == 0 {
-		return key
-	}
-	return append(append(make([]byte, 0, len(prefix)+len(key)), prefix...), key...)
+// prefixed writes prefix and key into dst, which has their length: a
+// deferred operation's key, so that no key is allocated per record.
+func prefixed(dst, prefix, key []byte) {
+	copy(dst[copy(dst, prefix):], key)
 }

@@ -57,7 +57,7 @@ type Snapshots struct {
 // process holds the directory, a failing disk) are returned.
 func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snapshots, error) {
 	path := filepath.Join(dir, "snapshot")
-	db, err := store.Open(path, store.Options{NoSync: true})
+	db, err := store.Open(path, snapOptions)
 	var damage *store.WALDamage
 	if err != nil && !errors.As(err, &damage) && !errors.Is(err, pebble.ErrCorruption) {
 		return nil, err
@@ -67,12 +67,17 @@ func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snaps
 		if err := os.RemoveAll(path); err != nil {
 			return nil, err
 		}
-		if db, err = store.Open(path, store.Options{NoSync: true}); err != nil {
+		if db, err = store.Open(path, snapOptions); err != nil {
 			return nil, err
 		}
 	}
 	return &Snapshots{db: db, cfg: cfg, logger: logger}, nil
 }
+
+// snapOptions are the copy's store's: like the engine's cache, it leaves
+// the files its flushes write uncompressed (store.Options.UncompressedL0),
+// which compactions soon rewrite compressed.
+var snapOptions = store.Options{NoSync: true, UncompressedL0: true}
 
 // Close closes the copy.
 func (s *Snapshots) Close() { _ = s.db.Close() }
@@ -125,11 +130,14 @@ func (s *Snapshots) Commit(outs []kafkalog.Output, ends map[int32]int64) error {
 }
 
 func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32]int64) error {
+	var prefix [5]byte // snapKey(snapData, partition, nil), not allocated per record
+	prefix[0] = snapData
 	for _, o := range outs {
 		if o.Kind != kafkalog.Change {
 			continue
 		}
-		if err := Replay(b, snapKey(snapData, o.Partition, nil), o.Key, o.Value); err != nil {
+		binary.BigEndian.PutUint32(prefix[1:], uint32(o.Partition))
+		if err := Replay(b, prefix[:], o.Key, o.Value); err != nil {
 			return err
 		}
 	}

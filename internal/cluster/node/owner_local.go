@@ -123,21 +123,21 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 }
 
 // settle ends the round's local commands: those of a committed round are
-// answered with its held replies (those a later round or another
-// partition's owner gives come through the inbox); those of a round that
-// surely did not commit (void) go back to the queue's front; the others
-// are failed.
+// answered with its held replies, the node's own by its caller, a peer's
+// on its link (those a later round or another partition's owner gives
+// come through the inbox); those of a round that surely did not commit
+// (void) go back to the queue's front; the others are failed.
 func (r *localRound) settle(committed, void bool) {
 	switch {
 	case committed:
 		for _, o := range r.st.held {
-			if !r.n.peers.Reply(string(o.Key), o.Value) {
+			if r.n.caller.Mine(o.Key) || !r.n.peers.Reply(string(o.Key), o.Value) {
 				r.n.caller.Deliver(string(o.Key), o.Value)
 			}
 		}
 		r.st.held = nil
 		for _, c := range r.taken {
-			if _, rid, ok := calls.ReplyAddress(c.Key); ok {
+			if _, rid, ok := calls.ReplyAddress(c.Key); ok && !r.n.caller.Mine(rid) {
 				r.n.peers.Kafka(string(rid))
 			}
 		}

@@ -99,32 +99,25 @@ func (l *Ledger) CurrencyOf(ctx context.Context, id string) (string, error) {
 	return a.Currency, nil
 }
 
-// receivers returns the currencies of reqs' receivers; an unknown receiver
-// is an account_not_found error, before anything is debited.
-func (l *Ledger) receivers(ctx context.Context, reqs []ledger.TransferRequest) (map[string]string, error) {
-	out := make(map[string]string)
-	for _, r := range reqs {
-		if _, ok := out[r.To]; ok || r.To == "" {
-			continue
-		}
-		c, err := l.CurrencyOf(ctx, r.To)
-		if err != nil {
-			return nil, err
-		}
-		out[r.To] = c
+// receiver returns the currency of receiver to ("" if none is named); an
+// unknown receiver is an account_not_found error, before anything is
+// debited.
+func (l *Ledger) receiver(ctx context.Context, to string) (string, error) {
+	if to == "" {
+		return "", nil
 	}
-	return out, nil
+	return l.CurrencyOf(ctx, to)
 }
 
 // Transfer moves money: the debit's partition applies it and forwards the
 // credit in the same transaction. A pending transfer's hold is on the
 // debit's partition.
 func (l *Ledger) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
-	cur, err := l.receivers(ctx, []ledger.TransferRequest{req})
+	cur, err := l.receiver(ctx, req.To)
 	if err != nil {
 		return ledger.Transfer{}, false, err
 	}
-	c := &ledgerengine.Transfer{Req: req, Currency: cur[req.To]}
+	c := &ledgerengine.Transfer{Req: req, Currency: cur}
 	if err := l.do(ctx, l.partition(req.From), c, &c.Err); err != nil {
 		return ledger.Transfer{}, false, err
 	}
