@@ -90,9 +90,12 @@ func requestURL(method, scheme, path, authority string) (*url.URL, error) {
 
 // requestHeader gathers the regular fields into a header, refusing the
 // connection-specific ones (RFC 9113 §8.2.2); cookies are joined into one
-// field (§8.2.3).
+// field (§8.2.3). A field's first value is a slice of one backing array,
+// which a second value of the field leaves by append: two allocations
+// for a header rather than one a field.
 func requestHeader(fields []hpack.HeaderField) (http.Header, error) {
 	hdr := make(http.Header, len(fields))
+	vals := make([]string, 0, len(fields))
 	for _, hf := range fields {
 		switch hf.Name {
 		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
@@ -103,7 +106,12 @@ func requestHeader(fields []hpack.HeaderField) (http.Header, error) {
 			}
 		}
 		k := canonical(hf.Name)
-		hdr[k] = append(hdr[k], hf.Value)
+		if old, ok := hdr[k]; ok {
+			hdr[k] = append(old, hf.Value)
+			continue
+		}
+		vals = append(vals, hf.Value)
+		hdr[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	if cs := hdr["Cookie"]; len(cs) > 1 {
 		hdr["Cookie"] = []string{strings.Join(cs, "; ")}
