@@ -31,7 +31,7 @@ type router struct {
 	routes   []route
 	fallback fasthttp.RequestHandler
 	handOver func(*fasthttp.RequestCtx) bool // nil: none
-	net      http.Handler                    // the native routes for net/http requests
+	net      *netAdapter                     // the native routes for net/http requests
 	// Admission of bodies (see admit.go).
 	maxBody     int64
 	authorize   func(authorization string) bool
@@ -90,7 +90,7 @@ func newRouter(routes []Route, o routerOptions) *router {
 		r.Handler = rt.recovering(r.Handler)
 		rt.routes = append(rt.routes, compile(r, o.Wrap))
 	}
-	rt.net = NetHandler(rt.serveRaw, o.MaxBody, o.OnNetRequest)
+	rt.net = &netAdapter{maxBody: o.MaxBody, on: o.OnNetRequest}
 	return rt
 }
 
@@ -161,23 +161,13 @@ func (rt *router) Handle(ctx *fasthttp.RequestCtx) {
 	rt.fallback(ctx)
 }
 
-// serveRaw serves a native route for NetHandler; Net only sends it
-// requests that match one.
-func (rt *router) serveRaw(ctx *fasthttp.RequestCtx) {
-	if r := rt.match(ctx); r != nil {
-		r.raw(ctx)
-		return
-	}
-	ctx.Error("not found", fasthttp.StatusNotFound)
-}
-
 // Net returns a net/http handler that serves the native routes through
 // NetHandler and everything else with next; admitNet admits their
 // bodies first.
 func (rt *router) Net(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.matchNet(r.Method, r.URL.Path) != nil {
-			rt.net.ServeHTTP(w, r)
+		if route := rt.matchNet(r.Method, r.URL.Path); route != nil {
+			rt.net.serve(w, r, route)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -230,18 +220,22 @@ func (r *route) matches(method, path string, ctx *fasthttp.RequestCtx) bool {
 		rest = tail
 	}
 	if ctx != nil {
-		r.setParams(path, ctx)
+		r.setParams(path, ctx, true)
 	}
 	return true
 }
 
-func (r *route) setParams(path string, ctx *fasthttp.RequestCtx) {
+// setParams sets r's path values of path on ctx, copies of them if path
+// is a view of a buffer reused after the request (clone).
+func (r *route) setParams(path string, ctx *fasthttp.RequestCtx, clone bool) {
 	rest := path[1:]
 	for i := range r.segments {
 		part, tail, _ := strings.Cut(rest, "/")
 		if r.params[i] != "" {
-			// A copy: path may be the request's buffer, reused after it.
-			ctx.SetUserValue(r.params[i], strings.Clone(part))
+			if clone {
+				part = strings.Clone(part)
+			}
+			ctx.SetUserValue(r.params[i], part)
 		}
 		rest = tail
 	}

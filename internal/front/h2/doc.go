@@ -79,8 +79,9 @@
 // of the connection.
 //
 // Writing. Every frame is queued in the connection's buffer, and the
-// writer sends all that has queued with one write each time it wakes: the
-// responses of many streams share a system call. Header blocks are
+// writer, each time it wakes, yields once to the goroutines ready to run
+// and then sends all that has queued with one write: the responses of
+// many streams share a system call. Header blocks are
 // encoded against HPACK's static table alone (names.go): they change no
 // state the client keeps, and the client's SETTINGS_HEADER_TABLE_SIZE
 // has nothing to bound. A handler's DATA waits while more than maxQueued

@@ -26,6 +26,7 @@ func init() {
 		"Origin", "Referer", "Retry-After", "Set-Cookie", "Te", "Trailer", "User-Agent", "Vary",
 		"Www-Authenticate", "X-Forwarded-For", "X-Request-Id", "Traceparent", "Tracestate",
 		"Connect-Protocol-Version", "Connect-Timeout-Ms", "Grpc-Timeout", "Sec-Websocket-Protocol",
+		"Reservation-Token", "X-Content-Type-Options",
 	} {
 		l := strings.ToLower(k)
 		toCanonical[l] = k

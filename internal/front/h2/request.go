@@ -20,8 +20,9 @@ var errMalformed = errors.New("h2: malformed request headers")
 // 9113 §8.3 and §8.2.2 ask: the request pseudo-headers, each once (the
 // framer has checked for duplicates and unknown ones), no
 // connection-specific field, TE only "trailers", and one content-length.
-// It returns the declared body length, -1 if none.
-func (c *conn) newRequest(f *http2.MetaHeadersFrame) (*http.Request, int64, error) {
+// It fills req, which the stream copies once with its context, and
+// returns the declared body length, -1 if none.
+func (c *conn) newRequest(f *http2.MetaHeadersFrame, req *http.Request) (int64, error) {
 	var method, scheme, path, authority string
 	for _, hf := range f.PseudoFields() {
 		switch hf.Name {
@@ -34,26 +35,26 @@ func (c *conn) newRequest(f *http2.MetaHeadersFrame) (*http.Request, int64, erro
 		case ":authority":
 			authority = hf.Value
 		default: // :status, or :protocol without extended CONNECT
-			return nil, 0, errMalformed
+			return 0, errMalformed
 		}
 	}
 	u, err := requestURL(method, scheme, path, authority)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	hdr, err := requestHeader(f.RegularFields())
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	declared, err := contentLength(hdr["Content-Length"])
 	if err != nil || f.StreamEnded() && declared > 0 {
-		return nil, 0, errMalformed
+		return 0, errMalformed
 	}
 	host := authority
 	if host == "" {
 		host = hdr.Get("Host")
 	}
-	req := &http.Request{
+	*req = http.Request{
 		Method: method, URL: u, Proto: "HTTP/2.0", ProtoMajor: 2,
 		Header: hdr, Host: host, RequestURI: path, RemoteAddr: c.remote, TLS: c.tls,
 		Body: http.NoBody, ContentLength: declared,
@@ -64,7 +65,7 @@ func (c *conn) newRequest(f *http2.MetaHeadersFrame) (*http.Request, int64, erro
 	if names := hdr["Trailer"]; len(names) > 0 {
 		req.Trailer = declaredTrailers(names)
 	}
-	return req, declared, nil
+	return declared, nil
 }
 
 // requestURL checks the request pseudo-headers (RFC 9113 §8.3.1) and
@@ -90,9 +91,12 @@ func requestURL(method, scheme, path, authority string) (*url.URL, error) {
 
 // requestHeader gathers the regular fields into a header, refusing the
 // connection-specific ones (RFC 9113 §8.2.2); cookies are joined into one
-// field (§8.2.3).
+// field (§8.2.3). A field's first value is a slice of one backing array,
+// which a second value of the field leaves by append: two allocations
+// for a header rather than one a field.
 func requestHeader(fields []hpack.HeaderField) (http.Header, error) {
 	hdr := make(http.Header, len(fields))
+	vals := make([]string, 0, len(fields))
 	for _, hf := range fields {
 		switch hf.Name {
 		case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
@@ -103,7 +107,12 @@ func requestHeader(fields []hpack.HeaderField) (http.Header, error) {
 			}
 		}
 		k := canonical(hf.Name)
-		hdr[k] = append(hdr[k], hf.Value)
+		if old, ok := hdr[k]; ok {
+			hdr[k] = append(old, hf.Value)
+			continue
+		}
+		vals = append(vals, hf.Value)
+		hdr[k] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	if cs := hdr["Cookie"]; len(cs) > 1 {
 		hdr["Cookie"] = []string{strings.Join(cs, "; ")}

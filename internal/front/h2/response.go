@@ -250,6 +250,9 @@ func (c *conn) writeHeaders(st *stream, status int, hdr http.Header, end bool) e
 		}
 		block, first = rest, false
 	}
+	if end {
+		c.serverEndsLocked(st)
+	}
 	c.kick()
 	return nil
 }
@@ -296,6 +299,9 @@ func (c *conn) writeData(st *stream, p []byte, end bool) error {
 		st.send -= n
 		c.sendConn -= n
 		p = p[n:]
+		if last {
+			c.serverEndsLocked(st)
+		}
 		c.kick()
 		if len(p) == 0 {
 			return nil
@@ -309,6 +315,13 @@ func (c *conn) writeData(st *stream, p []byte, end bool) error {
 func (c *conn) serverEnds(st *stream) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.serverEndsLocked(st)
+}
+
+// serverEndsLocked is serverEnds, under mu. A frame that ends the stream
+// closes it as it is queued: a client that reads the end and opens the
+// next stream at once finds the stream's place free (MaxConcurrentStreams).
+func (c *conn) serverEndsLocked(st *stream) {
 	if st.gone {
 		return
 	}

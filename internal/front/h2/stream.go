@@ -63,7 +63,8 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.writeResetLocked(id, http2.ErrCodeRefusedStream, "over_max_streams")
 		return c.queuedControlLocked()
 	}
-	req, declared, err := c.newRequest(f)
+	var req http.Request // copied once, with the stream's context, by start
+	declared, err := c.newRequest(f, &req)
 	if err != nil {
 		c.writeResetLocked(id, http2.ErrCodeProtocol, "malformed_headers")
 		return c.queuedControlLocked()
@@ -73,7 +74,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if f.Truncated {
 		h = http.HandlerFunc(headersTooLarge)
 	}
-	st.start(h, req)
+	st.start(h, &req)
 	return nil
 }
 
@@ -93,7 +94,8 @@ func (c *conn) openLocked(id uint32, declared int64, ended bool) *stream {
 	return st
 }
 
-// start runs the stream's handler on a goroutine of its own.
+// start runs the stream's handler on a goroutine of its own, with a copy
+// of req that carries the stream's context.
 func (st *stream) start(h http.Handler, req *http.Request) {
 	ctx, cancel := context.WithCancel(st.c.ctx)
 	st.cancel = cancel
