@@ -76,7 +76,7 @@ func flipTable(dir string, rng *rand.Rand) (table string, undo func() error, err
 // reportsDamage starts surge on dir and reports whether it names table as
 // damaged: exiting with an error that names it, or answering /readyz 503
 // naming it. It stops waiting once surge says it checked every table file
-// of both stores, and kills surge before it returns.
+// of both stores, and kills and reaps surge before it returns.
 func reportsDamage(ctx context.Context, bin, dir, table string) (bool, string) {
 	cmd := exec.CommandContext(ctx, bin, "serve", "--addr", "127.0.0.1:0", "--data", dir, "--log-level", "info")
 	out := &lockedBuffer{}
@@ -86,8 +86,11 @@ func reportsDamage(ctx context.Context, bin, dir, table string) (bool, string) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	// The next start on dir must find Pebble's lock free: the process is
+	// reaped, not only signalled, before this returns.
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
 	}()
 	hc := &http.Client{Timeout: 2 * time.Second}
 	for deadline := time.Now().Add(readyTimeout); time.Now().Before(deadline); {
