@@ -58,7 +58,10 @@ func BenchmarkRound(b *testing.B) {
 // machine's other work weigh on every shape alike; it reports the
 // broker's CPU time (kafkatest.Cluster.CPUTime, read around each round)
 // per round of each shape, what the broker spends idle meanwhile
-// included.
+// included. Beside them, in the same turns, it reports what the broker
+// spends on a plain write of the largest round's records (180 to one
+// partition, acks=all, idempotent, no transaction): the part of a round's
+// cost that is its records rather than its transaction.
 func BenchmarkRoundBrokerCPU(b *testing.B) {
 	shapes := []struct{ parts, recs int }{{1, 1}, {6, 1}, {6, 30}, {1, 180}}
 	ctx, c, k := newBenchClusterOf(b, 6)
@@ -80,29 +83,52 @@ func BenchmarkRoundBrokerCPU(b *testing.B) {
 		for p := range int32(shapes[shape].parts) {
 			local.add(localCommand(p, fmt.Sprintf("l-%d-%d-%d", i, shape, p)))
 		}
-		cpu0, err := k.CPUTime()
-		if err != nil {
-			b.Fatal(err)
-		}
+		cpu0 := brokerCPU(b, k)
 		if res, err := m.RoundWait(ctx, ctx, shapes[shape].parts, local, apply); err != nil || !res.Committed {
 			b.Fatalf("round: %+v, %v", res, err)
 		}
-		cpu1, err := k.CPUTime()
-		if err != nil {
+		spent[shape] += brokerCPU(b, k) - cpu0
+	}
+	plain, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.DefaultProduceTopic(c.ChangelogTopic()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	var plainSpent time.Duration
+	plainWrite := func(i int) {
+		recs := make([]*kgo.Record, 180)
+		for j := range recs {
+			recs[j] = &kgo.Record{Partition: 0, Key: fmt.Appendf(nil, "p-%d-%d", i, j), Value: value}
+		}
+		cpu0 := brokerCPU(b, k)
+		if err := plain.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			b.Fatal(err)
 		}
-		spent[shape] += cpu1 - cpu0
+		plainSpent += brokerCPU(b, k) - cpu0
 	}
 	b.ResetTimer()
 	for i := range b.N {
 		for shape := range shapes {
 			round(i, shape)
 		}
+		plainWrite(i)
 	}
 	b.StopTimer()
 	for i, sh := range shapes {
 		b.ReportMetric(float64(spent[i].Microseconds())/float64(b.N), fmt.Sprintf("broker-µs/round-of-%dp-%dr", sh.parts, sh.recs))
 	}
+	b.ReportMetric(float64(plainSpent.Microseconds())/float64(b.N), "broker-µs/plain-produce-180r")
+}
+
+// brokerCPU is the CPU time k's brokers have used so far.
+func brokerCPU(b *testing.B, k *kafkatest.Cluster) time.Duration {
+	b.Helper()
+	t, err := k.CPUTime()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return t
 }
 
 // positionedOnAll joins a member that takes local commands for every

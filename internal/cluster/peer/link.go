@@ -106,7 +106,7 @@ func (p *Peers) dial(node string, e entry) (*link, error) {
 		_ = conn.Close()
 		return nil, err
 	}
-	return &link{p: p, node: node, e: e, conn: conn, stream: stream, cancel: cancel, out: newBatcher(), inflight: map[string]struct{}{}, done: make(chan struct{})}, nil
+	return &link{p: p, node: node, e: e, conn: conn, stream: stream, cancel: cancel, out: newBatcher(), inflight: newBudget(p.cfg), done: make(chan struct{})}, nil
 }
 
 // link is a front node's link to one owner.
@@ -121,18 +121,17 @@ type link struct {
 	done   chan struct{}
 
 	mu       sync.Mutex
-	inflight map[string]struct{}
+	inflight budget
 	closed   bool
 }
 
 // send queues a command; false if the link is closed or full.
 func (l *link) send(partition int32, rid string, key, value []byte) bool {
 	l.mu.Lock()
-	if l.closed || len(l.inflight) >= l.p.cfg.MaxInFlight {
+	if l.closed || !l.inflight.take(rid, len(key)+len(value)) {
 		l.mu.Unlock()
 		return false
 	}
-	l.inflight[rid] = struct{}{}
 	l.mu.Unlock()
 	l.out.add(uint64(partition), key, value)
 	return true
@@ -164,8 +163,7 @@ func (l *link) run() {
 func (l *link) answered(kind uint64, key, value []byte) {
 	rid := string(key)
 	l.mu.Lock()
-	_, ok := l.inflight[rid]
-	delete(l.inflight, rid)
+	ok := l.inflight.give(rid)
 	l.mu.Unlock()
 	if !ok {
 		return
@@ -191,8 +189,8 @@ func (l *link) close(err error) {
 		return
 	}
 	l.closed = true
-	inflight := l.inflight
-	l.inflight = nil
+	inflight := l.inflight.calls
+	l.inflight = budget{}
 	close(l.done)
 	l.mu.Unlock()
 	l.cancel()

@@ -9,6 +9,8 @@ type metrics struct {
 	sent, fallbacks, taken prometheus.Counter
 	// answers by kind, resolved once: a reply is counted per command.
 	replies, viaKafka, failed, linkDown prometheus.Counter
+	// refused counts the connections to the peer port over its budget.
+	refused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -25,6 +27,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "surge_cluster_peer_commands_taken_total",
 			Help: "Commands the node took from other nodes over peer links, as their partition's owner.",
 		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "surge_cluster_peer_connections_refused_total",
+			Help: "Connections to the peer port closed at once because it had its budget of open connections (256).",
+		}),
 	}
 	answers := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "surge_cluster_peer_answers_total",
@@ -33,7 +39,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.replies, m.viaKafka = answers.WithLabelValues("reply"), answers.WithLabelValues("kafka")
 	m.failed, m.linkDown = answers.WithLabelValues("failed"), answers.WithLabelValues("link_down")
 	if reg != nil {
-		reg.MustRegister(m.sent, m.fallbacks, m.taken, answers)
+		reg.MustRegister(m.sent, m.fallbacks, m.taken, m.refused, answers)
 	}
 	return m
 }

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
@@ -41,9 +40,15 @@ type Config struct {
 	// listener's, with the host's name if it listens on every interface.
 	Advertise string
 	// MaxInFlight bounds the commands in flight on one link, each way
-	// (0: 4096): over it a front node sends through Kafka, and an owner
+	// (0: 4096), and MaxInFlightBytes their keys' and values' bytes (0:
+	// 64 MiB): over either a front node sends through Kafka, and an owner
 	// fails the command at once.
-	MaxInFlight int
+	MaxInFlight      int
+	MaxInFlightBytes int
+	// MaxConns bounds the connections open at once to the node's peer
+	// port (0: 256; a cluster needs one from each other node): one over
+	// it is closed as soon as it is accepted.
+	MaxConns int
 	// Registerer, if set, receives the links' metrics.
 	Registerer prometheus.Registerer
 
@@ -80,14 +85,12 @@ const retryAfter = time.Second
 // of the commands topic travels alone in one.
 const maxMessage = kafkalog.MaxRecordBytes + 64<<10
 
-// The budgets of the peer port, which anyone reaching it can connect to:
-// connections open at once (a cluster needs one from each other node)
-// and the time a connection has to complete its TLS handshake. Each side
+// The budget of the peer port, which anyone reaching it can connect to:
+// the time a connection has to complete its TLS handshake. Each side
 // of a link pings the other when it is silent, so that a peer that
 // vanished without closing its connections ends the link (and fails its
 // calls) within keepaliveTime and keepaliveTimeout.
 const (
-	maxConns         = 256
 	handshakeTimeout = 5 * time.Second
 	keepaliveTime    = 10 * time.Second
 	keepaliveTimeout = 5 * time.Second
@@ -142,6 +145,12 @@ func newPeers(cfg Config, dir *directory, recv Receiver, take Take) (*Peers, err
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 4096
 	}
+	if cfg.MaxInFlightBytes <= 0 {
+		cfg.MaxInFlightBytes = 64 << 20
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 256
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -170,7 +179,9 @@ func newPeers(cfg Config, dir *directory, recv Receiver, take Take) (*Peers, err
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 	)
 	p.srv.RegisterService(&serviceDesc, p)
-	go func() { _ = p.srv.Serve(netutil.LimitListener(ln, maxConns)) }()
+	go func() {
+		_ = p.srv.Serve(&cappedListener{Listener: ln, max: int64(cfg.MaxConns), refused: p.met.refused})
+	}()
 	return p, nil
 }
 

@@ -5,7 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -42,11 +46,15 @@ type testNode struct {
 
 func startNode(t *testing.T, id string, dir *directory, maxInFlight int, owned ...int32) *testNode {
 	t.Helper()
+	return startNodeWith(t, id, dir, Config{MaxInFlight: maxInFlight}, owned...)
+}
+
+// startNodeWith is startNode with cfg's budgets.
+func startNodeWith(t *testing.T, id string, dir *directory, cfg Config, owned ...int32) *testNode {
+	t.Helper()
 	n := &testNode{answers: make(receiver, 64), taken: make(chan command, 64), links: make(chan string, 8)}
-	p, err := newPeers(Config{
-		Listen: "127.0.0.1:0", MaxInFlight: maxInFlight,
-		Node: id, Dir: t.TempDir(), Kafka: kafkalog.Config{Partitions: 6},
-	}, dir, n.answers, func(p int32, key, value []byte) {
+	cfg.Listen, cfg.Node, cfg.Dir, cfg.Kafka = "127.0.0.1:0", id, t.TempDir(), kafkalog.Config{Partitions: 6}
+	p, err := newPeers(cfg, dir, n.answers, func(p int32, key, value []byte) {
 		n.taken <- command{p, string(key), string(value)}
 	})
 	if err != nil {
@@ -223,6 +231,104 @@ func TestLinksKeepTheirBudgets(t *testing.T) {
 	if !front.Send(1, []byte("0:a-4"), nil) {
 		t.Fatal("the link's budget was not given back")
 	}
+}
+
+func TestLinksKeepTheirByteBudgets(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNodeWith(t, "b", dir, Config{MaxInFlightBytes: 100}, 1)
+	front := startNodeWith(t, "a", dir, Config{MaxInFlightBytes: 200})
+	front.link(t, 1)
+	big := make([]byte, 90)
+	if !front.Send(1, []byte("0:a-1"), big) || !front.Send(1, []byte("0:a-2"), big) {
+		t.Fatal("not sent")
+	}
+	if front.Send(1, []byte("0:a-3"), big) {
+		t.Fatal("a third command went over a link whose 200 bytes are taken")
+	}
+	if c := <-owner.taken; c.key != "0:a-1" {
+		t.Fatalf("took %+v", c)
+	}
+	// The owner's budget is 100 bytes: the second fails at once.
+	if a := <-front.answers; a.rid != "a-2" || !errors.Is(a.err, errFailed) {
+		t.Fatalf("answer %+v, want a-2 failed", a)
+	}
+	owner.Reply("a-1", nil)
+	if a := <-front.answers; a.rid != "a-1" || a.err != nil {
+		t.Fatalf("answer %+v", a)
+	}
+	if !front.Send(1, []byte("0:a-4"), big) {
+		t.Fatal("the link's bytes were not given back")
+	}
+	if c := <-owner.taken; c.key != "0:a-4" {
+		t.Fatalf("took %+v", c)
+	}
+}
+
+// A connection over the peer port's budget is closed at once, not left
+// waiting in the listener's backlog.
+func TestPeerPortClosesConnectionsOverItsBudget(t *testing.T) {
+	owner := startNodeWith(t, "b", newDirectory(6), Config{MaxConns: 2}, 1)
+	for range 2 {
+		c, err := net.Dial("tcp", owner.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	over, err := net.Dial("tcp", owner.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	if _, err := over.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the connection over the budget was served")
+	}
+	if n := testutil.ToFloat64(owner.met.refused); n != 1 {
+		t.Fatalf("%v connections refused, want 1", n)
+	}
+}
+
+// A place a closed connection gives back takes the next one.
+func TestCappedListenerGivesPlacesBack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := prometheus.NewCounter(prometheus.CounterOpts{Name: "refused"})
+	capped := &cappedListener{Listener: ln, max: 1, refused: refused}
+	defer capped.Close()
+	accepted := make(chan net.Conn)
+	go func() {
+		for {
+			c, err := capped.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	dial()
+	first := <-accepted
+	if _, err := dial().Read(make([]byte, 1)); err == nil || testutil.ToFloat64(refused) != 1 {
+		t.Fatalf("the second connection was not refused: %v", err)
+	}
+	first.Close()
+	first.Close() // a second Close gives nothing back
+	dial()
+	second := <-accepted
+	if _, err := dial().Read(make([]byte, 1)); err == nil || testutil.ToFloat64(refused) != 2 {
+		t.Fatalf("a connection over the budget was not refused: %v", err)
+	}
+	second.Close()
 }
 
 func TestMessagesRoundTripAndRefuseGarbage(t *testing.T) {

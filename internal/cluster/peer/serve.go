@@ -20,9 +20,9 @@ type inbound struct {
 	// so that no link can take the answer to another node's call.
 	ids string
 	out *batcher
-	// n counts the link's commands not answered yet; ended is set once
-	// the link ended. Both under Peers.mu.
-	n     int
+	// owed counts the link's commands not answered yet; ended is set
+	// once the link ended. Both under Peers.mu.
+	owed  budget
 	ended bool
 }
 
@@ -35,7 +35,7 @@ func (p *Peers) serve(ss grpc.ServerStream) error {
 	if node == "" {
 		return errUnknownPeer
 	}
-	in := &inbound{ids: node + "-", out: newBatcher()}
+	in := &inbound{ids: node + "-", out: newBatcher(), owed: newBudget(p.cfg)}
 	if err := ss.SendHeader(nil); err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (p *Peers) read(ss grpc.ServerStream, in *inbound) error {
 }
 
 // received takes one command of a link: the node's Take has it, unless
-// the link carries its budget of commands already or the request is not
+// the link carries its budget of commands or bytes already or the request is not
 // the front node's.
 func (p *Peers) received(in *inbound, tag uint64, key, value []byte) {
 	rid, ok := requestID(key)
@@ -106,12 +106,11 @@ func (p *Peers) received(in *inbound, tag uint64, key, value []byte) {
 		return
 	}
 	_, dup := p.owed[rid]
-	if dup || in.n >= p.cfg.MaxInFlight {
+	if dup || !in.owed.take(rid, len(key)+len(value)) {
 		p.mu.Unlock()
 		in.out.add(answerFailed, []byte(rid), nil)
 		return
 	}
-	in.n++
 	p.owed[rid] = in
 	p.mu.Unlock()
 	p.met.taken.Inc()
@@ -163,7 +162,7 @@ func (p *Peers) answer(rid string, kind uint64, v []byte) bool {
 	in, ok := p.owed[rid]
 	if ok {
 		delete(p.owed, rid)
-		in.n--
+		in.owed.give(rid)
 	}
 	p.mu.Unlock()
 	if ok {
