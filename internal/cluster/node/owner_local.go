@@ -18,9 +18,11 @@ import (
 // a command has no offset: the member fences the round with a commit of
 // its partition's offset as it stands (kafkalog.Member.Takes).
 //
-// A command whose partition the state a round applies to does not own (it
-// moved since the command was taken) is appended to the commands topic
-// instead, for its owner now, never applied here. A command of a round
+// A command whose partition the state a round applies to does not own, or
+// the member no longer takes local commands for (it moved since the
+// command was taken), is appended to the commands topic instead, for its
+// owner now, never applied here; so are, at once, the commands queued for
+// partitions the member gives up (Node.revoked). A command of a round
 // that did not commit is never acknowledged: taken again by the next round
 // when the round surely did not commit (kafkalog.RoundResult.Aborted, as
 // is a round that never applied its commands), on the state the node
