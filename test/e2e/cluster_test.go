@@ -127,9 +127,7 @@ func (c *clusterNodes) survivesANodesKill(t *testing.T) {
 // min.insync.replicas 2), loses nothing either (make test-cluster-long,
 // which CI runs: about 3 minutes here).
 func TestClusterSurvivesABrokersKill(t *testing.T) {
-	c := startCluster(t, 3, 3, "--peer")
-	stopWatch := c.watchStalls(t)
-	defer stopWatch()
+	c := startCluster(t, 3, 3)
 	c.loseNothing(t, func() {
 		if err := c.kafka.Kill(2); err != nil {
 			t.Fatal(err)
@@ -196,7 +194,6 @@ func (c *clusterNodes) load(t *testing.T, accounts, workers, each int, kill func
 		mu.Lock()
 		acked[tr.ID] = tr
 		mu.Unlock()
-		ackCount.Add(1)
 	})
 	return acked
 }
@@ -402,49 +399,3 @@ func (c *clusterNodes) checkSeats(t *testing.T, ids []string, seats int) {
 	}
 	t.Logf("%d acknowledged reservations checked: %d seats held, %d of %d available", len(ids), reserved, available, seats)
 }
-
-// watchStalls (diagnostic) dumps every live node's goroutines and metrics
-// to /tmp/clstall-dumps when no transfer was acknowledged for 15 s.
-func (c *clusterNodes) watchStalls(t *testing.T) func() {
-	stop := make(chan struct{})
-	go func() {
-		last, since, dumped := int64(-1), time.Now(), false
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Second):
-			}
-			n := ackCount.Load()
-			if n != last {
-				last, since, dumped = n, time.Now(), false
-				continue
-			}
-			if dumped || n >= 360 || time.Since(since) < 15*time.Second {
-				continue
-			}
-			dumped = true
-			_ = os.MkdirAll("/tmp/clstall-dumps", 0o755)
-			stamp := time.Now().UTC().Format("150405")
-			for i, s := range c.nodes {
-				if !c.alive[i].Load() {
-					continue
-				}
-				for _, what := range []string{"/debug/pprof/goroutine?debug=2", "/metrics"} {
-					r, err := s.c.raw(http.MethodGet, what, "", nil)
-					if err != nil {
-						t.Logf("dump %s %s: %v", s.name, what, err)
-						continue
-					}
-					f := fmt.Sprintf("/tmp/clstall-dumps/%s-%s-%d.txt", stamp, s.name, len(what))
-					_ = os.WriteFile(f, r.Body, 0o644)
-				}
-				_ = os.WriteFile(fmt.Sprintf("/tmp/clstall-dumps/%s-%s-log.txt", stamp, s.name), []byte(s.out.String()), 0o644)
-			}
-			t.Logf("STALL: dumped at %s (acked %d)", stamp, n)
-		}
-	}()
-	return func() { close(stop) }
-}
-
-var ackCount atomic.Int64
