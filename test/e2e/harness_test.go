@@ -162,15 +162,47 @@ func childEnv() []string {
 }
 
 // cleanup kills the process if it still runs and logs its output when the
-// test failed.
+// test failed. A process still running when its test failed is stopped with
+// SIGQUIT first, which has Go write every goroutine's stack to its stderr:
+// what a stuck server was waiting for. The log shows the output's tail
+// before the stacks, and names the file holding the whole output.
 func (s *server) cleanup() {
+	mark := -1
+	if !s.isExited() && s.t.Failed() {
+		mark = len(s.out.String())
+		_ = s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.exited:
+		case <-time.After(stopTimeout):
+		}
+	}
 	if !s.isExited() {
 		_ = s.cmd.Process.Signal(syscall.SIGKILL)
 		<-s.exited
 	}
-	if s.t.Failed() {
-		s.t.Logf("%s output (last %d KiB):\n%s", s.name, outputTailBytes>>10, s.out.tail(outputTailBytes))
+	if !s.t.Failed() {
+		return
 	}
+	out := s.out.String()
+	if mark >= 0 {
+		s.t.Logf("%s: whole output, with its goroutines' stacks when the test failed, in %s", s.name, keepOutput(s.name, out))
+		out = out[:mark]
+	}
+	s.t.Logf("%s output (last %d KiB):\n%s", s.name, outputTailBytes>>10, tailOf(out, outputTailBytes))
+}
+
+// keepOutput writes a process's output to a file that outlives the test
+// and returns its path (or why there is none).
+func keepOutput(name, out string) string {
+	f, err := os.CreateTemp("", "surge-e2e-"+strings.TrimPrefix(name, "surge#")+"-*.log")
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if _, err := f.WriteString(out); err != nil {
+		return err.Error()
+	}
+	return f.Name()
 }
 
 // isExited reports whether the process has been reaped.
@@ -276,8 +308,10 @@ func (o *procOutput) String() string {
 }
 
 // tail returns at most the last n bytes written.
-func (o *procOutput) tail(n int) string {
-	s := o.String()
+func (o *procOutput) tail(n int) string { return tailOf(o.String(), n) }
+
+// tailOf is at most the last n bytes of s.
+func tailOf(s string, n int) string {
 	if len(s) > n {
 		return "…" + s[len(s)-n:]
 	}

@@ -107,6 +107,9 @@ type Member struct {
 	cfg Config
 	// opts build the session again (renew).
 	opts []kgo.Opt
+	// txnTimeout is the brokers' bound on a round's transaction, and the
+	// round's own.
+	txnTimeout time.Duration
 
 	// last is the number of commands the previous round read (gather).
 	last int
@@ -180,6 +183,7 @@ func (m *Member) session(ctx context.Context) error {
 		return fmt.Errorf("kafkalog: initialising the member's producer: %w", err)
 	}
 	m.s = s
+	m.txnTimeout = s.Client().OptValue(kgo.TransactionTimeout).(time.Duration)
 	return nil
 }
 
@@ -294,6 +298,12 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 		return res, err
 	}
 	m.open = true
+	// The brokers abort a transaction left open past its timeout, so the
+	// round waits no longer than that for its work and its commit: after a
+	// broker's death a flush or an EndTxn can wait far longer (35 s, seen
+	// on 3 brokers), and every command the node holds would wait with it.
+	ctx, cancel := context.WithTimeout(ctx, m.txnTimeout)
+	defer cancel()
 	outs, err := apply(ctx, batch)
 	var changelog map[int32]int64
 	if err == nil {
@@ -307,10 +317,9 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 		// No commit was asked for: the transaction never commits, whether
 		// this abort ends it or the brokers' timeout does.
 		res.Aborted = true
-		if _, endErr := m.s.End(ctx, kgo.TryAbort); endErr != nil {
-			return res, errors.Join(err, fmt.Errorf("kafkalog: aborting a round: %w", endErr))
+		if endErr := m.endLeftOpen(ctx); endErr != nil {
+			return res, errors.Join(err, endErr)
 		}
-		m.open = false
 		return res, err
 	}
 	res.Outputs = len(outs)
@@ -331,13 +340,15 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 // again by the next round.
 const leftOpenAbortTime = 10 * time.Second
 
-// endLeftOpen aborts the transaction of a round whose End failed. An End
-// whose context ends while it flushes the round's records (a broker's
-// death can make that slow) returns without ending the transaction, and
-// the session then refuses to begin another: every later round would
-// fail, for good. The abort runs under a context of its own, since the
-// round's may be what ended; it also rewinds the member to the last
-// committed commands, which the next round reads again.
+// endLeftOpen aborts the transaction of a round that failed before it
+// asked for a commit, or whose End failed. An End whose context ends
+// while it flushes the round's records (a broker's death can make that
+// slow) returns without ending the transaction, and the session then
+// refuses to begin another: every later round would fail, for good. The
+// abort runs under a context of its own, since the round's may be what
+// ended; one that fails leaves the transaction open for the next round's
+// call. It also rewinds the member to the last committed commands, which
+// the next round reads again.
 func (m *Member) endLeftOpen(ctx context.Context) error {
 	if !m.open {
 		return nil
@@ -345,7 +356,7 @@ func (m *Member) endLeftOpen(ctx context.Context) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leftOpenAbortTime)
 	defer cancel()
 	if _, err := m.s.End(actx, kgo.TryAbort); err != nil {
-		return fmt.Errorf("kafkalog: aborting a round left open: %w", err)
+		return fmt.Errorf("kafkalog: aborting a round's transaction: %w", err)
 	}
 	m.open = false
 	return nil

@@ -157,7 +157,9 @@ func (p *Producer) flush(ctx context.Context, cmds []*pending) {
 	}
 	failed := produceAll(ctx, p.cl, pk.records)
 	for i, c := range cmds {
-		c.offset, c.err = carried[i].Offset, failed[carried[i]]
+		if c.err = failed[carried[i]]; c.err == nil {
+			c.offset = carried[i].Offset
+		}
 		close(c.sent)
 	}
 }
@@ -169,28 +171,51 @@ func (p *Producer) flush(ctx context.Context, cmds []*pending) {
 const flushLinger = time.Minute
 
 // produceAll writes records, on a client lingering flushLinger, in one
-// request per broker, and returns the errors of those that failed.
+// request per broker, and returns the errors of those that failed. It
+// returns when each record succeeded or failed, or when ctx ends: a
+// record still in flight then (its request sent, its answer not come)
+// fails with ctx's error, though the brokers may yet write it.
 func produceAll(ctx context.Context, cl *kgo.Client, records []*kgo.Record) map[*kgo.Record]error {
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed = map[*kgo.Record]error{}
-	)
-	wg.Add(len(records))
+	var mu sync.Mutex
+	failed := make(map[*kgo.Record]error, len(records))
+	pending := make(map[*kgo.Record]bool, len(records))
+	done := make(chan struct{})
+	for _, r := range records {
+		pending[r] = true
+	}
+	if len(records) == 0 {
+		close(done)
+	}
 	for _, r := range records {
 		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
-				mu.Lock()
 				failed[r] = err
-				mu.Unlock()
 			}
-			wg.Done()
+			delete(pending, r)
+			if len(pending) == 0 {
+				close(done)
+			}
 		})
 	}
 	// An error here is ctx's end, which fails every record not sent.
 	_ = cl.Flush(ctx)
-	wg.Wait()
-	return failed
+	select {
+	case <-done:
+		return failed
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	out := make(map[*kgo.Record]error, len(failed)+len(pending))
+	for r, err := range failed {
+		out[r] = err
+	}
+	for r := range pending {
+		out[r] = ctx.Err()
+	}
+	return out
 }
 
 func (p *Producer) fail(cmds []*pending, err error) {

@@ -119,7 +119,7 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 		return nil, err
 	}
 	n.member, err = kafkalog.Join(ctx, cfg.Kafka, id, kafkalog.Handlers{
-		Assigned: n.moved, Revoked: n.moved,
+		Assigned: n.moved, Revoked: n.revoked,
 	}, kgo.TransactionTimeout(cfg.TransactionTimeout))
 	if err != nil {
 		n.caller.Close()
@@ -189,6 +189,17 @@ func (n *Node) CreateWorld(ctx context.Context) error {
 func (n *Node) moved(context.Context, []int32) {
 	n.setReady(false)
 	n.gen.Add(1)
+}
+
+// revoked is the group's callback on partitions the member gave up or
+// lost: besides moved, it sends the commands queued for them, which no
+// round of the node applies now, on to the commands topic for their new
+// owner at once, not after the running round and the node's rebuild.
+func (n *Node) revoked(ctx context.Context, ps []int32) {
+	n.moved(ctx, ps)
+	for _, c := range n.local.takeOf(ps) {
+		n.goForward(c)
+	}
 }
 
 // setReady sets readiness; a node that becomes ready publishes the

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/surge-dev/surge/internal/cluster/calls"
@@ -17,9 +18,11 @@ import (
 // a command has no offset: the member fences the round with a commit of
 // its partition's offset as it stands (kafkalog.Member.Takes).
 //
-// A command whose partition the state a round applies to does not own (it
-// moved since the command was taken) is appended to the commands topic
-// instead, for its owner now, never applied here. A command of a round
+// A command whose partition the state a round applies to does not own, or
+// the member no longer takes local commands for (it moved since the
+// command was taken), is appended to the commands topic instead, for its
+// owner now, never applied here; so are, at once, the commands queued for
+// partitions the member gives up (Node.revoked). A command of a round
 // that did not commit is never acknowledged: taken again by the next round
 // when the round surely did not commit (kafkalog.RoundResult.Aborted, as
 // is a round that never applied its commands), on the state the node
@@ -75,6 +78,23 @@ func (q *localQueue) take(max int) []kafkalog.Command {
 	return taken
 }
 
+// takeOf removes and returns the queued commands of partitions ps.
+func (q *localQueue) takeOf(ps []int32) []kafkalog.Command {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var of []kafkalog.Command
+	kept := make([]kafkalog.Command, 0, len(q.cmds))
+	for _, c := range q.cmds {
+		if slices.Contains(ps, c.Partition) {
+			of = append(of, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	q.cmds = kept
+	return of
+}
+
 // close refuses further commands and returns those queued.
 func (q *localQueue) close() []kafkalog.Command {
 	q.mu.Lock()
@@ -112,7 +132,7 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 	cmds := r.n.local.take(max)
 	kept := cmds[:0]
 	for _, c := range cmds {
-		if r.st.owned[c.Partition] {
+		if r.st.owned[c.Partition] && r.n.member.Takes(c.Partition) {
 			kept = append(kept, c)
 			continue
 		}
@@ -143,9 +163,27 @@ func (r *localRound) settle(committed, void bool) {
 		}
 	case len(r.taken) == 0:
 	case void:
-		r.n.local.add(true, r.taken...)
+		r.n.requeue(r.taken)
 	default:
 		r.n.fail(r.taken, errNotCommitted)
+	}
+}
+
+// requeue puts the commands of a round that surely did not commit back
+// at the queue's front, for the next round, but for those of partitions
+// the member no longer takes local commands for (they moved while the
+// round ran), which go on to the commands topic for their owner now.
+func (n *Node) requeue(cmds []kafkalog.Command) {
+	kept := cmds[:0]
+	for _, c := range cmds {
+		if n.member.Takes(c.Partition) {
+			kept = append(kept, c)
+			continue
+		}
+		n.goForward(c)
+	}
+	if len(kept) > 0 {
+		n.local.add(true, kept...)
 	}
 }
 
