@@ -44,9 +44,9 @@ type testNode struct {
 	links   chan string
 }
 
-func startNode(t *testing.T, id string, dir *directory, maxInFlight int, owned ...int32) *testNode {
+func startNode(t *testing.T, id string, dir *directory, owned ...int32) *testNode {
 	t.Helper()
-	return startNodeWith(t, id, dir, Config{MaxInFlight: maxInFlight}, owned...)
+	return startNodeWith(t, id, dir, Config{}, owned...)
 }
 
 // startNodeWith is startNode with cfg's budgets.
@@ -79,7 +79,7 @@ func (n *testNode) link(t *testing.T, partition int32) {
 
 func TestPeerWithoutPinnedCertificateIsRefused(t *testing.T) {
 	dir := newDirectory(6)
-	owner := startNode(t, "b", dir, 0, 1)
+	owner := startNode(t, "b", dir, 1)
 	for name, certs := range map[string][]tls.Certificate{"no certificate": nil, "unpublished certificate": {mustCert(t)}} {
 		t.Run(name, func(t *testing.T) {
 			tc := clientTLS(tls.Certificate{}, owner.fp)
@@ -102,7 +102,7 @@ func TestPeerWithoutPinnedCertificateIsRefused(t *testing.T) {
 		})
 	}
 	// A published node's command is the first the owner takes.
-	front := startNode(t, "a", dir, 0)
+	front := startNode(t, "a", dir)
 	front.link(t, 1)
 	if !front.Send(1, []byte("0:a-1"), []byte("x")) {
 		t.Fatal("the front node did not send over its link")
@@ -126,8 +126,8 @@ func mustCert(t *testing.T) tls.Certificate {
 
 func TestCommandsAndAnswersGoOverTheLink(t *testing.T) {
 	dir := newDirectory(6)
-	owner := startNode(t, "b", dir, 0, 1, 2)
-	front := startNode(t, "a", dir, 0)
+	owner := startNode(t, "b", dir, 1, 2)
+	front := startNode(t, "a", dir)
 	if front.Send(0, []byte("0:a-0"), nil) {
 		t.Fatal("sent a command for a partition no node owns")
 	}
@@ -160,9 +160,9 @@ func TestCommandsAndAnswersGoOverTheLink(t *testing.T) {
 // link can take the answer to another node's call.
 func TestCommandsOfAnotherNodesRequestAreRefused(t *testing.T) {
 	dir := newDirectory(6)
-	owner := startNode(t, "b", dir, 0, 1)
-	startNode(t, "a", dir, 0)
-	front := startNode(t, "c", dir, 0)
+	owner := startNode(t, "b", dir, 1)
+	startNode(t, "a", dir)
+	front := startNode(t, "c", dir)
 	front.link(t, 1)
 	if !front.Send(1, []byte("0:a-1"), nil) || !front.Send(1, []byte("0:c-2"), nil) {
 		t.Fatal("not sent")
@@ -180,8 +180,8 @@ func TestCommandsOfAnotherNodesRequestAreRefused(t *testing.T) {
 
 func TestABrokenLinkFailsItsCallsAtOnce(t *testing.T) {
 	dir := newDirectory(6)
-	owner := startNode(t, "b", dir, 0, 1)
-	front := startNode(t, "a", dir, 0)
+	owner := startNode(t, "b", dir, 1)
+	front := startNode(t, "a", dir)
 	front.link(t, 1)
 	for i := range 3 {
 		if !front.Send(1, fmt.Appendf(nil, "0:a-%d", i), nil) {
@@ -206,61 +206,46 @@ func TestABrokenLinkFailsItsCallsAtOnce(t *testing.T) {
 	}
 }
 
+// A link's budgets, of commands and of bytes: the front node's lets two
+// commands through, the owner's one.
 func TestLinksKeepTheirBudgets(t *testing.T) {
-	dir := newDirectory(6)
-	owner := startNode(t, "b", dir, 1, 1)
-	front := startNode(t, "a", dir, 2)
-	front.link(t, 1)
-	if !front.Send(1, []byte("0:a-1"), nil) || !front.Send(1, []byte("0:a-2"), nil) {
-		t.Fatal("not sent")
-	}
-	if front.Send(1, []byte("0:a-3"), nil) {
-		t.Fatal("a third command went over a link whose budget is 2")
-	}
-	if c := <-owner.taken; c.key != "0:a-1" {
-		t.Fatalf("took %+v", c)
-	}
-	// The owner's budget is 1: the second fails at once.
-	if a := <-front.answers; a.rid != "a-2" || !errors.Is(a.err, errFailed) {
-		t.Fatalf("answer %+v, want a-2 failed", a)
-	}
-	owner.Reply("a-1", nil)
-	if a := <-front.answers; a.rid != "a-1" || a.err != nil {
-		t.Fatalf("answer %+v", a)
-	}
-	if !front.Send(1, []byte("0:a-4"), nil) {
-		t.Fatal("the link's budget was not given back")
-	}
-}
-
-func TestLinksKeepTheirByteBudgets(t *testing.T) {
-	dir := newDirectory(6)
-	owner := startNodeWith(t, "b", dir, Config{MaxInFlightBytes: 100}, 1)
-	front := startNodeWith(t, "a", dir, Config{MaxInFlightBytes: 200})
-	front.link(t, 1)
 	big := make([]byte, 90)
-	if !front.Send(1, []byte("0:a-1"), big) || !front.Send(1, []byte("0:a-2"), big) {
-		t.Fatal("not sent")
-	}
-	if front.Send(1, []byte("0:a-3"), big) {
-		t.Fatal("a third command went over a link whose 200 bytes are taken")
-	}
-	if c := <-owner.taken; c.key != "0:a-1" {
-		t.Fatalf("took %+v", c)
-	}
-	// The owner's budget is 100 bytes: the second fails at once.
-	if a := <-front.answers; a.rid != "a-2" || !errors.Is(a.err, errFailed) {
-		t.Fatalf("answer %+v, want a-2 failed", a)
-	}
-	owner.Reply("a-1", nil)
-	if a := <-front.answers; a.rid != "a-1" || a.err != nil {
-		t.Fatalf("answer %+v", a)
-	}
-	if !front.Send(1, []byte("0:a-4"), big) {
-		t.Fatal("the link's bytes were not given back")
-	}
-	if c := <-owner.taken; c.key != "0:a-4" {
-		t.Fatalf("took %+v", c)
+	for name, c := range map[string]struct {
+		owner, front Config
+		value        []byte
+	}{
+		"commands": {Config{MaxInFlight: 1}, Config{MaxInFlight: 2}, nil},
+		"bytes":    {Config{MaxInFlightBytes: 100}, Config{MaxInFlightBytes: 200}, big},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := newDirectory(6)
+			owner := startNodeWith(t, "b", dir, c.owner, 1)
+			front := startNodeWith(t, "a", dir, c.front)
+			front.link(t, 1)
+			if !front.Send(1, []byte("0:a-1"), c.value) || !front.Send(1, []byte("0:a-2"), c.value) {
+				t.Fatal("not sent")
+			}
+			if front.Send(1, []byte("0:a-3"), c.value) {
+				t.Fatal("a third command went over a link whose budget is taken")
+			}
+			if c := <-owner.taken; c.key != "0:a-1" {
+				t.Fatalf("took %+v", c)
+			}
+			// Over the owner's budget, the second fails at once.
+			if a := <-front.answers; a.rid != "a-2" || !errors.Is(a.err, errFailed) {
+				t.Fatalf("answer %+v, want a-2 failed", a)
+			}
+			owner.Reply("a-1", nil)
+			if a := <-front.answers; a.rid != "a-1" || a.err != nil {
+				t.Fatalf("answer %+v", a)
+			}
+			if !front.Send(1, []byte("0:a-4"), c.value) {
+				t.Fatal("the link's budget was not given back")
+			}
+			if c := <-owner.taken; c.key != "0:a-4" {
+				t.Fatalf("took %+v", c)
+			}
+		})
 	}
 }
 
