@@ -63,14 +63,17 @@ type Local interface {
 }
 
 // Handlers are told which commands partitions the member owns. They run on
-// the group's goroutine, never concurrently with each other.
+// the group's goroutines, never concurrently with each other.
 type Handlers struct {
 	// Assigned is called with partitions the member now owns, before any of
 	// their commands is read: the shard restores their state here.
 	Assigned func(ctx context.Context, partitions []int32)
 	// Revoked is called with partitions the member no longer owns, whether
-	// given up in a rebalance or lost (the member was expelled from the
-	// group): the shard drops their state.
+	// given up in a rebalance, lost (the member was expelled from the
+	// group) or left with its session (Member.renew): the shard drops
+	// their state. It is called again for partitions it was told of
+	// already (both franz-go and the member's own watch may report a
+	// move).
 	Revoked func(ctx context.Context, partitions []int32)
 }
 
@@ -105,6 +108,7 @@ type RoundResult struct {
 type Member struct {
 	s   *kgo.GroupTransactSession
 	cfg Config
+	h   Handlers
 	// opts build the session again (renew).
 	opts []kgo.Opt
 	// txnTimeout is the brokers' bound on a round's transaction, and the
@@ -123,7 +127,8 @@ type Member struct {
 	local Local
 	fence map[int32]bool
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// owned are the partitions the member owns (ownership.go).
 	owned map[int32]bool
 	// positioned are the owned partitions the group has a committed
 	// offset for (Takes), as of the latest round's start or commit.
@@ -142,7 +147,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 	if node == "" {
 		return nil, errors.New("kafkalog: empty node id")
 	}
-	m := &Member{cfg: c, owned: map[int32]bool{}, positioned: map[int32]bool{}, fence: map[int32]bool{}}
+	m := &Member{cfg: c, h: h, owned: map[int32]bool{}, positioned: map[int32]bool{}, fence: map[int32]bool{}}
 	base := append(c.SeedsFor("member"),
 		kgo.ConsumerGroup(c.Group()),
 		kgo.ConsumeTopics(c.CommandsTopic()),
@@ -157,9 +162,11 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		kgo.ProducerLinger(flushLinger),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
-		kgo.OnPartitionsAssigned(m.track(true, h.Assigned)),
-		kgo.OnPartitionsRevoked(m.track(false, h.Revoked)),
-		kgo.OnPartitionsLost(m.track(false, h.Revoked)),
+		kgo.Balancers(watch{kgo.CooperativeStickyBalancer(), m}),
+		kgo.WithHooks(lossHook{m}),
+		kgo.OnPartitionsAssigned(m.track(true)),
+		kgo.OnPartitionsRevoked(m.track(false)),
+		kgo.OnPartitionsLost(m.track(false)),
 	)
 	if c.SessionTimeout > 0 {
 		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
@@ -192,33 +199,14 @@ func (m *Member) session(ctx context.Context) error {
 // id it holds for unrecoverable (under KIP-890's transactions, an
 // INVALID_TXN_STATE or a bumped epoch after a broker's death), so only a
 // new producer, initialised anew under the same transactional id, serves
-// again. Leaving revokes the member's partitions (Handlers.Revoked), so
-// the node rebuilds its state for those the group gives it back.
+// again. Leaving gives up every partition the member owns
+// (Handlers.Revoked), so the node rebuilds its state for those the group
+// gives it back.
 func (m *Member) renew(ctx context.Context) error {
 	m.s.Close()
+	m.keepOnly(ctx, nil)
 	m.open = false
 	return m.session(ctx)
-}
-
-// track returns a group callback that records the commands partitions it
-// is given as owned (gained) or not (lost), then tells fn.
-func (m *Member) track(gained bool, fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
-	return func(ctx context.Context, _ *kgo.Client, parts map[string][]int32) {
-		ps := slices.Sorted(slices.Values(parts[m.cfg.CommandsTopic()]))
-		m.mu.Lock()
-		for _, p := range ps {
-			if gained {
-				m.owned[p] = true
-			} else {
-				delete(m.owned, p)
-				delete(m.positioned, p)
-			}
-		}
-		m.mu.Unlock()
-		if fn != nil && len(ps) > 0 {
-			fn(ctx, ps)
-		}
-	}
 }
 
 // Owned returns the commands partitions the member owns, in order.
