@@ -299,7 +299,7 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	}
 	end := ctx
 	if err == nil {
-		end, err = m.fenced(ctx)
+		end, err = m.fenced(ctx, changelog)
 	}
 	if err != nil {
 		// No commit was asked for: the transaction never commits, whether
@@ -312,6 +312,11 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	}
 	res.Outputs = len(outs)
 	res.Committed, err = m.s.End(end, kgo.TryCommit)
+	if errors.Is(err, errDisowned) {
+		// End aborted the transaction: it returns the commit's error
+		// only once its abort succeeded.
+		err = nil
+	}
 	if err != nil {
 		return res, fmt.Errorf("kafkalog: ending a round: %w", err)
 	}
@@ -436,6 +441,11 @@ func (m *Member) poll(ctx context.Context, want int) ([]Command, error) {
 // none of which has a committed offset left to commit again.
 var errNoPosition = errors.New("kafkalog: no committed offset to fence a round's local commands with")
 
+// errDisowned aborts a round that wrote the changelog of, or took local
+// commands for, a partition the member no longer owns when the round's
+// offsets commit.
+var errDisowned = errors.New("kafkalog: a partition the round wrote moved")
+
 // fenced returns the context of the round's End, which commits its
 // transaction. The group coordinator takes the offsets a transaction
 // commits only from a member of the group's current generation (KIP-447):
@@ -446,13 +456,39 @@ var errNoPosition = errors.New("kafkalog: no committed offset to fence a round's
 // position committed already, added to the request
 // (kgo.PreTxnCommitFnContext). Should those partitions move, their new
 // owner waits for the transaction to end before it reads their offsets
-// (RequireStable), as for polled commands.
-func (m *Member) fenced(ctx context.Context) (context.Context, error) {
-	if len(m.fence) == 0 {
+// (RequireStable), as for polled commands. The coordinator checks the
+// member's generation, not which partitions it commits for: as the
+// request is built, under the generation it carries, the round fails
+// (errDisowned) if the member no longer owns a partition whose changelog
+// it wrote (changelog) or whose local commands it took (ownership.go).
+func (m *Member) fenced(ctx context.Context, changelog map[int32]int64) (context.Context, error) {
+	touched := slices.Collect(maps.Keys(changelog))
+	for p := range m.fence {
+		touched = append(touched, p)
+	}
+	if len(touched) == 0 {
 		return ctx, nil
 	}
-	topic := m.cfg.CommandsTopic()
-	committed := m.s.Client().CommittedOffsets()[topic]
+	at, err := m.positions()
+	if err != nil {
+		return nil, err
+	}
+	return kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
+		if p, ok := m.disowned(touched); ok {
+			return fmt.Errorf("%w: partition %d", errDisowned, p)
+		}
+		m.commitAgain(req, at)
+		return nil
+	}), nil
+}
+
+// positions returns the committed offsets of the partitions whose local
+// commands the round took, to commit again.
+func (m *Member) positions() ([]kmsg.TxnOffsetCommitRequestTopicPartition, error) {
+	if len(m.fence) == 0 {
+		return nil, nil
+	}
+	committed := m.s.Client().CommittedOffsets()[m.cfg.CommandsTopic()]
 	var at []kmsg.TxnOffsetCommitRequestTopicPartition
 	for _, p := range slices.Sorted(maps.Keys(m.fence)) {
 		if eo, ok := committed[p]; ok {
@@ -464,22 +500,29 @@ func (m *Member) fenced(ctx context.Context) (context.Context, error) {
 	if len(at) == 0 {
 		return nil, errNoPosition
 	}
-	return kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
-		i := slices.IndexFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool { return t.Topic == topic })
-		if i < 0 {
-			t := kmsg.NewTxnOffsetCommitRequestTopic()
-			t.Topic = topic
-			req.Topics, i = append(req.Topics, t), len(req.Topics)
+	return at, nil
+}
+
+// commitAgain adds the offsets at to req, but for partitions it commits
+// already.
+func (m *Member) commitAgain(req *kmsg.TxnOffsetCommitRequest, at []kmsg.TxnOffsetCommitRequestTopicPartition) {
+	if len(at) == 0 {
+		return
+	}
+	topic := m.cfg.CommandsTopic()
+	i := slices.IndexFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool { return t.Topic == topic })
+	if i < 0 {
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic = topic
+		req.Topics, i = append(req.Topics, t), len(req.Topics)
+	}
+	t := &req.Topics[i]
+	for _, rp := range at {
+		if !slices.ContainsFunc(t.Partitions, func(q kmsg.TxnOffsetCommitRequestTopicPartition) bool { return q.Partition == rp.Partition }) {
+			rp.Metadata = &req.MemberID
+			t.Partitions = append(t.Partitions, rp)
 		}
-		t := &req.Topics[i]
-		for _, rp := range at {
-			if !slices.ContainsFunc(t.Partitions, func(q kmsg.TxnOffsetCommitRequestTopicPartition) bool { return q.Partition == rp.Partition }) {
-				rp.Metadata = &req.MemberID
-				t.Partitions = append(t.Partitions, rp)
-			}
-		}
-		return nil
-	}), nil
+	}
 }
 
 // heldOnly, as a poll's context, waits for nothing: the poll takes only

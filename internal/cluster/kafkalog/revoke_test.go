@@ -124,3 +124,44 @@ func TestRenewGivesUpEveryPartition(t *testing.T) {
 		t.Fatalf("a renewed its session and its handlers were never told it gave up its partitions")
 	}
 }
+
+// A round never commits a write to the changelog of a partition the
+// member does not own when its offsets commit, though the group
+// coordinator, checking only the member's generation, would take them.
+func TestRoundWritingAPartitionNotOwnedAborts(t *testing.T) {
+	_, ctx, c := fakeCluster(t, 2)
+	ta, tb := newTold(), newTold()
+	a := join(t, ctx, c, "a", ta.handlers())
+	ta.await(t, ctx, 2)
+	join(t, ctx, c, "b", tb.handlers())
+	theirs := tb.await(t, ctx, 1)[0]
+	mine := 1 - theirs
+	if owned := a.Owned(); !slices.Equal(owned, []int32{mine}) {
+		t.Fatalf("a owns %v, want [%d]", owned, mine)
+	}
+	// The first round after the revoke aborts (franz-go's session knows
+	// of it): the member runs rounds until one commits.
+	for committed := false; !committed; {
+		appendCommands(t, ctx, c, int(mine), 1)
+		res, err := a.Round(ctx, 10, echo(c, "a", "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed = res.Committed
+	}
+	appendCommands(t, ctx, c, int(mine)+2, 1)
+	astray := func(_ context.Context, batch []Command) ([]Output, error) {
+		return []Output{{Kind: Change, Partition: theirs, Key: []byte("astray"), Value: batch[0].Key}}, nil
+	}
+	var res RoundResult
+	var err error
+	for res.Commands == 0 && err == nil {
+		res, err = a.Round(ctx, 10, astray)
+	}
+	if err != nil || res.Committed || !res.Aborted {
+		t.Fatalf("round writing partition %d of b: %+v, %v; want aborted, no error", theirs, res, err)
+	}
+	if keys := countKeys(readAll(t, ctx, c, c.ChangelogTopic(), true)); keys["astray"] != 0 {
+		t.Fatalf("committed changelog records: %v; want none astray", keys)
+	}
+}
