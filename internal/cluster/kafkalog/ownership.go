@@ -30,12 +30,14 @@ import (
 //   - the end of its own session (Member.renew).
 //
 // A transaction under way when a partition moves still never commits a
-// write to it after its new owner reads it: the new owner gets the
-// partition only once the member's revoke of it has run, and franz-go
-// runs a revoke, even one it drops, only between transactions, and makes
-// the open one abort (GroupTransactSession.End). The round checks, besides,
-// that the member still owns every partition whose changelog it wrote or
-// whose local commands it took when its offsets commit (Member.fenced).
+// write to it after its new owner reads it: in a rebalance the new owner
+// gets the partition only once the member's revoke of it has run, and
+// franz-go's revoke, even one it drops, waits for an End that is
+// committing, and makes a transaction it comes in the middle of abort
+// (GroupTransactSession.End); a member expelled from the group commits
+// nothing (its generation is stale). The round checks, besides, that the
+// member still owns every partition whose changelog it wrote or whose
+// local commands it took when its offsets commit (Member.fenced).
 
 // watch is the member's group balancer, franz-go's default
 // (cooperative-sticky), telling the member each assignment the group
