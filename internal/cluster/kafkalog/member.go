@@ -63,14 +63,17 @@ type Local interface {
 }
 
 // Handlers are told which commands partitions the member owns. They run on
-// the group's goroutine, never concurrently with each other.
+// the group's goroutines, never concurrently with each other.
 type Handlers struct {
 	// Assigned is called with partitions the member now owns, before any of
 	// their commands is read: the shard restores their state here.
 	Assigned func(ctx context.Context, partitions []int32)
 	// Revoked is called with partitions the member no longer owns, whether
-	// given up in a rebalance or lost (the member was expelled from the
-	// group): the shard drops their state.
+	// given up in a rebalance, lost (the member was expelled from the
+	// group) or left with its session (Member.renew): the shard drops
+	// their state. It is called again for partitions it was told of
+	// already (both franz-go and the member's own watch may report a
+	// move).
 	Revoked func(ctx context.Context, partitions []int32)
 }
 
@@ -105,6 +108,7 @@ type RoundResult struct {
 type Member struct {
 	s   *kgo.GroupTransactSession
 	cfg Config
+	h   Handlers
 	// opts build the session again (renew).
 	opts []kgo.Opt
 	// txnTimeout is the brokers' bound on a round's transaction, and the
@@ -123,7 +127,8 @@ type Member struct {
 	local Local
 	fence map[int32]bool
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// owned are the partitions the member owns (ownership.go).
 	owned map[int32]bool
 	// positioned are the owned partitions the group has a committed
 	// offset for (Takes), as of the latest round's start or commit.
@@ -142,7 +147,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 	if node == "" {
 		return nil, errors.New("kafkalog: empty node id")
 	}
-	m := &Member{cfg: c, owned: map[int32]bool{}, positioned: map[int32]bool{}, fence: map[int32]bool{}}
+	m := &Member{cfg: c, h: h, owned: map[int32]bool{}, positioned: map[int32]bool{}, fence: map[int32]bool{}}
 	base := append(c.SeedsFor("member"),
 		kgo.ConsumerGroup(c.Group()),
 		kgo.ConsumeTopics(c.CommandsTopic()),
@@ -157,9 +162,11 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		kgo.ProducerLinger(flushLinger),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
-		kgo.OnPartitionsAssigned(m.track(true, h.Assigned)),
-		kgo.OnPartitionsRevoked(m.track(false, h.Revoked)),
-		kgo.OnPartitionsLost(m.track(false, h.Revoked)),
+		kgo.Balancers(watch{kgo.CooperativeStickyBalancer(), m}),
+		kgo.WithHooks(lossHook{m}),
+		kgo.OnPartitionsAssigned(m.track(true)),
+		kgo.OnPartitionsRevoked(m.track(false)),
+		kgo.OnPartitionsLost(m.track(false)),
 	)
 	if c.SessionTimeout > 0 {
 		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
@@ -192,33 +199,14 @@ func (m *Member) session(ctx context.Context) error {
 // id it holds for unrecoverable (under KIP-890's transactions, an
 // INVALID_TXN_STATE or a bumped epoch after a broker's death), so only a
 // new producer, initialised anew under the same transactional id, serves
-// again. Leaving revokes the member's partitions (Handlers.Revoked), so
-// the node rebuilds its state for those the group gives it back.
+// again. Leaving gives up every partition the member owns
+// (Handlers.Revoked), so the node rebuilds its state for those the group
+// gives it back.
 func (m *Member) renew(ctx context.Context) error {
 	m.s.Close()
+	m.keepOnly(ctx, nil)
 	m.open = false
 	return m.session(ctx)
-}
-
-// track returns a group callback that records the commands partitions it
-// is given as owned (gained) or not (lost), then tells fn.
-func (m *Member) track(gained bool, fn func(context.Context, []int32)) func(context.Context, *kgo.Client, map[string][]int32) {
-	return func(ctx context.Context, _ *kgo.Client, parts map[string][]int32) {
-		ps := slices.Sorted(slices.Values(parts[m.cfg.CommandsTopic()]))
-		m.mu.Lock()
-		for _, p := range ps {
-			if gained {
-				m.owned[p] = true
-			} else {
-				delete(m.owned, p)
-				delete(m.positioned, p)
-			}
-		}
-		m.mu.Unlock()
-		if fn != nil && len(ps) > 0 {
-			fn(ctx, ps)
-		}
-	}
 }
 
 // Owned returns the commands partitions the member owns, in order.
@@ -311,7 +299,7 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	}
 	end := ctx
 	if err == nil {
-		end, err = m.fenced(ctx)
+		end, err = m.fenced(ctx, changelog)
 	}
 	if err != nil {
 		// No commit was asked for: the transaction never commits, whether
@@ -324,6 +312,11 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	}
 	res.Outputs = len(outs)
 	res.Committed, err = m.s.End(end, kgo.TryCommit)
+	if errors.Is(err, errDisowned) {
+		// End aborted the transaction: it returns the commit's error
+		// only once its abort succeeded.
+		err = nil
+	}
 	if err != nil {
 		return res, fmt.Errorf("kafkalog: ending a round: %w", err)
 	}
@@ -448,6 +441,11 @@ func (m *Member) poll(ctx context.Context, want int) ([]Command, error) {
 // none of which has a committed offset left to commit again.
 var errNoPosition = errors.New("kafkalog: no committed offset to fence a round's local commands with")
 
+// errDisowned aborts a round that wrote the changelog of, or took local
+// commands for, a partition the member no longer owns when the round's
+// offsets commit.
+var errDisowned = errors.New("kafkalog: a partition the round wrote moved")
+
 // fenced returns the context of the round's End, which commits its
 // transaction. The group coordinator takes the offsets a transaction
 // commits only from a member of the group's current generation (KIP-447):
@@ -458,13 +456,39 @@ var errNoPosition = errors.New("kafkalog: no committed offset to fence a round's
 // position committed already, added to the request
 // (kgo.PreTxnCommitFnContext). Should those partitions move, their new
 // owner waits for the transaction to end before it reads their offsets
-// (RequireStable), as for polled commands.
-func (m *Member) fenced(ctx context.Context) (context.Context, error) {
-	if len(m.fence) == 0 {
+// (RequireStable), as for polled commands. The coordinator checks the
+// member's generation, not which partitions it commits for: as the
+// request is built, under the generation it carries, the round fails
+// (errDisowned) if the member no longer owns a partition whose changelog
+// it wrote (changelog) or whose local commands it took (ownership.go).
+func (m *Member) fenced(ctx context.Context, changelog map[int32]int64) (context.Context, error) {
+	touched := slices.Collect(maps.Keys(changelog))
+	for p := range m.fence {
+		touched = append(touched, p)
+	}
+	if len(touched) == 0 {
 		return ctx, nil
 	}
-	topic := m.cfg.CommandsTopic()
-	committed := m.s.Client().CommittedOffsets()[topic]
+	at, err := m.positions()
+	if err != nil {
+		return nil, err
+	}
+	return kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
+		if p, ok := m.disowned(touched); ok {
+			return fmt.Errorf("%w: partition %d", errDisowned, p)
+		}
+		m.commitAgain(req, at)
+		return nil
+	}), nil
+}
+
+// positions returns the committed offsets of the partitions whose local
+// commands the round took, to commit again.
+func (m *Member) positions() ([]kmsg.TxnOffsetCommitRequestTopicPartition, error) {
+	if len(m.fence) == 0 {
+		return nil, nil
+	}
+	committed := m.s.Client().CommittedOffsets()[m.cfg.CommandsTopic()]
 	var at []kmsg.TxnOffsetCommitRequestTopicPartition
 	for _, p := range slices.Sorted(maps.Keys(m.fence)) {
 		if eo, ok := committed[p]; ok {
@@ -476,22 +500,29 @@ func (m *Member) fenced(ctx context.Context) (context.Context, error) {
 	if len(at) == 0 {
 		return nil, errNoPosition
 	}
-	return kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
-		i := slices.IndexFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool { return t.Topic == topic })
-		if i < 0 {
-			t := kmsg.NewTxnOffsetCommitRequestTopic()
-			t.Topic = topic
-			req.Topics, i = append(req.Topics, t), len(req.Topics)
+	return at, nil
+}
+
+// commitAgain adds the offsets at to req, but for partitions it commits
+// already.
+func (m *Member) commitAgain(req *kmsg.TxnOffsetCommitRequest, at []kmsg.TxnOffsetCommitRequestTopicPartition) {
+	if len(at) == 0 {
+		return
+	}
+	topic := m.cfg.CommandsTopic()
+	i := slices.IndexFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool { return t.Topic == topic })
+	if i < 0 {
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic = topic
+		req.Topics, i = append(req.Topics, t), len(req.Topics)
+	}
+	t := &req.Topics[i]
+	for _, rp := range at {
+		if !slices.ContainsFunc(t.Partitions, func(q kmsg.TxnOffsetCommitRequestTopicPartition) bool { return q.Partition == rp.Partition }) {
+			rp.Metadata = &req.MemberID
+			t.Partitions = append(t.Partitions, rp)
 		}
-		t := &req.Topics[i]
-		for _, rp := range at {
-			if !slices.ContainsFunc(t.Partitions, func(q kmsg.TxnOffsetCommitRequestTopicPartition) bool { return q.Partition == rp.Partition }) {
-				rp.Metadata = &req.MemberID
-				t.Partitions = append(t.Partitions, rp)
-			}
-		}
-		return nil
-	}), nil
+	}
 }
 
 // heldOnly, as a poll's context, waits for nothing: the poll takes only
