@@ -184,8 +184,8 @@ var ErrLost = errors.New("cluster: the command or its answer was lost between no
 //
 // The deadline is not a context.WithTimeout of ctx, nor a timer: ctx is
 // mostly a fasthttp.RequestCtx, and a context derived from one that is not
-// the standard library's starts a goroutine per call to watch it (4% of a
-// cluster node's CPU under the transfer load, in a profile); a timer per
+// the standard library's starts a goroutine per call to watch it (docs/
+// BENCHMARKS.md, "A node's own CPU per transfer"); a timer per
 // call costs its start, its stop and a third channel in the wait's select.
 // The caller's expire ends the calls past their deadline instead.
 func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect Effect) ([]byte, error) {

@@ -288,8 +288,9 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	m.open = true
 	// The brokers abort a transaction left open past its timeout, so the
 	// round waits no longer than that for its work and its commit: after a
-	// broker's death a flush or an EndTxn can wait far longer (35 s, seen
-	// on 3 brokers), and every command the node holds would wait with it.
+	// broker's death a flush or an EndTxn can wait far longer
+	// (docs/CLUSTER.md, "The peer link"), and every command the node
+	// holds would wait with it.
 	ctx, cancel := context.WithTimeout(ctx, m.txnTimeout)
 	defer cancel()
 	outs, err := apply(ctx, batch)

@@ -129,15 +129,7 @@ func (r *localRound) Waiting() <-chan struct{} { return r.n.local.wake }
 
 // Take implements kafkalog.Local.
 func (r *localRound) Take(max int) []kafkalog.Command {
-	cmds := r.n.local.take(max)
-	kept := cmds[:0]
-	for _, c := range cmds {
-		if r.st.owned[c.Partition] && r.n.member.Takes(c.Partition) {
-			kept = append(kept, c)
-			continue
-		}
-		r.n.goForward(c)
-	}
+	kept := r.n.keepOrForward(r.n.local.take(max), func(p int32) bool { return r.st.owned[p] })
 	r.taken = append(r.taken, kept...)
 	return kept
 }
@@ -174,17 +166,24 @@ func (r *localRound) settle(committed, void bool) {
 // the member no longer takes local commands for (they moved while the
 // round ran), which go on to the commands topic for their owner now.
 func (n *Node) requeue(cmds []kafkalog.Command) {
+	if kept := n.keepOrForward(cmds, func(int32) bool { return true }); len(kept) > 0 {
+		n.local.add(true, kept...)
+	}
+}
+
+// keepOrForward returns, in cmds' array, the commands of partitions the
+// member takes local commands for and owned approves; the others go on
+// to the commands topic, for their owner now.
+func (n *Node) keepOrForward(cmds []kafkalog.Command, owned func(int32) bool) []kafkalog.Command {
 	kept := cmds[:0]
 	for _, c := range cmds {
-		if n.member.Takes(c.Partition) {
+		if owned(c.Partition) && n.member.Takes(c.Partition) {
 			kept = append(kept, c)
 			continue
 		}
 		n.goForward(c)
 	}
-	if len(kept) > 0 {
-		n.local.add(true, kept...)
-	}
+	return kept
 }
 
 // holds reports whether the reply to request rid is held until its round

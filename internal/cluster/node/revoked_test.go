@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -81,34 +82,22 @@ func TestQueuedCommandsOfRevokedPartitionsGoToTheirNewOwner(t *testing.T) {
 // queued waits until node a's queue holds n commands.
 func queued(t *testing.T, a *testNode, n int) {
 	t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
+	got := 0
+	until(t, func() bool {
 		a.local.mu.Lock()
-		got := len(a.local.cmds)
+		got = len(a.local.cmds)
 		a.local.mu.Unlock()
-		if got == n {
-			return
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("%d commands queued after 60 s, want %d", got, n)
-		case <-time.After(10 * time.Millisecond): // polls the queue
-		}
-	}
+		return got == n
+	}, func() string { return fmt.Sprintf("%d commands queued, want %d", got, n) })
 }
 
 // owning waits until node n serves partitions, and returns them.
 func owning(t *testing.T, n *testNode) []int32 {
 	t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
-		if owned := n.Owned(); len(owned) > 0 && n.Ready() && n.built.Load() == n.gen.Load() {
-			return owned
-		}
-		select {
-		case <-deadline:
-			t.Fatal("node serves no partition after 60 s")
-		case <-time.After(10 * time.Millisecond): // polls the node
-		}
-	}
+	var owned []int32
+	until(t, func() bool {
+		owned = n.Owned()
+		return len(owned) > 0 && n.Ready() && n.built.Load() == n.gen.Load()
+	}, func() string { return "node serves no partition" })
+	return owned
 }

@@ -74,21 +74,28 @@ func (n *testNode) Close() { n.once.Do(n.Node.Close) }
 // them, each exactly once.
 func settled(t *testing.T, nodes ...*testNode) {
 	t.Helper()
-	deadline := time.After(60 * time.Second)
-	for {
-		var owned []int32
-		ready := true
+	var owned []int32
+	ready := true
+	until(t, func() bool {
+		owned, ready = nil, true
 		for _, n := range nodes {
 			ready = ready && n.Ready() && n.built.Load() == n.gen.Load()
 			owned = append(owned, n.Owned()...)
 		}
 		slices.Sort(owned)
-		if ready && slices.Equal(owned, []int32{0, 1, 2}) {
-			return
-		}
+		return ready && slices.Equal(owned, []int32{0, 1, 2})
+	}, func() string { return fmt.Sprintf("nodes own %v (ready %v)", owned, ready) })
+}
+
+// until polls cond until it holds; after a minute the test fails with
+// what's description of the state.
+func until(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for !cond() {
 		select {
 		case <-deadline:
-			t.Fatalf("nodes own %v (ready %v) after 60 s", owned, ready)
+			t.Fatalf("%s after 60 s", what())
 		case <-time.After(20 * time.Millisecond): // polls the condition
 		}
 	}
@@ -170,14 +177,8 @@ func balances(t *testing.T, n *testNode, ids []string) string {
 // credited waits until n reads account id's balance as other than was.
 func credited(t *testing.T, n *testNode, id, was string) {
 	t.Helper()
-	deadline := time.After(60 * time.Second)
-	for balances(t, n, []string{id}) == was {
-		select {
-		case <-deadline:
-			t.Fatalf("%s still %s after 60 s", id, was)
-		case <-time.After(20 * time.Millisecond): // polls the balance
-		}
-	}
+	until(t, func() bool { return balances(t, n, []string{id}) != was },
+		func() string { return fmt.Sprintf("%s still %s", id, was) })
 }
 
 // A node restarted on its data directory restores its partitions from its

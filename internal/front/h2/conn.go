@@ -464,10 +464,8 @@ func (c *conn) finish(err error) {
 // write each time, until the connection is final and nothing is left.
 // Woken, it first yields to the goroutines ready to run: handlers that a
 // round or a read woke together then queue their responses before the
-// write rather than each after its own. In the single node's HTTP/2 spike
-// that makes a twelfth of the write calls and cuts the server's CPU per
-// reservation by 13-19% (docs/BENCHMARKS.md, "HTTP/2 serving cost"): a
-// system call costs far more than a yield.
+// write rather than each after its own: a system call costs far more than
+// a yield (docs/BENCHMARKS.md, "HTTP/2 serving cost", has the pairs).
 func (c *conn) writeLoop() {
 	defer close(c.done)
 	var buf []byte
