@@ -9,17 +9,19 @@
 # Usage: scripts/h2-cost-ab.sh OLD NEW [REQUESTS] [PAIRS]   (default -n 40000, 3 pairs)
 # OLD_FLAGS and NEW_FLAGS, if set, are added to each binary's `surge serve`: one binary against
 # itself with two settings, e.g. OLD_FLAGS=--http2-server=net NEW_FLAGS=--http2-server=surge.
+# PORT_BASE (default 18770): the servers listen on 127.0.0.1:PORT_BASE+1 and +2, so that two runs
+# side by side can each take ports of their own.
 # On an idle machine the sequential command of docs/BENCHMARKS.md gives the absolute figure.
 set -uo pipefail
 OLD=$1 NEW=$2 N=${3:-40000} PAIRS=${4:-3}
-OLD_FLAGS=${OLD_FLAGS:-} NEW_FLAGS=${NEW_FLAGS:-}
+OLD_FLAGS=${OLD_FLAGS:-} NEW_FLAGS=${NEW_FLAGS:-} PORT_BASE=${PORT_BASE:-18770}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 
 mallocs() { curl -s "http://$1/metrics" | awk '/^go_memstats_mallocs_total/ {printf "%d", $2}'; }
 
 pair() { # pair FIRST FIRST_FLAGS SECOND SECOND_FLAGS: both served and loaded at once
-  local bins=("$1" "$3") flags=("$2" "$4") addrs=(127.0.0.1:18771 127.0.0.1:18772) sp=() cp=() m0=()
+  local bins=("$1" "$3") flags=("$2" "$4") addrs=("127.0.0.1:$((PORT_BASE + 1))" "127.0.0.1:$((PORT_BASE + 2))") sp=() cp=() m0=()
   for i in 0 1; do
     rm -rf "$OUT/data$i"
     # shellcheck disable=SC2086 # the flags are words
