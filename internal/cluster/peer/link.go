@@ -89,6 +89,7 @@ func (p *Peers) dial(node string, e entry) (*link, error) {
 	conn, err := grpc.NewClient(e.Addr,
 		grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(p.cert, e.FP))),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{}), grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		grpc.WithStaticStreamWindowSize(window), grpc.WithStaticConnWindowSize(window),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
 	)
 	if err != nil {

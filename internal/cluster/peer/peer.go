@@ -85,6 +85,13 @@ const retryAfter = time.Second
 // of the commands topic travels alone in one.
 const maxMessage = kafkalog.MaxRecordBytes + 64<<10
 
+// window is a link's flow-control window, each way, fixed: with gRPC's
+// default, a window it sizes itself, each message that reaches a link
+// idle makes the receiver send a window update and a ping, and the
+// sender a ping's ack (three writes and three reads for one message);
+// twice maxMessage lets two of the largest messages be in flight.
+const window = 2 * maxMessage
+
 // The budget of the peer port, which anyone reaching it can connect to:
 // the time a connection has to complete its TLS handshake. Each side
 // of a link pings the other when it is silent, so that a peer that
@@ -173,6 +180,7 @@ func newPeers(cfg Config, dir *directory, recv Receiver, take Take) (*Peers, err
 		grpc.Creds(credentials.NewTLS(serverTLS(cert, dir.known))),
 		grpc.ForceServerCodec(codec{}), // the links carry bytes, no protobuf
 		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
+		grpc.StaticStreamWindowSize(window), grpc.StaticConnWindowSize(window),
 		grpc.ConnectionTimeout(handshakeTimeout),
 		grpc.MaxConcurrentStreams(1), // a link is one stream on its own connection
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 2, PermitWithoutStream: true}),
