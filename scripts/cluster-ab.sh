@@ -4,7 +4,8 @@
 # own so that no run reads another's topics) on the broker(s) KAFKA, set up the accounts and warm
 # up (every node learns the receivers), then run `surge bench transfer` for SECS seconds against
 # all the nodes and print the rate, p99, and the CPU per transfer of each node, of the broker(s)
-# and of the load generator, read from /proc/PID/stat around the measured run only, and the nodes'
+# and of the load generator, read from /proc/PID/stat around the measured run only (the broker's
+# JIT compiler and garbage collector threads' share beside it: "broker 80 (JIT 9 GC 7)"), and the nodes'
 # Kafka requests per 1,000 transfers by client and kind (their surge_cluster_kafka_requests_total,
 # on builds that export it) on a second line. Give the
 # binaries in ABBA order: on a shared machine only back-to-back pairs compare.
@@ -77,7 +78,7 @@ for spec in "$@"; do
   # shellcheck disable=SC2086 # bench flags are words
   "$bin" bench transfer --target "$t" $bench --duration 0 --iterations 2000 --vus 50 > "$work/warmup.log" 2>&1 ||
     { echo "$label: the setup and warm-up failed:" >&2; tail -5 "$work/warmup.log" >&2; }
-  b0=$(sum_ticks $(brokers)); n0=(); for p in "${pids[@]}"; do n0+=("$(ticks "$p")"); done
+  b0=$(sum_ticks $(brokers)); read -r jit0 gc0 < <(jvm_ticks $(brokers)); n0=(); for p in "${pids[@]}"; do n0+=("$(ticks "$p")"); done
   st0=$(head -1 /proc/stat)
   rq0=$(requests)
   if [ -n "${PROFILE:-}" ]; then
@@ -88,6 +89,7 @@ for spec in "$@"; do
   res=$(/usr/bin/time -f "lg %U %S" "$bin" bench transfer --target "$t" $bench --no-setup --duration "${secs}s" \
     ${OUT:+--out "$OUT/$label-${nodes}nodes.json"} 2>&1 || true)
   st1=$(head -1 /proc/stat)
+  read -r jit1 gc1 < <(jvm_ticks $(brokers))
   rq1=$(requests)
   [ -n "${prof:-}" ] && wait "$prof"
   n=$(echo "$res" | awk '/http_reqs/ {print $2}')
@@ -97,7 +99,7 @@ for spec in "$@"; do
   for p in "${pids[@]}"; do nodecpu+=" n$((i + 1)) $(per $(( $(ticks "$p") - n0[i] )))"; i=$((i + 1)); done
   lg=$(echo "$res" | awk '/^lg / {printf "%d", ($2+$3)*1e6}')
   machine=$(machine_share "$st0" "$st1")
-  echo "$label ${nodes}n: $(echo "$res" | awk '/http_reqs/ {print $3}') | $(echo "$res" | grep http_req_duration | grep -oE 'p\(99\)=[^ ]+') | µs CPU per transfer:$nodecpu broker $(per $(( $(sum_ticks $(brokers)) - b0 ))) loadgen $((lg / n)) | $machine"
+  echo "$label ${nodes}n: $(echo "$res" | awk '/http_reqs/ {print $3}') | $(echo "$res" | grep http_req_duration | grep -oE 'p\(99\)=[^ ]+') | µs CPU per transfer:$nodecpu broker $(per $(( $(sum_ticks $(brokers)) - b0 ))) (JIT $(per $((jit1 - jit0))) GC $(per $((gc1 - gc0)))) loadgen $((lg / n)) | $machine"
   [ -z "$rq1" ] || echo "  $(per_thousand "$rq0" "$rq1" "$n")"
   stop_nodes
 done

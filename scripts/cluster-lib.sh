@@ -8,6 +8,18 @@ hz=$(getconf CLK_TCK)
 ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 brokers() { cat "$KAFKA_DIR"/node-*/pid; }
 sum_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(ticks "$p"))); done; echo "$t"; }
+# jvm_ticks PID...: the CPU time so far of the JVMs' JIT compiler threads and of their garbage
+# collector's threads, in clock ticks: "JIT GC". A broker compiles for many minutes after its
+# start; a long-running one no longer does, so what it spends on the rest is its steady cost.
+jvm_ticks() {
+  local p
+  for p in "$@"; do cat /proc/"$p"/task/*/stat 2>/dev/null; done |
+    awk '{name = $0; sub(/^[^(]*\(/, "", name); sub(/\).*$/, "", name)
+      rest = $0; sub(/^.*\) /, "", rest); split(rest, f, " ")
+      if (name ~ /^C[12] CompilerThre/) jit += f[12] + f[13]
+      else if (name ~ /^(GC Thread|G1 )/) gc += f[12] + f[13]}
+      END {print jit + 0, gc + 0}'
+}
 
 # capped NAME CMD...: runs CMD in a cgroup of its own capped at CPU_CAP CPUs, or as is without one
 capped() {

@@ -24,7 +24,9 @@
 # DIR holds everything of one cluster: each node's config, log dir, server.log and pid. Without -d
 # start makes a fresh temporary one and names it on stderr; stop deletes it, so nothing is kept.
 # Environment: SURGE_KAFKA_CACHE (default ~/.cache/surge-kafka), KAFKA_VERSION (default the pom's),
-# KAFKA_HEAP (default -Xms128m -Xmx512m per node).
+# KAFKA_HEAP (default -Xms512m -Xmx512m per node), KAFKA_JVM (more JVM flags, after the
+# defaults, which they override), KAFKA_PROPERTIES (more server properties, one
+# "key=value" a line, appended to every node's config; a key given twice takes the later value).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -75,6 +77,8 @@ write_config() { # write_config DIR I N VOTERS BROKER_PORT CONTROLLER_PORT [SECU
   if [ -n "$sport" ]; then
     listeners+=",SASL_SSL://127.0.0.1:$sport" protocols+=",SASL_SSL:SASL_SSL"
   fi
+  # the thread counts, like java_node's heap and GC pause target, suit a small host and cost the
+  # broker less CPU per transaction (docs/CLUSTER.md, "Broker settings")
   cat >"$dir/node-$i/server.properties" <<EOF
 process.roles=broker,controller
 node.id=$i
@@ -99,8 +103,11 @@ share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=2000
 transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
+num.network.threads=1
+num.io.threads=2
 EOF
   [ -z "$sec" ] || secure_config "$sec" >>"$dir/node-$i/server.properties"
+  [ -z "${KAFKA_PROPERTIES:-}" ] || printf '%s\n' "$KAFKA_PROPERTIES" >>"$dir/node-$i/server.properties"
   cat >"$dir/node-$i/log4j2.properties" <<EOF
 status = warn
 appender.file.type = File
@@ -142,10 +149,10 @@ scram_users() { # scram_users SECDIR: kafka-storage format's --add-scram argumen
 
 java_node() { # java_node DIR I MAINCLASS ARGS...: exec the JVM of node I (call it in a subshell)
   local dir=$1 i=$2; shift 2
-  # shellcheck disable=SC2086 # KAFKA_HEAP is a list of JVM flags
-  exec java ${KAFKA_HEAP:--Xms128m -Xmx512m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-    -Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/node-$i/log4j2.properties" \
-    -cp "$cache/*" "$@"
+  # shellcheck disable=SC2086 # KAFKA_HEAP and KAFKA_JVM are lists of JVM flags
+  exec java ${KAFKA_HEAP:--Xms512m -Xmx512m} -XX:+UseG1GC -XX:MaxGCPauseMillis=200 \
+    ${KAFKA_JVM:-} -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$dir/node-$i/log4j2.properties" -cp "$cache/*" "$@"
 }
 
 wait_started() { # wait_started DIR I: until node I logs that it serves, or fail with its log
