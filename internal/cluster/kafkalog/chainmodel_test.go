@@ -1,0 +1,141 @@
+package kafkalog
+
+import (
+	"maps"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// simOwner is an owner of the simulated partition: the state it restored
+// and wrote, where its last write ended, and the keys it owes a repair.
+type simOwner struct {
+	epoch  Epoch
+	end    int64
+	view   map[string]string
+	repair map[string]bool
+	fenced bool
+}
+
+// simulation runs owners, zombies among them, over one changelog
+// partition: each writes as a Writer does and is told what a Writer tells.
+type simulation struct {
+	t      *testing.T
+	rng    *rand.Rand
+	log    testLog
+	owners []*simOwner
+	truth  map[string]string // what the writes told valid wrote
+	writes int
+}
+
+// replay returns the latest value of each key that counts in records, and
+// the keys of changes that do not.
+func replay(t *testing.T, records []*kgo.Record) (state map[string]string, foreign map[string]bool) {
+	state, foreign = map[string]string{}, map[string]bool{}
+	c := NewChain(NoEpoch)
+	for _, r := range records {
+		e, err := ReadEntry(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch counts := c.Counts(e); {
+		case e.Kind == KindChange && counts:
+			state[string(e.Key)] = string(e.Value)
+		case e.Kind == KindChange:
+			foreign[string(e.Key)] = true
+		}
+	}
+	return state, foreign
+}
+
+// claim adds an owner that appends its epoch record and restores up to it.
+func (s *simulation) claim() {
+	e := s.log.claim("o" + strconv.Itoa(len(s.owners)))
+	view, foreign := replay(s.t, s.log.records[:e])
+	if !maps.Equal(view, s.truth) {
+		s.t.Fatalf("owner of epoch %d restored %v, the valid writes wrote %v", e, view, s.truth)
+	}
+	s.owners = append(s.owners, &simOwner{epoch: e, end: int64(e) + 1, view: view, repair: foreign})
+}
+
+// write has o write a batch of changes to random keys, and the current
+// values of the keys it owes a repair, then judges it as the Writer does.
+func (s *simulation) write(o *simOwner) {
+	s.writes++
+	batch := map[string]string{}
+	for k := range o.repair {
+		batch[k] = o.view[k]
+	}
+	for range 1 + s.rng.IntN(3) {
+		batch["k"+strconv.Itoa(s.rng.IntN(6))] = "w" + strconv.Itoa(s.writes)
+	}
+	base := int64(len(s.log.records))
+	for k, v := range batch {
+		s.log.change(o.epoch, k, v)
+	}
+	s.log.add(TrailerRecord("t", 0, Trailer{Epoch: o.epoch}))
+	gap := s.log.records[o.end:base]
+	if o.fenced = claimedIn(gap); o.fenced {
+		return
+	}
+	maps.Copy(o.view, batch)
+	maps.Copy(s.truth, batch)
+	o.end, o.repair = int64(len(s.log.records)), map[string]bool{}
+	for _, r := range gap {
+		if e, _ := ReadEntry(r); e.Kind == KindChange {
+			o.repair[string(e.Key)] = true
+		}
+	}
+}
+
+// claimedIn is the Writer's verdict on the records between an owner's
+// previous write and its new one: another owner claimed the partition.
+func claimedIn(gap []*kgo.Record) bool {
+	for _, r := range gap {
+		if e, _ := ReadEntry(r); e.Kind == KindEpoch {
+			return true
+		}
+	}
+	return false
+}
+
+// step claims the partition or has a live owner write.
+func (s *simulation) step() {
+	var live []*simOwner
+	for _, o := range s.owners {
+		if !o.fenced {
+			live = append(live, o)
+		}
+	}
+	if len(live) == 0 || s.rng.IntN(5) == 0 {
+		s.claim()
+		return
+	}
+	s.write(live[s.rng.IntN(len(live))])
+}
+
+// Random schedules of claims and writes by owners and zombies: what the
+// writes were told valid is what a replay counts, from the whole log and
+// from the log compacted once the last owner wrote its repairs.
+func TestChainCountsWhatWritersWereToldValid(t *testing.T) {
+	for seed := range uint64(500) {
+		s := &simulation{t: t, rng: rand.New(rand.NewPCG(seed, 1)), truth: map[string]string{}}
+		for range 40 {
+			s.step()
+		}
+		s.claim()
+		last := s.owners[len(s.owners)-1]
+		s.write(last)
+		s.write(last) // the repairs of what zombies wrote before the first
+		if last.fenced {
+			t.Fatalf("seed %d: the last owner was fenced", seed)
+		}
+		for name, records := range map[string][]*kgo.Record{"log": s.log.records, "compacted log": compacted(s.log.records)} {
+			if state, _ := replay(t, records); !maps.Equal(state, s.truth) {
+				t.Fatalf("seed %d: the %s replays to %v, the valid writes wrote %v", seed, name, state, s.truth)
+			}
+		}
+	}
+}

@@ -1,0 +1,253 @@
+package kafkalog
+
+import (
+	"encoding/binary"
+	"errors"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A round that is not a Kafka transaction ("Rounds without a
+// transaction", docs/CLUSTER.md) writes each partition's part of it as one
+// record batch to the partition's changelog: its changes, then a trailer.
+// A partition's owner first appends an epoch record. Three kinds of
+// records thus share a changelog partition, told apart by their first
+// header:
+//
+//   - an epoch record (epochHeader): an owner's claim on the partition.
+//     Its offset is the owner's Epoch. Its key is unique, so that
+//     compaction never removes one: the replay rule needs every epoch
+//     record that follows a change it keeps.
+//   - a change (changeHeader, valued by the writer's Epoch, uvarint): a
+//     key of the shard's state and its new value, as the transactional
+//     rounds write it, plus the epoch the replay rule judges it by (Chain).
+//   - a trailer (trailerHeader): the last record of a round's batch
+//     (Trailer). Its key is per epoch: compaction keeps the last trailer
+//     of each epoch, and a zombie's late trailer replaces only its own
+//     epoch's.
+
+// Epoch is an owner's term over one changelog partition: the offset of the
+// epoch record it appended. Two owners never share one, even one node
+// claiming a partition twice.
+type Epoch int64
+
+// NoEpoch is the epoch in force before a partition's first epoch record.
+const NoEpoch Epoch = -1
+
+// The headers that say a changelog record's kind.
+const (
+	epochHeader   = "surge-epoch"
+	changeHeader  = "surge-change"
+	trailerHeader = "surge-trailer"
+)
+
+// metaPrefix begins the keys of epoch records and trailers. No storage key
+// begins with 0xff, and a range delete's key (changelog package) goes on
+// with a valid uvarint, which ten more 0xff bytes are not: compaction never
+// merges these records with a change.
+const metaPrefix = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+
+// ErrBadRecord reports a changelog record that is none of the three kinds,
+// or whose epoch or trailer does not decode.
+var ErrBadRecord = errors.New("kafkalog: malformed changelog record")
+
+// Claim is what an epoch record says of the owner that appended it.
+type Claim struct {
+	// Generation is the consumer group's generation the owner joined in.
+	Generation int32
+	// Member is the owner's member id in the group.
+	Member string
+	// Nonce makes the record's key unique (epochKey).
+	Nonce uint64
+}
+
+// Owed is a command a round owes another partition (a Forward output),
+// carried in its trailer.
+type Owed struct {
+	// Partition is the partition the command is owed to.
+	Partition int32
+	// Seq numbers the command among those its source partition owes.
+	Seq        uint64
+	Key, Value []byte
+}
+
+// Trailer closes a partition's batch of a round.
+type Trailer struct {
+	// Epoch is the writer's epoch.
+	Epoch Epoch
+	// Commands is the offset of the commands topic the round consumed up
+	// to in the partition (the next one to read), -1 if it read none.
+	Commands int64
+	// Forwards are the commands the round owes other partitions.
+	Forwards []Owed
+}
+
+// Entry is a changelog record read as one of the three kinds.
+type Entry struct {
+	Kind   EntryKind
+	Offset int64
+	// Epoch is an epoch record's own epoch (its offset), a change's or a
+	// trailer's writer's.
+	Epoch Epoch
+	// Key and Value are a change's.
+	Key, Value []byte
+	// Claim is an epoch record's.
+	Claim Claim
+	// Trailer is a trailer's.
+	Trailer Trailer
+}
+
+// EntryKind is the kind of a changelog record.
+type EntryKind uint8
+
+// The kinds of changelog records.
+const (
+	KindChange EntryKind = iota
+	KindEpoch
+	KindTrailer
+)
+
+// epochKey is an epoch record's key: unique per claim.
+func epochKey(c Claim) []byte {
+	return strconv.AppendUint([]byte(metaPrefix+"epoch/"), c.Nonce, 16)
+}
+
+// trailerKey is a trailer's key: one per epoch.
+func trailerKey(e Epoch) []byte {
+	return strconv.AppendInt([]byte(metaPrefix+"trailer/"), int64(e), 10)
+}
+
+// EpochRecord is the record that claims partition for the owner c.
+func EpochRecord(topic string, partition int32, c Claim) *kgo.Record {
+	v := binary.AppendUvarint(nil, uint64(uint32(c.Generation)))
+	v = binary.AppendUvarint(v, c.Nonce)
+	return &kgo.Record{
+		Topic: topic, Partition: partition, Key: epochKey(c), Value: append(v, c.Member...),
+		Headers: []kgo.RecordHeader{{Key: epochHeader}},
+	}
+}
+
+// ChangeRecord is a change of key to value (nil: deleted) by the owner of
+// epoch e.
+func ChangeRecord(topic string, partition int32, e Epoch, key, value []byte) *kgo.Record {
+	return &kgo.Record{
+		Topic: topic, Partition: partition, Key: key, Value: value,
+		Headers: []kgo.RecordHeader{{Key: changeHeader, Value: binary.AppendUvarint(nil, uint64(e))}},
+	}
+}
+
+// TrailerRecord is the record that closes a round's batch to partition.
+func TrailerRecord(topic string, partition int32, t Trailer) *kgo.Record {
+	v := binary.AppendUvarint(nil, uint64(t.Epoch))
+	v = binary.AppendVarint(v, t.Commands)
+	v = binary.AppendUvarint(v, uint64(len(t.Forwards)))
+	for _, f := range t.Forwards {
+		v = binary.AppendUvarint(v, uint64(uint32(f.Partition)))
+		v = binary.AppendUvarint(v, f.Seq)
+		v = AppendEntry(v, f.Key, f.Value)
+	}
+	return &kgo.Record{
+		Topic: topic, Partition: partition, Key: trailerKey(t.Epoch), Value: v,
+		Headers: []kgo.RecordHeader{{Key: trailerHeader}},
+	}
+}
+
+// ReadEntry reads changelog record r as an Entry.
+func ReadEntry(r *kgo.Record) (Entry, error) {
+	if len(r.Headers) == 0 {
+		return Entry{}, ErrBadRecord
+	}
+	e := Entry{Offset: r.Offset}
+	var err error
+	switch h := r.Headers[0]; h.Key {
+	case changeHeader:
+		e.Kind, e.Key, e.Value = KindChange, r.Key, r.Value
+		e.Epoch, err = readEpoch(h.Value)
+	case epochHeader:
+		e.Kind, e.Epoch = KindEpoch, Epoch(r.Offset)
+		e.Claim, err = readClaim(r.Value)
+	case trailerHeader:
+		e.Kind = KindTrailer
+		e.Trailer, err = readTrailer(r.Value)
+		e.Epoch = e.Trailer.Epoch
+	default:
+		err = ErrBadRecord
+	}
+	return e, err
+}
+
+// readEpoch reads a change's epoch header.
+func readEpoch(v []byte) (Epoch, error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || w != len(v) {
+		return 0, ErrBadRecord
+	}
+	return Epoch(n), nil
+}
+
+// readClaim reads an epoch record's value.
+func readClaim(v []byte) (Claim, error) {
+	gen, w := binary.Uvarint(v)
+	if w <= 0 {
+		return Claim{}, ErrBadRecord
+	}
+	nonce, w2 := binary.Uvarint(v[w:])
+	if w2 <= 0 {
+		return Claim{}, ErrBadRecord
+	}
+	return Claim{Generation: int32(uint32(gen)), Nonce: nonce, Member: string(v[w+w2:])}, nil
+}
+
+// readTrailer reads a trailer's value.
+func readTrailer(v []byte) (Trailer, error) {
+	var t Trailer
+	d := decoder{v: v}
+	t.Epoch = Epoch(d.uvarint())
+	t.Commands = d.varint()
+	n := d.uvarint()
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		f := Owed{Partition: int32(uint32(d.uvarint())), Seq: d.uvarint()}
+		f.Key, f.Value = d.field(), d.field()
+		t.Forwards = append(t.Forwards, f)
+	}
+	if d.err != nil || len(d.v) != 0 {
+		return Trailer{}, ErrBadRecord
+	}
+	return t, nil
+}
+
+// decoder reads a trailer's fields; its first failure sticks.
+type decoder struct {
+	v   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	n, w := binary.Uvarint(d.v)
+	if w <= 0 {
+		d.err = ErrBadRecord
+		return 0
+	}
+	d.v = d.v[w:]
+	return n
+}
+
+func (d *decoder) varint() int64 {
+	n, w := binary.Varint(d.v)
+	if w <= 0 {
+		d.err = ErrBadRecord
+		return 0
+	}
+	d.v = d.v[w:]
+	return n
+}
+
+func (d *decoder) field() []byte {
+	if d.err != nil {
+		return nil
+	}
+	f, rest, err := field(d.v)
+	d.v, d.err = rest, err
+	return f
+}
