@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/surge-dev/surge/internal/codec"
 )
 
 // A round that is not a Kafka transaction ("Rounds without a
@@ -120,10 +122,12 @@ func trailerKey(e Epoch) []byte {
 
 // EpochRecord is the record that claims partition for the owner c.
 func EpochRecord(topic string, partition int32, c Claim) *kgo.Record {
-	v := binary.AppendUvarint(nil, uint64(uint32(c.Generation)))
-	v = binary.AppendUvarint(v, c.Nonce)
+	e := codec.Encoder{}
+	e.Uvarint(uint64(uint32(c.Generation)))
+	e.Uvarint(c.Nonce)
+	e.String(c.Member)
 	return &kgo.Record{
-		Topic: topic, Partition: partition, Key: epochKey(c), Value: append(v, c.Member...),
+		Topic: topic, Partition: partition, Key: epochKey(c), Value: e.B,
 		Headers: []kgo.RecordHeader{{Key: epochHeader}},
 	}
 }
@@ -139,16 +143,17 @@ func ChangeRecord(topic string, partition int32, e Epoch, key, value []byte) *kg
 
 // TrailerRecord is the record that closes a round's batch to partition.
 func TrailerRecord(topic string, partition int32, t Trailer) *kgo.Record {
-	v := binary.AppendUvarint(nil, uint64(t.Epoch))
-	v = binary.AppendVarint(v, t.Commands)
-	v = binary.AppendUvarint(v, uint64(len(t.Forwards)))
+	e := codec.Encoder{}
+	e.Uvarint(uint64(t.Epoch))
+	e.Varint(t.Commands)
+	e.Uvarint(uint64(len(t.Forwards)))
 	for _, f := range t.Forwards {
-		v = binary.AppendUvarint(v, uint64(uint32(f.Partition)))
-		v = binary.AppendUvarint(v, f.Seq)
-		v = AppendEntry(v, f.Key, f.Value)
+		e.Uvarint(uint64(uint32(f.Partition)))
+		e.Uvarint(f.Seq)
+		e.B = AppendEntry(e.B, f.Key, f.Value)
 	}
 	return &kgo.Record{
-		Topic: topic, Partition: partition, Key: trailerKey(t.Epoch), Value: v,
+		Topic: topic, Partition: partition, Key: trailerKey(t.Epoch), Value: e.B,
 		Headers: []kgo.RecordHeader{{Key: trailerHeader}},
 	}
 }
@@ -188,66 +193,25 @@ func readEpoch(v []byte) (Epoch, error) {
 
 // readClaim reads an epoch record's value.
 func readClaim(v []byte) (Claim, error) {
-	gen, w := binary.Uvarint(v)
-	if w <= 0 {
+	d := codec.Decoder{B: v}
+	c := Claim{Generation: int32(uint32(d.Uvarint())), Nonce: d.Uvarint(), Member: d.Str()}
+	if d.Done() != nil {
 		return Claim{}, ErrBadRecord
 	}
-	nonce, w2 := binary.Uvarint(v[w:])
-	if w2 <= 0 {
-		return Claim{}, ErrBadRecord
-	}
-	return Claim{Generation: int32(uint32(gen)), Nonce: nonce, Member: string(v[w+w2:])}, nil
+	return c, nil
 }
 
 // readTrailer reads a trailer's value.
 func readTrailer(v []byte) (Trailer, error) {
-	var t Trailer
-	d := decoder{v: v}
-	t.Epoch = Epoch(d.uvarint())
-	t.Commands = d.varint()
-	n := d.uvarint()
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		f := Owed{Partition: int32(uint32(d.uvarint())), Seq: d.uvarint()}
-		f.Key, f.Value = d.field(), d.field()
+	d := codec.Decoder{B: v}
+	t := Trailer{Epoch: Epoch(d.Uvarint()), Commands: d.Varint()}
+	for n := d.Uvarint(); n > 0 && d.Err == nil; n-- {
+		f := Owed{Partition: int32(uint32(d.Uvarint())), Seq: d.Uvarint()}
+		f.Key, f.Value = d.Bytes(), d.Bytes()
 		t.Forwards = append(t.Forwards, f)
 	}
-	if d.err != nil || len(d.v) != 0 {
+	if d.Done() != nil {
 		return Trailer{}, ErrBadRecord
 	}
 	return t, nil
-}
-
-// decoder reads a trailer's fields; its first failure sticks.
-type decoder struct {
-	v   []byte
-	err error
-}
-
-func (d *decoder) uvarint() uint64 {
-	n, w := binary.Uvarint(d.v)
-	if w <= 0 {
-		d.err = ErrBadRecord
-		return 0
-	}
-	d.v = d.v[w:]
-	return n
-}
-
-func (d *decoder) varint() int64 {
-	n, w := binary.Varint(d.v)
-	if w <= 0 {
-		d.err = ErrBadRecord
-		return 0
-	}
-	d.v = d.v[w:]
-	return n
-}
-
-func (d *decoder) field() []byte {
-	if d.err != nil {
-		return nil
-	}
-	f, rest, err := field(d.v)
-	d.v, d.err = rest, err
-	return f
 }
