@@ -224,3 +224,23 @@ func TestWriterRefusesARoundTooLarge(t *testing.T) {
 		t.Fatalf("the write after a refused round: %+v", o)
 	}
 }
+
+// Two owners claim one after the other before the first writes: the first
+// never owned the partition in the log, and its write is fenced.
+func TestWriterTwoQuickClaims(t *testing.T) {
+	ctx, c := newCluster(t, 1)
+	b, cw := newWriter(t, c), newWriter(t, c)
+	claim(t, ctx, b, 0, "b")
+	ec := claim(t, ctx, cw, 0, "c")
+	if o := write(t, ctx, b, batchOf(0, "b", 1))[0]; o.Valid {
+		t.Fatalf("b's write after c's claim at %d: %+v", ec, o)
+	}
+	owner := batchOf(0, "c", 1)
+	if o := write(t, ctx, cw, owner)[0]; !o.Valid || o.Foreign != int64(ec)+1 {
+		t.Fatalf("c's write after b's: %+v", o)
+	}
+	entries, counts, _ := changelog(t, ctx, c, 0)
+	if got, want := countedKeys(entries, counts), keysOf(owner); !slices.Equal(got, want) {
+		t.Fatalf("the changelog counts %q, want %q", got, want)
+	}
+}
