@@ -70,7 +70,9 @@ type Owed struct {
 	// Partition is the partition the command is owed to.
 	Partition int32
 	// Seq numbers the command among those its source partition owes.
-	Seq        uint64
+	Seq uint64
+	// Key and Value are the command's, as it is appended to the commands
+	// topic.
 	Key, Value []byte
 }
 
@@ -87,7 +89,9 @@ type Trailer struct {
 
 // Entry is a changelog record read as one of the three kinds.
 type Entry struct {
-	Kind   EntryKind
+	// Kind says which of the three kinds the record is.
+	Kind EntryKind
+	// Offset is the record's offset in its partition.
 	Offset int64
 	// Epoch is an epoch record's own epoch (its offset), a change's or a
 	// trailer's writer's.
@@ -105,8 +109,11 @@ type EntryKind uint8
 
 // The kinds of changelog records.
 const (
+	// KindChange is a change of a key of the shard's state.
 	KindChange EntryKind = iota
+	// KindEpoch is an owner's claim on the partition.
 	KindEpoch
+	// KindTrailer closes a round's batch.
 	KindTrailer
 )
 

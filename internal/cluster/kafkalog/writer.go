@@ -39,13 +39,16 @@ type claimed struct {
 // Update is one change of a round's batch: a key of the shard's state and
 // its new value (nil: deleted).
 type Update struct {
+	// Key is the storage key, Value its new value (nil: deleted).
 	Key, Value []byte
 }
 
 // Batch is one partition's part of a round.
 type Batch struct {
+	// Partition is the changelog partition, the shard's.
 	Partition int32
-	Updates   []Update
+	// Updates are the round's changes to the shard's state, in order.
+	Updates []Update
 	// Commands is the offset of the commands topic the round consumed up
 	// to in the partition (the next one to read), -1 if it read none.
 	Commands int64
@@ -55,6 +58,7 @@ type Batch struct {
 
 // Written is what became of a Batch.
 type Written struct {
+	// Partition is the batch's.
 	Partition int32
 	// Base is the offset of the batch's first record, End the offset just
 	// after its trailer.
