@@ -25,7 +25,7 @@ func newWriter(t *testing.T, c Config) *Writer {
 	return w
 }
 
-func claim(t *testing.T, ctx context.Context, w *Writer, p int32, member string) Epoch {
+func claimOn(t *testing.T, ctx context.Context, w *Writer, p int32, member string) Epoch {
 	t.Helper()
 	e, err := w.Claim(ctx, p, Claim{Generation: 1, Member: member})
 	if err != nil {
@@ -43,7 +43,7 @@ func batchOf(p int32, tag string, n int) Batch {
 	return b
 }
 
-func write(t *testing.T, ctx context.Context, w *Writer, batches ...Batch) []Written {
+func writeRound(t *testing.T, ctx context.Context, w *Writer, batches ...Batch) []Written {
 	t.Helper()
 	out, err := w.Write(ctx, batches)
 	if err != nil {
@@ -69,10 +69,10 @@ func (f *fetchBatches) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32,
 	f.sizes = append(f.sizes, m.NumRecords)
 }
 
-// changelog reads partition p of the changelog from its start to its end
+// readChangelog reads partition p of the changelog from its start to its end
 // now, and returns its entries, whether each counts, and the number of
 // records of each record batch.
-func changelog(t *testing.T, ctx context.Context, c Config, p int32) (entries []Entry, counts []bool, batches []int) {
+func readChangelog(t *testing.T, ctx context.Context, c Config, p int32) (entries []Entry, counts []bool, batches []int) {
 	t.Helper()
 	end, err := endOffset(ctx, c, c.ChangelogTopic(), p, false, nil)
 	if err != nil {
@@ -117,12 +117,12 @@ func TestWriterOwnersWritesAreValid(t *testing.T) {
 	w := newWriter(t, c)
 	ends := map[int32]int64{}
 	for p := range c.Partitions {
-		ends[p] = int64(claim(t, ctx, w, p, "a")) + 1
+		ends[p] = int64(claimOn(t, ctx, w, p, "a")) + 1
 	}
 	var all [2][]Batch
 	for round := range 3 {
 		batches := []Batch{batchOf(0, fmt.Sprint("r", round, "p0"), 1+round), batchOf(1, fmt.Sprint("r", round, "p1"), 2)}
-		for _, o := range write(t, ctx, w, batches...) {
+		for _, o := range writeRound(t, ctx, w, batches...) {
 			if !o.Valid || o.Base != ends[o.Partition] || o.Foreign != o.Base {
 				t.Fatalf("round %d: %+v, the writer's previous end %d", round, o, ends[o.Partition])
 			}
@@ -131,7 +131,7 @@ func TestWriterOwnersWritesAreValid(t *testing.T) {
 		all[0], all[1] = append(all[0], batches[0]), append(all[1], batches[1])
 	}
 	for p := range c.Partitions {
-		entries, counts, sizes := changelog(t, ctx, c, p)
+		entries, counts, sizes := readChangelog(t, ctx, c, p)
 		if got, want := countedKeys(entries, counts), keysOf(all[p]...); !slices.Equal(got, want) {
 			t.Fatalf("partition %d counts %q, the owner wrote %q", p, got, want)
 		}
@@ -152,11 +152,11 @@ func TestWriterOwnersWritesAreValid(t *testing.T) {
 func TestWriterFencesAZombie(t *testing.T) {
 	ctx, c := newCluster(t, 1)
 	a, b := newWriter(t, c), newWriter(t, c)
-	claim(t, ctx, a, 0, "a")
+	claimOn(t, ctx, a, 0, "a")
 	before := batchOf(0, "a-before", 2)
-	write(t, ctx, a, before)
-	eb := claim(t, ctx, b, 0, "b")
-	zombie := write(t, ctx, a, batchOf(0, "a-zombie", 2))[0]
+	writeRound(t, ctx, a, before)
+	eb := claimOn(t, ctx, b, 0, "b")
+	zombie := writeRound(t, ctx, a, batchOf(0, "a-zombie", 2))[0]
 	if zombie.Valid {
 		t.Fatalf("a zombie's write after b's claim at %d was told valid: %+v", eb, zombie)
 	}
@@ -167,14 +167,14 @@ func TestWriterFencesAZombie(t *testing.T) {
 		t.Fatalf("a fenced writer's next write: %v", err)
 	}
 	owner := batchOf(0, "b", 1)
-	got := write(t, ctx, b, owner)[0]
+	got := writeRound(t, ctx, b, owner)[0]
 	if !got.Valid || got.Foreign != int64(eb)+1 || got.Base != zombie.End {
 		t.Fatalf("the owner's write after the zombie's (%d to %d): %+v", zombie.Base, zombie.End, got)
 	}
-	if next := write(t, ctx, b, batchOf(0, "b2", 1))[0]; !next.Valid || next.Foreign != next.Base {
+	if next := writeRound(t, ctx, b, batchOf(0, "b2", 1))[0]; !next.Valid || next.Foreign != next.Base {
 		t.Fatalf("the owner's next write: %+v", next)
 	}
-	entries, counts, _ := changelog(t, ctx, c, 0)
+	entries, counts, _ := readChangelog(t, ctx, c, 0)
 	if got, want := countedKeys(entries, counts), keysOf(before, owner, batchOf(0, "b2", 1)); !slices.Equal(got, want) {
 		t.Fatalf("the changelog counts %q, want %q", got, want)
 	}
@@ -189,18 +189,18 @@ func TestWriterSendsEachPartitionsBatchWhole(t *testing.T) {
 	value := make([]byte, 100)
 	batches := []Batch{batchOf(0, "big0", n), batchOf(1, "big1", n)}
 	for _, b := range batches {
-		claim(t, ctx, w, b.Partition, "a")
+		claimOn(t, ctx, w, b.Partition, "a")
 		for i := range b.Updates {
 			b.Updates[i].Value = value
 		}
 	}
-	for _, o := range write(t, ctx, w, batches...) {
+	for _, o := range writeRound(t, ctx, w, batches...) {
 		if !o.Valid || o.End-o.Base != n+1 {
 			t.Fatalf("%+v", o)
 		}
 	}
 	for p := range c.Partitions {
-		if _, counts, sizes := changelog(t, ctx, c, p); !slices.Equal(sizes, []int{1, n + 1}) || !counts[len(counts)-1] {
+		if _, counts, sizes := readChangelog(t, ctx, c, p); !slices.Equal(sizes, []int{1, n + 1}) || !counts[len(counts)-1] {
 			t.Fatalf("partition %d's record batches hold %v records, want [1 %d]", p, sizes, n+1)
 		}
 	}
@@ -209,18 +209,18 @@ func TestWriterSendsEachPartitionsBatchWhole(t *testing.T) {
 func TestWriterRefusesARoundTooLarge(t *testing.T) {
 	ctx, c := newCluster(t, 2)
 	w := newWriter(t, c)
-	claim(t, ctx, w, 0, "a")
-	claim(t, ctx, w, 1, "a")
+	claimOn(t, ctx, w, 0, "a")
+	claimOn(t, ctx, w, 1, "a")
 	huge := Batch{Partition: 1, Updates: []Update{{Key: []byte("k"), Value: make([]byte, MaxRecordBytes-64)}}}
 	if _, err := w.Write(ctx, []Batch{batchOf(0, "small", 1), huge}); !errors.Is(err, ErrRoundTooLarge) {
 		t.Fatalf("a round over one record batch: %v", err)
 	}
 	for p := range c.Partitions {
-		if entries, _, _ := changelog(t, ctx, c, p); len(entries) != 1 {
+		if entries, _, _ := readChangelog(t, ctx, c, p); len(entries) != 1 {
 			t.Fatalf("partition %d holds %d records after a refused round, want its epoch record", p, len(entries))
 		}
 	}
-	if o := write(t, ctx, w, batchOf(1, "next", 1))[0]; !o.Valid || o.Base != 1 {
+	if o := writeRound(t, ctx, w, batchOf(1, "next", 1))[0]; !o.Valid || o.Base != 1 {
 		t.Fatalf("the write after a refused round: %+v", o)
 	}
 }
@@ -230,16 +230,16 @@ func TestWriterRefusesARoundTooLarge(t *testing.T) {
 func TestWriterTwoQuickClaims(t *testing.T) {
 	ctx, c := newCluster(t, 1)
 	b, cw := newWriter(t, c), newWriter(t, c)
-	claim(t, ctx, b, 0, "b")
-	ec := claim(t, ctx, cw, 0, "c")
-	if o := write(t, ctx, b, batchOf(0, "b", 1))[0]; o.Valid {
+	claimOn(t, ctx, b, 0, "b")
+	ec := claimOn(t, ctx, cw, 0, "c")
+	if o := writeRound(t, ctx, b, batchOf(0, "b", 1))[0]; o.Valid {
 		t.Fatalf("b's write after c's claim at %d: %+v", ec, o)
 	}
 	owner := batchOf(0, "c", 1)
-	if o := write(t, ctx, cw, owner)[0]; !o.Valid || o.Foreign != int64(ec)+1 {
+	if o := writeRound(t, ctx, cw, owner)[0]; !o.Valid || o.Foreign != int64(ec)+1 {
 		t.Fatalf("c's write after b's: %+v", o)
 	}
-	entries, counts, _ := changelog(t, ctx, c, 0)
+	entries, counts, _ := readChangelog(t, ctx, c, 0)
 	if got, want := countedKeys(entries, counts), keysOf(owner); !slices.Equal(got, want) {
 		t.Fatalf("the changelog counts %q, want %q", got, want)
 	}
