@@ -65,11 +65,13 @@ type Claim struct {
 }
 
 // Owed is a command a round owes another partition (a Forward output),
-// carried in its trailer.
+// carried in its source's trailers until the destination acknowledges it
+// (Book).
 type Owed struct {
 	// Partition is the partition the command is owed to.
 	Partition int32
-	// Seq numbers the command among those its source partition owes.
+	// Seq numbers the command among those its source partition owes
+	// Partition, from 1.
 	Seq uint64
 	// Key and Value are the command's, as it is appended to the commands
 	// topic.
@@ -80,11 +82,14 @@ type Owed struct {
 type Trailer struct {
 	// Epoch is the writer's epoch.
 	Epoch Epoch
-	// Commands is the offset of the commands topic the round consumed up
-	// to in the partition (the next one to read), -1 if it read none.
+	// Commands is the offset of the commands topic the partition's owners
+	// consumed up to (the next one to read), -1 if none ever did. Every
+	// trailer restates it, whether its round read commands or not: the
+	// trailer that said it last may be compacted away.
 	Commands int64
-	// Forwards are the commands the round owes other partitions.
-	Forwards []Owed
+	// Book is the partition's bookkeeping of forwards after the round,
+	// restated whole for the same reason.
+	Book Book
 }
 
 // Entry is a changelog record read as one of the three kinds.
@@ -153,12 +158,7 @@ func TrailerRecord(topic string, partition int32, t Trailer) *kgo.Record {
 	e := codec.Encoder{}
 	e.Uvarint(uint64(t.Epoch))
 	e.Varint(t.Commands)
-	e.Uvarint(uint64(len(t.Forwards)))
-	for _, f := range t.Forwards {
-		e.Uvarint(uint64(uint32(f.Partition)))
-		e.Uvarint(f.Seq)
-		e.B = AppendEntry(e.B, f.Key, f.Value)
-	}
+	appendBook(&e, &t.Book)
 	return &kgo.Record{
 		Topic: topic, Partition: partition, Key: trailerKey(t.Epoch), Value: e.B,
 		Headers: []kgo.RecordHeader{{Key: trailerHeader}},
@@ -212,11 +212,7 @@ func readClaim(v []byte) (Claim, error) {
 func readTrailer(v []byte) (Trailer, error) {
 	d := codec.Decoder{B: v}
 	t := Trailer{Epoch: Epoch(d.Uvarint()), Commands: d.Varint()}
-	for n := d.Uvarint(); n > 0 && d.Err == nil; n-- {
-		f := Owed{Partition: int32(uint32(d.Uvarint())), Seq: d.Uvarint()}
-		f.Key, f.Value = d.Bytes(), d.Bytes()
-		t.Forwards = append(t.Forwards, f)
-	}
+	t.Book = readBook(&d)
 	if d.Done() != nil {
 		return Trailer{}, ErrBadRecord
 	}

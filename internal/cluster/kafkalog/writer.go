@@ -49,11 +49,13 @@ type Batch struct {
 	Partition int32
 	// Updates are the round's changes to the shard's state, in order.
 	Updates []Update
-	// Commands is the offset of the commands topic the round consumed up
-	// to in the partition (the next one to read), -1 if it read none.
+	// Commands is the offset of the commands topic the partition's owners
+	// consumed up to (the next one to read), -1 if none ever did
+	// (Trailer.Commands).
 	Commands int64
-	// Forwards are the commands the round owes other partitions.
-	Forwards []Owed
+	// Book is the partition's bookkeeping of forwards after the round (nil:
+	// empty), restated in the trailer.
+	Book *Book
 }
 
 // Written is what became of a Batch.

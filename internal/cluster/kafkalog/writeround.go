@@ -65,7 +65,11 @@ func (w *Writer) batchRecords(e Epoch, b Batch) []*kgo.Record {
 	for _, u := range b.Updates {
 		rs = append(rs, ChangeRecord(w.topic, b.Partition, e, u.Key, u.Value))
 	}
-	return append(rs, TrailerRecord(w.topic, b.Partition, Trailer{Epoch: e, Commands: b.Commands, Forwards: b.Forwards}))
+	t := Trailer{Epoch: e, Commands: b.Commands}
+	if b.Book != nil {
+		t.Book = *b.Book
+	}
+	return append(rs, TrailerRecord(w.topic, b.Partition, t))
 }
 
 // landed says where a partition's records landed, or why that is unknown.
