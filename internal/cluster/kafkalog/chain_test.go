@@ -140,6 +140,19 @@ func TestChainKeepsChangesWhoseTrailerWasCompactedAway(t *testing.T) {
 	expect(t, counted(t, compacted(l.records)), "epoch@0", "x=1", "epoch@3", "z=1", "trailer@7")
 }
 
+// A changelog written by transactional rounds holds changes without
+// headers: they count before the partition's first epoch record, as the
+// log of the cluster before its nodes wrote rounds without a transaction;
+// one after it is a transactional node's that is no owner.
+func TestChainCountsTransactionalChangesBeforeTheFirstClaim(t *testing.T) {
+	var l testLog
+	l.add(&kgo.Record{Key: []byte("x"), Value: []byte("txn")}) // 0
+	a := l.claim("a")                                          // 1
+	l.add(&kgo.Record{Key: []byte("y"), Value: []byte("txn")}) // 2
+	l.batch(a, "z=1")                                          // 3, 4
+	expect(t, counted(t, l.records), "x=txn", "epoch@1", "z=1", "trailer@4")
+}
+
 func TestChainStartsAtALocalCopysEpoch(t *testing.T) {
 	var l testLog
 	a := l.claim("a")
@@ -182,7 +195,6 @@ func TestChainRecordsReadBack(t *testing.T) {
 
 func TestChainRefusesMalformedRecords(t *testing.T) {
 	bad := []*kgo.Record{
-		{Key: []byte("k"), Value: []byte("v")}, // a transactional round's change
 		{Headers: []kgo.RecordHeader{{Key: changeHeader, Value: []byte{0x80}}}},
 		{Headers: []kgo.RecordHeader{{Key: trailerHeader}}, Value: []byte{1, 2}},
 		{Headers: []kgo.RecordHeader{{Key: epochHeader}}, Value: []byte{0x80}},

@@ -96,6 +96,12 @@ func (b *Book) Accept(from int32, seq uint64) Verdict {
 // the receiver acknowledges once the write that recorded it counts.
 func (b *Book) Applied(from int32) uint64 { return b.applied[from] }
 
+// Clone returns a copy of b that changes apart from it: a Book copied by
+// value shares its maps.
+func (b *Book) Clone() Book {
+	return Book{assigned: maps.Clone(b.assigned), owed: slices.Clone(b.owed), applied: maps.Clone(b.applied)}
+}
+
 // appendBook encodes b into a trailer's value: the owed forwards, then the
 // sequences assigned and applied, each in partition order.
 func appendBook(e *codec.Encoder, b *Book) {
@@ -126,7 +132,8 @@ func readBook(d *codec.Decoder) Book {
 		f.Key, f.Value = d.Bytes(), d.Bytes()
 		b.owed = append(b.owed, f)
 	}
-	b.assigned, b.applied = readSeqs(d), readSeqs(d)
+	b.assigned = readSeqs(d)
+	b.applied = readSeqs(d)
 	return b
 }
 

@@ -24,6 +24,7 @@ import (
 //   - a change (changeHeader, valued by the writer's Epoch, uvarint): a
 //     key of the shard's state and its new value, as the transactional
 //     rounds write it, plus the epoch the replay rule judges it by (Chain).
+//     A transactional round's change has no header at all.
 //   - a trailer (trailerHeader): the last record of a round's batch
 //     (Trailer). Its key is per epoch: compaction keeps the last trailer
 //     of each epoch, and a zombie's late trailer replaces only its own
@@ -165,12 +166,15 @@ func TrailerRecord(topic string, partition int32, t Trailer) *kgo.Record {
 	}
 }
 
-// ReadEntry reads changelog record r as an Entry.
+// ReadEntry reads changelog record r as an Entry. A record without headers
+// is a change a transactional round wrote: its epoch is NoEpoch, so it
+// counts before the partition's first epoch record and not after.
 func ReadEntry(r *kgo.Record) (Entry, error) {
-	if len(r.Headers) == 0 {
-		return Entry{}, ErrBadRecord
-	}
 	e := Entry{Offset: r.Offset}
+	if len(r.Headers) == 0 {
+		e.Kind, e.Epoch, e.Key, e.Value = KindChange, NoEpoch, r.Key, r.Value
+		return e, nil
+	}
 	var err error
 	switch h := r.Headers[0]; h.Key {
 	case changeHeader:
