@@ -92,7 +92,7 @@ func RestoreChain(ctx context.Context, c Config, partition int32, from ChainStat
 	return Restored{
 		Snapshot: Snapshot{Topic: st.topic, Offset: end, Epoch: st.epoch, Taken: time.Now()},
 		State:    ChainState{Offset: end, Epoch: owner, Last: r.last},
-		Foreign:  r.foreignKeys(),
+		Foreign:  sortedKeys(r.foreign),
 	}, nil
 }
 
@@ -127,9 +127,9 @@ func (r *chainReplay) take(rec *kgo.Record) error {
 	return nil
 }
 
-// foreignKeys are the keys whose last change read does not count, sorted.
-func (r *chainReplay) foreignKeys() [][]byte {
-	keys := slices.Sorted(maps.Keys(r.foreign))
+// sortedKeys are a set's keys, sorted.
+func sortedKeys(set map[string]bool) [][]byte {
+	keys := slices.Sorted(maps.Keys(set))
 	out := make([][]byte, len(keys))
 	for i, k := range keys {
 		out[i] = []byte(k)

@@ -75,6 +75,9 @@ type Written struct {
 	// whose keys the owner writes again (compaction could otherwise keep a
 	// zombie's record and drop the value that counts).
 	Foreign int64
+	// ForeignKeys are the keys the foreign records changed, sorted: what
+	// the owner writes again, with their current values.
+	ForeignKeys [][]byte
 	// Err, if set, means the batch's outcome is unknown: it may count or
 	// not, whole. The writer no longer writes the partition.
 	Err error

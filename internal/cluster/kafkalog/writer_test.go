@@ -171,7 +171,10 @@ func TestWriterFencesAZombie(t *testing.T) {
 	if !got.Valid || got.Foreign != int64(eb)+1 || got.Base != zombie.End {
 		t.Fatalf("the owner's write after the zombie's (%d to %d): %+v", zombie.Base, zombie.End, got)
 	}
-	if next := writeRound(t, ctx, b, batchOf(0, "b2", 1))[0]; !next.Valid || next.Foreign != next.Base {
+	if keys := keyStrings(got.ForeignKeys); !slices.Equal(keys, []string{"a-zombie-0", "a-zombie-1"}) {
+		t.Fatalf("the owner's write after the zombie's found foreign keys %q", keys)
+	}
+	if next := writeRound(t, ctx, b, batchOf(0, "b2", 1))[0]; !next.Valid || next.Foreign != next.Base || next.ForeignKeys != nil {
 		t.Fatalf("the owner's next write: %+v", next)
 	}
 	entries, counts, _ := readChangelog(t, ctx, c, 0)
@@ -236,7 +239,7 @@ func TestWriterTwoQuickClaims(t *testing.T) {
 		t.Fatalf("b's write after c's claim at %d: %+v", ec, o)
 	}
 	owner := batchOf(0, "c", 1)
-	if o := writeRound(t, ctx, cw, owner)[0]; !o.Valid || o.Foreign != int64(ec)+1 {
+	if o := writeRound(t, ctx, cw, owner)[0]; !o.Valid || o.Foreign != int64(ec)+1 || !slices.Equal(keyStrings(o.ForeignKeys), []string{"b-0"}) {
 		t.Fatalf("c's write after b's: %+v", o)
 	}
 	entries, counts, _ := readChangelog(t, ctx, c, 0)

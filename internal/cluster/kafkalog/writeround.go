@@ -95,7 +95,7 @@ func (w *Writer) judge(ctx context.Context, out *Written) {
 	o := w.owned[out.Partition]
 	out.Foreign = out.Base
 	if out.Base != o.end {
-		claimed, err := w.claimedBetween(ctx, out.Partition, o.end, out.Base)
+		claimed, keys, err := w.readGap(ctx, out.Partition, o.end, out.Base)
 		if err != nil {
 			out.Err = err
 			return
@@ -103,29 +103,34 @@ func (w *Writer) judge(ctx context.Context, out *Written) {
 		if claimed {
 			return
 		}
-		out.Foreign = o.end
+		out.Foreign, out.ForeignKeys = o.end, keys
 	}
 	out.Valid = true
 	w.owned[out.Partition] = claimed{epoch: o.epoch, end: out.End}
 }
 
-// claimedBetween reports whether partition holds an epoch record in
-// [from, to).
-func (w *Writer) claimedBetween(ctx context.Context, partition int32, from, to int64) (bool, error) {
+// readGap reads partition's records in [from, to): whether they hold an
+// epoch record, and the keys of their changes, sorted.
+func (w *Writer) readGap(ctx context.Context, partition int32, from, to int64) (claimed bool, keys [][]byte, err error) {
 	if to < from {
-		return false, fmt.Errorf("kafkalog: %s/%d: a write landed at %d, before the writer's end %d", w.topic, partition, to, from)
+		return false, nil, fmt.Errorf("kafkalog: %s/%d: a write landed at %d, before the writer's end %d", w.topic, partition, to, from)
 	}
-	found := false
-	err := readRange(ctx, w.cfg, w.topic, partition, from, to, false, func(r *kgo.Record) error {
-		if e, err := ReadEntry(r); err == nil && e.Kind == KindEpoch {
-			found = true
+	changed := map[string]bool{}
+	err = readRange(ctx, w.cfg, w.topic, partition, from, to, false, func(r *kgo.Record) error {
+		e, err := ReadEntry(r)
+		switch {
+		case err != nil:
+		case e.Kind == KindEpoch:
+			claimed = true
+		case e.Kind == KindChange:
+			changed[string(e.Key)] = true
 		}
 		return nil
 	}, nil)
 	if err != nil {
-		return false, fmt.Errorf("kafkalog: reading what preceded a write to %s/%d: %w", w.topic, partition, err)
+		return false, nil, fmt.Errorf("kafkalog: reading what preceded a write to %s/%d: %w", w.topic, partition, err)
 	}
-	return found, nil
+	return claimed, sortedKeys(changed), nil
 }
 
 // batchOverhead bounds a record batch's header, whatever the produce
