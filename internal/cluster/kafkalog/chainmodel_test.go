@@ -9,14 +9,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// simOwner is an owner of the simulated partition: the state it restored
-// and wrote, where its last write ended, and the keys it owes a repair.
+// simOwner is an owner of the simulated partition: the state and the
+// position in the commands it restored and wrote, where its last write
+// ended, and the keys it owes a repair.
 type simOwner struct {
-	epoch  Epoch
-	end    int64
-	view   map[string]string
-	repair map[string]bool
-	fenced bool
+	epoch    Epoch
+	end      int64
+	view     map[string]string
+	commands int64
+	repair   map[string]bool
+	fenced   bool
 }
 
 // simulation runs owners, zombies among them, over one changelog
@@ -27,13 +29,15 @@ type simulation struct {
 	log    testLog
 	owners []*simOwner
 	truth  map[string]string // what the writes told valid wrote
+	at     int64             // the position in the commands they wrote last
 	writes int
 }
 
-// replay returns the latest value of each key that counts in records, and
-// the keys of changes that do not.
-func replay(t *testing.T, records []*kgo.Record) (state map[string]string, foreign map[string]bool) {
-	state, foreign = map[string]string{}, map[string]bool{}
+// replay returns the latest value of each key that counts in records, the
+// keys of changes that do not, and the position in the commands the last
+// trailer that counts holds.
+func replay(t *testing.T, records []*kgo.Record) (state map[string]string, foreign map[string]bool, commands int64) {
+	state, foreign, commands = map[string]string{}, map[string]bool{}, -1
 	c := NewChain(NoEpoch)
 	for _, r := range records {
 		e, err := ReadEntry(r)
@@ -45,23 +49,27 @@ func replay(t *testing.T, records []*kgo.Record) (state map[string]string, forei
 			state[string(e.Key)] = string(e.Value)
 		case e.Kind == KindChange:
 			foreign[string(e.Key)] = true
+		case e.Kind == KindTrailer && counts:
+			commands = e.Trailer.Commands
 		}
 	}
-	return state, foreign
+	return state, foreign, commands
 }
 
 // claim adds an owner that appends its epoch record and restores up to it.
 func (s *simulation) claim() {
 	e := s.log.claim("o" + strconv.Itoa(len(s.owners)))
-	view, foreign := replay(s.t, s.log.records[:e])
-	if !maps.Equal(view, s.truth) {
-		s.t.Fatalf("owner of epoch %d restored %v, the valid writes wrote %v", e, view, s.truth)
+	view, foreign, at := replay(s.t, s.log.records[:e])
+	if !maps.Equal(view, s.truth) || at != s.at {
+		s.t.Fatalf("owner of epoch %d restored %v at %d, the valid writes wrote %v at %d", e, view, at, s.truth, s.at)
 	}
-	s.owners = append(s.owners, &simOwner{epoch: e, end: int64(e) + 1, view: view, repair: foreign})
+	s.owners = append(s.owners, &simOwner{epoch: e, end: int64(e) + 1, view: view, commands: at, repair: foreign})
 }
 
 // write has o write a batch of changes to random keys, and the current
-// values of the keys it owes a repair, then judges it as the Writer does.
+// values of the keys it owes a repair, with a trailer restating its
+// position in the commands (which the round may not move), then judges it
+// as the Writer does.
 func (s *simulation) write(o *simOwner) {
 	s.writes++
 	batch := map[string]string{}
@@ -75,13 +83,18 @@ func (s *simulation) write(o *simOwner) {
 	for k, v := range batch {
 		s.log.change(o.epoch, k, v)
 	}
-	s.log.add(TrailerRecord("t", 0, Trailer{Epoch: o.epoch}))
+	at := o.commands
+	if s.rng.IntN(2) == 0 {
+		at = int64(s.writes)
+	}
+	s.log.add(TrailerRecord("t", 0, Trailer{Epoch: o.epoch, Commands: at}))
 	gap := s.log.records[o.end:base]
 	if o.fenced = claimedIn(gap); o.fenced {
 		return
 	}
 	maps.Copy(o.view, batch)
 	maps.Copy(s.truth, batch)
+	o.commands, s.at = at, at
 	o.end, o.repair = int64(len(s.log.records)), map[string]bool{}
 	for _, r := range gap {
 		if e, _ := ReadEntry(r); e.Kind == KindChange {
@@ -121,7 +134,7 @@ func (s *simulation) step() {
 // from the log compacted once the last owner wrote its repairs.
 func TestChainCountsWhatWritersWereToldValid(t *testing.T) {
 	for seed := range uint64(500) {
-		s := &simulation{t: t, rng: rand.New(rand.NewPCG(seed, 1)), truth: map[string]string{}}
+		s := &simulation{t: t, rng: rand.New(rand.NewPCG(seed, 1)), truth: map[string]string{}, at: -1}
 		for range 40 {
 			s.step()
 		}
@@ -133,8 +146,8 @@ func TestChainCountsWhatWritersWereToldValid(t *testing.T) {
 			t.Fatalf("seed %d: the last owner was fenced", seed)
 		}
 		for name, records := range map[string][]*kgo.Record{"log": s.log.records, "compacted log": compacted(s.log.records)} {
-			if state, _ := replay(t, records); !maps.Equal(state, s.truth) {
-				t.Fatalf("seed %d: the %s replays to %v, the valid writes wrote %v", seed, name, state, s.truth)
+			if state, _, at := replay(t, records); !maps.Equal(state, s.truth) || at != s.at {
+				t.Fatalf("seed %d: the %s replays to %v at %d, the valid writes wrote %v at %d", seed, name, state, at, s.truth, s.at)
 			}
 		}
 	}
