@@ -71,37 +71,72 @@ var ErrNotAnEpoch = errors.New("kafkalog: no epoch record at the owner's epoch")
 // do not count either; a change without a kind header is such a round's,
 // and counts before the partition's first epoch record.
 func RestoreChain(ctx context.Context, c Config, partition int32, from ChainState, owner Epoch, fn func(key, value []byte) error, opts ...kgo.Opt) (Restored, error) {
-	if err := c.validate(); err != nil {
-		return Restored{}, err
-	}
-	if from.Offset > int64(owner) {
-		return Restored{}, fmt.Errorf("kafkalog: restoring %s/%d from offset %d, past the owner's epoch %d", c.ChangelogTopic(), partition, from.Offset, owner)
-	}
-	st, err := describe(ctx, c, partition, opts)
+	r, err := newChainReplay(c, partition, from, fn, opts)
 	if err != nil {
 		return Restored{}, err
 	}
-	r := &chainReplay{chain: NewChain(from.Epoch), last: from.Last, foreign: map[string]bool{}, fn: fn}
-	if err := readRange(ctx, c, c.ChangelogTopic(), partition, from.Offset, int64(owner)+1, true, r.take, opts); err != nil {
+	if err := r.readTo(ctx, int64(owner)+1); err != nil {
 		return Restored{}, err
 	}
 	if r.chain.Epoch() != owner {
 		return Restored{}, fmt.Errorf("%w: %s/%d at %d", ErrNotAnEpoch, c.ChangelogTopic(), partition, owner)
 	}
-	end := int64(owner) + 1
+	return r.restored(ctx)
+}
+
+// newChainReplay starts a replay of partition where from stands.
+func newChainReplay(c Config, partition int32, from ChainState, fn func(key, value []byte) error, opts []kgo.Opt) (*chainReplay, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &chainReplay{
+		c: c, partition: partition, opts: opts, offset: from.Offset,
+		chain: NewChain(from.Epoch), last: from.Last, foreign: map[string]bool{}, fn: fn,
+	}, nil
+}
+
+// readTo runs the partition's committed records up to end through the
+// replay.
+func (r *chainReplay) readTo(ctx context.Context, end int64) error {
+	if end < r.offset {
+		return fmt.Errorf("kafkalog: restoring %s/%d from offset %d, past %d", r.c.ChangelogTopic(), r.partition, r.offset, end)
+	}
+	if err := readRange(ctx, r.c, r.c.ChangelogTopic(), r.partition, r.offset, end, true, r.take, r.opts); err != nil {
+		return err
+	}
+	r.offset = end
+	return nil
+}
+
+// state is where the replay stands.
+func (r *chainReplay) state() ChainState {
+	return ChainState{Offset: r.offset, Epoch: r.chain.Epoch(), Last: r.last}
+}
+
+// restored is what the replay read, with the changelog's state for the
+// Snapshot.
+func (r *chainReplay) restored(ctx context.Context) (Restored, error) {
+	st, err := describe(ctx, r.c, r.partition, r.opts)
+	if err != nil {
+		return Restored{}, err
+	}
 	return Restored{
-		Snapshot: Snapshot{Topic: st.topic, Offset: end, Epoch: st.epoch, Taken: time.Now()},
-		State:    ChainState{Offset: end, Epoch: owner, Last: r.last},
+		Snapshot: Snapshot{Topic: st.topic, Offset: r.offset, Epoch: st.epoch, Taken: time.Now()},
+		State:    r.state(),
 		Foreign:  sortedKeys(r.foreign),
 	}, nil
 }
 
 // chainReplay runs a partition's records through a Chain for RestoreChain.
 type chainReplay struct {
-	chain   *Chain
-	last    *Trailer
-	foreign map[string]bool // keys whose last change does not count
-	fn      func(key, value []byte) error
+	c         Config
+	partition int32
+	opts      []kgo.Opt
+	offset    int64 // the next offset to read
+	chain     *Chain
+	last      *Trailer
+	foreign   map[string]bool // keys whose last change does not count
+	fn        func(key, value []byte) error
 }
 
 // take runs the next record through the chain: a change that counts goes
@@ -123,6 +158,10 @@ func (r *chainReplay) take(rec *kgo.Record) error {
 		r.foreign[string(e.Key)] = true
 	case e.Kind == KindTrailer && counts:
 		r.last = &e.Trailer
+	case e.Kind == KindEpoch:
+		if t := e.Claim.restated(e.Offset); t != nil {
+			r.last = t
+		}
 	}
 	return nil
 }

@@ -63,6 +63,33 @@ type Claim struct {
 	Member string
 	// Nonce makes the record's key unique (epochKey).
 	Nonce uint64
+	// Restated, if set, is the partition's last trailer as the owner
+	// restored it before claiming: an epoch record is never compacted, so
+	// what it restates outlives a zombie's late trailer, which compaction
+	// lets replace the last one its epoch wrote while in force.
+	Restated *Restated
+}
+
+// Restated is the state of a partition's replay an epoch record carries.
+// It counts only if the record landed at At, the offset the owner's
+// restore read up to: nothing that counts can lie between. Offsets are
+// the same in the log compacted or not, so both replays agree.
+type Restated struct {
+	// At is the offset the owner restored the partition up to.
+	At int64
+	// Last is the last trailer that counted below At.
+	Last Trailer
+}
+
+// restated is what c's epoch record, at offset, restates: nil unless it
+// landed where its owner's restore ended.
+func (c Claim) restated(offset int64) *Trailer {
+	if c.Restated == nil || c.Restated.At != offset {
+		return nil
+	}
+	t := c.Restated.Last
+	t.Epoch, t.Book = Epoch(offset), t.Book.Clone()
+	return &t
 }
 
 // Owed is a command a round owes another partition (a Forward output),
@@ -139,6 +166,13 @@ func EpochRecord(topic string, partition int32, c Claim) *kgo.Record {
 	e.Uvarint(uint64(uint32(c.Generation)))
 	e.Uvarint(c.Nonce)
 	e.String(c.Member)
+	if c.Restated == nil {
+		e.Varint(-1)
+	} else {
+		e.Varint(c.Restated.At)
+		e.Varint(c.Restated.Last.Commands)
+		appendBook(&e, &c.Restated.Last.Book)
+	}
 	return &kgo.Record{
 		Topic: topic, Partition: partition, Key: epochKey(c), Value: e.B,
 		Headers: []kgo.RecordHeader{{Key: epochHeader}},
@@ -206,6 +240,10 @@ func readEpoch(v []byte) (Epoch, error) {
 func readClaim(v []byte) (Claim, error) {
 	d := codec.Decoder{B: v}
 	c := Claim{Generation: int32(uint32(d.Uvarint())), Nonce: d.Uvarint(), Member: d.Str()}
+	if at := d.Varint(); at >= 0 && d.Err == nil {
+		c.Restated = &Restated{At: at, Last: Trailer{Commands: d.Varint()}}
+		c.Restated.Last.Book = readBook(&d)
+	}
 	if d.Done() != nil {
 		return Claim{}, ErrBadRecord
 	}
