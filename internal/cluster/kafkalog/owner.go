@@ -171,9 +171,9 @@ func (o *Owner) restatement(partition int32, oc *ownedChain) Batch {
 // round that only read a partition still writes it a batch, a trailer
 // alone: a reply is known current only once a write counts. The outcomes
 // come in the batches' order, then the added ones'. A partition whose
-// write did not count is dropped. The error is the Writer's refusal of the
-// whole round (ErrNotClaimed, ErrRoundTooLarge), or a repair's value not
-// read.
+// write did not count is dropped. The error refuses the whole round,
+// nothing sent: a partition not taken (ErrNotClaimed), a batch too large
+// (ErrRoundTooLarge), or a repair's value not read.
 func (o *Owner) Round(ctx context.Context, batches []Batch) ([]Outcome, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -198,6 +198,9 @@ func (o *Owner) withRepairs(batches []Batch) ([]Batch, error) {
 	in := make(map[int32]bool, len(batches))
 	out := make([]Batch, 0, len(batches))
 	for _, b := range batches {
+		if _, ok := o.parts[b.Partition]; !ok {
+			return nil, fmt.Errorf("%w: %s/%d not taken", ErrNotClaimed, o.c.ChangelogTopic(), b.Partition)
+		}
 		in[b.Partition] = true
 		out = append(out, b)
 	}
@@ -207,8 +210,8 @@ func (o *Owner) withRepairs(batches []Batch) ([]Batch, error) {
 		}
 	}
 	for i, b := range out {
-		oc, ok := o.parts[b.Partition]
-		if !ok || len(oc.repairs) == 0 {
+		oc := o.parts[b.Partition]
+		if len(oc.repairs) == 0 {
 			continue
 		}
 		repairs, err := o.repairs(b.Partition, oc)
@@ -243,11 +246,11 @@ func (o *Owner) settle(b Batch, wr Written) Outcome {
 	case !wr.Valid:
 		out.Result = Fenced
 	}
-	oc, ok := o.parts[b.Partition]
-	if out.Result != Counted || !ok {
+	if out.Result != Counted {
 		delete(o.parts, b.Partition)
 		return out
 	}
+	oc := o.parts[b.Partition]
 	oc.last = Trailer{Epoch: oc.last.Epoch, Commands: b.Commands}
 	if b.Book != nil {
 		oc.last.Book = b.Book.Clone()
