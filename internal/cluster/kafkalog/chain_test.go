@@ -30,6 +30,14 @@ func (l *testLog) claim(member string) Epoch {
 	return Epoch(l.add(EpochRecord("t", 0, Claim{Generation: 1, Member: member, Nonce: l.nonce})))
 }
 
+// claimRestating appends an epoch record restating the position in the
+// commands a restore read up to offset at found, and returns its epoch.
+func (l *testLog) claimRestating(member string, at, commands int64) Epoch {
+	l.nonce++
+	c := Claim{Generation: 1, Member: member, Nonce: l.nonce, Restated: &Restated{At: at, Last: Trailer{Commands: commands}}}
+	return Epoch(l.add(EpochRecord("t", 0, c)))
+}
+
 // change appends a change of key to value under epoch e.
 func (l *testLog) change(e Epoch, key, value string) {
 	l.add(ChangeRecord("t", 0, e, []byte(key), []byte(value)))

@@ -35,7 +35,7 @@ type simulation struct {
 
 // replay returns the latest value of each key that counts in records, the
 // keys of changes that do not, and the position in the commands the last
-// trailer that counts holds.
+// trailer that counts holds, or the last epoch record restates.
 func replay(t *testing.T, records []*kgo.Record) (state map[string]string, foreign map[string]bool, commands int64) {
 	state, foreign, commands = map[string]string{}, map[string]bool{}, -1
 	c := NewChain(NoEpoch)
@@ -51,15 +51,35 @@ func replay(t *testing.T, records []*kgo.Record) (state map[string]string, forei
 			foreign[string(e.Key)] = true
 		case e.Kind == KindTrailer && counts:
 			commands = e.Trailer.Commands
+		case e.Kind == KindEpoch:
+			if t := e.Claim.restated(e.Offset); t != nil {
+				commands = t.Commands
+			}
 		}
 	}
 	return state, foreign, commands
 }
 
-// claim adds an owner that appends its epoch record and restores up to it.
+// claim adds an owner as Owner.Take does: it restores the log to its end,
+// its trailers compacted as the cleaner may have left them, and appends its
+// epoch record restating the position read. If a live owner wrote first,
+// the record restates nothing; the owner reads on to the log's end (its
+// trailers whole: the read follows the claim by less than
+// min.compaction.lag.ms) and claims again. Its restore up to its epoch record, trailers
+// compacted, must give what the valid writes wrote.
 func (s *simulation) claim() {
-	e := s.log.claim("o" + strconv.Itoa(len(s.owners)))
-	view, foreign, at := replay(s.t, s.log.records[:e])
+	name := "o" + strconv.Itoa(len(s.owners))
+	read := int64(len(s.log.records))
+	_, _, at := replay(s.t, compactedTrailers(s.log.records))
+	s.maybeWrite()
+	e := s.log.claimRestating(name, read, at)
+	if int64(e) != read {
+		s.maybeWrite() // fenced: a late trailer of an epoch read on
+		read = int64(len(s.log.records))
+		_, _, at = replay(s.t, s.log.records)
+		e = s.log.claimRestating(name, read, at)
+	}
+	view, foreign, at := replay(s.t, compactedTrailers(s.log.records[:e+1]))
 	if !maps.Equal(view, s.truth) || at != s.at {
 		s.t.Fatalf("owner of epoch %d restored %v at %d, the valid writes wrote %v at %d", e, view, at, s.truth, s.at)
 	}
@@ -114,14 +134,45 @@ func claimedIn(gap []*kgo.Record) bool {
 	return false
 }
 
-// step claims the partition or has a live owner write.
-func (s *simulation) step() {
+// maybeWrite has a live owner write, half the time.
+func (s *simulation) maybeWrite() {
+	if live := s.live(); len(live) > 0 && s.rng.IntN(2) == 0 {
+		s.write(live[s.rng.IntN(len(live))])
+	}
+}
+
+// live are the owners not told fenced yet: the last, and zombies.
+func (s *simulation) live() []*simOwner {
 	var live []*simOwner
 	for _, o := range s.owners {
 		if !o.fenced {
 			live = append(live, o)
 		}
 	}
+	return live
+}
+
+// compactedTrailers is records with each epoch's trailers but the last
+// removed, as the cleaner may leave them any time: a zombie's late
+// trailer replaces the last one its epoch wrote while in force. Changes
+// stay: their repair comes before min.compaction.lag.ms runs out.
+func compactedTrailers(records []*kgo.Record) []*kgo.Record {
+	last := map[string]int64{}
+	for _, r := range records {
+		last[string(r.Key)] = r.Offset
+	}
+	var out []*kgo.Record
+	for _, r := range records {
+		if e, _ := ReadEntry(r); e.Kind != KindTrailer || last[string(r.Key)] == r.Offset {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// step claims the partition or has a live owner write.
+func (s *simulation) step() {
+	live := s.live()
 	if len(live) == 0 || s.rng.IntN(5) == 0 {
 		s.claim()
 		return
