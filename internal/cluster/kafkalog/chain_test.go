@@ -81,13 +81,19 @@ func counted(t *testing.T, records []*kgo.Record) []string {
 // compacted keeps the last record of each key, as a log the cleaner went
 // through whole.
 func compacted(records []*kgo.Record) []*kgo.Record {
+	return compactedIf(records, func(*kgo.Record) bool { return true })
+}
+
+// compactedIf keeps every record but those of which cleaned holds and a
+// later record has the key.
+func compactedIf(records []*kgo.Record, cleaned func(*kgo.Record) bool) []*kgo.Record {
 	last := map[string]int64{}
 	for _, r := range records {
 		last[string(r.Key)] = r.Offset
 	}
 	var out []*kgo.Record
 	for _, r := range records {
-		if last[string(r.Key)] == r.Offset {
+		if !cleaned(r) || last[string(r.Key)] == r.Offset {
 			out = append(out, r)
 		}
 	}

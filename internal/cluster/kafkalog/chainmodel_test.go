@@ -157,17 +157,10 @@ func (s *simulation) live() []*simOwner {
 // trailer replaces the last one its epoch wrote while in force. Changes
 // stay: their repair comes before min.compaction.lag.ms runs out.
 func compactedTrailers(records []*kgo.Record) []*kgo.Record {
-	last := map[string]int64{}
-	for _, r := range records {
-		last[string(r.Key)] = r.Offset
-	}
-	var out []*kgo.Record
-	for _, r := range records {
-		if e, _ := ReadEntry(r); e.Kind != KindTrailer || last[string(r.Key)] == r.Offset {
-			out = append(out, r)
-		}
-	}
-	return out
+	return compactedIf(records, func(r *kgo.Record) bool {
+		e, _ := ReadEntry(r)
+		return e.Kind == KindTrailer
+	})
 }
 
 // step claims the partition or has a live owner write.
