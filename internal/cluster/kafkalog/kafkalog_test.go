@@ -146,6 +146,11 @@ func TestEnsureTopicsCreatesThenChecks(t *testing.T) {
 	ctx, c := newCluster(t, 4)
 	cl := newClient(t, c)
 	adm := kadm.NewClient(cl)
+	// A changelog made by an earlier version has no compaction lag.
+	unset := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "min.compaction.lag.ms"}}
+	if _, err := adm.AlterTopicConfigs(ctx, unset, c.ChangelogTopic()); err != nil {
+		t.Fatal(err)
+	}
 	if err := EnsureTopics(ctx, cl, c); err != nil {
 		t.Fatalf("second EnsureTopics on matching topics: %v", err)
 	}
@@ -169,6 +174,9 @@ func TestEnsureTopicsCreatesThenChecks(t *testing.T) {
 	for _, kv := range cfg.Configs {
 		if kv.Key == "cleanup.policy" && kv.MaybeValue() != "compact" {
 			t.Errorf("changelog cleanup.policy = %q, want compact", kv.MaybeValue())
+		}
+		if kv.Key == "min.compaction.lag.ms" && kv.MaybeValue() != changelogCompactionLag {
+			t.Errorf("changelog min.compaction.lag.ms = %q, want %s", kv.MaybeValue(), changelogCompactionLag)
 		}
 	}
 	other := c

@@ -32,21 +32,40 @@ const MaxRecordBytes = 8 << 20
 
 var maxRecordBytes = kadm.StringPtr(strconv.Itoa(MaxRecordBytes))
 
+// changelogCompactionLag is the changelog's min.compaction.lag.ms: the log
+// cleaner leaves a record alone this long. An owner writes again the keys
+// a zombie's records changed, and that repair must count before the
+// cleaner could keep the zombie's record and drop the value that counts
+// ("Rounds without a transaction", docs/CLUSTER.md). The repair comes
+// within a round of the owner's claim, which comes within a session
+// timeout of the zombie's expulsion; an owner that dies before its first
+// write leaves it to the next one. An hour covers dozens of such owners in
+// a row at the default session timeout, and costs an hour of the
+// changelog's writes kept uncompacted on the brokers' disks.
+const changelogCompactionLag = "3600000"
+
 // topicSpec is one cluster topic as EnsureTopics creates and checks it.
 type topicSpec struct {
 	name    string
 	configs map[string]*string
+	// enforced are the configs EnsureTopics sets on the topic if it
+	// exists: a topic made by a node of an earlier version lacks them.
+	enforced []string
 }
 
 func (c Config) topicSpecs() []topicSpec {
 	return []topicSpec{
-		{c.CommandsTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("delete"), "max.message.bytes": maxRecordBytes}},
-		{c.ChangelogTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("compact"), "max.message.bytes": maxRecordBytes}},
+		{c.CommandsTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("delete"), "max.message.bytes": maxRecordBytes}, []string{"max.message.bytes"}},
+		{c.ChangelogTopic(), map[string]*string{
+			"cleanup.policy":        kadm.StringPtr("compact"),
+			"max.message.bytes":     maxRecordBytes,
+			"min.compaction.lag.ms": kadm.StringPtr(changelogCompactionLag),
+		}, []string{"max.message.bytes", "min.compaction.lag.ms"}},
 		{c.RepliesTopic(), map[string]*string{
 			"cleanup.policy":    kadm.StringPtr("delete"),
 			"retention.ms":      kadm.StringPtr(replyRetention),
 			"max.message.bytes": maxRecordBytes,
-		}},
+		}, []string{"max.message.bytes"}},
 	}
 }
 
@@ -63,7 +82,8 @@ func (c Config) Replicas() int16 {
 // EnsureTopics creates the cluster's topics with c.Partitions partitions
 // each, or, for those that exist, checks that they have that many
 // partitions and the cleanup policy the cluster needs, and sets their
-// max.message.bytes to MaxRecordBytes. It returns once the brokers serve
+// enforced configs (max.message.bytes, the changelog's
+// min.compaction.lag.ms). It returns once the brokers serve
 // every partition.
 func EnsureTopics(ctx context.Context, cl *kgo.Client, c Config) error {
 	if err := c.validate(); err != nil {
@@ -77,7 +97,7 @@ func EnsureTopics(ctx context.Context, cl *kgo.Client, c Config) error {
 			if err := checkTopic(ctx, adm, t, c.Partitions); err != nil {
 				return err
 			}
-			if err := setRecordLimit(ctx, adm, t.name); err != nil {
+			if err := setEnforced(ctx, adm, t); err != nil {
 				return err
 			}
 		case err != nil:
@@ -160,19 +180,21 @@ func checkTopic(ctx context.Context, adm *kadm.Client, t topicSpec, partitions i
 	return nil
 }
 
-// setRecordLimit sets an existing topic's max.message.bytes to
-// MaxRecordBytes (a topic made by a node of an earlier version has the
-// brokers' default).
-func setRecordLimit(ctx context.Context, adm *kadm.Client, topic string) error {
-	resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: maxRecordBytes}}, topic)
+// setEnforced sets an existing topic's enforced configs to the spec's.
+func setEnforced(ctx context.Context, adm *kadm.Client, t topicSpec) error {
+	var set []kadm.AlterConfig
+	for _, name := range t.enforced {
+		set = append(set, kadm.AlterConfig{Op: kadm.SetConfig, Name: name, Value: t.configs[name]})
+	}
+	resp, err := adm.AlterTopicConfigs(ctx, set, t.name)
 	if err == nil {
 		var r kadm.AlterConfigsResponse
-		if r, err = resp.On(topic, nil); err == nil {
+		if r, err = resp.On(t.name, nil); err == nil {
 			err = r.Err
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("kafkalog: setting %s's max.message.bytes: %w", topic, err)
+		return fmt.Errorf("kafkalog: setting %s's %v: %w", t.name, t.enforced, err)
 	}
 	return nil
 }

@@ -1,0 +1,198 @@
+package kafkalog
+
+import (
+	"maps"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// simOwner is an owner of the simulated partition: the state and the
+// position in the commands it restored and wrote, where its last write
+// ended, and the keys it owes a repair.
+type simOwner struct {
+	epoch    Epoch
+	end      int64
+	view     map[string]string
+	commands int64
+	repair   map[string]bool
+	fenced   bool
+}
+
+// simulation runs owners, zombies among them, over one changelog
+// partition: each writes as a Writer does and is told what a Writer tells.
+type simulation struct {
+	t      *testing.T
+	rng    *rand.Rand
+	log    testLog
+	owners []*simOwner
+	truth  map[string]string // what the writes told valid wrote
+	at     int64             // the position in the commands they wrote last
+	writes int
+}
+
+// replay returns the latest value of each key that counts in records, the
+// keys of changes that do not, and the position in the commands the last
+// trailer that counts holds, or the last epoch record restates.
+func replay(t *testing.T, records []*kgo.Record) (state map[string]string, foreign map[string]bool, commands int64) {
+	state, foreign, commands = map[string]string{}, map[string]bool{}, -1
+	c := NewChain(NoEpoch)
+	for _, r := range records {
+		e, err := ReadEntry(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch counts := c.Counts(e); {
+		case e.Kind == KindChange && counts:
+			state[string(e.Key)] = string(e.Value)
+		case e.Kind == KindChange:
+			foreign[string(e.Key)] = true
+		case e.Kind == KindTrailer && counts:
+			commands = e.Trailer.Commands
+		case e.Kind == KindEpoch:
+			if t := e.Claim.restated(e.Offset); t != nil {
+				commands = t.Commands
+			}
+		}
+	}
+	return state, foreign, commands
+}
+
+// claim adds an owner as Owner.Take does: it restores the log to its end,
+// its trailers compacted as the cleaner may have left them, and appends its
+// epoch record restating the position read. If a live owner wrote first,
+// the record restates nothing; the owner reads on to the log's end (its
+// trailers whole: the read follows the claim by less than
+// min.compaction.lag.ms) and claims again. Its restore up to its epoch record, trailers
+// compacted, must give what the valid writes wrote.
+func (s *simulation) claim() {
+	name := "o" + strconv.Itoa(len(s.owners))
+	read := int64(len(s.log.records))
+	_, _, at := replay(s.t, compactedTrailers(s.log.records))
+	s.maybeWrite()
+	e := s.log.claimRestating(name, read, at)
+	if int64(e) != read {
+		s.maybeWrite() // fenced: a late trailer of an epoch read on
+		read = int64(len(s.log.records))
+		_, _, at = replay(s.t, s.log.records)
+		e = s.log.claimRestating(name, read, at)
+	}
+	view, foreign, at := replay(s.t, compactedTrailers(s.log.records[:e+1]))
+	if !maps.Equal(view, s.truth) || at != s.at {
+		s.t.Fatalf("owner of epoch %d restored %v at %d, the valid writes wrote %v at %d", e, view, at, s.truth, s.at)
+	}
+	s.owners = append(s.owners, &simOwner{epoch: e, end: int64(e) + 1, view: view, commands: at, repair: foreign})
+}
+
+// write has o write a batch of changes to random keys, and the current
+// values of the keys it owes a repair, with a trailer restating its
+// position in the commands (which the round may not move), then judges it
+// as the Writer does.
+func (s *simulation) write(o *simOwner) {
+	s.writes++
+	batch := map[string]string{}
+	for k := range o.repair {
+		batch[k] = o.view[k]
+	}
+	for range 1 + s.rng.IntN(3) {
+		batch["k"+strconv.Itoa(s.rng.IntN(6))] = "w" + strconv.Itoa(s.writes)
+	}
+	base := int64(len(s.log.records))
+	for k, v := range batch {
+		s.log.change(o.epoch, k, v)
+	}
+	at := o.commands
+	if s.rng.IntN(2) == 0 {
+		at = int64(s.writes)
+	}
+	s.log.add(TrailerRecord("t", 0, Trailer{Epoch: o.epoch, Commands: at}))
+	gap := s.log.records[o.end:base]
+	if o.fenced = claimedIn(gap); o.fenced {
+		return
+	}
+	maps.Copy(o.view, batch)
+	maps.Copy(s.truth, batch)
+	o.commands, s.at = at, at
+	o.end, o.repair = int64(len(s.log.records)), map[string]bool{}
+	for _, r := range gap {
+		if e, _ := ReadEntry(r); e.Kind == KindChange {
+			o.repair[string(e.Key)] = true
+		}
+	}
+}
+
+// claimedIn is the Writer's verdict on the records between an owner's
+// previous write and its new one: another owner claimed the partition.
+func claimedIn(gap []*kgo.Record) bool {
+	for _, r := range gap {
+		if e, _ := ReadEntry(r); e.Kind == KindEpoch {
+			return true
+		}
+	}
+	return false
+}
+
+// maybeWrite has a live owner write, half the time.
+func (s *simulation) maybeWrite() {
+	if live := s.live(); len(live) > 0 && s.rng.IntN(2) == 0 {
+		s.write(live[s.rng.IntN(len(live))])
+	}
+}
+
+// live are the owners not told fenced yet: the last, and zombies.
+func (s *simulation) live() []*simOwner {
+	var live []*simOwner
+	for _, o := range s.owners {
+		if !o.fenced {
+			live = append(live, o)
+		}
+	}
+	return live
+}
+
+// compactedTrailers is records with each epoch's trailers but the last
+// removed, as the cleaner may leave them any time: a zombie's late
+// trailer replaces the last one its epoch wrote while in force. Changes
+// stay: their repair comes before min.compaction.lag.ms runs out.
+func compactedTrailers(records []*kgo.Record) []*kgo.Record {
+	return compactedIf(records, func(r *kgo.Record) bool {
+		e, _ := ReadEntry(r)
+		return e.Kind == KindTrailer
+	})
+}
+
+// step claims the partition or has a live owner write.
+func (s *simulation) step() {
+	live := s.live()
+	if len(live) == 0 || s.rng.IntN(5) == 0 {
+		s.claim()
+		return
+	}
+	s.write(live[s.rng.IntN(len(live))])
+}
+
+// Random schedules of claims and writes by owners and zombies: what the
+// writes were told valid is what a replay counts, from the whole log and
+// from the log compacted once the last owner wrote its repairs.
+func TestChainCountsWhatWritersWereToldValid(t *testing.T) {
+	for seed := range uint64(500) {
+		s := &simulation{t: t, rng: rand.New(rand.NewPCG(seed, 1)), truth: map[string]string{}, at: -1}
+		for range 40 {
+			s.step()
+		}
+		s.claim()
+		last := s.owners[len(s.owners)-1]
+		s.write(last)
+		s.write(last) // the repairs of what zombies wrote before the first
+		if last.fenced {
+			t.Fatalf("seed %d: the last owner was fenced", seed)
+		}
+		for name, records := range map[string][]*kgo.Record{"log": s.log.records, "compacted log": compacted(s.log.records)} {
+			if state, _, at := replay(t, records); !maps.Equal(state, s.truth) || at != s.at {
+				t.Fatalf("seed %d: the %s replays to %v at %d, the valid writes wrote %v at %d", seed, name, state, at, s.truth, s.at)
+			}
+		}
+	}
+}

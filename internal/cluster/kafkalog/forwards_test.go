@@ -1,0 +1,107 @@
+package kafkalog
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// seqsOf lists forwards as their destinations and sequences.
+func seqsOf(fs []Owed) [][2]uint64 {
+	var out [][2]uint64
+	for _, f := range fs {
+		out = append(out, [2]uint64{uint64(f.Partition), f.Seq})
+	}
+	return out
+}
+
+func TestBookNumbersForwardsPerDestination(t *testing.T) {
+	var b Book
+	for _, to := range []int32{2, 5, 2, 2, 5} {
+		b.Owe(to, nil, []byte("c"))
+	}
+	want := [][2]uint64{{2, 1}, {5, 1}, {2, 2}, {2, 3}, {5, 2}}
+	if got := seqsOf(b.Owed()); !slices.Equal(got, want) {
+		t.Fatalf("owed %v, want %v", got, want)
+	}
+}
+
+func TestBookAcknowledgementDropsWhatWasApplied(t *testing.T) {
+	var b Book
+	for _, to := range []int32{2, 5, 2, 2, 5} {
+		b.Owe(to, nil, nil)
+	}
+	for _, ack := range []uint64{2, 1, 0} { // then older ones: no change
+		if err := b.Acknowledge(2, ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := seqsOf(b.Owed()), [][2]uint64{{5, 1}, {2, 3}, {5, 2}}; !slices.Equal(got, want) {
+		t.Fatalf("owed %v, want %v", got, want)
+	}
+	if err := b.Acknowledge(5, 3); !errors.Is(err, ErrUnknownForward) {
+		t.Fatalf("acknowledging a sequence never assigned: %v", err)
+	}
+	if err := b.Acknowledge(7, 1); !errors.Is(err, ErrUnknownForward) {
+		t.Fatalf("acknowledging a partition never owed: %v", err)
+	}
+	if b.Owe(2, nil, nil).Seq != 4 {
+		t.Fatal("an acknowledgement renumbered the forwards")
+	}
+}
+
+func TestBookAcceptsOnlyTheNextInSequence(t *testing.T) {
+	var b Book
+	steps := []struct {
+		from int32
+		seq  uint64
+		want Verdict
+	}{
+		{1, 2, EarlyForward},
+		{1, 1, ApplyForward},
+		{3, 1, ApplyForward}, // sequences are per source
+		{1, 1, DuplicateForward},
+		{1, 3, EarlyForward},
+		{1, 2, ApplyForward},
+		{1, 0, DuplicateForward},
+	}
+	for i, s := range steps {
+		if got := b.Accept(s.from, s.seq); got != s.want {
+			t.Fatalf("step %d: forward %d from %d judged %d, want %d", i, s.seq, s.from, got, s.want)
+		}
+	}
+	if b.Applied(1) != 2 || b.Applied(3) != 1 || b.Applied(4) != 0 {
+		t.Fatalf("applied %d, %d, %d", b.Applied(1), b.Applied(3), b.Applied(4))
+	}
+}
+
+// A book read back from a trailer goes on as the one written: the same
+// forwards owed, the same numbering, the same verdicts.
+func TestBookReadBackFromATrailer(t *testing.T) {
+	var b Book
+	b.Owe(2, []byte("k1"), []byte("v1"))
+	b.Owe(2, []byte("k2"), []byte("v2"))
+	b.Owe(4, []byte("k3"), nil)
+	b.Accept(6, 1)
+	if err := b.Acknowledge(2, 1); err != nil {
+		t.Fatal(err)
+	}
+	e, err := ReadEntry(TrailerRecord("t", 0, Trailer{Epoch: 3, Commands: 10, Book: b}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.Trailer.Book
+	if got, want := r.Owed(), b.Owed(); len(got) != 2 || !slices.EqualFunc(got, want, sameOwed) {
+		t.Fatalf("owed read back %v, want %v", got, want)
+	}
+	if r.Owe(2, nil, nil).Seq != 3 || r.Owe(5, nil, nil).Seq != 1 {
+		t.Fatal("the book read back numbers forwards anew")
+	}
+	if r.Accept(6, 1) != DuplicateForward || r.Accept(6, 2) != ApplyForward {
+		t.Fatal("the book read back lost the sequences applied")
+	}
+}
+
+func sameOwed(a, b Owed) bool {
+	return a.Partition == b.Partition && a.Seq == b.Seq && string(a.Key) == string(b.Key) && string(a.Value) == string(b.Value)
+}

@@ -1,0 +1,160 @@
+package kafkalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Writer writes a node's rounds to the changelog without a transaction
+// ("Rounds without a transaction", docs/CLUSTER.md): per partition it owns,
+// an epoch record first (Claim), then each round's part as one record
+// batch, its changes and a trailer (Write). Its writes are idempotent and
+// acknowledged by all in-sync replicas; whether one counts is decided by
+// the log's order (Chain), which Write reports.
+//
+// Claims and Writes run one at a time: franz-go sends a partition's records
+// as one batch only if nothing drains its buffers while they are produced,
+// and a concurrent flush would.
+type Writer struct {
+	cl    *kgo.Client
+	cfg   Config
+	topic string
+
+	mu    sync.Mutex
+	owned map[int32]claimed
+}
+
+// claimed is a partition the writer claimed: its epoch, and the offset just
+// after the writer's last record there, where its next write should begin.
+type claimed struct {
+	epoch Epoch
+	end   int64
+}
+
+// Update is one change of a round's batch: a key of the shard's state and
+// its new value (nil: deleted).
+type Update struct {
+	// Key is the storage key, Value its new value (nil: deleted).
+	Key, Value []byte
+}
+
+// Batch is one partition's part of a round.
+type Batch struct {
+	// Partition is the changelog partition, the shard's.
+	Partition int32
+	// Updates are the round's changes to the shard's state, in order.
+	Updates []Update
+	// Commands is the offset of the commands topic the partition's owners
+	// consumed up to (the next one to read), -1 if none ever did
+	// (Trailer.Commands).
+	Commands int64
+	// Book is the partition's bookkeeping of forwards after the round (nil:
+	// empty), restated in the trailer.
+	Book *Book
+}
+
+// Written is what became of a Batch.
+type Written struct {
+	// Partition is the batch's.
+	Partition int32
+	// Base is the offset of the batch's first record, End the offset just
+	// after its trailer.
+	Base, End int64
+	// Valid reports that the batch counts: no other owner claimed the
+	// partition between the writer's previous record there and Base. A
+	// batch not valid is fenced: it never counts, and the writer no longer
+	// writes the partition.
+	Valid bool
+	// Foreign is where other writers' records begin before a valid batch
+	// (Base if there are none): a zombie's records, which do not count,
+	// whose keys the owner writes again (compaction could otherwise keep a
+	// zombie's record and drop the value that counts).
+	Foreign int64
+	// ForeignKeys are the keys the foreign records changed, sorted: what
+	// the owner writes again, with their current values.
+	ForeignKeys [][]byte
+	// Err, if set, means the batch's outcome is unknown: it may count or
+	// not, whole. The writer no longer writes the partition.
+	Err error
+}
+
+var (
+	// ErrNotClaimed refuses a Write to a partition the writer has not
+	// claimed, or no longer writes (fenced, or an unknown outcome).
+	ErrNotClaimed = errors.New("kafkalog: partition not claimed by this writer")
+	// ErrRoundTooLarge refuses a Write whose batch for some partition would
+	// not fit one record batch (MaxRecordBytes), or whose records would not
+	// fit the writer's buffer: the caller splits the round. Nothing of
+	// the Write is sent.
+	ErrRoundTooLarge = errors.New("kafkalog: a round's batch exceeds one record batch")
+	// ErrSplitBatch reports a batch whose records did not land side by
+	// side: it went as more than one record batch, whose parts may count
+	// apart.
+	ErrSplitBatch = errors.New("kafkalog: a round's batch was sent as several record batches")
+)
+
+// writerMaxRecords bounds the records of one Write: the client's buffer
+// holds them all, since a full buffer makes franz-go send what it holds.
+const writerMaxRecords = 1 << 20
+
+// NewWriter connects a writer to the changelog of cluster c; opts are added
+// last.
+func NewWriter(c Config, opts ...kgo.Opt) (*Writer, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	base := append(c.SeedsFor("writer"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(flushLinger),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
+		kgo.MaxBufferedRecords(writerMaxRecords),
+		kgo.RecordDeliveryTimeout(deliveryTimeout),
+	)
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafkalog: changelog writer: %w", err)
+	}
+	return &Writer{cl: cl, cfg: c, topic: c.ChangelogTopic(), owned: map[int32]claimed{}}, nil
+}
+
+// Claim appends an epoch record for the owner c to partition and returns
+// its epoch, the offset it landed at: the owner restores the partition up
+// to it, and its writes there count until another owner claims it.
+func (w *Writer) Claim(ctx context.Context, partition int32, c Claim) (Epoch, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.owned, partition)
+	c.Nonce = rand.Uint64()
+	r := EpochRecord(w.topic, partition, c)
+	if err := produceAll(ctx, w.cl, []*kgo.Record{r})[r]; err != nil {
+		return NoEpoch, fmt.Errorf("kafkalog: claiming %s/%d: %w", w.topic, partition, err)
+	}
+	w.owned[partition] = claimed{epoch: Epoch(r.Offset), end: r.Offset + 1}
+	return Epoch(r.Offset), nil
+}
+
+// Drop stops writing partition: the node gave it up.
+func (w *Writer) Drop(partition int32) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.owned, partition)
+}
+
+// Epoch returns the writer's epoch over partition, and false if it does
+// not write it.
+func (w *Writer) Epoch(partition int32) (Epoch, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o, ok := w.owned[partition]
+	return o.epoch, ok
+}
+
+// Close closes the writer's connections.
+func (w *Writer) Close() { w.cl.Close() }
