@@ -216,13 +216,22 @@ func (l *ledgerLoad) checkTwoPhase(want map[string]int64) {
 	}
 }
 
-// checkBalances waits for every credit to be applied, then proves each
-// account's balance is want's and holds nothing.
+// checkBalances waits for every credit to be applied, failing if the
+// balances and the credits in flight ever sum to anything but 0, then
+// proves each account's balance is want's and holds nothing. Credits in
+// flight that stay below 0 are a credit applied more often than it was
+// forwarded.
 func (c *clusterNodes) checkBalances(t *testing.T, want map[string]int64) {
 	poll(t, startTimeout, "every credit to be applied", func() (bool, string) {
 		var st ledgerStats
-		c.do(0, http.MethodGet, "/v1/ledger/stats", nil, &st)
-		return st.InFlight["USD"] == 0, fmt.Sprint(st)
+		if r := c.do(0, http.MethodGet, "/v1/ledger/stats", nil, &st); r.Status != http.StatusOK {
+			t.Fatalf("ledger stats: %s", r)
+		}
+		sum, inFlight := st.BalanceSum["USD"], st.InFlight["USD"]
+		if sum+inFlight != 0 {
+			t.Fatalf("balances %d + credits in flight %d != 0", sum, inFlight)
+		}
+		return inFlight == 0, fmt.Sprintf("balances sum to %d, credits in flight %d", sum, inFlight)
 	})
 	for id, bal := range want {
 		var a Account

@@ -259,23 +259,7 @@ func (c *clusterNodes) checkTransfers(t *testing.T, acked map[string]TransferReq
 		want[tr.To] += tr.Amount
 		i++
 	}
-	poll(t, startTimeout, "every credit to be applied", func() (bool, string) {
-		var st struct {
-			BalanceSum map[string]int64 `json:"balance_sum"`
-			InFlight   map[string]int64 `json:"credits_in_flight"`
-		}
-		c.do(0, http.MethodGet, "/v1/ledger/stats", nil, &st)
-		if st.BalanceSum["USD"]+st.InFlight["USD"] != 0 {
-			t.Fatalf("balances %d + credits in flight %d != 0", st.BalanceSum["USD"], st.InFlight["USD"])
-		}
-		return st.InFlight["USD"] == 0, fmt.Sprint(st)
-	})
-	for id, bal := range want {
-		var a Account
-		if r := c.do(1, http.MethodGet, "/v1/accounts/"+id, nil, &a); r.Status != http.StatusOK || a.Balance != bal {
-			t.Errorf("%s: balance %d (%s), the acknowledged transfers make it %d", id, a.Balance, r, bal)
-		}
-	}
+	c.checkBalances(t, want)
 	t.Logf("%d acknowledged transfers checked", len(acked))
 }
 

@@ -411,11 +411,11 @@ func TestLargeRecordsGoThrough(t *testing.T) {
 	}
 }
 
-// TestRoundAfterOneLeftOpen: an End that returns without ending the
-// transaction (its context ended while the round's records flushed, as
-// during a broker's death) does not leave the member unable to begin a
-// round. The open transaction is made here directly, as such an End
-// leaves it; the next round aborts it, reads the commands again and
+// TestRoundAfterOneLeftOpen: a round that fails before it asks for its
+// commit (its records' flush ran out of time, as during a broker's death)
+// and whose abort fails too leaves its transaction open; that does not
+// leave the member unable to begin a round. The open transaction is made
+// here directly; the next round aborts it, reads the commands again and
 // commits them once.
 func TestRoundAfterOneLeftOpen(t *testing.T) {
 	const n = 4

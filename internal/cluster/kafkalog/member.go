@@ -120,6 +120,9 @@ type Member struct {
 	// open is set while a round's transaction may still be open: from its
 	// Begin until an End that returned without error (endLeftOpen).
 	open bool
+	// unsure is set by a round whose End failed: its transaction may have
+	// committed (renewUnsure).
+	unsure bool
 
 	// local is the running round's source of local commands (nil: none),
 	// and fence the partitions of those it took (fenced), cleared at each
@@ -264,6 +267,9 @@ func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, local Loc
 
 // round is RoundWait.
 func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) (RoundResult, error) {
+	if m.unsure {
+		return RoundResult{Aborted: true}, m.renewUnsure(ctx)
+	}
 	if err := m.endLeftOpen(ctx); err != nil {
 		return RoundResult{}, err
 	}
@@ -319,6 +325,7 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 		err = nil
 	}
 	if err != nil {
+		m.unsure = true
 		return res, fmt.Errorf("kafkalog: ending a round: %w", err)
 	}
 	m.open = false
@@ -330,19 +337,36 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	return res, nil
 }
 
+// renewUnsure renews the session after a round whose End failed. The
+// round's EndTxn may have reached the coordinator before the round's
+// context ended, so its transaction may have committed; franz-go rewinds
+// the session to the offsets committed before the round all the same, and
+// a member that went on reading would apply the round's commands again,
+// once more than they committed (a transfer's credit twice). The new
+// session's producer is initialised only once that transaction ended, and
+// the group gives it the offsets as it left them. The round that renews
+// reads nothing: the node rebuilds its state for the partitions the group
+// gives the new session (renew).
+func (m *Member) renewUnsure(ctx context.Context) error {
+	if err := m.renew(ctx); err != nil {
+		return fmt.Errorf("kafkalog: renewing the session after a round of unknown outcome: %w", err)
+	}
+	m.unsure = false
+	return nil
+}
+
 // leftOpenAbortTime bounds endLeftOpen's abort; one that fails is tried
 // again by the next round.
 const leftOpenAbortTime = 10 * time.Second
 
 // endLeftOpen aborts the transaction of a round that failed before it
-// asked for a commit, or whose End failed. An End whose context ends
-// while it flushes the round's records (a broker's death can make that
-// slow) returns without ending the transaction, and the session then
-// refuses to begin another: every later round would fail, for good. The
-// abort runs under a context of its own, since the round's may be what
-// ended; one that fails leaves the transaction open for the next round's
-// call. It also rewinds the member to the last committed commands, which
-// the next round reads again.
+// asked for a commit (one whose End failed renews the session instead:
+// renewUnsure). The session refuses to begin a transaction while one is
+// open: every later round would fail, for good. The abort runs under a
+// context of its own, since the round's may be what ended; one that fails
+// leaves the transaction open for the next round's call. It also rewinds
+// the member to the last committed commands, which the next round reads
+// again.
 func (m *Member) endLeftOpen(ctx context.Context) error {
 	if !m.open {
 		return nil
