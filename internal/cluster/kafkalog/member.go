@@ -275,7 +275,12 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 	}
 	m.position()
 	batch, err := m.next(wait, maxCommands)
-	if err == nil && len(batch) > 0 {
+	if len(batch) > 0 && !errors.Is(err, kgo.ErrClientClosed) {
+		// An error beside commands is another partition's: the commands
+		// were consumed when polled, and a round that dropped them would
+		// let the next commit skip them. The error comes back with the
+		// next poll that finds no command.
+		err = nil
 		batch = m.gather(ctx, batch, maxCommands)
 	}
 	m.last = len(batch)

@@ -1,0 +1,109 @@
+package kafkalog
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A poll can return one partition's commands beside another partition's
+// error. The commands are consumed once polled: a round that dropped them
+// for the error would let the next commit skip them, and they would never
+// be applied. Here partition 1's broker refuses every fetch (an error the
+// client does not get over by itself) while partition 0's command waits
+// polled; once the refusals stop, each command is committed exactly once.
+func TestCommandsPolledBesideAnErrorAreApplied(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	c := Config{Brokers: kc.ListenAddrs(), Cluster: "pollerr", Partitions: 2, SessionTimeout: 6 * time.Second}
+	if err := EnsureTopics(ctx, newClient(t, c), c); err != nil {
+		t.Fatal(err)
+	}
+	refusing := kc.LeaderFor(c.CommandsTopic(), 0) + 1
+	if err := kc.MoveTopicPartition(c.CommandsTopic(), 1, refusing%2); err != nil {
+		t.Fatal(err)
+	}
+	refusing %= 2
+	appendCommands(t, ctx, c, 0, 2) // cmd-0 to partition 0, cmd-1 to partition 1
+
+	polled, refused := make(chan struct{}), make(chan struct{})
+	var once [2]sync.Once
+	var refuse atomic.Bool
+	refuse.Store(true)
+	kc.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		if kc.CurrentNode() != refusing || !refuse.Load() {
+			return nil, nil, false
+		}
+		once[1].Do(func() { close(refused) })
+		return refusedFetch(r.(*kmsg.FetchRequest)), nil, true
+	})
+
+	read := batchRead(func(p int32) {
+		if p == 0 {
+			once[0].Do(func() { close(polled) })
+		}
+	})
+	m, err := Join(ctx, c, "a", Handlers{}, kgo.WithHooks(read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	for _, ch := range []chan struct{}{polled, refused} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatal("the member never fetched both partitions")
+		}
+	}
+	if _, err := m.Round(ctx, 10, echo(c, "a", "a")); err != nil {
+		t.Logf("round beside the refused partition: %v", err)
+	}
+	refuse.Store(false)
+	for countKeys(readAll(t, ctx, c, c.ChangelogTopic(), true))["cmd-1"] == 0 {
+		wait, stop := context.WithTimeout(ctx, time.Second)
+		_, _ = m.RoundWait(wait, ctx, 10, nil, echo(c, "a", "a"))
+		stop()
+		if ctx.Err() != nil {
+			t.Fatal("partition 1's command was never applied once its broker answered")
+		}
+	}
+	exactlyOnce(t, "committed changelog records", readAll(t, ctx, c, c.ChangelogTopic(), true), 2)
+}
+
+// batchRead tells of each record batch the client reads, by partition.
+type batchRead func(partition int32)
+
+func (f batchRead) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, p int32, _ kgo.FetchBatchMetrics) {
+	f(p)
+}
+
+// refusedFetch answers every partition req fetches with
+// TOPIC_AUTHORIZATION_FAILED, an error the client reports and does not
+// retry by itself.
+func refusedFetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
