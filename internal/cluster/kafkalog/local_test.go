@@ -55,7 +55,13 @@ func localCommand(p int32, key string) Command {
 // fakeCluster is a kfake cluster with c's topics.
 func fakeCluster(t *testing.T, partitions int32) (*kfake.Cluster, context.Context, Config) {
 	t.Helper()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+	return fakeBrokers(t, 1, partitions)
+}
+
+// fakeBrokers is fakeCluster on the given number of fake brokers.
+func fakeBrokers(t *testing.T, brokers int, partitions int32) (*kfake.Cluster, context.Context, Config) {
+	t.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(brokers))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,23 +19,13 @@ import (
 // client does not get over by itself) while partition 0's command waits
 // polled; once the refusals stop, each command is committed exactly once.
 func TestCommandsPolledBesideAnErrorAreApplied(t *testing.T) {
-	kc, err := kfake.NewCluster(kfake.NumBrokers(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kc.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	t.Cleanup(cancel)
-	c := Config{Brokers: kc.ListenAddrs(), Cluster: "pollerr", Partitions: 2, SessionTimeout: 6 * time.Second}
-	if err := EnsureTopics(ctx, newClient(t, c), c); err != nil {
-		t.Fatal(err)
-	}
+	kc, ctx, c := fakeBrokers(t, 2, 2)
 	refusing := kc.LeaderFor(c.CommandsTopic(), 0) + 1
 	if err := kc.MoveTopicPartition(c.CommandsTopic(), 1, refusing%2); err != nil {
 		t.Fatal(err)
 	}
 	refusing %= 2
-	appendCommands(t, ctx, c, 0, 2) // cmd-0 to partition 0, cmd-1 to partition 1
+	appendCommands(t, ctx, c, 1, 1) // cmd-1, to partition 1
 
 	polled, refused := make(chan struct{}), make(chan struct{})
 	var once [2]sync.Once
@@ -61,13 +50,12 @@ func TestCommandsPolledBesideAnErrorAreApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(m.Close)
-	for _, ch := range []chan struct{}{polled, refused} {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatal("the member never fetched both partitions")
-		}
-	}
+	// cmd-0 is appended only once partition 1's refusal was sent, so that
+	// the refusal is in the client's hands before cmd-0 is: the round's
+	// poll then returns both.
+	awaitClosed(t, ctx, refused, "partition 1's broker never refused a fetch")
+	appendCommands(t, ctx, c, 0, 1)
+	awaitClosed(t, ctx, polled, "the member never read partition 0's command")
 	if _, err := m.Round(ctx, 10, echo(c, "a", "a")); err != nil {
 		t.Logf("round beside the refused partition: %v", err)
 	}
@@ -81,6 +69,16 @@ func TestCommandsPolledBesideAnErrorAreApplied(t *testing.T) {
 		}
 	}
 	exactlyOnce(t, "committed changelog records", readAll(t, ctx, c, c.ChangelogTopic(), true), 2)
+}
+
+// awaitClosed waits until ch is closed, or fails t with what.
+func awaitClosed(t *testing.T, ctx context.Context, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatal(what)
+	}
 }
 
 // batchRead tells of each record batch the client reads, by partition.
