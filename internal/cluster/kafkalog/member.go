@@ -151,7 +151,7 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		return nil, errors.New("kafkalog: empty node id")
 	}
 	m := &Member{cfg: c, h: h, owned: map[int32]bool{}, positioned: map[int32]bool{}, fence: map[int32]bool{}}
-	base := append(c.SeedsFor("member"),
+	base := append(append(c.SeedsFor("member"), producing()...),
 		kgo.ConsumerGroup(c.Group()),
 		kgo.ConsumeTopics(c.CommandsTopic()),
 		// A partition without committed offsets is read from its first command.
@@ -160,11 +160,6 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		// franz-go always fetches a group's offsets with RequireStable: a new
 		// owner waits while the former owner's transaction is open.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(flushLinger),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
 		kgo.Balancers(watch{kgo.CooperativeStickyBalancer(), m}),
 		kgo.WithHooks(lossHook{m}),
 		kgo.OnPartitionsAssigned(m.track(true)),

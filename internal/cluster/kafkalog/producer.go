@@ -42,19 +42,28 @@ type pending struct {
 // not durable by then fails, and its caller answers unavailable.
 const deliveryTimeout = 30 * time.Second
 
+// producing are the options of every client that writes the cluster's
+// records: each to the partition it names, acknowledged by every in-sync
+// replica, lingering flushLinger, uncompressed (the brokers decompress a
+// batch to check it), in batches up to MaxRecordBytes.
+func producing() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(flushLinger),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
+	}
+}
+
 // NewProducer connects a producer to the cluster c; opts are added last
 // (tests use them for shorter timeouts).
 func NewProducer(c Config, opts ...kgo.Opt) (*Producer, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	base := append(c.SeedsFor("producer"),
+	base := append(append(c.SeedsFor("producer"), producing()...),
 		kgo.DefaultProduceTopic(c.CommandsTopic()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(flushLinger),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
 	)
 	cl, err := kgo.NewClient(append(base, opts...)...)

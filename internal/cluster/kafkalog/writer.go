@@ -108,12 +108,7 @@ func NewWriter(c Config, opts ...kgo.Opt) (*Writer, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	base := append(c.SeedsFor("writer"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(flushLinger),
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerBatchMaxBytes(MaxRecordBytes),
+	base := append(append(c.SeedsFor("writer"), producing()...),
 		kgo.MaxBufferedRecords(writerMaxRecords),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
 	)
