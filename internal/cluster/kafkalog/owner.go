@@ -166,7 +166,10 @@ func (o *Owner) restatement(partition int32, oc *ownedChain) Batch {
 }
 
 // Round writes a round's batches, at most one per owned partition, each
-// preceded by its partition's pending repairs; an owned partition with
+// preceded by its partition's pending repairs and followed by the records
+// of the forwards its book owes since its last write and the tombstones of
+// those acknowledged since (a batch without a Book keeps the partition's
+// book); an owned partition with
 // repairs pending and no batch gets one restating its last trailer. A
 // round that only read a partition still writes it a batch, a trailer
 // alone: a reply is known current only once a write counts. The outcomes
@@ -181,6 +184,7 @@ func (o *Owner) Round(ctx context.Context, batches []Batch) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.withForwards(batches)
 	written, err := o.w.Write(ctx, batches)
 	if err != nil {
 		return nil, err
@@ -228,7 +232,7 @@ func (o *Owner) withRepairs(batches []Batch) ([]Batch, error) {
 func (o *Owner) repairs(partition int32, oc *ownedChain) ([]Update, error) {
 	ups := make([]Update, 0, len(oc.repairs))
 	for _, k := range sortedKeys(oc.repairs) {
-		v, err := o.current(partition, k)
+		v, err := o.currentValue(partition, oc, k)
 		if err != nil {
 			return nil, fmt.Errorf("kafkalog: repairing %q of %s/%d: %w", k, o.c.ChangelogTopic(), partition, err)
 		}
@@ -251,10 +255,7 @@ func (o *Owner) settle(b Batch, wr Written) Outcome {
 		return out
 	}
 	oc := o.parts[b.Partition]
-	oc.last = Trailer{Epoch: oc.last.Epoch, Commands: b.Commands}
-	if b.Book != nil {
-		oc.last.Book = b.Book.Clone()
-	}
+	oc.last = Trailer{Epoch: oc.last.Epoch, Commands: b.Commands, Book: b.Book.Clone()}
 	clear(oc.repairs)
 	for _, k := range wr.ForeignKeys {
 		oc.repairs[string(k)] = true
