@@ -83,15 +83,23 @@ func judgeAll(t *testing.T, dst *Forwarder, book *Book, msgs []fwdMsg) []Verdict
 
 var t0 = time.Unix(1000, 0)
 
+// linked are the Forwarders of a source, partition 0, and a destination,
+// partition 1, taken with empty books, resending after a minute, and what
+// they send.
+func linked() (*wireLog, *Forwarder, *Forwarder) {
+	w := &wireLog{}
+	src, dst := NewForwarder(w.send, time.Minute), NewForwarder(w.send, time.Minute)
+	src.Take(0, Book{}, t0)
+	dst.Take(1, Book{}, t0)
+	return w, src, dst
+}
+
 // A source sends its forwards only once the write that owes them counts;
 // the destination applies them and, once its own write counts,
 // acknowledges them in one cumulative answer; the source's next round
 // records it, and the source sends them no more.
 func TestForwarderSendsOnceTheWriteCountsAndAcknowledgesCumulatively(t *testing.T) {
-	w := &wireLog{}
-	src, dst := NewForwarder(w.send, time.Minute), NewForwarder(w.send, time.Minute)
-	src.Take(0, Book{}, t0)
-	dst.Take(1, Book{}, t0)
+	w, src, dst := linked()
 	expectSent(t, w)
 	var book Book
 	book.Owe(1, []byte("k"), []byte("a"))
@@ -127,10 +135,7 @@ func TestForwarderSendsOnceTheWriteCountsAndAcknowledgesCumulatively(t *testing.
 // the sequence expected, once per round however many come early; the
 // source sends again from there, once per sequence expected.
 func TestForwarderAnswersAnEarlyForwardWithTheSequenceExpected(t *testing.T) {
-	w := &wireLog{}
-	src, dst := NewForwarder(w.send, time.Minute), NewForwarder(w.send, time.Minute)
-	src.Take(0, Book{}, t0)
-	dst.Take(1, Book{}, t0)
+	w, src, dst := linked()
 	var book Book
 	for _, v := range []string{"a", "b", "c"} {
 		book.Owe(1, nil, []byte(v))
@@ -162,10 +167,7 @@ func TestForwarderAnswersAnEarlyForwardWithTheSequenceExpected(t *testing.T) {
 // again, in order, from the first forward not acknowledged; a repeated
 // forward is acknowledged again though nothing new was applied.
 func TestForwarderResendsWhatStaysUnacknowledged(t *testing.T) {
-	w := &wireLog{}
-	src, dst := NewForwarder(w.send, time.Minute), NewForwarder(w.send, time.Minute)
-	src.Take(0, Book{}, t0)
-	dst.Take(1, Book{}, t0)
+	w, src, dst := linked()
 	var book Book
 	book.Owe(1, nil, []byte("a"))
 	book.Owe(1, nil, []byte("b"))

@@ -1,9 +1,22 @@
 package kafkalog
 
 import (
+	"context"
 	"slices"
 	"testing"
 )
+
+// compactingOwners are two owners over a changelog of one partition the
+// cleaner compacts as soon as it can, the first having taken it.
+func compactingOwners(t *testing.T) (context.Context, Config, *shard, *shard, *Owner, *Owner) {
+	t.Helper()
+	ctx, c := newCluster(t, 1)
+	compactSoon(t, ctx, c)
+	sa, sb := newShard(), newShard()
+	a, b := newOwner(t, c, sa), newOwner(t, c, sb)
+	take(t, ctx, a, sa, 0, LogStart(), "a")
+	return ctx, c, sa, sb, a, b
+}
 
 // An owner's forward records go through the log cleaner as the book says:
 // a forward acknowledged is deleted, and its tombstone, not its record,
@@ -12,11 +25,7 @@ import (
 // compaction keeps the repair. A restore from the compacted log owes
 // exactly the forwards not acknowledged, with the owner's values.
 func TestOwnerForwardRecordsSurviveCompaction(t *testing.T) {
-	ctx, c := newCluster(t, 1)
-	compactSoon(t, ctx, c)
-	sa, sb := newShard(), newShard()
-	a, b := newOwner(t, c, sa), newOwner(t, c, sb)
-	take(t, ctx, a, sa, 0, LogStart(), "a")
+	ctx, c, sa, sb, a, b := compactingOwners(t)
 	var book Book
 	book.Owe(1, []byte("f"), []byte("c1"))
 	book.Owe(1, []byte("f"), []byte("c2"))
