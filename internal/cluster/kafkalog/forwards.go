@@ -99,9 +99,6 @@ func (b *Book) Owed() []Owed {
 	return out
 }
 
-// OwedTo returns the forwards owed to partition to, in sequence order.
-func (b *Book) OwedTo(to int32) []Owed { return slices.Clone(b.owed[to]) }
-
 // Assigned is the last sequence assigned to a forward owed to partition to
 // (0: none).
 func (b *Book) Assigned(to int32) uint64 { return b.assigned[to] }

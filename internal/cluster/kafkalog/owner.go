@@ -301,8 +301,9 @@ func (o *Owner) Commands(partition int32) (int64, bool) {
 	return oc.last.Commands, true
 }
 
-// Book is a copy of partition's bookkeeping of forwards as its last
-// trailer that counted says, and false if the owner does not own it.
+// Book is a copy of partition's bookkeeping of forwards as its last write
+// that counted left it (the forwards it owes and its counters), and false
+// if the owner does not own it.
 func (o *Owner) Book(partition int32) (Book, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
