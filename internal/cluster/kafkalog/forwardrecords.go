@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/surge-dev/surge/internal/codec"
 )
 
@@ -55,19 +53,6 @@ func forwardOf(key []byte) (forwardID, bool) {
 // forwardUpdate is f as a change of its forward record.
 func forwardUpdate(f Owed) Update {
 	return Update{Key: forwardKey(f.Partition, f.Seq), Value: AppendEntry(nil, f.Key, f.Value)}
-}
-
-// ForwardRecord is the record of forward f, owed by partition, written by
-// the owner of epoch e.
-func ForwardRecord(topic string, partition int32, e Epoch, f Owed) *kgo.Record {
-	u := forwardUpdate(f)
-	return ChangeRecord(topic, partition, e, u.Key, u.Value)
-}
-
-// ForwardDeleted is the tombstone of forward seq owed to partition to by
-// partition, written by the owner of epoch e once to acknowledged it.
-func ForwardDeleted(topic string, partition int32, e Epoch, to int32, seq uint64) *kgo.Record {
-	return ChangeRecord(topic, partition, e, forwardKey(to, seq), nil)
 }
 
 // forwardUpdates are the changes of forward records that take a

@@ -21,7 +21,7 @@ import (
 //
 // The counters travel in every trailer, since compaction keeps only each
 // epoch's last trailer; each owed forward is a changelog record of its own
-// (ForwardRecord), written once in the write that owed it and deleted in
+// (forwardrecords.go), written once in the write that owed it and deleted in
 // the write that records its acknowledgement, so that a trailer stays the
 // same size whatever is owed. A partition's new owner takes the counters
 // from the last trailer that counts and the forwards owed from the forward

@@ -25,7 +25,7 @@ import (
 //     key of the shard's state and its new value, as the transactional
 //     rounds write it, plus the epoch the replay rule judges it by (Chain).
 //     A transactional round's change has no header at all. A forward the
-//     partition owes is a change too, of a key of its own (ForwardRecord),
+//     partition owes is a change too, of a key of its own (forwardKey),
 //     so that the replay rule, a writer's reading of foreign records and
 //     the repairs treat it as they treat the shard's keys.
 //   - a trailer (trailerHeader): the last record of a round's batch
@@ -100,7 +100,7 @@ func (c Claim) restated(offset int64) *Trailer {
 
 // Owed is a command a round owes another partition (a Forward output),
 // kept as a record of its source's changelog until the destination
-// acknowledges it (Book, ForwardRecord).
+// acknowledges it (Book, forwardKey).
 type Owed struct {
 	// Partition is the partition the command is owed to.
 	Partition int32
