@@ -168,9 +168,10 @@ func (o *Owner) restatement(partition int32, oc *ownedChain) Batch {
 // Round writes a round's batches, at most one per owned partition, each
 // preceded by its partition's pending repairs and followed by the records
 // of the forwards its book owes since its last write and the tombstones of
-// those acknowledged since (a batch without a Book keeps the partition's
-// book); an owned partition with
-// repairs pending and no batch gets one restating its last trailer. A
+// those acknowledged since (a batch's Book is the partition's, Owner.Book,
+// taken on by the round; one without a Book keeps the partition's); an
+// owned partition with repairs pending and no batch gets one restating its
+// last trailer. A
 // round that only read a partition still writes it a batch, a trailer
 // alone: a reply is known current only once a write counts. The outcomes
 // come in the batches' order, then the added ones'. A partition whose
