@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // seqsOf lists forwards as their destinations and sequences.
@@ -20,7 +22,7 @@ func TestBookNumbersForwardsPerDestination(t *testing.T) {
 	for _, to := range []int32{2, 5, 2, 2, 5} {
 		b.Owe(to, nil, []byte("c"))
 	}
-	want := [][2]uint64{{2, 1}, {5, 1}, {2, 2}, {2, 3}, {5, 2}}
+	want := [][2]uint64{{2, 1}, {2, 2}, {2, 3}, {5, 1}, {5, 2}}
 	if got := seqsOf(b.Owed()); !slices.Equal(got, want) {
 		t.Fatalf("owed %v, want %v", got, want)
 	}
@@ -36,7 +38,7 @@ func TestBookAcknowledgementDropsWhatWasApplied(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := seqsOf(b.Owed()), [][2]uint64{{5, 1}, {2, 3}, {5, 2}}; !slices.Equal(got, want) {
+	if got, want := seqsOf(b.Owed()), [][2]uint64{{2, 3}, {5, 1}, {5, 2}}; !slices.Equal(got, want) {
 		t.Fatalf("owed %v, want %v", got, want)
 	}
 	if err := b.Acknowledge(5, 3); !errors.Is(err, ErrUnknownForward) {
@@ -75,30 +77,51 @@ func TestBookAcceptsOnlyTheNextInSequence(t *testing.T) {
 	}
 }
 
-// A book read back from a trailer goes on as the one written: the same
-// forwards owed, the same numbering, the same verdicts.
-func TestBookReadBackFromATrailer(t *testing.T) {
+// A book restored from its partition's records, from the log or the log
+// compacted, goes on as the one written: the same forwards owed, the same
+// numbering, the same verdicts. Its trailer holds the counters alone.
+func TestBookReadBackFromItsRecords(t *testing.T) {
 	var b Book
 	b.Owe(2, []byte("k1"), []byte("v1"))
 	b.Owe(2, []byte("k2"), []byte("v2"))
 	b.Owe(4, []byte("k3"), nil)
 	b.Accept(6, 1)
-	if err := b.Acknowledge(2, 1); err != nil {
+	var l fwdLog
+	e := Epoch(l.add(EpochRecord("t", 0, Claim{Nonce: 1})))
+	write := func(next, last *Book) {
+		for _, u := range next.forwardUpdates(last) {
+			l.add(ChangeRecord("t", 0, e, u.Key, u.Value))
+		}
+		l.add(TrailerRecord("t", 0, Trailer{Epoch: e, Commands: 10, Book: *next}))
+	}
+	write(&b, &Book{})
+	acked := b.Clone()
+	if err := acked.Acknowledge(2, 1); err != nil {
 		t.Fatal(err)
 	}
-	e, err := ReadEntry(TrailerRecord("t", 0, Trailer{Epoch: 3, Commands: 10, Book: b}))
-	if err != nil {
-		t.Fatal(err)
+	write(&acked, &b)
+	if len(l.records) != 7 || l.records[5].Value != nil {
+		t.Fatalf("wrote %d records, the sixth %q; want 3 forwards, a trailer, a tombstone, a trailer", len(l.records), l.records[5].Value)
 	}
-	r := e.Trailer.Book
-	if got, want := r.Owed(), b.Owed(); len(got) != 2 || !slices.EqualFunc(got, want, sameOwed) {
-		t.Fatalf("owed read back %v, want %v", got, want)
+	for name, records := range map[string][]*kgo.Record{"log": l.records, "compacted log": compacted(l.records)} {
+		st, _ := replayLog(t, LogStart(), records, map[string]string{})
+		r := st.Book()
+		if got, want := r.Owed(), acked.Owed(); len(got) != 2 || !slices.EqualFunc(got, want, sameOwed) {
+			t.Fatalf("%s: owed read back %v, want %v", name, got, want)
+		}
+		if r.Owe(2, nil, nil).Seq != 3 || r.Owe(5, nil, nil).Seq != 1 {
+			t.Fatalf("%s: the book read back numbers forwards anew", name)
+		}
+		if r.Accept(6, 1) != DuplicateForward || r.Accept(6, 2) != ApplyForward {
+			t.Fatalf("%s: the book read back lost the sequences applied", name)
+		}
 	}
-	if r.Owe(2, nil, nil).Seq != 3 || r.Owe(5, nil, nil).Seq != 1 {
-		t.Fatal("the book read back numbers forwards anew")
+	many := acked.Clone()
+	for range 1000 {
+		many.Owe(2, []byte("k"), []byte("a forward as large as an atomic batch could be"))
 	}
-	if r.Accept(6, 1) != DuplicateForward || r.Accept(6, 2) != ApplyForward {
-		t.Fatal("the book read back lost the sequences applied")
+	if small, big := TrailerRecord("t", 0, Trailer{Book: acked}), TrailerRecord("t", 0, Trailer{Book: many}); len(big.Value) > len(small.Value)+1 {
+		t.Fatalf("a trailer grew from %d to %d bytes with the forwards owed", len(small.Value), len(big.Value))
 	}
 }
 

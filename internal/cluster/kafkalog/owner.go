@@ -166,8 +166,12 @@ func (o *Owner) restatement(partition int32, oc *ownedChain) Batch {
 }
 
 // Round writes a round's batches, at most one per owned partition, each
-// preceded by its partition's pending repairs; an owned partition with
-// repairs pending and no batch gets one restating its last trailer. A
+// preceded by its partition's pending repairs and followed by the records
+// of the forwards its book owes since its last write and the tombstones of
+// those acknowledged since (a batch's Book is the partition's, Owner.Book,
+// taken on by the round; one without a Book keeps the partition's); an
+// owned partition with repairs pending and no batch gets one restating its
+// last trailer. A
 // round that only read a partition still writes it a batch, a trailer
 // alone: a reply is known current only once a write counts. The outcomes
 // come in the batches' order, then the added ones'. A partition whose
@@ -181,6 +185,7 @@ func (o *Owner) Round(ctx context.Context, batches []Batch) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.withForwards(batches)
 	written, err := o.w.Write(ctx, batches)
 	if err != nil {
 		return nil, err
@@ -228,7 +233,7 @@ func (o *Owner) withRepairs(batches []Batch) ([]Batch, error) {
 func (o *Owner) repairs(partition int32, oc *ownedChain) ([]Update, error) {
 	ups := make([]Update, 0, len(oc.repairs))
 	for _, k := range sortedKeys(oc.repairs) {
-		v, err := o.current(partition, k)
+		v, err := o.currentValue(partition, oc, k)
 		if err != nil {
 			return nil, fmt.Errorf("kafkalog: repairing %q of %s/%d: %w", k, o.c.ChangelogTopic(), partition, err)
 		}
@@ -251,10 +256,7 @@ func (o *Owner) settle(b Batch, wr Written) Outcome {
 		return out
 	}
 	oc := o.parts[b.Partition]
-	oc.last = Trailer{Epoch: oc.last.Epoch, Commands: b.Commands}
-	if b.Book != nil {
-		oc.last.Book = b.Book.Clone()
-	}
+	oc.last = Trailer{Epoch: oc.last.Epoch, Commands: b.Commands, Book: b.Book.Clone()}
 	clear(oc.repairs)
 	for _, k := range wr.ForeignKeys {
 		oc.repairs[string(k)] = true
@@ -300,8 +302,9 @@ func (o *Owner) Commands(partition int32) (int64, bool) {
 	return oc.last.Commands, true
 }
 
-// Book is a copy of partition's bookkeeping of forwards as its last
-// trailer that counted says, and false if the owner does not own it.
+// Book is a copy of partition's bookkeeping of forwards as its last write
+// that counted left it (the forwards it owes and its counters), and false
+// if the owner does not own it.
 func (o *Owner) Book(partition int32) (Book, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

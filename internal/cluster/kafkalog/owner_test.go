@@ -240,11 +240,7 @@ func compactSoon(t *testing.T, ctx context.Context, c Config) {
 // of the keys it changed and its epoch record, which restates the trailer
 // it restored, leave the compacted log restoring what counted.
 func TestOwnerRepairsSurviveCompaction(t *testing.T) {
-	ctx, c := newCluster(t, 1)
-	compactSoon(t, ctx, c)
-	sa, sb := newShard(), newShard()
-	a, b := newOwner(t, c, sa), newOwner(t, c, sb)
-	take(t, ctx, a, sa, 0, LogStart(), "a")
+	ctx, c, sa, sb, a, b := compactingOwners(t)
 	var book Book
 	book.Owe(1, []byte("f"), []byte("credit"))
 	valid := round(t, ctx, a, sa, Batch{Partition: 0, Updates: []Update{upd("k1", "a"), upd("k2", "a")}, Commands: 7, Book: &book})

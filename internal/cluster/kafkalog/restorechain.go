@@ -21,7 +21,9 @@ type ChainState struct {
 	// Epoch is the epoch in force at Offset.
 	Epoch Epoch
 	// Last is the last trailer that counts below Offset, nil if none: the
-	// position in the commands topic and the bookkeeping of forwards.
+	// position in the commands topic and the bookkeeping of forwards, its
+	// Book owing the forwards whose records count below Offset (a local
+	// copy keeps them with the offset, as it keeps the shard's keys).
 	Last *Trailer
 }
 
@@ -56,6 +58,8 @@ type Restored struct {
 	// Foreign are the keys whose last change read does not count, in
 	// order: the owner writes their current value again before the log
 	// cleaner could keep a foreign record and drop the one that counts.
+	// Forward records' keys among them take their value from the book
+	// (Owner).
 	Foreign [][]byte
 }
 
@@ -66,7 +70,8 @@ var ErrNotAnEpoch = errors.New("kafkalog: no epoch record at the owner's epoch")
 // RestoreChain reads partition's changelog from where from stands up to the
 // epoch record of owner, the epoch the reader claimed the partition with
 // (Writer.Claim), and gives fn, in order, each change that counts (Chain):
-// the later of two changes of a key is its current value. Committed records
+// the later of two changes of a key is its current value. The forward
+// records that count go to the book instead (ChainState.Last). Committed records
 // only, so that the aborted rounds of a changelog written by transactions
 // do not count either; a change without a kind header is such a round's,
 // and counts before the partition's first epoch record.
@@ -89,10 +94,19 @@ func newChainReplay(c Config, partition int32, from ChainState, fn func(key, val
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	return &chainReplay{
-		c: c, partition: partition, opts: opts, offset: from.Offset,
-		chain: NewChain(from.Epoch), last: from.Last, foreign: map[string]bool{}, fn: fn,
-	}, nil
+	r := startReplay(from, fn)
+	r.c, r.partition, r.opts = c, partition, opts
+	return r, nil
+}
+
+// startReplay is a replay of records from where from stands, giving fn the
+// changes that count.
+func startReplay(from ChainState, fn func(key, value []byte) error) *chainReplay {
+	r := &chainReplay{offset: from.Offset, chain: NewChain(from.Epoch), last: from.Last, owed: owedRecords{}, foreign: map[string]bool{}, fn: fn}
+	if from.Last != nil {
+		r.owed = owedRecordsOf(&from.Last.Book)
+	}
+	return r
 }
 
 // readTo runs the partition's committed records up to end through the
@@ -108,9 +122,16 @@ func (r *chainReplay) readTo(ctx context.Context, end int64) error {
 	return nil
 }
 
-// state is where the replay stands.
+// state is where the replay stands: the last trailer's book owes the
+// forwards whose records count.
 func (r *chainReplay) state() ChainState {
-	return ChainState{Offset: r.offset, Epoch: r.chain.Epoch(), Last: r.last}
+	st := ChainState{Offset: r.offset, Epoch: r.chain.Epoch()}
+	if r.last != nil {
+		last := *r.last
+		last.Book = r.owed.book(&r.last.Book)
+		st.Last = &last
+	}
+	return st
 }
 
 // restored is what the replay read, with the changelog's state for the
@@ -135,12 +156,14 @@ type chainReplay struct {
 	offset    int64 // the next offset to read
 	chain     *Chain
 	last      *Trailer
+	owed      owedRecords     // the forward records that count
 	foreign   map[string]bool // keys whose last change does not count
 	fn        func(key, value []byte) error
 }
 
 // take runs the next record through the chain: a change that counts goes
-// to fn, a trailer that counts becomes the last.
+// to fn, a forward record to the forwards owed, a trailer that counts
+// becomes the last.
 func (r *chainReplay) take(rec *kgo.Record) error {
 	if rec.Attrs.IsControl() {
 		return nil
@@ -153,6 +176,12 @@ func (r *chainReplay) take(rec *kgo.Record) error {
 	switch {
 	case e.Kind == KindChange && counts:
 		delete(r.foreign, string(e.Key))
+		if id, ok := forwardOf(e.Key); ok {
+			if err := r.owed.take(id, e.Value); err != nil {
+				return fmt.Errorf("kafkalog: %s/%d at %d: %w", rec.Topic, rec.Partition, rec.Offset, err)
+			}
+			return nil
+		}
 		return r.fn(e.Key, e.Value)
 	case e.Kind == KindChange:
 		r.foreign[string(e.Key)] = true

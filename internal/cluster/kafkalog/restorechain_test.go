@@ -42,7 +42,9 @@ func upd(key, value string) Update { return Update{Key: []byte(key), Value: []by
 // write after the epoch record (a zombie's, which the new owner's Writer
 // finds in its gap and repairs). The next owner restores the zombie's
 // write as foreign, from the first owner's copy or from the log's start,
-// and only the key the repair did not write again.
+// and only the key the repair did not write again. Forward records are
+// restored into the book, the zombie's record of the same forward left out
+// and, once written again by the repair, no longer foreign.
 func TestRestoreChainLeavesAZombiesWritesOut(t *testing.T) {
 	ctx, c := newCluster(t, 1)
 	a, b, cw := newWriter(t, c), newWriter(t, c), newWriter(t, c)
@@ -50,11 +52,13 @@ func TestRestoreChainLeavesAZombiesWritesOut(t *testing.T) {
 	var book Book
 	book.Owe(1, []byte("f"), []byte("credit"))
 	book.Accept(2, 1)
-	writeRound(t, ctx, a, Batch{Partition: 0, Updates: []Update{upd("k1", "a"), upd("k2", "a")}, Commands: 7, Book: &book})
+	ups := append([]Update{upd("k1", "a"), upd("k2", "a")}, book.forwardUpdates(&Book{})...)
+	writeRound(t, ctx, a, Batch{Partition: 0, Updates: ups, Commands: 7, Book: &book})
 	eb := claimOn(t, ctx, b, 0, "b")
 	var zombieBook Book
 	zombieBook.Owe(1, []byte("g"), []byte("zombie"))
-	if o := writeRound(t, ctx, a, Batch{Partition: 0, Updates: []Update{upd("k1", "zombie"), upd("k3", "zombie")}, Commands: 9, Book: &zombieBook})[0]; o.Valid {
+	ups = append([]Update{upd("k1", "zombie"), upd("k3", "zombie")}, zombieBook.forwardUpdates(&Book{})...)
+	if o := writeRound(t, ctx, a, Batch{Partition: 0, Updates: ups, Commands: 9, Book: &zombieBook})[0]; o.Valid {
 		t.Fatalf("the zombie's write was told valid: %+v", o)
 	}
 
@@ -72,12 +76,16 @@ func TestRestoreChainLeavesAZombiesWritesOut(t *testing.T) {
 		t.Fatalf("foreign keys %q before the owner's epoch record, want none", keyStrings(rb.Foreign))
 	}
 
-	repair := rb.State.Book()
+	restored := rb.State.Book()
+	repair := restored.Clone()
 	repair.Owe(3, nil, []byte("after the restore"))
 	if len(rb.State.Last.Book.Owed()) != 1 {
 		t.Fatal("a forward owed after the restore changed the restored state's book")
 	}
-	if o := writeRound(t, ctx, b, Batch{Partition: 0, Updates: []Update{upd("k1", "a")}, Commands: 7, Book: &repair})[0]; o.Foreign != int64(eb)+1 {
+	fk := forwardKey(1, 1)
+	ups = append([]Update{upd("k1", "a"), {Key: fk, Value: restored.forwardValue(forwardID{to: 1, seq: 1})}}, repair.forwardUpdates(&restored)...)
+	o := writeRound(t, ctx, b, Batch{Partition: 0, Updates: ups, Commands: 7, Book: &repair})[0]
+	if want := []string{"k1", "k3", string(fk)}; o.Foreign != int64(eb)+1 || !slices.Equal(keyStrings(o.ForeignKeys), want) {
 		t.Fatalf("the owner's repair: %+v", o)
 	}
 	ec := claimOn(t, ctx, cw, 0, "c")

@@ -24,7 +24,10 @@ import (
 //   - a change (changeHeader, valued by the writer's Epoch, uvarint): a
 //     key of the shard's state and its new value, as the transactional
 //     rounds write it, plus the epoch the replay rule judges it by (Chain).
-//     A transactional round's change has no header at all.
+//     A transactional round's change has no header at all. A forward the
+//     partition owes is a change too, of a key of its own (forwardKey),
+//     so that the replay rule, a writer's reading of foreign records and
+//     the repairs treat it as they treat the shard's keys.
 //   - a trailer (trailerHeader): the last record of a round's batch
 //     (Trailer). Its key is per epoch: compaction keeps the last trailer
 //     of each epoch, and a zombie's late trailer replaces only its own
@@ -45,7 +48,8 @@ const (
 	trailerHeader = "surge-trailer"
 )
 
-// metaPrefix begins the keys of epoch records and trailers. No storage key
+// metaPrefix begins the keys of epoch records, trailers and forward
+// records, each kind then naming itself. No storage key
 // begins with 0xff, and a range delete's key (changelog package) goes on
 // with a valid uvarint, which ten more 0xff bytes are not: compaction never
 // merges these records with a change.
@@ -77,7 +81,9 @@ type Claim struct {
 type Restated struct {
 	// At is the offset the owner restored the partition up to.
 	At int64
-	// Last is the last trailer that counted below At.
+	// Last is the last trailer that counted below At; the record holds
+	// its book's counters, the forwards owed being records of their own
+	// that count before At.
 	Last Trailer
 }
 
@@ -88,13 +94,13 @@ func (c Claim) restated(offset int64) *Trailer {
 		return nil
 	}
 	t := c.Restated.Last
-	t.Epoch, t.Book = Epoch(offset), t.Book.Clone()
+	t.Epoch, t.Book = Epoch(offset), t.Book.counters()
 	return &t
 }
 
 // Owed is a command a round owes another partition (a Forward output),
-// carried in its source's trailers until the destination acknowledges it
-// (Book).
+// kept as a record of its source's changelog until the destination
+// acknowledges it (Book, forwardKey).
 type Owed struct {
 	// Partition is the partition the command is owed to.
 	Partition int32
@@ -115,8 +121,10 @@ type Trailer struct {
 	// trailer restates it, whether its round read commands or not: the
 	// trailer that said it last may be compacted away.
 	Commands int64
-	// Book is the partition's bookkeeping of forwards after the round,
-	// restated whole for the same reason.
+	// Book is the partition's bookkeeping of forwards after the round. A
+	// trailer's record holds its counters, restated for the same reason;
+	// the forwards owed are records of their own, which a restore adds
+	// (ChainState.Last).
 	Book Book
 }
 
@@ -171,7 +179,7 @@ func EpochRecord(topic string, partition int32, c Claim) *kgo.Record {
 	} else {
 		e.Varint(c.Restated.At)
 		e.Varint(c.Restated.Last.Commands)
-		appendBook(&e, &c.Restated.Last.Book)
+		appendCounters(&e, &c.Restated.Last.Book)
 	}
 	return &kgo.Record{
 		Topic: topic, Partition: partition, Key: epochKey(c), Value: e.B,
@@ -188,12 +196,13 @@ func ChangeRecord(topic string, partition int32, e Epoch, key, value []byte) *kg
 	}
 }
 
-// TrailerRecord is the record that closes a round's batch to partition.
+// TrailerRecord is the record that closes a round's batch to partition: t
+// with its book's counters, not the forwards it owes.
 func TrailerRecord(topic string, partition int32, t Trailer) *kgo.Record {
 	e := codec.Encoder{}
 	e.Uvarint(uint64(t.Epoch))
 	e.Varint(t.Commands)
-	appendBook(&e, &t.Book)
+	appendCounters(&e, &t.Book)
 	return &kgo.Record{
 		Topic: topic, Partition: partition, Key: trailerKey(t.Epoch), Value: e.B,
 		Headers: []kgo.RecordHeader{{Key: trailerHeader}},
@@ -242,7 +251,7 @@ func readClaim(v []byte) (Claim, error) {
 	c := Claim{Generation: int32(uint32(d.Uvarint())), Nonce: d.Uvarint(), Member: d.Str()}
 	if at := d.Varint(); at >= 0 && d.Err == nil {
 		c.Restated = &Restated{At: at, Last: Trailer{Commands: d.Varint()}}
-		c.Restated.Last.Book = readBook(&d)
+		c.Restated.Last.Book = readCounters(&d)
 	}
 	if d.Done() != nil {
 		return Claim{}, ErrBadRecord
@@ -254,7 +263,7 @@ func readClaim(v []byte) (Claim, error) {
 func readTrailer(v []byte) (Trailer, error) {
 	d := codec.Decoder{B: v}
 	t := Trailer{Epoch: Epoch(d.Uvarint()), Commands: d.Varint()}
-	t.Book = readBook(&d)
+	t.Book = readCounters(&d)
 	if d.Done() != nil {
 		return Trailer{}, ErrBadRecord
 	}
