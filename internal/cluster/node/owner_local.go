@@ -143,14 +143,14 @@ func (r *localRound) settle(committed, void bool) {
 	switch {
 	case committed:
 		for _, o := range r.st.held {
-			if r.n.caller.Mine(o.Key) || !r.n.peers.Reply(string(o.Key), o.Value) {
-				r.n.caller.Deliver(string(o.Key), o.Value)
+			if r.n.caller.Mine(o.Key) || !r.n.peers.Reply(o.Key, o.Value) {
+				r.n.caller.Deliver(o.Key, o.Value)
 			}
 		}
 		r.st.held = nil
 		for _, c := range r.taken {
 			if _, rid, ok := calls.ReplyAddress(c.Key); ok && !r.n.caller.Mine(rid) {
-				r.n.peers.Kafka(string(rid))
+				r.n.peers.Kafka(rid)
 			}
 		}
 	case len(r.taken) == 0:
@@ -202,7 +202,7 @@ func (n *Node) forward(c kafkalog.Command) {
 	case err != nil:
 		n.failCall(string(rid), err)
 	default:
-		n.peers.Kafka(string(rid))
+		n.peers.Kafka(rid)
 	}
 }
 

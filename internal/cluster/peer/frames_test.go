@@ -23,7 +23,7 @@ func TestALinkWritesOneRecordPerMessage(t *testing.T) {
 			t.Fatalf("command %d not sent", i)
 		}
 		<-owner.taken
-		owner.Reply(rid, []byte("done"))
+		owner.Reply([]byte(rid), []byte("done"))
 		if a := <-front.answers; a.rid != rid || a.err != nil {
 			t.Fatalf("answer %+v", a)
 		}

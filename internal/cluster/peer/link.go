@@ -88,7 +88,7 @@ func (p *Peers) open(node string, e entry) {
 func (p *Peers) dial(node string, e entry) (*link, error) {
 	conn, err := grpc.NewClient(e.Addr,
 		grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(p.cert, e.FP))),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{}), grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec{}), grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 		grpc.WithStaticStreamWindowSize(window), grpc.WithStaticConnWindowSize(window),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
 	)
@@ -161,8 +161,7 @@ func (l *link) run() {
 }
 
 // answered completes a call with the owner's answer.
-func (l *link) answered(kind uint64, key, value []byte) {
-	rid := string(key)
+func (l *link) answered(kind uint64, rid, value []byte) {
 	l.mu.Lock()
 	ok := l.inflight.give(rid)
 	l.mu.Unlock()
@@ -177,7 +176,7 @@ func (l *link) answered(kind uint64, key, value []byte) {
 		l.p.met.viaKafka.Inc()
 	default:
 		l.p.met.failed.Inc()
-		l.p.recv.Fail(rid, errFailed)
+		l.p.recv.Fail(string(rid), errFailed)
 	}
 }
 

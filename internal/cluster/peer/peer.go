@@ -61,7 +61,7 @@ type Config struct {
 
 // Receiver takes the answers to a front node's calls (calls.Caller).
 type Receiver interface {
-	Deliver(rid string, reply []byte)
+	Deliver(rid, reply []byte)
 	Fail(rid string, err error)
 }
 
@@ -178,7 +178,7 @@ func newPeers(cfg Config, dir *directory, recv Receiver, take Take) (*Peers, err
 	}
 	p.srv = grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(serverTLS(cert, dir.known))),
-		grpc.ForceServerCodec(codec{}), // the links carry bytes, no protobuf
+		grpc.ForceServerCodecV2(codec{}), // the links carry bytes, no protobuf
 		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
 		grpc.StaticStreamWindowSize(window), grpc.StaticConnWindowSize(window),
 		grpc.ConnectionTimeout(handshakeTimeout),

@@ -26,8 +26,8 @@ type answer struct {
 
 type receiver chan answer
 
-func (r receiver) Deliver(rid string, reply []byte) { r <- answer{rid: rid, reply: string(reply)} }
-func (r receiver) Fail(rid string, err error)       { r <- answer{rid: rid, err: err} }
+func (r receiver) Deliver(rid, reply []byte)  { r <- answer{rid: string(rid), reply: string(reply)} }
+func (r receiver) Fail(rid string, err error) { r <- answer{rid: rid, err: err} }
 
 // command is what a test's owner took.
 type command struct {
@@ -85,7 +85,7 @@ func TestPeerWithoutPinnedCertificateIsRefused(t *testing.T) {
 			tc := clientTLS(tls.Certificate{}, owner.fp)
 			tc.Certificates = certs
 			conn, err := grpc.NewClient(owner.Addr(), grpc.WithTransportCredentials(credentials.NewTLS(tc)),
-				grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{})))
+				grpc.WithDefaultCallOptions(grpc.ForceCodecV2(codec{})))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,8 +146,8 @@ func TestCommandsAndAnswersGoOverTheLink(t *testing.T) {
 	if !owner.Owes([]byte("a-1")) || owner.Owes([]byte("a-9")) {
 		t.Fatal("the owner's debts are wrong")
 	}
-	owner.Kafka("a-2")
-	if !owner.Reply("a-1", []byte("done")) || !owner.Fail("a-3") || owner.Reply("a-1", nil) {
+	owner.Kafka([]byte("a-2"))
+	if !owner.Reply([]byte("a-1"), []byte("done")) || !owner.Fail("a-3") || owner.Reply([]byte("a-1"), nil) {
 		t.Fatal("answers to requests owed once")
 	}
 	got := []answer{<-front.answers, <-front.answers}
@@ -235,7 +235,7 @@ func TestLinksKeepTheirBudgets(t *testing.T) {
 			if a := <-front.answers; a.rid != "a-2" || !errors.Is(a.err, errFailed) {
 				t.Fatalf("answer %+v, want a-2 failed", a)
 			}
-			owner.Reply("a-1", nil)
+			owner.Reply([]byte("a-1"), nil)
 			if a := <-front.answers; a.rid != "a-1" || a.err != nil {
 				t.Fatalf("answer %+v", a)
 			}

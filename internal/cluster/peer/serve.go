@@ -144,29 +144,32 @@ func (p *Peers) Owes(rid []byte) bool {
 
 // Reply sends the reply to request rid, from a committed round, back on
 // its link; false if rid did not come over one still up.
-func (p *Peers) Reply(rid string, reply []byte) bool { return p.answer(rid, answerReply, reply) }
+func (p *Peers) Reply(rid, reply []byte) bool { return p.answer(rid, answerReply, reply) }
 
 // Fail fails request rid on its link; false if rid did not come over one
 // still up.
-func (p *Peers) Fail(rid string) bool { return p.answer(rid, answerFailed, nil) }
+func (p *Peers) Fail(rid string) bool { return p.answer([]byte(rid), answerFailed, nil) }
 
 // Kafka tells the front node of request rid that the reply comes through
 // its inbox.
-func (p *Peers) Kafka(rid string) { p.answer(rid, answerKafka, nil) }
+func (p *Peers) Kafka(rid []byte) { p.answer(rid, answerKafka, nil) }
 
-func (p *Peers) answer(rid string, kind uint64, v []byte) bool {
+// answer sends an answer of kind to request rid back on its link. Request
+// ids are bytes here, as the rounds hold them, since looking one up copies
+// nothing where a string of it would.
+func (p *Peers) answer(rid []byte, kind uint64, v []byte) bool {
 	if p == nil {
 		return false
 	}
 	p.mu.Lock()
-	in, ok := p.owed[rid]
+	in, ok := p.owed[string(rid)]
 	if ok {
-		delete(p.owed, rid)
+		delete(p.owed, string(rid))
 		in.owed.give(rid)
 	}
 	p.mu.Unlock()
 	if ok {
-		in.out.add(kind, []byte(rid), v)
+		in.out.add(kind, rid, v)
 	}
 	return ok
 }

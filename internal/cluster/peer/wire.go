@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	"google.golang.org/grpc/mem"
+
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
 
@@ -84,7 +86,10 @@ func (b *batcher) add(tag uint64, key, value []byte) {
 		b.cur = nil
 	}
 	if b.cur == nil {
-		b.cur = make([]byte, 0, max(4<<10, size))
+		// Sized for a few entries: under load a link sends a message
+		// every few commands, and gRPC holds each until written, so a
+		// message's buffer is not reused.
+		b.cur = make([]byte, 0, max(1<<10, size))
 	}
 	b.cur, b.scratch = appendEntry(b.cur, b.scratch, tag, key, value)
 	b.mu.Unlock()
@@ -123,14 +128,19 @@ func (b *batcher) run(done <-chan struct{}, send func([]byte) error) error {
 	}
 }
 
-// codec is the links' gRPC codec: a message is its bytes.
+// codec is the links' gRPC codec: a message is its bytes. It is a
+// CodecV2 so that a message received is copied once, out of gRPC's
+// buffers (Materialize), where a Codec's Unmarshal gets a copy already
+// and would have to copy it again, since gRPC reuses it.
 type codec struct{}
 
-func (codec) Marshal(v any) ([]byte, error) { return *v.(*[]byte), nil }
+func (codec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(*v.(*[]byte))}, nil
+}
 
-// Unmarshal copies data, which gRPC reuses once it returns.
-func (codec) Unmarshal(data []byte, v any) error {
-	*v.(*[]byte) = append([]byte(nil), data...)
+// Unmarshal copies data, which gRPC frees once it returns.
+func (codec) Unmarshal(data mem.BufferSlice, v any) error {
+	*v.(*[]byte) = data.Materialize()
 	return nil
 }
 
