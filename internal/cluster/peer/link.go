@@ -142,7 +142,10 @@ func (l *link) send(partition int32, rid string, key, value []byte) bool {
 // breaks, then closes it.
 func (l *link) run() {
 	go func() {
-		err := l.out.run(l.done, func(m []byte) error { return l.stream.SendMsg(&m) })
+		err := l.out.run(l.done, func(m []byte) error {
+			l.p.met.commandMsgs.Inc()
+			return l.stream.SendMsg(&m)
+		})
 		if err != nil {
 			l.close(err)
 		}

@@ -41,7 +41,12 @@ func (p *Peers) serve(ss grpc.ServerStream) error {
 	}
 	done := make(chan struct{})
 	wrote := make(chan error, 1)
-	go func() { wrote <- in.out.run(done, func(m []byte) error { return ss.SendMsg(&m) }) }()
+	go func() {
+		wrote <- in.out.run(done, func(m []byte) error {
+			p.met.answerMsgs.Inc()
+			return ss.SendMsg(&m)
+		})
+	}()
 	read := make(chan error, 1)
 	go func() { read <- p.read(ss, in) }()
 	defer p.drop(in)

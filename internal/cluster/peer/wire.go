@@ -3,6 +3,7 @@ package peer
 import (
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"sync"
 
 	"google.golang.org/grpc/mem"
@@ -120,6 +121,12 @@ func (b *batcher) run(done <-chan struct{}, send func([]byte) error) error {
 		case <-done:
 			return nil
 		}
+		// The goroutine that woke the writer has usually just queued the
+		// one entry; yielding once lets the goroutines runnable now (other
+		// requests' handlers, a round settling) queue theirs, which then
+		// share the message. A message costs a write, a TLS record and
+		// the peer's read and wake-ups, whatever its entries.
+		runtime.Gosched()
 		for _, m := range b.take() {
 			if err := send(m); err != nil {
 				return err
