@@ -125,7 +125,7 @@ func TestALinkPacksTheEntriesQueuedAtOnce(t *testing.T) {
 			_ = eachEntry(m, func(uint64, []byte, []byte) { k++ })
 			sent <- k
 			return nil
-		})
+		}, 0)
 	}()
 	runtime.Gosched() // the writer waits for its first wake-up
 	for i := range n {
