@@ -35,9 +35,11 @@ type Caller struct {
 	// reply to a request of the node's previous run, which an owner may
 	// commit after the node restarts, matches no call of this run.
 	prefix string
-	seq    atomic.Uint64
-	cl     *kgo.Client
-	log    *slog.Logger
+	// address starts each command's key: "<inbox>:" and prefix.
+	address string
+	seq     atomic.Uint64
+	cl      *kgo.Client
+	log     *slog.Logger
 
 	// local, if set, takes a command for a partition the node owns, to
 	// be applied without Kafka (SetLocal).
@@ -103,9 +105,10 @@ type appender interface {
 // newCaller is a caller of node with inbox, its producer and its inbox's
 // reader not set.
 func newCaller(node string, inbox int32, log *slog.Logger) *Caller {
+	prefix := node + "-" + strconv.FormatUint(rand.Uint64()>>24, 36) + "."
 	return &Caller{
-		prefix: node + "-" + strconv.FormatUint(rand.Uint64()>>24, 36) + ".",
-		inbox:  inbox, log: log, waiting: map[string]waiter{},
+		prefix: prefix, address: strconv.Itoa(int(inbox)) + ":" + prefix,
+		inbox: inbox, log: log, waiting: map[string]waiter{},
 		done: make(chan struct{}), stop: make(chan struct{}), swept: make(chan struct{}),
 	}
 }
@@ -190,7 +193,8 @@ var ErrLost = errors.New("cluster: the command or its answer was lost between no
 // The caller's expire ends the calls past their deadline instead.
 func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect Effect) ([]byte, error) {
 	deadline := k.ticks.Load() + int64(Timeout/time.Second)
-	rid := k.prefix + strconv.FormatUint(k.seq.Add(1), 36)
+	key := k.key(k.seq.Add(1))
+	rid := string(key[len(k.address)-len(k.prefix):])
 	ch := make(chan answer, 1)
 	k.mu.Lock()
 	k.waiting[rid] = waiter{ch: ch, deadline: deadline}
@@ -200,7 +204,6 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect E
 		delete(k.waiting, rid)
 		k.mu.Unlock()
 	}()
-	key := []byte(strconv.Itoa(int(k.inbox)) + ":" + rid)
 	if k.local == nil || !k.local(int32(partition), key, value) {
 		if err := k.append(ctx, int32(partition), key, value); err != nil {
 			return nil, err
@@ -219,6 +222,11 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect E
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// key is the key of the caller's request seq: its address, then seq.
+func (k *Caller) key(seq uint64) []byte {
+	return strconv.AppendUint(append(make([]byte, 0, len(k.address)+13), k.address...), seq, 36)
 }
 
 // append appends a call's command to the commands topic, within Timeout.
@@ -303,16 +311,18 @@ func (k *Caller) read() {
 	}
 }
 
-// Deliver hands reply to the call waiting for request rid, if any.
-func (k *Caller) Deliver(rid string, reply []byte) { k.answer(rid, answer{reply: reply}) }
+// Deliver hands reply to the call waiting for request rid, if any. The
+// request id is bytes, as the replies and the peer links carry it, since
+// looking it up copies nothing where a string of it would.
+func (k *Caller) Deliver(rid, reply []byte) { k.answer(rid, answer{reply: reply}) }
 
 // Fail ends the call waiting for request rid, if any, with err: its
 // command was not applied, or was applied by a round that did not commit.
-func (k *Caller) Fail(rid string, err error) { k.answer(rid, answer{err: err}) }
+func (k *Caller) Fail(rid string, err error) { k.answer([]byte(rid), answer{err: err}) }
 
-func (k *Caller) answer(rid string, a answer) {
+func (k *Caller) answer(rid []byte, a answer) {
 	k.mu.Lock()
-	w, ok := k.waiting[rid]
+	w, ok := k.waiting[string(rid)]
 	k.mu.Unlock()
 	if ok {
 		sendAnswer(w.ch, a)

@@ -21,7 +21,7 @@ func TestRepliesOfAPreviousRunAnswerNoCall(t *testing.T) {
 	before.SetLocal(func(_ int32, key, _ []byte) bool {
 		_, rid, _ := ReplyAddress(key)
 		old = string(rid)
-		before.Deliver(old, []byte("first run's"))
+		before.Deliver(rid, []byte("first run's"))
 		return true
 	})
 	if _, err := before.Call(context.Background(), 0, []byte("c"), Writes); err != nil {
@@ -32,8 +32,8 @@ func TestRepliesOfAPreviousRunAnswerNoCall(t *testing.T) {
 	}
 	after.SetLocal(func(_ int32, key, _ []byte) bool {
 		_, rid, _ := ReplyAddress(key)
-		after.Deliver(old, []byte("first run's"))
-		after.Deliver(string(rid), []byte("second run's"))
+		after.Deliver([]byte(old), []byte("first run's"))
+		after.Deliver(rid, []byte("second run's"))
 		return true
 	})
 	got, err := after.Call(context.Background(), 0, []byte("c"), Writes)
@@ -79,7 +79,7 @@ func TestLostReadsGoAgainThroughKafka(t *testing.T) {
 		k := newCaller("n1", 1, slog.New(slog.DiscardHandler))
 		prod := &appends{deliver: func(key []byte) {
 			_, rid, _ := ReplyAddress(key)
-			k.Deliver(string(rid), []byte("from kafka"))
+			k.Deliver(rid, []byte("from kafka"))
 		}}
 		k.prod = prod
 		k.SetLocal(func(_ int32, key, _ []byte) bool {

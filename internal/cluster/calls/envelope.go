@@ -1,10 +1,10 @@
 package calls
 
 import (
+	"bytes"
 	"context"
 	"errors"
-	"strconv"
-	"strings"
+	"math"
 	"time"
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
@@ -30,14 +30,25 @@ const Timeout = 30 * time.Second
 // time: the client may retry.
 var ErrUnavailable = errors.New("cluster: partition unavailable")
 
-// ReplyAddress parses a command's key, "<inbox>:<request id>".
+// ReplyAddress parses a command's key, "<inbox>:<request id>". The
+// request id aliases key: it is parsed for every command a round applies,
+// replies to or settles, so it copies nothing.
 func ReplyAddress(key []byte) (int32, []byte, bool) {
-	inbox, rid, ok := strings.Cut(string(key), ":")
-	if !ok {
+	i := bytes.IndexByte(key, ':')
+	if i <= 0 || i > 10 {
 		return 0, nil, false
 	}
-	p, err := strconv.ParseInt(inbox, 10, 32)
-	return int32(p), []byte(rid), err == nil
+	var p int64
+	for _, c := range key[:i] {
+		if c < '0' || c > '9' {
+			return 0, nil, false
+		}
+		p = p*10 + int64(c-'0')
+	}
+	if p > math.MaxInt32 {
+		return 0, nil, false
+	}
+	return int32(p), key[i+1:], true
 }
 
 // Reply is the output carrying value, the reply to request rid, to inbox.

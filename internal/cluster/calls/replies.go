@@ -44,6 +44,6 @@ func PackReplies(outs []kafkalog.Output, local func(rid []byte) bool) (res, held
 }
 
 // UnpackReplies calls fn with each request id and reply of a packed record.
-func UnpackReplies(v []byte, fn func(rid string, reply []byte)) error {
-	return kafkalog.Unpack(v, func(rid, reply []byte) { fn(string(rid), reply) })
+func UnpackReplies(v []byte, fn func(rid, reply []byte)) error {
+	return kafkalog.Unpack(v, fn)
 }

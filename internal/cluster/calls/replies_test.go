@@ -32,7 +32,7 @@ func TestRepliesPackPerInboxInOrder(t *testing.T) {
 		if o.Kind != kafkalog.Reply || len(o.Value) > kafkalog.PackLimit {
 			t.Fatalf("packed reply record to %d: kind %d, %d bytes", o.Partition, o.Kind, len(o.Value))
 		}
-		err := UnpackReplies(o.Value, func(rid string, r []byte) {
+		err := UnpackReplies(o.Value, func(rid, r []byte) {
 			got = append(got, fmt.Sprintf("%d:%s:%d", o.Partition, rid, len(r)))
 		})
 		if err != nil {
@@ -60,7 +60,7 @@ func TestRepliesToLocalRequestsAreHeldNotPacked(t *testing.T) {
 	}
 	var sent []string
 	for _, o := range packed {
-		if err := UnpackReplies(o.Value, func(rid string, _ []byte) { sent = append(sent, rid) }); err != nil {
+		if err := UnpackReplies(o.Value, func(rid, _ []byte) { sent = append(sent, string(rid)) }); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -41,7 +41,7 @@ func TestLocalCommandOfAMovedPartitionGoesThroughKafka(t *testing.T) {
 	var taken atomic.Int32
 	a.caller.SetLocal(func(p int32, key, value []byte) bool {
 		taken.Add(1)
-		return a.local.add(false, kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value})
+		return a.local.add(kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value})
 	})
 	if _, _, err := a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: "moved", From: src, To: dst, Amount: 5}); err != nil {
 		t.Fatal(err)

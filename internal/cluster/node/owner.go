@@ -191,12 +191,15 @@ func (n *Node) replayChangelogs(ctx context.Context, dir string, owned []int32) 
 }
 
 // fed is a command of a round: its call, its outcome once the call
-// completed, and where its reply goes.
+// completed (outcome), and where its reply goes.
 type fed struct {
-	call    *engine.Call
-	outcome func() []byte
-	inbox   int32
-	rid     []byte
+	call *engine.Call
+	// cmd is the call's command and encode its outcome's encoder: fields,
+	// not a closure over them, which would cost an allocation per command.
+	cmd    engine.Command
+	encode func(engine.Command) []byte
+	inbox  int32
+	rid    []byte
 	// then, if set, turns the outcome into a command for another
 	// partition instead of a reply (a payment's debit, ticketengine.Debit).
 	then func([]byte) kafkalog.Output
@@ -306,10 +309,13 @@ func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, er
 		ledgerengine.SetReplyTo(cmd, c.Key)
 		ticketengine.SetReplyTo(cmd, c.Key)
 	}
-	f.outcome = func() []byte { return outcome(cmd) }
+	f.cmd, f.encode = cmd, outcome
 	f.call, err = port(ctx, int(c.Partition), cmd)
 	return f, err
 }
+
+// outcome is the encoded outcome of f's command, once its call completed.
+func (f *fed) outcome() []byte { return f.encode(f.cmd) }
 
 // decode decodes a command for its workload, and returns how to queue it
 // and how to encode its outcome.

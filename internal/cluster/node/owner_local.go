@@ -39,33 +39,53 @@ var errClosed = errors.New("node: stopped")
 
 // localQueue holds the commands taken locally until a round takes them.
 type localQueue struct {
-	mu     sync.Mutex
-	cmds   []kafkalog.Command
+	mu   sync.Mutex
+	cmds []kafkalog.Command
+	// last is how many commands the last take took: the queue's next
+	// array, made when the first command after it comes, holds as many
+	// without growing (a round keeps the array it took).
+	last   int
 	closed bool
 	wake   chan struct{}
 }
 
 func newLocalQueue() *localQueue { return &localQueue{wake: make(chan struct{}, 1)} }
 
-// add queues cmds after the others (front: before them); false if the
-// queue is closed.
-func (q *localQueue) add(front bool, cmds ...kafkalog.Command) bool {
+// add queues c after the others; false if the queue is closed.
+func (q *localQueue) add(c kafkalog.Command) bool {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return false
 	}
-	if front {
-		q.cmds = append(cmds[:len(cmds):len(cmds)], q.cmds...)
-	} else {
-		q.cmds = append(q.cmds, cmds...)
+	if q.cmds == nil {
+		q.cmds = make([]kafkalog.Command, 0, max(q.last, 16))
 	}
+	q.cmds = append(q.cmds, c)
 	q.mu.Unlock()
+	q.poke()
+	return true
+}
+
+// addFront queues cmds before the others; false if the queue is closed.
+func (q *localQueue) addFront(cmds []kafkalog.Command) bool {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.cmds = append(cmds[:len(cmds):len(cmds)], q.cmds...)
+	q.mu.Unlock()
+	q.poke()
+	return true
+}
+
+// poke wakes the round waiting for commands, if any.
+func (q *localQueue) poke() {
 	select {
 	case q.wake <- struct{}{}:
 	default: // woken already
 	}
-	return true
 }
 
 // take returns up to max of the queued commands.
@@ -75,6 +95,9 @@ func (q *localQueue) take(max int) []kafkalog.Command {
 	n := min(max, len(q.cmds))
 	taken := q.cmds[:n:n]
 	q.cmds = q.cmds[n:]
+	if len(q.cmds) == 0 && n > 0 {
+		q.cmds, q.last = nil, n
+	}
 	return taken
 }
 
@@ -109,7 +132,7 @@ func (q *localQueue) close() []kafkalog.Command {
 // the owner's rounds if the member takes local commands for p, or sends
 // it to p's owner over a peer link (owner_peer.go) if one is up.
 func (n *Node) route(p int32, key, value []byte) bool {
-	if n.member.Takes(p) && n.local.add(false, kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}) {
+	if n.member.Takes(p) && n.local.add(kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}) {
 		return true
 	}
 	return n.peers.Send(p, key, value)
@@ -143,14 +166,14 @@ func (r *localRound) settle(committed, void bool) {
 	switch {
 	case committed:
 		for _, o := range r.st.held {
-			if r.n.caller.Mine(o.Key) || !r.n.peers.Reply(string(o.Key), o.Value) {
-				r.n.caller.Deliver(string(o.Key), o.Value)
+			if r.n.caller.Mine(o.Key) || !r.n.peers.Reply(o.Key, o.Value) {
+				r.n.caller.Deliver(o.Key, o.Value)
 			}
 		}
 		r.st.held = nil
 		for _, c := range r.taken {
 			if _, rid, ok := calls.ReplyAddress(c.Key); ok && !r.n.caller.Mine(rid) {
-				r.n.peers.Kafka(string(rid))
+				r.n.peers.Kafka(rid)
 			}
 		}
 	case len(r.taken) == 0:
@@ -167,7 +190,7 @@ func (r *localRound) settle(committed, void bool) {
 // round ran), which go on to the commands topic for their owner now.
 func (n *Node) requeue(cmds []kafkalog.Command) {
 	if kept := n.keepOrForward(cmds, func(int32) bool { return true }); len(kept) > 0 {
-		n.local.add(true, kept...)
+		n.local.addFront(kept)
 	}
 }
 
@@ -202,7 +225,7 @@ func (n *Node) forward(c kafkalog.Command) {
 	case err != nil:
 		n.failCall(string(rid), err)
 	default:
-		n.peers.Kafka(string(rid))
+		n.peers.Kafka(rid)
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 // takePeer is the peers' Take.
 func (n *Node) takePeer(p int32, key, value []byte) {
 	c := kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}
-	if n.member.Takes(p) && n.local.add(false, c) {
+	if n.member.Takes(p) && n.local.add(c) {
 		return
 	}
 	n.goForward(c)

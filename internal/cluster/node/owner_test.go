@@ -271,8 +271,8 @@ func (r *rounds) round(commit bool) {
 		case kafkalog.Forward:
 			r.waiting = append(r.waiting, kafkalog.Command{Partition: o.Partition, Key: o.Key, Value: o.Value})
 		case kafkalog.Reply:
-			err := calls.UnpackReplies(o.Value, func(rid string, reply []byte) {
-				r.replies[rid] = append(r.replies[rid], reply)
+			err := calls.UnpackReplies(o.Value, func(rid, reply []byte) {
+				r.replies[string(rid)] = append(r.replies[string(rid)], reply)
 			})
 			if err != nil {
 				r.t.Fatal(err)

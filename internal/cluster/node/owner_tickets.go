@@ -32,14 +32,13 @@ func (n *Node) feedPayment(ctx context.Context, st *state, c kafkalog.Command) (
 	f := fed{inbox: -1}
 	d, err := ticketengine.DecodeDebit(c.Value[1:])
 	if err == nil {
-		var cmd any
-		if cmd, err = ledgerengine.Decode(d.Transfer); err == nil {
-			f.outcome = func() []byte { return ledgerengine.Outcome(cmd) }
+		if f.cmd, err = ledgerengine.Decode(d.Transfer); err == nil {
+			f.encode = ledgerengine.Outcome
 			f.then = func(outcome []byte) kafkalog.Output {
 				end, _ := ticketForward(engine.Forward{Shard: d.Area, Cmd: d.End(outcome)})
 				return end
 			}
-			f.call, err = st.ledger.Submit(ctx, int(c.Partition), cmd)
+			f.call, err = st.ledger.Submit(ctx, int(c.Partition), f.cmd)
 			return f, err
 		}
 	}

@@ -25,10 +25,10 @@ func (b *budget) take(rid string, size int) bool {
 }
 
 // give counts call rid out; false if it was not in.
-func (b *budget) give(rid string) bool {
-	size, ok := b.calls[rid]
+func (b *budget) give(rid []byte) bool {
+	size, ok := b.calls[string(rid)]
 	if ok {
-		delete(b.calls, rid)
+		delete(b.calls, string(rid))
 		b.bytes -= size
 	}
 	return ok

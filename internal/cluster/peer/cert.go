@@ -99,12 +99,19 @@ func pinned(ok func(fp string) bool) func([][]byte, [][]*x509.Certificate) error
 	}
 }
 
+// protocol names the links' protocol in the TLS handshake (ALPN): a
+// client offering only another, a node of a release whose links speak
+// another, is refused during the handshake, and its commands go through
+// Kafka.
+const protocol = "surge-peer/1"
+
 // serverTLS accepts the connections of clients showing a certificate
 // known says a node published.
 func serverTLS(cert tls.Certificate, known func(fp string) bool) *tls.Config {
 	return &tls.Config{
 		MinVersion:            tls.VersionTLS13,
 		Certificates:          []tls.Certificate{cert},
+		NextProtos:            []string{protocol},
 		ClientAuth:            tls.RequireAnyClientCert,
 		VerifyPeerCertificate: pinned(known),
 	}
@@ -117,6 +124,7 @@ func clientTLS(cert tls.Certificate, fp string) *tls.Config {
 	return &tls.Config{
 		MinVersion:            tls.VersionTLS13,
 		Certificates:          []tls.Certificate{cert},
+		NextProtos:            []string{protocol},
 		InsecureSkipVerify:    true,
 		VerifyPeerCertificate: pinned(func(got string) bool { return got == fp }),
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -23,7 +24,7 @@ func TestALinkWritesOneRecordPerMessage(t *testing.T) {
 			t.Fatalf("command %d not sent", i)
 		}
 		<-owner.taken
-		owner.Reply(rid, []byte("done"))
+		owner.Reply([]byte(rid), []byte("done"))
 		if a := <-front.answers; a.rid != rid || a.err != nil {
 			t.Fatalf("answer %+v", a)
 		}
@@ -105,4 +106,36 @@ func (r *recordCounter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// The entries that goroutines runnable at once queue on a link share a
+// message: the writer, woken by the first, lets the others queue theirs
+// before it takes them. One P runs them all, so the order is the
+// scheduler's: the writer, woken, runs as soon as the first sender is done.
+func TestALinkPacksTheEntriesQueuedAtOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const n = 20
+	b := newBatcher()
+	sent := make(chan int, n)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		_ = b.run(done, func(m []byte) error {
+			k := 0
+			_ = eachEntry(m, func(uint64, []byte, []byte) { k++ })
+			sent <- k
+			return nil
+		}, 0)
+	}()
+	runtime.Gosched() // the writer waits for its first wake-up
+	for i := range n {
+		go b.add(1, []byte(fmt.Sprintf("0:a-%d", i)), []byte("cmd"))
+	}
+	msgs := 0
+	for got := 0; got < n; msgs++ {
+		got += <-sent
+	}
+	if msgs > n/2 {
+		t.Errorf("%d entries queued at once went in %d messages", n, msgs)
+	}
 }

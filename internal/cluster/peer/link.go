@@ -1,13 +1,10 @@
 package peer
 
 import (
-	"context"
+	"crypto/tls"
+	"net"
 	"sync"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/keepalive"
 )
 
 // Send sends a command for partition to its owner over the link to it,
@@ -84,42 +81,40 @@ func (p *Peers) open(node string, e entry) {
 	}
 }
 
-// dial connects to node and opens the link's stream.
+// dial connects to node and opens the link: the owner's first message
+// says it took the link, so a refused certificate fails here, before any
+// command is queued.
 func (p *Peers) dial(node string, e entry) (*link, error) {
-	conn, err := grpc.NewClient(e.Addr,
-		grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(p.cert, e.FP))),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{}), grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
-		grpc.WithStaticStreamWindowSize(window), grpc.WithStaticConnWindowSize(window),
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
-	)
+	c, err := net.DialTimeout("tcp", e.Addr, handshakeTimeout)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stream, err := conn.NewStream(ctx, &serviceDesc.Streams[0], linkMethod)
+	tc := tls.Client(c, clientTLS(p.cert, e.FP))
+	f := newFrames(tc)
+	if err = c.SetDeadline(time.Now().Add(handshakeTimeout)); err == nil {
+		err = tc.Handshake()
+	}
 	if err == nil {
-		// The stream is up once the owner's headers come: a refused
-		// certificate fails here, before any command is queued.
-		_, err = stream.Header()
+		err = f.welcomed()
+	}
+	if err == nil {
+		err = c.SetDeadline(time.Time{})
 	}
 	if err != nil {
-		cancel()
-		_ = conn.Close()
+		_ = tc.Close()
 		return nil, err
 	}
-	return &link{p: p, node: node, e: e, conn: conn, stream: stream, cancel: cancel, out: newBatcher(), inflight: newBudget(p.cfg), done: make(chan struct{})}, nil
+	return &link{p: p, node: node, e: e, f: f, out: newBatcher(), inflight: newBudget(p.cfg), done: make(chan struct{})}, nil
 }
 
 // link is a front node's link to one owner.
 type link struct {
-	p      *Peers
-	node   string
-	e      entry
-	conn   *grpc.ClientConn
-	stream grpc.ClientStream
-	cancel context.CancelFunc
-	out    *batcher
-	done   chan struct{}
+	p    *Peers
+	node string
+	e    entry
+	f    *frames
+	out  *batcher
+	done chan struct{}
 
 	mu       sync.Mutex
 	inflight budget
@@ -142,14 +137,18 @@ func (l *link) send(partition int32, rid string, key, value []byte) bool {
 // breaks, then closes it.
 func (l *link) run() {
 	go func() {
-		err := l.out.run(l.done, func(m []byte) error { return l.stream.SendMsg(&m) })
+		err := l.out.run(l.done, func(m []byte) error {
+			if len(m) > 0 {
+				l.p.met.commandMsgs.Inc()
+			}
+			return l.f.write(m)
+		}, pingEvery)
 		if err != nil {
 			l.close(err)
 		}
 	}()
 	for {
-		var m []byte
-		err := l.stream.RecvMsg(&m)
+		m, err := l.f.read()
 		if err == nil {
 			err = eachEntry(m, l.answered)
 		}
@@ -161,8 +160,7 @@ func (l *link) run() {
 }
 
 // answered completes a call with the owner's answer.
-func (l *link) answered(kind uint64, key, value []byte) {
-	rid := string(key)
+func (l *link) answered(kind uint64, rid, value []byte) {
 	l.mu.Lock()
 	ok := l.inflight.give(rid)
 	l.mu.Unlock()
@@ -177,7 +175,7 @@ func (l *link) answered(kind uint64, key, value []byte) {
 		l.p.met.viaKafka.Inc()
 	default:
 		l.p.met.failed.Inc()
-		l.p.recv.Fail(rid, errFailed)
+		l.p.recv.Fail(string(rid), errFailed)
 	}
 }
 
@@ -194,8 +192,7 @@ func (l *link) close(err error) {
 	l.inflight = budget{}
 	close(l.done)
 	l.mu.Unlock()
-	l.cancel()
-	_ = l.conn.Close()
+	_ = l.f.c.Close()
 	p := l.p
 	p.mu.Lock()
 	if p.links[l.node] == l {

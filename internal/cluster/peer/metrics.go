@@ -11,6 +11,10 @@ type metrics struct {
 	replies, viaKafka, failed, linkDown prometheus.Counter
 	// refused counts the connections to the peer port over its budget.
 	refused prometheus.Counter
+	// messages counts the messages the node wrote on its links, each
+	// carrying the entries queued since the link's previous one, by way:
+	// commands (to owners) and answers (to front nodes).
+	commandMsgs, answerMsgs prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -38,8 +42,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}, []string{"answer"})
 	m.replies, m.viaKafka = answers.WithLabelValues("reply"), answers.WithLabelValues("kafka")
 	m.failed, m.linkDown = answers.WithLabelValues("failed"), answers.WithLabelValues("link_down")
+	messages := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "surge_cluster_peer_messages_total",
+		Help: "Messages the node wrote on peer links, by what they carry: commands (to their owners) or answers (to the front nodes).",
+	}, []string{"carrying"})
+	m.commandMsgs, m.answerMsgs = messages.WithLabelValues("commands"), messages.WithLabelValues("answers")
 	if reg != nil {
-		reg.MustRegister(m.sent, m.fallbacks, m.taken, m.refused, answers)
+		reg.MustRegister(m.sent, m.fallbacks, m.taken, m.refused, answers, messages)
 	}
 	return m
 }

@@ -6,9 +6,10 @@
 // with their rules; whatever the link cannot do goes through Kafka as
 // before.
 //
-// A link is one gRPC stream from the front node to the owner over mutual
+// A link is one connection from the front node to the owner over mutual
 // TLS with pinned self-signed certificates (cert.go); each message on it
-// is a packed batch of commands, or of answers (wire.go). Nodes find each
+// is a packed batch of commands, or of answers, framed by its length
+// (wire.go). Nodes find each
 // other through the cluster's nodes topic (directory.go).
 package peer
 
@@ -23,10 +24,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/keepalive"
-
 	"github.com/surge-dev/surge/internal/cluster/calls"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
@@ -61,7 +58,7 @@ type Config struct {
 
 // Receiver takes the answers to a front node's calls (calls.Caller).
 type Receiver interface {
-	Deliver(rid string, reply []byte)
+	Deliver(rid, reply []byte)
 	Fail(rid string, err error)
 }
 
@@ -85,13 +82,6 @@ const retryAfter = time.Second
 // of the commands topic travels alone in one.
 const maxMessage = kafkalog.MaxRecordBytes + 64<<10
 
-// window is a link's flow-control window, each way, fixed: with gRPC's
-// default, a window it sizes itself, each message that reaches a link
-// idle makes the receiver send a window update and a ping, and the
-// sender a ping's ack (three writes and three reads for one message);
-// twice maxMessage lets two of the largest messages be in flight.
-const window = 2 * maxMessage
-
 // The budget of the peer port, which anyone reaching it can connect to:
 // the time a connection has to complete its TLS handshake. Each side
 // of a link pings the other when it is silent, so that a peer that
@@ -114,8 +104,10 @@ type Peers struct {
 	recv  Receiver
 	take  Take
 	ln    net.Listener
-	srv   *grpc.Server
+	tls   *tls.Config
 	met   *metrics
+	// served holds the links the node takes, as an owner.
+	served served
 
 	mu    sync.Mutex
 	links map[string]*link
@@ -176,20 +168,8 @@ func newPeers(cfg Config, dir *directory, recv Receiver, take Take) (*Peers, err
 	if p.cfg.Advertise == "" {
 		p.cfg.Advertise = advertised(ln.Addr().(*net.TCPAddr))
 	}
-	p.srv = grpc.NewServer(
-		grpc.Creds(credentials.NewTLS(serverTLS(cert, dir.known))),
-		grpc.ForceServerCodec(codec{}), // the links carry bytes, no protobuf
-		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
-		grpc.StaticStreamWindowSize(window), grpc.StaticConnWindowSize(window),
-		grpc.ConnectionTimeout(handshakeTimeout),
-		grpc.MaxConcurrentStreams(1), // a link is one stream on its own connection
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveTime / 2, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
-	)
-	p.srv.RegisterService(&serviceDesc, p)
-	go func() {
-		_ = p.srv.Serve(&cappedListener{Listener: ln, max: int64(cfg.MaxConns), refused: p.met.refused})
-	}()
+	p.tls = serverTLS(cert, dir.known)
+	go p.accept(&cappedListener{Listener: ln, max: int64(cfg.MaxConns), refused: p.met.refused})
 	return p, nil
 }
 
@@ -230,24 +210,12 @@ func (p *Peers) Close() {
 		}
 	}
 	p.pub.stop()
-	p.srv.Stop()
+	_ = p.ln.Close()
+	p.served.stop()
 	if p.nodes != nil {
 		p.nodes.close()
 	}
 }
-
-// serviceDesc is the links' gRPC service: one bidirectional stream,
-// commands from the front node, answers from the owner.
-var serviceDesc = grpc.ServiceDesc{
-	ServiceName: "surge.peer.Peer",
-	HandlerType: (*any)(nil),
-	Streams: []grpc.StreamDesc{{
-		StreamName: "Link", ServerStreams: true, ClientStreams: true,
-		Handler: func(srv any, ss grpc.ServerStream) error { return srv.(*Peers).serve(ss) },
-	}},
-}
-
-const linkMethod = "/surge.peer.Peer/Link"
 
 // publisher writes the node's latest entry to the nodes topic.
 type publisher struct {

@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -10,9 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
@@ -26,8 +22,8 @@ type answer struct {
 
 type receiver chan answer
 
-func (r receiver) Deliver(rid string, reply []byte) { r <- answer{rid: rid, reply: string(reply)} }
-func (r receiver) Fail(rid string, err error)       { r <- answer{rid: rid, err: err} }
+func (r receiver) Deliver(rid, reply []byte)  { r <- answer{rid: string(rid), reply: string(reply)} }
+func (r receiver) Fail(rid string, err error) { r <- answer{rid: rid, err: err} }
 
 // command is what a test's owner took.
 type command struct {
@@ -44,13 +40,13 @@ type testNode struct {
 	links   chan string
 }
 
-func startNode(t *testing.T, id string, dir *directory, owned ...int32) *testNode {
+func startNode(t testing.TB, id string, dir *directory, owned ...int32) *testNode {
 	t.Helper()
 	return startNodeWith(t, id, dir, Config{}, owned...)
 }
 
 // startNodeWith is startNode with cfg's budgets.
-func startNodeWith(t *testing.T, id string, dir *directory, cfg Config, owned ...int32) *testNode {
+func startNodeWith(t testing.TB, id string, dir *directory, cfg Config, owned ...int32) *testNode {
 	t.Helper()
 	n := &testNode{answers: make(receiver, 64), taken: make(chan command, 64), links: make(chan string, 8)}
 	cfg.Listen, cfg.Node, cfg.Dir, cfg.Kafka = "127.0.0.1:0", id, t.TempDir(), kafkalog.Config{Partitions: 6}
@@ -69,7 +65,7 @@ func startNodeWith(t *testing.T, id string, dir *directory, cfg Config, owned ..
 
 // link has n open its link to the owner of partition, and returns once it
 // is up; the first command, sent while it opens, is refused.
-func (n *testNode) link(t *testing.T, partition int32) {
+func (n *testNode) link(t testing.TB, partition int32) {
 	t.Helper()
 	if n.Send(partition, []byte("0:probe"), nil) {
 		t.Fatal("a command went over a link not opened yet")
@@ -84,17 +80,16 @@ func TestPeerWithoutPinnedCertificateIsRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tc := clientTLS(tls.Certificate{}, owner.fp)
 			tc.Certificates = certs
-			conn, err := grpc.NewClient(owner.Addr(), grpc.WithTransportCredentials(credentials.NewTLS(tc)),
-				grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{})))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			stream, err := conn.NewStream(context.Background(), &serviceDesc.Streams[0], linkMethod)
+			// In TLS 1.3 the client's handshake ends before the owner
+			// checks its certificate: the refusal comes as the owner's
+			// first message would.
+			conn, err := tls.Dial("tcp", owner.Addr(), tc)
 			if err == nil {
+				defer conn.Close()
+				f := newFrames(conn)
 				m, _ := appendEntry(nil, nil, 1, []byte("0:evil-1"), []byte("lcommand"))
-				_ = stream.SendMsg(&m)
-				_, err = stream.Header()
+				_ = f.write(m)
+				err = f.welcomed()
 			}
 			if err == nil {
 				t.Fatal("the owner opened a link for a client whose certificate no node published")
@@ -146,8 +141,8 @@ func TestCommandsAndAnswersGoOverTheLink(t *testing.T) {
 	if !owner.Owes([]byte("a-1")) || owner.Owes([]byte("a-9")) {
 		t.Fatal("the owner's debts are wrong")
 	}
-	owner.Kafka("a-2")
-	if !owner.Reply("a-1", []byte("done")) || !owner.Fail("a-3") || owner.Reply("a-1", nil) {
+	owner.Kafka([]byte("a-2"))
+	if !owner.Reply([]byte("a-1"), []byte("done")) || !owner.Fail("a-3") || owner.Reply([]byte("a-1"), nil) {
 		t.Fatal("answers to requests owed once")
 	}
 	got := []answer{<-front.answers, <-front.answers}
@@ -207,7 +202,9 @@ func TestABrokenLinkFailsItsCallsAtOnce(t *testing.T) {
 }
 
 // A link's budgets, of commands and of bytes: the front node's lets two
-// commands through, the owner's one.
+// commands through, the owner's one. Each side's is tried with the
+// other's wide, so that no answer from the owner frees the front node's
+// budget while it is being tried.
 func TestLinksKeepTheirBudgets(t *testing.T) {
 	big := make([]byte, 90)
 	for name, c := range map[string]struct {
@@ -217,9 +214,9 @@ func TestLinksKeepTheirBudgets(t *testing.T) {
 		"commands": {Config{MaxInFlight: 1}, Config{MaxInFlight: 2}, nil},
 		"bytes":    {Config{MaxInFlightBytes: 100}, Config{MaxInFlightBytes: 200}, big},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(name+"/front", func(t *testing.T) {
 			dir := newDirectory(6)
-			owner := startNodeWith(t, "b", dir, c.owner, 1)
+			owner := startNode(t, "b", dir, 1)
 			front := startNodeWith(t, "a", dir, c.front)
 			front.link(t, 1)
 			if !front.Send(1, []byte("0:a-1"), c.value) || !front.Send(1, []byte("0:a-2"), c.value) {
@@ -228,6 +225,21 @@ func TestLinksKeepTheirBudgets(t *testing.T) {
 			if front.Send(1, []byte("0:a-3"), c.value) {
 				t.Fatal("a third command went over a link whose budget is taken")
 			}
+			for _, want := range []string{"0:a-1", "0:a-2"} {
+				if c := <-owner.taken; c.key != want {
+					t.Fatalf("took %+v, want %s", c, want)
+				}
+			}
+			givesBack(t, owner, front, c.value)
+		})
+		t.Run(name+"/owner", func(t *testing.T) {
+			dir := newDirectory(6)
+			owner := startNodeWith(t, "b", dir, c.owner, 1)
+			front := startNode(t, "a", dir)
+			front.link(t, 1)
+			if !front.Send(1, []byte("0:a-1"), c.value) || !front.Send(1, []byte("0:a-2"), c.value) {
+				t.Fatal("not sent")
+			}
 			if c := <-owner.taken; c.key != "0:a-1" {
 				t.Fatalf("took %+v", c)
 			}
@@ -235,17 +247,24 @@ func TestLinksKeepTheirBudgets(t *testing.T) {
 			if a := <-front.answers; a.rid != "a-2" || !errors.Is(a.err, errFailed) {
 				t.Fatalf("answer %+v, want a-2 failed", a)
 			}
-			owner.Reply("a-1", nil)
-			if a := <-front.answers; a.rid != "a-1" || a.err != nil {
-				t.Fatalf("answer %+v", a)
-			}
-			if !front.Send(1, []byte("0:a-4"), c.value) {
-				t.Fatal("the link's budget was not given back")
-			}
-			if c := <-owner.taken; c.key != "0:a-4" {
-				t.Fatalf("took %+v", c)
-			}
+			givesBack(t, owner, front, c.value)
 		})
+	}
+}
+
+// givesBack has the owner answer a-1, which gives its place in both
+// budgets back: the next command goes over the link.
+func givesBack(t *testing.T, owner, front *testNode, value []byte) {
+	t.Helper()
+	owner.Reply([]byte("a-1"), nil)
+	if a := <-front.answers; a.rid != "a-1" || a.err != nil {
+		t.Fatalf("answer %+v", a)
+	}
+	if !front.Send(1, []byte("0:a-4"), value) {
+		t.Fatal("the link's budget was not given back")
+	}
+	if c := <-owner.taken; c.key != "0:a-4" {
+		t.Fatalf("took %+v", c)
 	}
 }
 

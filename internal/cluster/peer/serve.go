@@ -1,14 +1,13 @@
 package peer
 
 import (
-	"context"
+	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"strings"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	grpcpeer "google.golang.org/grpc/peer"
+	"sync"
+	"time"
 
 	"github.com/surge-dev/surge/internal/cluster/calls"
 )
@@ -26,31 +25,71 @@ type inbound struct {
 	ended bool
 }
 
+// accept takes the connections to the peer port until it closes.
+func (p *Peers) accept(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil { // out of descriptors, say: the next may do
+			p.cfg.Logger.Warn("cluster: accepting a peer connection", "err", err)
+			time.Sleep(acceptRetry)
+			continue
+		}
+		if !p.served.take(c, p.link) {
+			_ = c.Close()
+		}
+	}
+}
+
+// acceptRetry is how long the peer port waits after a failed accept.
+const acceptRetry = 50 * time.Millisecond
+
+// link takes a connection a front node opened: the TLS handshake, in
+// which a client whose certificate no node published is refused, within
+// handshakeTimeout, then the link, until it ends.
+func (p *Peers) link(c net.Conn) {
+	tc := tls.Server(c, p.tls)
+	defer tc.Close()
+	if err := c.SetDeadline(time.Now().Add(handshakeTimeout)); err != nil || tc.Handshake() != nil {
+		return
+	}
+	node := p.client(tc.ConnectionState())
+	f := newFrames(tc)
+	if node == "" || f.write(nil) != nil || c.SetDeadline(time.Time{}) != nil {
+		return
+	}
+	_ = p.serve(f, node)
+}
+
 // serve takes a front node's link: it hands each command to the node's
 // Take and writes the answers back, until the link ends. Its client's
 // certificate was checked before (serverTLS): an unknown one never gets
 // here.
-func (p *Peers) serve(ss grpc.ServerStream) error {
-	node := p.client(ss.Context())
-	if node == "" {
-		return errUnknownPeer
-	}
+func (p *Peers) serve(f *frames, node string) error {
 	in := &inbound{ids: node + "-", out: newBatcher(), owed: newBudget(p.cfg)}
-	if err := ss.SendHeader(nil); err != nil {
-		return err
-	}
 	done := make(chan struct{})
 	wrote := make(chan error, 1)
-	go func() { wrote <- in.out.run(done, func(m []byte) error { return ss.SendMsg(&m) }) }()
+	go func() {
+		wrote <- in.out.run(done, func(m []byte) error {
+			if len(m) > 0 {
+				p.met.answerMsgs.Inc()
+			}
+			return f.write(m)
+		}, pingEvery)
+	}()
 	read := make(chan error, 1)
-	go func() { read <- p.read(ss, in) }()
+	go func() { read <- p.read(f, in) }()
 	defer p.drop(in)
-	// Either side's end ends the link: returning cancels the stream,
-	// which ends the other.
+	// Either side's end ends the link: closing the connection ends the
+	// other, a write it holds up included.
+	defer f.c.Close()
 	select {
 	case err := <-wrote:
 		return err
 	case err := <-read:
+		_ = f.c.Close()
 		close(done)
 		<-wrote
 		return err
@@ -59,23 +98,17 @@ func (p *Peers) serve(ss grpc.ServerStream) error {
 
 // client is the node whose certificate the link's client showed, as the
 // directory knows it now ("" for none).
-func (p *Peers) client(ctx context.Context) string {
-	pr, ok := grpcpeer.FromContext(ctx)
-	if !ok {
+func (p *Peers) client(st tls.ConnectionState) string {
+	if len(st.PeerCertificates) == 0 {
 		return ""
 	}
-	info, ok := pr.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(info.State.PeerCertificates) == 0 {
-		return ""
-	}
-	return p.dir.nodeOf(fingerprint(info.State.PeerCertificates[0].Raw))
+	return p.dir.nodeOf(fingerprint(st.PeerCertificates[0].Raw))
 }
 
 // read hands the link's commands to received until the link ends.
-func (p *Peers) read(ss grpc.ServerStream, in *inbound) error {
+func (p *Peers) read(f *frames, in *inbound) error {
 	for {
-		var m []byte
-		err := ss.RecvMsg(&m)
+		m, err := f.read()
 		if err == nil {
 			err = eachEntry(m, func(tag uint64, key, value []byte) { p.received(in, tag, key, value) })
 		}
@@ -144,29 +177,32 @@ func (p *Peers) Owes(rid []byte) bool {
 
 // Reply sends the reply to request rid, from a committed round, back on
 // its link; false if rid did not come over one still up.
-func (p *Peers) Reply(rid string, reply []byte) bool { return p.answer(rid, answerReply, reply) }
+func (p *Peers) Reply(rid, reply []byte) bool { return p.answer(rid, answerReply, reply) }
 
 // Fail fails request rid on its link; false if rid did not come over one
 // still up.
-func (p *Peers) Fail(rid string) bool { return p.answer(rid, answerFailed, nil) }
+func (p *Peers) Fail(rid string) bool { return p.answer([]byte(rid), answerFailed, nil) }
 
 // Kafka tells the front node of request rid that the reply comes through
 // its inbox.
-func (p *Peers) Kafka(rid string) { p.answer(rid, answerKafka, nil) }
+func (p *Peers) Kafka(rid []byte) { p.answer(rid, answerKafka, nil) }
 
-func (p *Peers) answer(rid string, kind uint64, v []byte) bool {
+// answer sends an answer of kind to request rid back on its link. Request
+// ids are bytes here, as the rounds hold them, since looking one up copies
+// nothing where a string of it would.
+func (p *Peers) answer(rid []byte, kind uint64, v []byte) bool {
 	if p == nil {
 		return false
 	}
 	p.mu.Lock()
-	in, ok := p.owed[rid]
+	in, ok := p.owed[string(rid)]
 	if ok {
-		delete(p.owed, rid)
+		delete(p.owed, string(rid))
 		in.owed.give(rid)
 	}
 	p.mu.Unlock()
 	if ok {
-		in.out.add(kind, []byte(rid), v)
+		in.out.add(kind, rid, v)
 	}
 	return ok
 }
@@ -175,4 +211,49 @@ func (p *Peers) answer(rid string, kind uint64, v []byte) bool {
 func requestID(key []byte) (string, bool) {
 	_, rid, ok := calls.ReplyAddress(key)
 	return string(rid), ok
+}
+
+// served is the owner's side of the links: the connections open, closed
+// when the node stops, and the goroutines serving them, waited for.
+type served struct {
+	mu     sync.Mutex
+	open   map[net.Conn]struct{}
+	wg     sync.WaitGroup
+	closed bool
+}
+
+// take serves c with fn in the background, counting it open until fn
+// returns; false once stop began.
+func (s *served) take(c net.Conn, fn func(net.Conn)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.open == nil {
+		s.open = map[net.Conn]struct{}{}
+	}
+	s.open[c] = struct{}{}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn(c)
+		s.mu.Lock()
+		delete(s.open, c)
+		s.mu.Unlock()
+	}()
+	return true
+}
+
+// stop closes the connections open and waits for their goroutines.
+func (s *served) stop() {
+	s.mu.Lock()
+	s.closed = true
+	open := s.open
+	s.open = nil
+	s.mu.Unlock()
+	for c := range open {
+		_ = c.Close()
+	}
+	s.wg.Wait()
 }

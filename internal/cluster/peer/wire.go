@@ -1,9 +1,14 @@
 package peer
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
+	"io"
+	"net"
+	"runtime"
 	"sync"
+	"time"
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
@@ -70,7 +75,9 @@ type batcher struct {
 	scratch []byte
 	cur     []byte
 	full    [][]byte
-	wake    chan struct{}
+	// spare is a message's buffer the writer is done with, for the next.
+	spare []byte
+	wake  chan struct{}
 }
 
 func newBatcher() *batcher { return &batcher{wake: make(chan struct{}, 1)} }
@@ -82,6 +89,9 @@ func (b *batcher) add(tag uint64, key, value []byte) {
 	if len(b.cur) > 0 && len(b.cur)+size > packLimit {
 		b.full = append(b.full, b.cur)
 		b.cur = nil
+	}
+	if b.cur == nil {
+		b.cur, b.spare = b.spare, nil
 	}
 	if b.cur == nil {
 		b.cur = make([]byte, 0, max(4<<10, size))
@@ -106,32 +116,146 @@ func (b *batcher) take() [][]byte {
 	return msgs
 }
 
-// run sends the queued messages with send until done closes or a send
-// fails.
-func (b *batcher) run(done <-chan struct{}, send func([]byte) error) error {
+// reuse keeps the buffer of a message sent for the next, unless it is
+// larger than messages mostly are.
+func (b *batcher) reuse(m []byte) {
+	if cap(m) > 64<<10 {
+		return
+	}
+	b.mu.Lock()
+	if b.spare == nil {
+		b.spare = m[:0]
+	}
+	b.mu.Unlock()
+}
+
+// run sends the queued messages with send, which is done with each once
+// it returns, until done closes or a send fails; and a ping, an empty
+// message, each period of ping in which it sent nothing (0: none).
+func (b *batcher) run(done <-chan struct{}, send func([]byte) error, ping time.Duration) error {
+	var tick <-chan time.Time
+	if ping > 0 {
+		t := time.NewTicker(ping)
+		defer t.Stop()
+		tick = t.C
+	}
+	sent := false
 	for {
 		select {
 		case <-b.wake:
+		case <-tick:
+			if !sent {
+				if err := send(nil); err != nil {
+					return err
+				}
+			}
+			sent = false
+			continue
 		case <-done:
 			return nil
 		}
+		// The goroutine that woke the writer has usually just queued the
+		// one entry; yielding once lets the goroutines runnable now (other
+		// requests' handlers, a round settling) queue theirs, which then
+		// share the message. A message costs a write, a TLS record and
+		// the peer's read and wake-ups, whatever its entries.
+		runtime.Gosched()
 		for _, m := range b.take() {
 			if err := send(m); err != nil {
 				return err
 			}
+			b.reuse(m)
+			sent = true
 		}
 	}
 }
 
-// codec is the links' gRPC codec: a message is its bytes.
-type codec struct{}
+// A link is a TLS connection carrying messages each way, each framed by
+// its length (4 bytes, big-endian); a message of length 0 is a ping,
+// which a side sends when it wrote nothing for pingEvery, so that the
+// other, which reads something at least that often, ends a link silent
+// for readTimeout: its peer vanished without closing it. The owner's
+// first message, a ping, says that it took the link.
+const (
+	frameHeader = 4
+	pingEvery   = keepaliveTime / 2
+	readTimeout = keepaliveTime + keepaliveTimeout
+)
 
-func (codec) Marshal(v any) ([]byte, error) { return *v.(*[]byte), nil }
-
-// Unmarshal copies data, which gRPC reuses once it returns.
-func (codec) Unmarshal(data []byte, v any) error {
-	*v.(*[]byte) = append([]byte(nil), data...)
-	return nil
+// frames reads and writes a link's messages. One goroutine reads and one
+// writes.
+type frames struct {
+	c net.Conn
+	r *bufio.Reader
+	w *bufio.Writer
+	// armed is when the read deadline was last moved: it is moved once a
+	// second at most, not before every message.
+	armed time.Time
 }
 
-func (codec) Name() string { return "surge-peer" }
+func newFrames(c net.Conn) *frames {
+	return &frames{c: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10)}
+}
+
+// write sends message m (empty: a ping), header and body in one TLS
+// record when they fit in one.
+func (f *frames) write(m []byte) error {
+	var h [frameHeader]byte
+	binary.BigEndian.PutUint32(h[:], uint32(len(m)))
+	_, _ = f.w.Write(h[:])
+	_, _ = f.w.Write(m)
+	return f.w.Flush()
+}
+
+// read returns the next message, which the caller owns, skipping pings;
+// an error once the link is silent for readTimeout, or sends a message
+// over maxMessage.
+func (f *frames) read() ([]byte, error) {
+	for {
+		n, err := f.header()
+		if err != nil || n == 0 {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		m := make([]byte, n)
+		if _, err := io.ReadFull(f.r, m); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+}
+
+// header reads a message's header and returns its length.
+func (f *frames) header() (int, error) {
+	if now := time.Now(); now.Sub(f.armed) > time.Second {
+		if err := f.c.SetReadDeadline(now.Add(readTimeout)); err != nil {
+			return 0, err
+		}
+		f.armed = now
+	}
+	var h [frameHeader]byte
+	if _, err := io.ReadFull(f.r, h[:]); err != nil {
+		return 0, err
+	}
+	n := binary.BigEndian.Uint32(h[:])
+	if n > maxMessage {
+		return 0, errBadMessage
+	}
+	return int(n), nil
+}
+
+// welcomed waits for the owner's first message, which says it took the
+// link (the caller bounds the wait with the connection's deadline); a
+// client whose certificate the owner refused gets the handshake's alert
+// instead.
+func (f *frames) welcomed() error {
+	f.armed = time.Now() // header leaves the caller's deadline be
+	n, err := f.header()
+	if err == nil && n != 0 {
+		err = errBadMessage
+	}
+	f.armed = time.Time{} // the next read arms readTimeout
+	return err
+}
