@@ -176,6 +176,12 @@ func (b *batcher) run(done <-chan struct{}, send func([]byte) error, ping time.D
 // other, which reads something at least that often, ends a link silent
 // for readTimeout: its peer vanished without closing it. The owner's
 // first message, a ping, says that it took the link.
+//
+// Framing by hand rather than a gRPC stream: gRPC's writer and reader
+// goroutines cost two more wake-ups per message, and its framing and
+// per-message bookkeeping more CPU. BenchmarkLinkRoundTrip (64 commands in
+// flight, ABBA x4) measured 2,256-2,389 CPU ns per command over a gRPC
+// stream against 1,347-1,535 framed (0.63x).
 const (
 	frameHeader = 4
 	pingEvery   = keepaliveTime / 2
