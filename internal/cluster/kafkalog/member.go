@@ -42,6 +42,10 @@ type Output struct {
 	Partition int32
 	Key       []byte
 	Value     []byte
+	// From is, for a Reply or a Forward, the commands partition whose
+	// round owes it: a round without a transaction (ChainMember) gives it
+	// to its caller to send only once that partition's write counts.
+	From int32
 }
 
 // Apply is a round's transform: it applies a batch of commands, in each
