@@ -148,24 +148,15 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 		return nil, errors.New("kafkalog: empty node id")
 	}
 	m := &Member{cfg: c, h: h, owned: map[int32]bool{}, positioned: map[int32]bool{}}
-	base := append(append(c.SeedsFor("member"), producing()...),
-		kgo.ConsumerGroup(c.Group()),
-		kgo.ConsumeTopics(c.CommandsTopic()),
-		// A partition without committed offsets is read from its first command.
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	base := append(append(c.SeedsFor("member"), producing()...), consuming(c)...)
+	base = append(base,
 		kgo.TransactionalID(c.TransactionalID(node)),
-		// franz-go always fetches a group's offsets with RequireStable: a new
-		// owner waits while the former owner's transaction is open.
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.Balancers(watch{kgo.CooperativeStickyBalancer(), m}),
 		kgo.WithHooks(lossHook{m}),
 		kgo.OnPartitionsAssigned(m.track(true)),
 		kgo.OnPartitionsRevoked(m.track(false)),
 		kgo.OnPartitionsLost(m.track(false)),
 	)
-	if c.SessionTimeout > 0 {
-		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
-	}
 	m.opts = append(base, opts...)
 	if err := m.session(ctx); err != nil {
 		return nil, err

@@ -24,6 +24,25 @@ type poller struct {
 	took  map[int32]bool
 }
 
+// consuming are the options of a member's client as a consumer of the
+// commands topic in the cluster's group.
+func consuming(c Config) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.ConsumerGroup(c.Group()),
+		kgo.ConsumeTopics(c.CommandsTopic()),
+		// A partition without committed offsets is read from its first command.
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Forwards of transactional rounds are read once committed only.
+		// franz-go always fetches a group's offsets with RequireStable: a
+		// new owner waits while the former owner's transaction is open.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	}
+	if c.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
+	}
+	return opts
+}
+
 // begin starts a round taking local's commands (nil: none).
 func (g *poller) begin(local Local) {
 	g.local = local
