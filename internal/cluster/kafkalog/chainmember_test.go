@@ -52,7 +52,7 @@ func joinChain(t *testing.T, c Config, name string) *chainNode {
 	return n
 }
 
-// tell records what a handler was told and wakes await.
+// tell records what a handler or a round told and wakes await.
 func (n *chainNode) tell(f func()) {
 	n.mu.Lock()
 	f()
@@ -128,13 +128,13 @@ func (n *chainNode) record(res ChainRound, batch []Command) {
 	for _, pr := range res.Partitions {
 		counted[pr.Partition] = pr.Result == Counted
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, c := range batch {
-		if counted[c.Partition] {
-			n.applied[string(c.Key)]++
+	n.tell(func() {
+		for _, c := range batch {
+			if counted[c.Partition] {
+				n.applied[string(c.Key)]++
+			}
 		}
-	}
+	})
 }
 
 // runChains runs the nodes' rounds concurrently until their counted rounds
