@@ -84,9 +84,6 @@ type ChainHandlers struct {
 // the group's rebalance: a take that fails is tried again by the rounds.
 const takeTime = 30 * time.Second
 
-// The group's callbacks use the client they are given: the first may run
-// before JoinChain has the client to keep.
-
 // JoinChain makes a ChainMember of the cluster's consumer group, writing
 // its rounds through o. opts are added last.
 func JoinChain(c Config, o *Owner, h ChainHandlers, opts ...kgo.Opt) (*ChainMember, error) {
@@ -130,7 +127,9 @@ func (m *ChainMember) Takes(p int32) bool {
 func (m *ChainMember) Close() { m.cl.Close() }
 
 // onAssigned takes each partition the group assigns the member. One whose
-// take fails is not read until a round takes it again.
+// take fails is not read until a round takes it again. The group's
+// callbacks use the client they are given: the first may run before
+// JoinChain has the client to keep.
 func (m *ChainMember) onAssigned(ctx context.Context, cl *kgo.Client, parts map[string][]int32) {
 	ps := slices.Sorted(slices.Values(parts[m.cfg.CommandsTopic()]))
 	m.mu.Lock()

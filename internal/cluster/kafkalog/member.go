@@ -57,7 +57,7 @@ type Apply func(ctx context.Context, batch []Command) ([]Output, error)
 // for partitions the member owns, which the node gives its own rounds
 // instead of appending them to the commands topic. A round takes them
 // beside the commands it polls, and applies and commits them the same way,
-// with no offset of their own (Member.Takes).
+// with no offset of their own (Member.Takes, ChainMember.Takes).
 type Local interface {
 	// Waiting receives when commands may wait to be taken.
 	Waiting() <-chan struct{}
