@@ -7,11 +7,13 @@ import (
 	"testing"
 )
 
-// roundsUntil runs nd's rounds until ctx ends, then sends their first
-// error, or nil.
-func roundsUntil(ctx context.Context, nd *chainNode, errs chan<- error) {
-	for ctx.Err() == nil {
-		if _, err := nd.round(ctx, ctx); err != nil {
+// roundsUntil runs nd's rounds under ctx until stop ends, then sends
+// their first error, or nil. stop ends only a round's wait for commands:
+// a write it cut would be of unknown outcome, which a test counting the
+// commands of counted rounds could not count.
+func roundsUntil(stop, ctx context.Context, nd *chainNode, errs chan<- error) {
+	for stop.Err() == nil {
+		if _, err := nd.round(stop, ctx); err != nil {
 			errs <- err
 			return
 		}
@@ -50,13 +52,13 @@ func TestChainMembersApplyEachCommandOnceAcrossMoves(t *testing.T) {
 	errs, appended := make(chan error, 2), make(chan error, 1)
 	actx, stopA := context.WithCancel(ctx)
 	defer stopA()
-	go roundsUntil(actx, a, errs)
+	go roundsUntil(actx, ctx, a, errs)
 	a.await(t, ctx, func() bool { return len(a.applied) == n/3 }, fmt.Sprintf("applied %d", n/3))
 
 	b := joinChain(t, c, "b")
 	bctx, stopB := context.WithCancel(ctx)
 	defer stopB()
-	go roundsUntil(bctx, b, errs)
+	go roundsUntil(bctx, ctx, b, errs)
 	b.await(t, ctx, func() bool { return len(b.m.Owned()) == 2 }, "owns 2")
 	appendCommands(t, ctx, c, n/3, n/3)
 	b.await(t, ctx, func() bool { return len(b.applied) >= n/12 }, fmt.Sprintf("applied %d", n/12))
