@@ -75,7 +75,8 @@ func takeInto(t *testing.T, ctx context.Context, s *Snapshots, o *kafkalog.Owner
 
 // A copy keeps, with the offset a round's write moves it to, the chain
 // state there: a later take restores from it, reading none of the
-// changes the copy holds, and goes on from the trailer the copy kept. A
+// changes the copy holds, and goes on from the trailer the copy kept,
+// owing the forwards it owed, whose records lie below the offset. A
 // copy without a chain state (kept by transactional rounds) is read again
 // from the changelog's start.
 func TestCopyKeepsTheChainState(t *testing.T) {
@@ -90,7 +91,9 @@ func TestCopyKeepsTheChainState(t *testing.T) {
 		t.Fatalf("a's take read from %+v, want the start", from)
 	}
 	set := kafkalog.Output{Kind: kafkalog.Change, Partition: 0, Key: []byte("k"), Value: []byte{opSet, 'v'}}
-	out, err := a.Round(ctx, []kafkalog.Batch{{Partition: 0, Commands: 7, Updates: []kafkalog.Update{{Key: set.Key, Value: set.Value}}}})
+	book, _ := a.Book(0)
+	book.Owe(1, []byte("f"), []byte("credit"))
+	out, err := a.Round(ctx, []kafkalog.Batch{{Partition: 0, Commands: 7, Updates: []kafkalog.Update{{Key: set.Key, Value: set.Value}}, Book: &book}})
 	if err != nil || out[0].Result != kafkalog.Counted {
 		t.Fatalf("a's round: %+v, %v", out, err)
 	}
@@ -113,6 +116,9 @@ func TestCopyKeepsTheChainState(t *testing.T) {
 	}
 	if at, _ := b.Commands(0); at != 7 {
 		t.Fatalf("b reads the commands from %d, want the trailer's 7", at)
+	}
+	if bb, _ := b.Book(0); len(bb.Owed()) != 1 || string(bb.Owed()[0].Value) != "credit" {
+		t.Fatalf("b owes %+v, want the copy's forward of credit", bb.Owed())
 	}
 
 	m, _, _ = s.meta(0)

@@ -119,7 +119,7 @@ type part struct {
 // parts groups a round's commands and outputs per partition: each batch
 // carries the partition's changes and a trailer at the offset after its
 // last command read, or its last trailer's position if the round read
-// none there, with its book as the last trailer left it.
+// none there; with no Book, it keeps the partition's.
 func (m *ChainMember) parts(batch []Command, outs []Output) (map[int32]*part, error) {
 	parts := map[int32]*part{}
 	of := func(p int32) *part {
@@ -127,8 +127,7 @@ func (m *ChainMember) parts(batch []Command, outs []Output) (map[int32]*part, er
 			return pt
 		}
 		at, _ := m.o.Commands(p)
-		book, _ := m.o.Book(p)
-		pt := &part{batch: Batch{Partition: p, Commands: at, Book: &book}}
+		pt := &part{batch: Batch{Partition: p, Commands: at}}
 		parts[p] = pt
 		return pt
 	}

@@ -1,6 +1,7 @@
 package kafkalog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -36,13 +37,24 @@ type Snapshot struct {
 }
 
 // AppendChainState appends s's epoch and last trailer, not its offset, to
-// b: what a local copy keeps beside its offset (ReadChainState).
+// b, with the forwards its book owes: what a local copy keeps beside its
+// offset (ReadChainState). A trailer keeps only the book's counters, and
+// the tail read from the copy's offset may hold none of the forwards'
+// records.
 func AppendChainState(b []byte, s ChainState) []byte {
 	e := codec.Encoder{B: b}
 	e.Varint(int64(s.Epoch))
 	e.Bool(s.Last != nil)
-	if s.Last != nil {
-		e.String(string(TrailerRecord("", 0, *s.Last).Value))
+	if s.Last == nil {
+		return e.B
+	}
+	e.String(string(TrailerRecord("", 0, *s.Last).Value))
+	owed := s.Last.Book.Owed()
+	e.Uvarint(uint64(len(owed)))
+	for _, f := range owed {
+		e.Uvarint(uint64(uint32(f.Partition)))
+		e.Uvarint(f.Seq)
+		e.B = AppendEntry(e.B, f.Key, f.Value)
 	}
 	return e.B
 }
@@ -57,7 +69,12 @@ func ReadChainState(offset int64, b []byte) (ChainState, error) {
 		if err != nil {
 			return ChainState{}, err
 		}
-		last.Book = last.Book.Clone() // not sharing b
+		owed := owedRecords{}
+		for n := d.Uvarint(); n > 0 && d.Err == nil; n-- {
+			id := forwardID{to: int32(uint32(d.Uvarint())), seq: d.Uvarint()}
+			owed[id] = Owed{Partition: id.to, Seq: id.seq, Key: bytes.Clone(d.Bytes()), Value: bytes.Clone(d.Bytes())}
+		}
+		last.Book = owed.book(&last.Book)
 		s.Last = &last
 	}
 	if err := d.Done(); err != nil {
