@@ -34,6 +34,10 @@ type Round struct {
 type Forward struct {
 	Shard int
 	Cmd   Command
+	// From is the shard that owes it, which the engine sets: in a cluster
+	// without transactions a forward goes out only once its source's
+	// round is durable.
+	From int
 }
 
 // Forwarder is a Slice that, under a Committer, leaves what it owes other
@@ -55,10 +59,14 @@ func (e *Engine) commitElsewhere() error {
 	r := Round{Batches: make([]*pebble.Batch, len(e.shards))}
 	for i, s := range e.shards {
 		r.Batches[i] = s.wb
+		owed := len(r.Forwards)
 		for _, sl := range s.slices {
 			if f, ok := sl.(Forwarder); ok {
 				r.Forwards = f.Forwards(r.Forwards)
 			}
+		}
+		for j := owed; j < len(r.Forwards); j++ {
+			r.Forwards[j].From = i
 		}
 	}
 	err := e.refusal()

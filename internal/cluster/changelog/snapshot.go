@@ -97,16 +97,25 @@ func (s *Snapshots) meta(p int32) (kafkalog.Snapshot, bool, error) {
 	if err != nil || !ok {
 		return m, false, err
 	}
-	if len(v) != metaLen {
-		return m, false, fmt.Errorf("changelog: snapshot meta of partition %d: %d bytes, want %d", p, len(v), metaLen)
+	if len(v) < metaLen {
+		return m, false, fmt.Errorf("changelog: snapshot meta of partition %d: %d bytes, want %d or more", p, len(v), metaLen)
 	}
 	copy(m.Topic[:], v)
 	m.Offset = int64(binary.BigEndian.Uint64(v[16:]))
 	m.Epoch = int32(binary.BigEndian.Uint32(v[24:]))
 	m.Taken = time.Unix(0, int64(binary.BigEndian.Uint64(v[28:])))
+	if len(v) > metaLen {
+		st, err := kafkalog.ReadChainState(m.Offset, v[metaLen:])
+		if err != nil {
+			return m, false, fmt.Errorf("changelog: snapshot meta of partition %d: %w", p, err)
+		}
+		m.Chain = &st
+	}
 	return m, true, nil
 }
 
+// metaLen is the length of a meta without a chain state; one with it goes
+// on with kafkalog.AppendChainState's bytes.
 const metaLen = 16 + 8 + 4 + 8
 
 func setMeta(b *pebble.Batch, p int32, m kafkalog.Snapshot) error {
@@ -114,6 +123,9 @@ func setMeta(b *pebble.Batch, p int32, m kafkalog.Snapshot) error {
 	v = binary.BigEndian.AppendUint64(v, uint64(m.Offset))
 	v = binary.BigEndian.AppendUint32(v, uint32(m.Epoch))
 	v = binary.BigEndian.AppendUint64(v, uint64(m.Taken.UnixNano()))
+	if m.Chain != nil {
+		v = kafkalog.AppendChainState(v, *m.Chain)
+	}
 	return b.Set(snapKey(snapMeta, p, nil), v, nil)
 }
 
@@ -121,15 +133,33 @@ func setMeta(b *pebble.Batch, p int32, m kafkalog.Snapshot) error {
 // partitions, with the changelog offsets the round reached (ends), in one
 // local batch.
 func (s *Snapshots) Commit(outs []kafkalog.Output, ends map[int32]int64) error {
+	to := make(map[int32]position, len(ends))
+	for p, end := range ends {
+		to[p] = position{offset: end}
+	}
+	return s.commit(outs, to)
+}
+
+// position is where a round leaves a partition's copy: the changelog
+// offset it covers, and the chain state there (nil for a transactional
+// round's).
+type position struct {
+	offset int64
+	chain  *kafkalog.ChainState
+}
+
+// commit adds outs' changes to their partitions' copies, and moves each
+// copy in to to its position, in one local batch.
+func (s *Snapshots) commit(outs []kafkalog.Output, to map[int32]position) error {
 	b := s.db.NewBatch()
-	if err := s.fill(b, outs, ends); err != nil {
+	if err := s.fill(b, outs, to); err != nil {
 		_ = b.Close()
 		return err
 	}
 	return s.db.CommitNoSync(b)
 }
 
-func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32]int64) error {
+func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, to map[int32]position) error {
 	var prefix [5]byte // snapKey(snapData, partition, nil), not allocated per record
 	prefix[0] = snapData
 	for _, o := range outs {
@@ -142,7 +172,7 @@ func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32
 		}
 	}
 	now := time.Now()
-	for p, end := range ends {
+	for p, at := range to {
 		m, ok, err := s.meta(p)
 		if err != nil {
 			return err
@@ -150,7 +180,7 @@ func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, ends map[int32
 		if !ok { // never restored here: its restore sets what it covers
 			continue
 		}
-		m.Offset, m.Taken = end, now
+		m.Offset, m.Taken, m.Chain = at.offset, now, at.chain
 		if err := setMeta(b, p, m); err != nil {
 			return err
 		}
@@ -187,15 +217,11 @@ func (s *Snapshots) restore(ctx context.Context, cache *store.Store, p int32) er
 	w := &restoreWriter{cache: cache, snap: s.db, cb: cache.NewBatch(), sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}
 	defer w.close()
 	if from == 0 {
-		// Nothing of the copy is kept; without its meta a copy cut short
-		// by a crash is not used.
-		if err := w.sb.DeleteRange(w.prefix, snapKey(snapData, p+1, nil), nil); err != nil {
-			return err
-		}
-		if err := w.sb.Delete(snapKey(snapMeta, p, nil), nil); err != nil {
-			return err
-		}
-	} else if err := w.copy(); err != nil {
+		err = w.drop(p)
+	} else {
+		err = w.copy()
+	}
+	if err != nil {
 		return err
 	}
 	m, err := kafkalog.RestoreFrom(ctx, s.cfg, p, from, func(k, v []byte) error {
@@ -235,6 +261,15 @@ type restoreWriter struct {
 	cache, snap *store.Store
 	cb, sb      *pebble.Batch
 	prefix      []byte
+}
+
+// drop deletes partition p's copy, read again from the changelog's start:
+// without its meta a copy cut short by a crash is not used.
+func (w *restoreWriter) drop(p int32) error {
+	if err := w.sb.DeleteRange(w.prefix, snapKey(snapData, p+1, nil), nil); err != nil {
+		return err
+	}
+	return w.sb.Delete(snapKey(snapMeta, p, nil), nil)
 }
 
 // copy writes the partition's copy into the cache.

@@ -28,15 +28,15 @@ var (
 
 // gather adds to batch the commands that come, as above, until it has
 // max of them (poll), if the previous round was busy.
-func (m *Member) gather(ctx context.Context, batch []Command, max int) []Command {
-	if m.last < busyRound {
+func (g *poller) gather(ctx context.Context, batch []Command, max int) []Command {
+	if g.last < busyRound {
 		return batch
 	}
 	linger, cancel := context.WithTimeout(ctx, roundLinger)
 	defer cancel()
 	for len(batch) < max {
 		gap, cancelGap := context.WithTimeout(linger, gapAfter(len(batch)))
-		more, err := m.next(gap, max-len(batch))
+		more, err := g.next(gap, max-len(batch))
 		cancelGap()
 		batch = append(batch, more...)
 		if err != nil || len(more) == 0 {

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,6 +42,10 @@ type Output struct {
 	Partition int32
 	Key       []byte
 	Value     []byte
+	// From is, for a Reply or a Forward, the commands partition whose
+	// round owes it: a round without a transaction (ChainMember) gives it
+	// to its caller to send only once that partition's write counts.
+	From int32
 }
 
 // Apply is a round's transform: it applies a batch of commands, in each
@@ -54,7 +57,7 @@ type Apply func(ctx context.Context, batch []Command) ([]Output, error)
 // for partitions the member owns, which the node gives its own rounds
 // instead of appending them to the commands topic. A round takes them
 // beside the commands it polls, and applies and commits them the same way,
-// with no offset of their own (Member.Takes).
+// with no offset of their own (Member.Takes, ChainMember.Takes).
 type Local interface {
 	// Waiting receives when commands may wait to be taken.
 	Waiting() <-chan struct{}
@@ -115,20 +118,14 @@ type Member struct {
 	// round's own.
 	txnTimeout time.Duration
 
-	// last is the number of commands the previous round read (gather).
-	last int
+	// g gathers the rounds' commands (poll.go).
+	g poller
 	// open is set while a round's transaction may still be open: from its
 	// Begin until an End that returned without error (endLeftOpen).
 	open bool
 	// unsure is set by a round whose End failed: its transaction may have
 	// committed (renewUnsure).
 	unsure bool
-
-	// local is the running round's source of local commands (nil: none),
-	// and fence the partitions of those it took (fenced), cleared at each
-	// round's start.
-	local Local
-	fence map[int32]bool
 
 	mu sync.Mutex
 	// owned are the partitions the member owns (ownership.go).
@@ -150,25 +147,16 @@ func Join(ctx context.Context, c Config, node string, h Handlers, opts ...kgo.Op
 	if node == "" {
 		return nil, errors.New("kafkalog: empty node id")
 	}
-	m := &Member{cfg: c, h: h, owned: map[int32]bool{}, positioned: map[int32]bool{}, fence: map[int32]bool{}}
-	base := append(append(c.SeedsFor("member"), producing()...),
-		kgo.ConsumerGroup(c.Group()),
-		kgo.ConsumeTopics(c.CommandsTopic()),
-		// A partition without committed offsets is read from its first command.
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	m := &Member{cfg: c, h: h, owned: map[int32]bool{}, positioned: map[int32]bool{}}
+	base := append(append(c.SeedsFor("member"), producing()...), consuming(c)...)
+	base = append(base,
 		kgo.TransactionalID(c.TransactionalID(node)),
-		// franz-go always fetches a group's offsets with RequireStable: a new
-		// owner waits while the former owner's transaction is open.
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.Balancers(watch{kgo.CooperativeStickyBalancer(), m}),
 		kgo.WithHooks(lossHook{m}),
 		kgo.OnPartitionsAssigned(m.track(true)),
 		kgo.OnPartitionsRevoked(m.track(false)),
 		kgo.OnPartitionsLost(m.track(false)),
 	)
-	if c.SessionTimeout > 0 {
-		base = append(base, kgo.SessionTimeout(c.SessionTimeout), kgo.HeartbeatInterval(c.SessionTimeout/3))
-	}
 	m.opts = append(base, opts...)
 	if err := m.session(ctx); err != nil {
 		return nil, err
@@ -188,6 +176,7 @@ func (m *Member) session(ctx context.Context) error {
 		return fmt.Errorf("kafkalog: initialising the member's producer: %w", err)
 	}
 	m.s = s
+	m.g.cl = s.Client()
 	m.txnTimeout = s.Client().OptValue(kgo.TransactionTimeout).(time.Duration)
 	return nil
 }
@@ -252,10 +241,9 @@ func (m *Member) Round(ctx context.Context, max int, apply Apply) (RoundResult, 
 // that found commands runs under ctx. A round also takes the commands of
 // local (nil: none), before those it polls, up to max in all.
 func (m *Member) RoundWait(wait, ctx context.Context, maxCommands int, local Local, apply Apply) (RoundResult, error) {
-	m.local = local
-	clear(m.fence)
+	m.g.begin(local)
 	res, err := m.round(wait, ctx, maxCommands, apply)
-	m.local = nil
+	m.g.local = nil
 	m.cfg.Meter.round(res)
 	return res, err
 }
@@ -269,16 +257,7 @@ func (m *Member) round(wait, ctx context.Context, maxCommands int, apply Apply) 
 		return RoundResult{}, err
 	}
 	m.position()
-	batch, err := m.next(wait, maxCommands)
-	if len(batch) > 0 && !errors.Is(err, kgo.ErrClientClosed) {
-		// An error beside commands is another partition's: the commands
-		// were consumed when polled, and a round that dropped them would
-		// let the next commit skip them. The error comes back with the
-		// next poll that finds no command.
-		err = nil
-		batch = m.gather(ctx, batch, maxCommands)
-	}
-	m.last = len(batch)
+	batch, err := m.g.commands(wait, ctx, maxCommands)
 	if err != nil || len(batch) == 0 {
 		return RoundResult{Aborted: true}, err
 	}
@@ -380,88 +359,6 @@ func (m *Member) endLeftOpen(ctx context.Context) error {
 	return nil
 }
 
-// next waits, until ctx ends, for commands polled from the owned
-// partitions or taken from the round's local source, and returns up to
-// want of them, the local ones first. Commands taken locally are never
-// waited past: with some, the poll returns only what the client holds.
-func (m *Member) next(ctx context.Context, want int) ([]Command, error) {
-	if m.local == nil {
-		return m.poll(ctx, want)
-	}
-	for {
-		taken := m.local.Take(want)
-		for _, c := range taken {
-			m.fence[c.Partition] = true
-		}
-		if len(taken) > 0 {
-			polled, err := m.poll(heldOnly, want-len(taken))
-			return append(taken, polled...), err
-		}
-		polled, woken, err := m.pollWoken(ctx, want)
-		if len(polled) > 0 || !woken {
-			return polled, err
-		}
-	}
-}
-
-// pollWoken is poll, ended early when the local source says commands
-// wait (woken).
-func (m *Member) pollWoken(ctx context.Context, want int) (polled []Command, woken bool, err error) {
-	wctx, cancel := context.WithCancel(ctx)
-	var wake sync.WaitGroup
-	wake.Go(func() {
-		select {
-		case <-m.local.Waiting():
-			woken = true
-			cancel()
-		case <-wctx.Done():
-		}
-	})
-	polled, err = m.poll(wctx, want)
-	cancel()
-	wake.Wait()
-	return polled, woken && ctx.Err() == nil, err
-}
-
-// poll reads commands, waiting until some come or ctx ends, and stops
-// once it has want of them: it takes ceil((want-had)/PackMax) records at a
-// time, the first waiting, the next only if the client holds them already,
-// so it reads at most want+PackMax-1 commands (a packed record is never
-// split). Under heldOnly it waits for none: it takes only what the
-// client holds. With an error it returns the commands it read before it. A
-// packed record that does not unpack is one command with no key and no
-// value, which the round drops as malformed.
-func (m *Member) poll(ctx context.Context, want int) ([]Command, error) {
-	var batch []Command
-	for wait := ctx; len(batch) < want; wait = heldOnly {
-		fetches := m.s.PollRecords(wait, (want-len(batch)+PackMax-1)/PackMax)
-		if fetches.IsClientClosed() {
-			return batch, kgo.ErrClientClosed
-		}
-		// Records polled count as consumed: they are applied even if ctx
-		// ended meanwhile, or the next commit would skip them.
-		if fetches.NumRecords() == 0 {
-			if wait == heldOnly {
-				return batch, nil
-			}
-			if err := ctx.Err(); err != nil && len(batch) == 0 {
-				return nil, err
-			}
-		}
-		fetches.EachRecord(func(r *kgo.Record) {
-			if err := unpacked(r, func(c Command) { batch = append(batch, c) }); err != nil {
-				batch = append(batch, Command{Partition: r.Partition, Offset: r.Offset})
-			}
-		})
-		for _, fe := range fetches.Errors() {
-			if !transient(fe.Err) && !errors.Is(fe.Err, context.Canceled) && !errors.Is(fe.Err, context.DeadlineExceeded) {
-				return batch, fmt.Errorf("kafkalog: reading %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
-			}
-		}
-	}
-	return batch, nil
-}
-
 // errNoPosition aborts a round that took local commands for partitions
 // none of which has a committed offset left to commit again.
 var errNoPosition = errors.New("kafkalog: no committed offset to fence a round's local commands with")
@@ -488,7 +385,7 @@ var errDisowned = errors.New("kafkalog: a partition the round wrote moved")
 // it wrote (changelog) or whose local commands it took (ownership.go).
 func (m *Member) fenced(ctx context.Context, changelog map[int32]int64) (context.Context, error) {
 	touched := slices.Collect(maps.Keys(changelog))
-	for p := range m.fence {
+	for p := range m.g.took {
 		touched = append(touched, p)
 	}
 	if len(touched) == 0 {
@@ -510,12 +407,12 @@ func (m *Member) fenced(ctx context.Context, changelog map[int32]int64) (context
 // positions returns the committed offsets of the partitions whose local
 // commands the round took, to commit again.
 func (m *Member) positions() ([]kmsg.TxnOffsetCommitRequestTopicPartition, error) {
-	if len(m.fence) == 0 {
+	if len(m.g.took) == 0 {
 		return nil, nil
 	}
 	committed := m.s.Client().CommittedOffsets()[m.cfg.CommandsTopic()]
 	var at []kmsg.TxnOffsetCommitRequestTopicPartition
-	for _, p := range slices.Sorted(maps.Keys(m.fence)) {
+	for _, p := range slices.Sorted(maps.Keys(m.g.took)) {
 		if eo, ok := committed[p]; ok {
 			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch = p, eo.Offset, eo.Epoch
@@ -548,21 +445,6 @@ func (m *Member) commitAgain(req *kmsg.TxnOffsetCommitRequest, at []kmsg.TxnOffs
 			t.Partitions = append(t.Partitions, rp)
 		}
 	}
-}
-
-// heldOnly, as a poll's context, waits for nothing: the poll takes only
-// the records the client holds already. It is nil, which franz-go's
-// PollRecords documents as "drain what is buffered and return"; a
-// context that has ended would return its error and none of them.
-var heldOnly context.Context
-
-// transient reports a poll error that the client gets over by itself: a
-// failed attempt to join the group, which it retries (the coordinator may
-// be moving, as when a broker dies), or a retriable broker error. The poll
-// reports them for information; a round just has no commands then.
-func transient(err error) bool {
-	var session *kgo.ErrGroupSession
-	return errors.As(err, &session) || kerr.IsRetriable(err)
 }
 
 // produce writes a round's outputs into the open transaction, in one

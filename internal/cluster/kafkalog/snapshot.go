@@ -1,6 +1,7 @@
 package kafkalog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/surge-dev/surge/internal/codec"
 )
 
 // Snapshot is what a node's local copy of one changelog partition covers:
@@ -27,6 +30,57 @@ type Snapshot struct {
 	Epoch int32
 	// Taken is when the copy was last brought up to Offset.
 	Taken time.Time
+	// Chain is where a replay of the partition through a Chain stands at
+	// Offset (its Offset is Offset), kept by a copy of rounds without a
+	// transaction; nil for a copy of transactional rounds.
+	Chain *ChainState
+}
+
+// AppendChainState appends s's epoch and last trailer, not its offset, to
+// b, with the forwards its book owes: what a local copy keeps beside its
+// offset (ReadChainState). A trailer keeps only the book's counters, and
+// the tail read from the copy's offset may hold none of the forwards'
+// records.
+func AppendChainState(b []byte, s ChainState) []byte {
+	e := codec.Encoder{B: b}
+	e.Varint(int64(s.Epoch))
+	e.Bool(s.Last != nil)
+	if s.Last == nil {
+		return e.B
+	}
+	e.String(string(TrailerRecord("", 0, *s.Last).Value))
+	owed := s.Last.Book.Owed()
+	e.Uvarint(uint64(len(owed)))
+	for _, f := range owed {
+		e.Uvarint(uint64(uint32(f.Partition)))
+		e.Uvarint(f.Seq)
+		e.B = AppendEntry(e.B, f.Key, f.Value)
+	}
+	return e.B
+}
+
+// ReadChainState reads, as the state at offset, what AppendChainState
+// wrote in b.
+func ReadChainState(offset int64, b []byte) (ChainState, error) {
+	d := codec.Decoder{B: b}
+	s := ChainState{Offset: offset, Epoch: Epoch(d.Varint())}
+	if d.Bool() {
+		last, err := readTrailer(d.Bytes())
+		if err != nil {
+			return ChainState{}, err
+		}
+		owed := owedRecords{}
+		for n := d.Uvarint(); n > 0 && d.Err == nil; n-- {
+			id := forwardID{to: int32(uint32(d.Uvarint())), seq: d.Uvarint()}
+			owed[id] = Owed{Partition: id.to, Seq: id.seq, Key: bytes.Clone(d.Bytes()), Value: bytes.Clone(d.Bytes())}
+		}
+		last.Book = owed.book(&last.Book)
+		s.Last = &last
+	}
+	if err := d.Done(); err != nil {
+		return ChainState{}, fmt.Errorf("%w: a copy's chain state", ErrBadRecord)
+	}
+	return s, nil
 }
 
 // changelogState is what a restore checks a partition's changelog against.

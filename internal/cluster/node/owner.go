@@ -200,6 +200,9 @@ type fed struct {
 	encode func(engine.Command) []byte
 	inbox  int32
 	rid    []byte
+	// from is the command's partition, which its reply or what it owes
+	// comes from (kafkalog.Output.From).
+	from int32
 	// then, if set, turns the outcome into a command for another
 	// partition instead of a reply (a payment's debit, ticketengine.Debit).
 	then func([]byte) kafkalog.Output
@@ -248,7 +251,7 @@ func (n *Node) applyPass(ctx context.Context, st *state, batch []kafkalog.Comman
 		}
 		if f.call == nil { // malformed: answered if it can be, not applied
 			if f.rid != nil {
-				outs = append(outs, calls.Reply(f.inbox, f.rid, []byte(`{"fault":"malformed command"}`)))
+				outs = append(outs, from(calls.Reply(f.inbox, f.rid, []byte(`{"fault":"malformed command"}`)), f.from))
 			}
 			continue
 		}
@@ -263,10 +266,10 @@ func (n *Node) applyPass(ctx context.Context, st *state, batch []kafkalog.Comman
 	for _, f := range cmds {
 		switch {
 		case f.then != nil:
-			outs = append(outs, f.then(f.outcome()))
+			outs = append(outs, from(f.then(f.outcome()), f.from))
 		case f.rid != nil:
 			if v := f.outcome(); v != nil { // nil: a later round, or a chain's later step, replies
-				outs = append(outs, calls.Reply(f.inbox, f.rid, v))
+				outs = append(outs, from(calls.Reply(f.inbox, f.rid, v), f.from))
 			}
 		}
 	}
@@ -293,7 +296,7 @@ func (st *state) local(outs []kafkalog.Output) (rest []kafkalog.Output, next []k
 
 // feed decodes c and queues it on its shard.
 func (n *Node) feed(ctx context.Context, st *state, c kafkalog.Command) (fed, error) {
-	f := fed{inbox: -1}
+	f := fed{inbox: -1, from: c.Partition}
 	if inbox, rid, ok := calls.ReplyAddress(c.Key); ok {
 		f.inbox, f.rid = inbox, rid
 	}
@@ -365,7 +368,7 @@ func (c *committer) Commit(r *engine.Round) error {
 		}
 		if rp, ok := f.Cmd.(*ledgerengine.Reply); ok {
 			if inbox, rid, ok := calls.ReplyAddress(rp.To); ok {
-				c.outs = append(c.outs, calls.Reply(inbox, rid, rp.Value))
+				c.outs = append(c.outs, from(calls.Reply(inbox, rid, rp.Value), int32(f.From)))
 			}
 			continue
 		}
@@ -374,9 +377,15 @@ func (c *committer) Commit(r *engine.Round) error {
 			return err
 		}
 		v = append([]byte{calls.WorkloadLedger}, v...)
-		c.outs = append(c.outs, kafkalog.Output{Kind: kafkalog.Forward, Partition: int32(f.Shard), Value: v})
+		c.outs = append(c.outs, kafkalog.Output{Kind: kafkalog.Forward, Partition: int32(f.Shard), Value: v, From: int32(f.From)})
 	}
 	return nil
+}
+
+// from is o, owed by a command of partition p.
+func from(o kafkalog.Output, p int32) kafkalog.Output {
+	o.From = p
+	return o
 }
 
 // take returns the records gathered since the last take.

@@ -23,13 +23,13 @@ func ticketForward(f engine.Forward) (kafkalog.Output, bool) {
 	default:
 		return kafkalog.Output{}, false
 	}
-	return kafkalog.Output{Kind: kafkalog.Forward, Partition: int32(f.Shard), Value: v}, true
+	return kafkalog.Output{Kind: kafkalog.Forward, Partition: int32(f.Shard), Value: v, From: int32(f.From)}, true
 }
 
 // feedPayment queues a payment's debit on the ledger's shard of its
 // partition; its outcome is forwarded to the reservation's partition.
 func (n *Node) feedPayment(ctx context.Context, st *state, c kafkalog.Command) (fed, error) {
-	f := fed{inbox: -1}
+	f := fed{inbox: -1, from: c.Partition}
 	d, err := ticketengine.DecodeDebit(c.Value[1:])
 	if err == nil {
 		if f.cmd, err = ledgerengine.Decode(d.Transfer); err == nil {
