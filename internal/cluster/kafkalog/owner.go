@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -124,21 +125,49 @@ func (o *Owner) Take(ctx context.Context, partition int32, from ChainState, who 
 	return Taken{Epoch: e, Restored: restored, First: out[0]}, nil
 }
 
+// ErrStaleClaim reports a claim of a term below the one in force
+// (StaleClaimError).
+var ErrStaleClaim = errors.New("kafkalog: claim of a term below the one in force")
+
+// StaleClaimError refuses a Take whose claim does not take the partition:
+// the term in force is above the claim's. Either the owner is a zombie the
+// group moved on from, or the group was made again and its generations
+// started over: an owner whose membership the group's coordinator confirms
+// current takes the partition again with Era one past InForce's.
+type StaleClaimError struct {
+	// Partition is the changelog partition.
+	Partition int32
+	// Claim is the refused claim's term, InForce the term in force.
+	Claim, InForce Term
+}
+
+func (e *StaleClaimError) Error() string {
+	return fmt.Sprintf("%v: partition %d claimed in era %d generation %d, era %d generation %d in force",
+		ErrStaleClaim, e.Partition, e.Claim.Era, e.Claim.Generation, e.InForce.Era, e.InForce.Generation)
+}
+
+// Is makes a StaleClaimError match ErrStaleClaim.
+func (e *StaleClaimError) Is(target error) bool { return target == ErrStaleClaim }
+
 // claimRestored reads the partition to its end, claims it restating what
 // it read, and reads on up to the epoch record; again if the record did
-// not land at the end read.
+// not land at the end read. It claims nothing if who's term is below the
+// one in force, and fails if its claim did not take.
 func (o *Owner) claimRestored(ctx context.Context, r *chainReplay, who Claim) (Epoch, error) {
-	topic := o.c.ChangelogTopic()
 	for attempt := 1; ; attempt++ {
-		end, err := endOffset(ctx, o.c, topic, r.partition, true, nil)
+		end, err := endOffset(ctx, o.c, o.c.ChangelogTopic(), r.partition, true, nil)
 		if err != nil {
 			return NoEpoch, err
 		}
 		if err := r.readTo(ctx, max(end, r.offset)); err != nil {
 			return NoEpoch, err
 		}
+		st := r.state()
+		if who.Term().Less(st.Term) {
+			return NoEpoch, &StaleClaimError{Partition: r.partition, Claim: who.Term(), InForce: st.Term}
+		}
 		who.Restated = nil
-		if st := r.state(); st.Last != nil {
+		if st.Last != nil {
 			who.Restated = &Restated{At: st.Offset, Last: *st.Last}
 		}
 		e, err := o.w.Claim(ctx, r.partition, who)
@@ -150,7 +179,8 @@ func (o *Owner) claimRestored(ctx context.Context, r *chainReplay, who Claim) (E
 			return NoEpoch, err
 		}
 		if r.chain.Epoch() != e {
-			return NoEpoch, fmt.Errorf("%w: %s/%d at %d", ErrNotAnEpoch, topic, r.partition, e)
+			o.w.Drop(r.partition)
+			return NoEpoch, &StaleClaimError{Partition: r.partition, Claim: who.Term(), InForce: r.chain.Term()}
 		}
 		if landed || attempt == claimAttempts {
 			return e, nil
@@ -263,7 +293,7 @@ func (o *Owner) settle(b Batch, wr Written) Outcome {
 	}
 	if len(oc.repairs) == 0 {
 		last := oc.last
-		oc.state = ChainState{Offset: wr.End, Epoch: last.Epoch, Last: &last}
+		oc.state = ChainState{Offset: wr.End, Epoch: last.Epoch, Term: oc.state.Term, Last: &last}
 	}
 	return out
 }
