@@ -35,7 +35,49 @@ type simulation struct {
 	term   Term // the highest term the group gave so far
 }
 
-// replay returns the latest value of each key that counts in records, the
+// The simulated shard's keys are k0 to k5. A change of a key "rIJ" is a
+// range delete, as the changelog package writes one: it deletes k(I) up
+// to k(J), J excluded.
+
+// apply applies a change of key to value to state. A tombstone of a range
+// delete's key deletes nothing, as in the changelog package.
+func apply(state map[string]string, key, value []byte) {
+	switch {
+	case value == nil:
+		delete(state, string(key))
+	case key[0] == 'r':
+		for i := key[1]; i < key[2]; i++ {
+			delete(state, "k"+string(i))
+		}
+	default:
+		state[string(key)] = string(value)
+	}
+}
+
+// restate is what a node's Restate gives from state: a key's current
+// value, or a range delete and the current value of each key in its range.
+func restate(state map[string]string) Restate {
+	value := func(k string) []byte {
+		if v, ok := state[k]; ok {
+			return []byte(v)
+		}
+		return nil
+	}
+	return func(_ int32, key []byte) ([]Update, error) {
+		if key[0] != 'r' {
+			return []Update{{Key: key, Value: value(string(key))}}, nil
+		}
+		ups := []Update{{Key: key, Value: []byte("range")}}
+		for i := key[1]; i < key[2]; i++ {
+			if k := "k" + string(i); value(k) != nil {
+				ups = append(ups, Update{Key: []byte(k), Value: value(k)})
+			}
+		}
+		return ups, nil
+	}
+}
+
+// replay returns the state the changes that count in records make, the
 // keys of changes that do not, and the position in the commands the last
 // trailer that counts holds, or the last epoch record restates.
 func replay(t *testing.T, records []*kgo.Record) (state map[string]string, foreign map[string]bool, commands int64) {
@@ -48,7 +90,7 @@ func replay(t *testing.T, records []*kgo.Record) (state map[string]string, forei
 		}
 		switch counts := c.Counts(e); {
 		case e.Kind == KindChange && counts:
-			state[string(e.Key)] = string(e.Value)
+			apply(state, e.Key, e.Value)
 		case e.Kind == KindChange:
 			foreign[string(e.Key)] = true
 		case e.Kind == KindTrailer && counts:
@@ -125,22 +167,30 @@ func (s *simulation) zombieClaim() {
 	z.fenced = true
 }
 
-// write has o write a batch of changes to random keys, and the current
-// values of the keys it owes a repair, with a trailer restating its
+// write has o write a batch of changes to random keys, a range delete
+// among them at times, after the repairs of the keys it owes one (as
+// Owner.Round writes them, from its view), with a trailer restating its
 // position in the commands (which the round may not move), then judges it
 // as the Writer does.
 func (s *simulation) write(o *simOwner) {
 	s.writes++
-	batch := map[string]string{}
-	for k := range o.repair {
-		batch[k] = o.view[k]
+	repairs, err := restateAll(0, o.repair, restate(o.view))
+	if err != nil {
+		s.t.Fatal(err)
 	}
+	var batch []Update
 	for range 1 + s.rng.IntN(3) {
-		batch["k"+strconv.Itoa(s.rng.IntN(6))] = "w" + strconv.Itoa(s.writes)
+		if s.rng.IntN(4) == 0 {
+			i := '0' + byte(s.rng.IntN(6))
+			j := i + 1 + byte(s.rng.IntN(int('6'-i)))
+			batch = append(batch, Update{Key: []byte{'r', i, j}, Value: []byte("range")})
+			continue
+		}
+		batch = append(batch, upd("k"+strconv.Itoa(s.rng.IntN(6)), "w"+strconv.Itoa(s.writes)))
 	}
 	base := int64(len(s.log.records))
-	for k, v := range batch {
-		s.log.change(o.epoch, k, v)
+	for _, u := range append(repairs, batch...) {
+		s.log.add(ChangeRecord("t", 0, o.epoch, u.Key, u.Value))
 	}
 	at := o.commands
 	if s.rng.IntN(2) == 0 {
@@ -157,8 +207,12 @@ func (s *simulation) write(o *simOwner) {
 		}
 		return
 	}
-	maps.Copy(o.view, batch)
-	maps.Copy(s.truth, batch)
+	// The repairs restate the state: the batch's own changes alone make
+	// the new one.
+	for _, u := range batch {
+		apply(o.view, u.Key, u.Value)
+		apply(s.truth, u.Key, u.Value)
+	}
 	o.commands, s.at = at, at
 	o.end, o.repair = int64(len(s.log.records)), map[string]bool{}
 	for _, k := range keys {

@@ -22,7 +22,7 @@ import (
 type Owner struct {
 	w       *Writer
 	c       Config
-	current func(partition int32, key []byte) ([]byte, error)
+	restate Restate
 
 	mu    sync.Mutex
 	parts map[int32]*ownedChain
@@ -70,11 +70,20 @@ type Outcome struct {
 // where its restore ended (Restated).
 const claimAttempts = 3
 
-// NewOwner owns partitions through w, a Writer of c's changelog. current
-// gives a key's current value in the shard's state (nil: absent), for the
-// repairs of foreign keys.
-func NewOwner(w *Writer, c Config, current func(partition int32, key []byte) ([]byte, error)) *Owner {
-	return &Owner{w: w, c: c, current: current, parts: map[int32]*ownedChain{}}
+// Restate gives the updates that write a changelog key's current state
+// again, the repair of a key foreign records changed: for a key of the
+// shard's state, its current value (nil: absent); for a range delete's
+// key (changelog package), the range delete, then the current value of
+// each key its range holds. A zombie's copy of a range delete, compacted
+// over the owner's, would bring back the keys the owner's deleted; the
+// owner's written again deletes them, and would delete as well the keys
+// written in the range since, which the values after it set again.
+type Restate func(partition int32, key []byte) ([]Update, error)
+
+// NewOwner owns partitions through w, a Writer of c's changelog. restate
+// gives the repairs of foreign keys from the shard's current state.
+func NewOwner(w *Writer, c Config, restate Restate) *Owner {
+	return &Owner{w: w, c: c, restate: restate, parts: map[int32]*ownedChain{}}
 }
 
 // Taken is what Take did with a partition.
@@ -258,16 +267,27 @@ func (o *Owner) withRepairs(batches []Batch) ([]Batch, error) {
 	return out, nil
 }
 
-// repairs are the updates that write again the current value of each key
+// repairs are the updates that write again the current state of each key
 // foreign records changed.
 func (o *Owner) repairs(partition int32, oc *ownedChain) ([]Update, error) {
-	ups := make([]Update, 0, len(oc.repairs))
-	for _, k := range sortedKeys(oc.repairs) {
-		v, err := o.currentValue(partition, oc, k)
+	ups, err := restateAll(partition, oc.repairs, func(p int32, k []byte) ([]Update, error) {
+		return o.restateKey(p, oc, k)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kafkalog: repairing %s/%d: %w", o.c.ChangelogTopic(), partition, err)
+	}
+	return ups, nil
+}
+
+// restateAll is restate's updates for each of keys, in the keys' order.
+func restateAll(partition int32, keys map[string]bool, restate Restate) ([]Update, error) {
+	ups := make([]Update, 0, len(keys))
+	for _, k := range sortedKeys(keys) {
+		u, err := restate(partition, k)
 		if err != nil {
-			return nil, fmt.Errorf("kafkalog: repairing %q of %s/%d: %w", k, o.c.ChangelogTopic(), partition, err)
+			return nil, fmt.Errorf("restating %q: %w", k, err)
 		}
-		ups = append(ups, Update{Key: k, Value: v})
+		ups = append(ups, u...)
 	}
 	return ups, nil
 }
