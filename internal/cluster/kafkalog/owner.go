@@ -104,7 +104,10 @@ type Taken struct {
 // restored. If something else lands there first, Take claims again, up to
 // claimAttempts times; past that it keeps its last claim, and the first
 // write's trailer restates the state, in time only if it is written
-// before min.compaction.lag.ms runs out.
+// before min.compaction.lag.ms runs out. A claim whose term is below the
+// one in force does not take the partition (Chain): Take refuses it with
+// a StaleClaimError, before it claims if its restore found that term, or
+// once its claim landed after a claim of that term.
 func (o *Owner) Take(ctx context.Context, partition int32, from ChainState, who Claim, apply func(key, value []byte) error) (Taken, error) {
 	o.Drop(partition)
 	r, err := newChainReplay(o.c, partition, from, apply, nil)

@@ -67,7 +67,8 @@ type Restored struct {
 }
 
 // ErrNotAnEpoch reports a restore asked to read up to an offset that holds
-// no epoch record.
+// no epoch record, or one that did not take the partition (a claim of a
+// term below the one in force).
 var ErrNotAnEpoch = errors.New("kafkalog: no epoch record at the owner's epoch")
 
 // RestoreChain reads partition's changelog from where from stands up to the
