@@ -43,7 +43,9 @@ func chainOwner(t *testing.T, c kafkalog.Config) *kafkalog.Owner {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Close)
-	return kafkalog.NewOwner(w, c, func(int32, []byte) ([]byte, error) { return nil, nil })
+	return kafkalog.NewOwner(w, c, func(_ int32, key []byte) ([]kafkalog.Update, error) {
+		return []kafkalog.Update{{Key: key}}, nil
+	})
 }
 
 // takeInto takes partition 0 for o, restoring it through s into a fresh

@@ -30,11 +30,12 @@ func (l *testLog) claim(member string) Epoch {
 	return Epoch(l.add(EpochRecord("t", 0, Claim{Generation: 1, Member: member, Nonce: l.nonce})))
 }
 
-// claimRestating appends an epoch record restating the position in the
-// commands a restore read up to offset at found, and returns its epoch.
-func (l *testLog) claimRestating(member string, at, commands int64) Epoch {
+// claimRestating appends an epoch record of term restating the position
+// in the commands a restore read up to offset at found, and returns its
+// epoch.
+func (l *testLog) claimRestating(member string, term Term, at, commands int64) Epoch {
 	l.nonce++
-	c := Claim{Generation: 1, Member: member, Nonce: l.nonce, Restated: &Restated{At: at, Last: Trailer{Commands: commands}}}
+	c := Claim{Generation: term.Generation, Era: term.Era, Member: member, Nonce: l.nonce, Restated: &Restated{At: at, Last: Trailer{Commands: commands}}}
 	return Epoch(l.add(EpochRecord("t", 0, c)))
 }
 
@@ -56,7 +57,7 @@ func (l *testLog) batch(e Epoch, changes ...string) {
 // "epoch@offset", "key=value" and "trailer@offset".
 func counted(t *testing.T, records []*kgo.Record) []string {
 	t.Helper()
-	c := NewChain(NoEpoch)
+	c := NewChain(NoEpoch, Term{})
 	var s []string
 	for _, r := range records {
 		e, err := ReadEntry(r)
@@ -174,7 +175,7 @@ func TestChainStartsAtALocalCopysEpoch(t *testing.T) {
 	l.batch(a, "y=1") // 3, 4
 	b := l.claim("b") // 5
 	l.batch(a, "y=zombie")
-	c := NewChain(a)
+	c := NewChain(a, Term{Generation: 1})
 	var got []int64
 	for _, r := range l.records[3:] {
 		if e, _ := ReadEntry(r); c.Counts(e) {

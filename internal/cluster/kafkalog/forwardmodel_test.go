@@ -35,7 +35,7 @@ func (l *fwdLog) from(at int64) []*kgo.Record {
 
 // countsOf runs records through a Chain: which count.
 func countsOf(t *testing.T, records []*kgo.Record) []bool {
-	c := NewChain(NoEpoch)
+	c := NewChain(NoEpoch, Term{})
 	counts := make([]bool, len(records))
 	for i, r := range records {
 		e, err := ReadEntry(r)

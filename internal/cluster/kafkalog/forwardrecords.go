@@ -148,12 +148,11 @@ func (o *Owner) withForwards(batches []Batch) {
 	}
 }
 
-// currentValue is key's current value in partition: a forward record's
-// from the book of the owner's last write that counted, a key of the
-// shard's from current.
-func (o *Owner) currentValue(partition int32, oc *ownedChain, key []byte) ([]byte, error) {
+// restateKey restates key in partition: a forward record from the book of
+// the owner's last write that counted, a key of the shard's by restate.
+func (o *Owner) restateKey(partition int32, oc *ownedChain, key []byte) ([]Update, error) {
 	if id, ok := forwardOf(key); ok {
-		return oc.last.Book.forwardValue(id), nil
+		return []Update{{Key: key, Value: oc.last.Book.forwardValue(id)}}, nil
 	}
-	return o.current(partition, key)
+	return o.restate(partition, key)
 }

@@ -146,8 +146,12 @@ func TestEnsureTopicsCreatesThenChecks(t *testing.T) {
 	ctx, c := newCluster(t, 4)
 	cl := newClient(t, c)
 	adm := kadm.NewClient(cl)
-	// A changelog made by an earlier version has no compaction lag.
-	unset := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "min.compaction.lag.ms"}}
+	// A changelog made by an earlier version has no compaction lag, and
+	// its records' timestamps are their writers' clocks.
+	unset := []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: "min.compaction.lag.ms"},
+		{Op: kadm.DeleteConfig, Name: "message.timestamp.type"},
+	}
 	if _, err := adm.AlterTopicConfigs(ctx, unset, c.ChangelogTopic()); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +182,18 @@ func TestEnsureTopicsCreatesThenChecks(t *testing.T) {
 		if kv.Key == "min.compaction.lag.ms" && kv.MaybeValue() != changelogCompactionLag {
 			t.Errorf("changelog min.compaction.lag.ms = %q, want %s", kv.MaybeValue(), changelogCompactionLag)
 		}
+		if kv.Key == "message.timestamp.type" && kv.MaybeValue() != "LogAppendTime" {
+			t.Errorf("changelog message.timestamp.type = %q, want LogAppendTime", kv.MaybeValue())
+		}
+	}
+	// Retention would delete epoch records: a changelog compacted and
+	// deleted is refused.
+	both := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact,delete")}}
+	if _, err := adm.AlterTopicConfigs(ctx, both, c.ChangelogTopic()); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureTopics(ctx, cl, c); !errors.Is(err, ErrTopicMismatch) {
+		t.Fatalf("EnsureTopics over a changelog compacted and deleted: %v, want ErrTopicMismatch", err)
 	}
 	other := c
 	other.Partitions = 5

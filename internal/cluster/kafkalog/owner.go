@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -21,7 +22,7 @@ import (
 type Owner struct {
 	w       *Writer
 	c       Config
-	current func(partition int32, key []byte) ([]byte, error)
+	restate Restate
 
 	mu    sync.Mutex
 	parts map[int32]*ownedChain
@@ -69,11 +70,20 @@ type Outcome struct {
 // where its restore ended (Restated).
 const claimAttempts = 3
 
-// NewOwner owns partitions through w, a Writer of c's changelog. current
-// gives a key's current value in the shard's state (nil: absent), for the
-// repairs of foreign keys.
-func NewOwner(w *Writer, c Config, current func(partition int32, key []byte) ([]byte, error)) *Owner {
-	return &Owner{w: w, c: c, current: current, parts: map[int32]*ownedChain{}}
+// Restate gives the updates that write a changelog key's current state
+// again, the repair of a key foreign records changed: for a key of the
+// shard's state, its current value (nil: absent); for a range delete's
+// key (changelog package), the range delete, then the current value of
+// each key its range holds. A zombie's copy of a range delete, compacted
+// over the owner's, would bring back the keys the owner's deleted; the
+// owner's written again deletes them, and would delete as well the keys
+// written in the range since, which the values after it set again.
+type Restate func(partition int32, key []byte) ([]Update, error)
+
+// NewOwner owns partitions through w, a Writer of c's changelog. restate
+// gives the repairs of foreign keys from the shard's current state.
+func NewOwner(w *Writer, c Config, restate Restate) *Owner {
+	return &Owner{w: w, c: c, restate: restate, parts: map[int32]*ownedChain{}}
 }
 
 // Taken is what Take did with a partition.
@@ -94,7 +104,10 @@ type Taken struct {
 // restored. If something else lands there first, Take claims again, up to
 // claimAttempts times; past that it keeps its last claim, and the first
 // write's trailer restates the state, in time only if it is written
-// before min.compaction.lag.ms runs out.
+// before min.compaction.lag.ms runs out. A claim whose term is below the
+// one in force does not take the partition (Chain): Take refuses it with
+// a StaleClaimError, before it claims if its restore found that term, or
+// once its claim landed after a claim of that term.
 func (o *Owner) Take(ctx context.Context, partition int32, from ChainState, who Claim, apply func(key, value []byte) error) (Taken, error) {
 	o.Drop(partition)
 	r, err := newChainReplay(o.c, partition, from, apply, nil)
@@ -124,21 +137,49 @@ func (o *Owner) Take(ctx context.Context, partition int32, from ChainState, who 
 	return Taken{Epoch: e, Restored: restored, First: out[0]}, nil
 }
 
+// ErrStaleClaim reports a claim of a term below the one in force
+// (StaleClaimError).
+var ErrStaleClaim = errors.New("kafkalog: claim of a term below the one in force")
+
+// StaleClaimError refuses a Take whose claim does not take the partition:
+// the term in force is above the claim's. Either the owner is a zombie the
+// group moved on from, or the group was made again and its generations
+// started over: an owner whose membership the group's coordinator confirms
+// current takes the partition again with Era one past InForce's.
+type StaleClaimError struct {
+	// Partition is the changelog partition.
+	Partition int32
+	// Claim is the refused claim's term, InForce the term in force.
+	Claim, InForce Term
+}
+
+func (e *StaleClaimError) Error() string {
+	return fmt.Sprintf("%v: partition %d claimed in era %d generation %d, era %d generation %d in force",
+		ErrStaleClaim, e.Partition, e.Claim.Era, e.Claim.Generation, e.InForce.Era, e.InForce.Generation)
+}
+
+// Is makes a StaleClaimError match ErrStaleClaim.
+func (e *StaleClaimError) Is(target error) bool { return target == ErrStaleClaim }
+
 // claimRestored reads the partition to its end, claims it restating what
 // it read, and reads on up to the epoch record; again if the record did
-// not land at the end read.
+// not land at the end read. It claims nothing if who's term is below the
+// one in force, and fails if its claim did not take.
 func (o *Owner) claimRestored(ctx context.Context, r *chainReplay, who Claim) (Epoch, error) {
-	topic := o.c.ChangelogTopic()
 	for attempt := 1; ; attempt++ {
-		end, err := endOffset(ctx, o.c, topic, r.partition, true, nil)
+		end, err := endOffset(ctx, o.c, o.c.ChangelogTopic(), r.partition, true, nil)
 		if err != nil {
 			return NoEpoch, err
 		}
 		if err := r.readTo(ctx, max(end, r.offset)); err != nil {
 			return NoEpoch, err
 		}
+		st := r.state()
+		if who.Term().Less(st.Term) {
+			return NoEpoch, &StaleClaimError{Partition: r.partition, Claim: who.Term(), InForce: st.Term}
+		}
 		who.Restated = nil
-		if st := r.state(); st.Last != nil {
+		if st.Last != nil {
 			who.Restated = &Restated{At: st.Offset, Last: *st.Last}
 		}
 		e, err := o.w.Claim(ctx, r.partition, who)
@@ -150,7 +191,8 @@ func (o *Owner) claimRestored(ctx context.Context, r *chainReplay, who Claim) (E
 			return NoEpoch, err
 		}
 		if r.chain.Epoch() != e {
-			return NoEpoch, fmt.Errorf("%w: %s/%d at %d", ErrNotAnEpoch, topic, r.partition, e)
+			o.w.Drop(r.partition)
+			return NoEpoch, &StaleClaimError{Partition: r.partition, Claim: who.Term(), InForce: r.chain.Term()}
 		}
 		if landed || attempt == claimAttempts {
 			return e, nil
@@ -228,16 +270,27 @@ func (o *Owner) withRepairs(batches []Batch) ([]Batch, error) {
 	return out, nil
 }
 
-// repairs are the updates that write again the current value of each key
+// repairs are the updates that write again the current state of each key
 // foreign records changed.
 func (o *Owner) repairs(partition int32, oc *ownedChain) ([]Update, error) {
-	ups := make([]Update, 0, len(oc.repairs))
-	for _, k := range sortedKeys(oc.repairs) {
-		v, err := o.currentValue(partition, oc, k)
+	ups, err := restateAll(partition, oc.repairs, func(p int32, k []byte) ([]Update, error) {
+		return o.restateKey(p, oc, k)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kafkalog: repairing %s/%d: %w", o.c.ChangelogTopic(), partition, err)
+	}
+	return ups, nil
+}
+
+// restateAll is restate's updates for each of keys, in the keys' order.
+func restateAll(partition int32, keys map[string]bool, restate Restate) ([]Update, error) {
+	ups := make([]Update, 0, len(keys))
+	for _, k := range sortedKeys(keys) {
+		u, err := restate(partition, k)
 		if err != nil {
-			return nil, fmt.Errorf("kafkalog: repairing %q of %s/%d: %w", k, o.c.ChangelogTopic(), partition, err)
+			return nil, fmt.Errorf("restating %q: %w", k, err)
 		}
-		ups = append(ups, Update{Key: k, Value: v})
+		ups = append(ups, u...)
 	}
 	return ups, nil
 }
@@ -263,7 +316,7 @@ func (o *Owner) settle(b Batch, wr Written) Outcome {
 	}
 	if len(oc.repairs) == 0 {
 		last := oc.last
-		oc.state = ChainState{Offset: wr.End, Epoch: last.Epoch, Last: &last}
+		oc.state = ChainState{Offset: wr.End, Epoch: last.Epoch, Term: oc.state.Term, Last: &last}
 	}
 	return out
 }

@@ -46,6 +46,12 @@ func (s *shard) current(p int32, k []byte) ([]byte, error) {
 	return []byte(v), nil
 }
 
+// restate restates key from s, whose keys are all of the shard's state.
+func (s *shard) restate(p int32, key []byte) ([]Update, error) {
+	v, err := s.current(p, key)
+	return []Update{{Key: key, Value: v}}, err
+}
+
 func (s *shard) of(p int32) map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -55,7 +61,7 @@ func (s *shard) of(p int32) map[string]string {
 // newOwner is an Owner on a Writer of its own, over s.
 func newOwner(t *testing.T, c Config, s *shard) *Owner {
 	t.Helper()
-	return NewOwner(newWriter(t, c), c, s.current)
+	return NewOwner(newWriter(t, c), c, s.restate)
 }
 
 // take takes partition p for member, restoring it into s.

@@ -185,46 +185,69 @@ const flushLinger = time.Minute
 // record still in flight then (its request sent, its answer not come)
 // fails with ctx's error, though the brokers may yet write it.
 func produceAll(ctx context.Context, cl *kgo.Client, records []*kgo.Record) map[*kgo.Record]error {
-	var mu sync.Mutex
-	failed := make(map[*kgo.Record]error, len(records))
-	pending := make(map[*kgo.Record]bool, len(records))
-	done := make(chan struct{})
+	p := produceEach(ctx, cl, records)
+	// An error here is ctx's end, which fails every record not sent.
+	_ = cl.Flush(ctx)
+	failed, _ := p.wait(ctx)
+	return failed
+}
+
+// promised are records produced and the outcomes franz-go promises them.
+type promised struct {
+	mu      sync.Mutex
+	failed  map[*kgo.Record]error
+	pending map[*kgo.Record]bool
+	done    chan struct{}
+}
+
+// produceEach produces records and collects their outcomes.
+func produceEach(ctx context.Context, cl *kgo.Client, records []*kgo.Record) *promised {
+	p := &promised{
+		failed:  make(map[*kgo.Record]error, len(records)),
+		pending: make(map[*kgo.Record]bool, len(records)),
+		done:    make(chan struct{}),
+	}
 	for _, r := range records {
-		pending[r] = true
+		p.pending[r] = true
 	}
 	if len(records) == 0 {
-		close(done)
+		close(p.done)
 	}
 	for _, r := range records {
 		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-			mu.Lock()
-			defer mu.Unlock()
+			p.mu.Lock()
+			defer p.mu.Unlock()
 			if err != nil {
-				failed[r] = err
+				p.failed[r] = err
 			}
-			delete(pending, r)
-			if len(pending) == 0 {
-				close(done)
+			delete(p.pending, r)
+			if len(p.pending) == 0 {
+				close(p.done)
 			}
 		})
 	}
-	// An error here is ctx's end, which fails every record not sent.
-	_ = cl.Flush(ctx)
+	return p
+}
+
+// wait returns the errors of the records that failed once each succeeded
+// or failed, or when ctx ends, with ctx's error for those not settled
+// then; settled reports that none was left.
+func (p *promised) wait(ctx context.Context) (failed map[*kgo.Record]error, settled bool) {
 	select {
-	case <-done:
-		return failed
+	case <-p.done:
+		return p.failed, true
 	case <-ctx.Done():
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	out := make(map[*kgo.Record]error, len(failed)+len(pending))
-	for r, err := range failed {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[*kgo.Record]error, len(p.failed)+len(p.pending))
+	for r, err := range p.failed {
 		out[r] = err
 	}
-	for r := range pending {
+	for r := range p.pending {
 		out[r] = ctx.Err()
 	}
-	return out
+	return out, len(p.pending) == 0
 }
 
 func (p *Producer) fail(cmds []*pending, err error) {

@@ -20,6 +20,9 @@ type ChainState struct {
 	Offset int64
 	// Epoch is the epoch in force at Offset.
 	Epoch Epoch
+	// Term is the term of Epoch's claim: a later claim of a lower one does
+	// not take the partition (Chain).
+	Term Term
 	// Last is the last trailer that counts below Offset, nil if none: the
 	// position in the commands topic and the bookkeeping of forwards, its
 	// Book owing the forwards whose records count below Offset (a local
@@ -64,7 +67,8 @@ type Restored struct {
 }
 
 // ErrNotAnEpoch reports a restore asked to read up to an offset that holds
-// no epoch record.
+// no epoch record, or one that did not take the partition (a claim of a
+// term below the one in force).
 var ErrNotAnEpoch = errors.New("kafkalog: no epoch record at the owner's epoch")
 
 // RestoreChain reads partition's changelog from where from stands up to the
@@ -102,7 +106,7 @@ func newChainReplay(c Config, partition int32, from ChainState, fn func(key, val
 // startReplay is a replay of records from where from stands, giving fn the
 // changes that count.
 func startReplay(from ChainState, fn func(key, value []byte) error) *chainReplay {
-	r := &chainReplay{offset: from.Offset, chain: NewChain(from.Epoch), last: from.Last, owed: owedRecords{}, foreign: map[string]bool{}, fn: fn}
+	r := &chainReplay{offset: from.Offset, chain: NewChain(from.Epoch, from.Term), last: from.Last, owed: owedRecords{}, foreign: map[string]bool{}, fn: fn}
 	if from.Last != nil {
 		r.owed = owedRecordsOf(&from.Last.Book)
 	}
@@ -125,7 +129,7 @@ func (r *chainReplay) readTo(ctx context.Context, end int64) error {
 // state is where the replay stands: the last trailer's book owes the
 // forwards whose records count.
 func (r *chainReplay) state() ChainState {
-	st := ChainState{Offset: r.offset, Epoch: r.chain.Epoch()}
+	st := ChainState{Offset: r.offset, Epoch: r.chain.Epoch(), Term: r.chain.Term()}
 	if r.last != nil {
 		last := *r.last
 		last.Book = r.owed.book(&r.last.Book)
@@ -187,7 +191,7 @@ func (r *chainReplay) take(rec *kgo.Record) error {
 		r.foreign[string(e.Key)] = true
 	case e.Kind == KindTrailer && counts:
 		r.last = &e.Trailer
-	case e.Kind == KindEpoch:
+	case e.Kind == KindEpoch && counts:
 		if t := e.Claim.restated(e.Offset); t != nil {
 			r.last = t
 		}

@@ -61,8 +61,11 @@ var ErrBadRecord = errors.New("kafkalog: malformed changelog record")
 
 // Claim is what an epoch record says of the owner that appended it.
 type Claim struct {
-	// Generation is the consumer group's generation the owner joined in.
+	// Generation is the consumer group's generation the owner was
+	// assigned the partition in.
 	Generation int32
+	// Era is the incarnation of the group Generation belongs to (Term).
+	Era uint32
 	// Member is the owner's member id in the group.
 	Member string
 	// Nonce makes the record's key unique (epochKey).
@@ -86,6 +89,9 @@ type Restated struct {
 	// that count before At.
 	Last Trailer
 }
+
+// Term is the claim's place in the order of claims (Chain).
+func (c Claim) Term() Term { return Term{Era: c.Era, Generation: c.Generation} }
 
 // restated is what c's epoch record, at offset, restates: nil unless it
 // landed where its owner's restore ended.
@@ -172,6 +178,7 @@ func trailerKey(e Epoch) []byte {
 func EpochRecord(topic string, partition int32, c Claim) *kgo.Record {
 	e := codec.Encoder{}
 	e.Uvarint(uint64(uint32(c.Generation)))
+	e.Uvarint(uint64(c.Era))
 	e.Uvarint(c.Nonce)
 	e.String(c.Member)
 	if c.Restated == nil {
@@ -248,7 +255,7 @@ func readEpoch(v []byte) (Epoch, error) {
 // readClaim reads an epoch record's value.
 func readClaim(v []byte) (Claim, error) {
 	d := codec.Decoder{B: v}
-	c := Claim{Generation: int32(uint32(d.Uvarint())), Nonce: d.Uvarint(), Member: d.Str()}
+	c := Claim{Generation: int32(uint32(d.Uvarint())), Era: uint32(d.Uvarint()), Nonce: d.Uvarint(), Member: d.Str()}
 	if at := d.Varint(); at >= 0 && d.Err == nil {
 		c.Restated = &Restated{At: at, Last: Trailer{Commands: d.Varint()}}
 		c.Restated.Last.Book = readCounters(&d)

@@ -36,14 +36,18 @@ type Snapshot struct {
 	Chain *ChainState
 }
 
-// AppendChainState appends s's epoch and last trailer, not its offset, to
-// b, with the forwards its book owes: what a local copy keeps beside its
-// offset (ReadChainState). A trailer keeps only the book's counters, and
-// the tail read from the copy's offset may hold none of the forwards'
-// records.
+// AppendChainState appends s's epoch, its claim's term and its last
+// trailer, not its offset, to b, with the forwards its book owes: what a
+// local copy keeps beside its offset (ReadChainState). The term goes with
+// the epoch, since a later claim of a lower term must not take the
+// partition from a replay that goes on from the copy (Chain); a trailer
+// keeps only the book's counters, and the tail read from the copy's
+// offset may hold none of the forwards' records.
 func AppendChainState(b []byte, s ChainState) []byte {
 	e := codec.Encoder{B: b}
 	e.Varint(int64(s.Epoch))
+	e.Uvarint(uint64(s.Term.Era))
+	e.Varint(int64(s.Term.Generation))
 	e.Bool(s.Last != nil)
 	if s.Last == nil {
 		return e.B
@@ -64,6 +68,8 @@ func AppendChainState(b []byte, s ChainState) []byte {
 func ReadChainState(offset int64, b []byte) (ChainState, error) {
 	d := codec.Decoder{B: b}
 	s := ChainState{Offset: offset, Epoch: Epoch(d.Varint())}
+	s.Term.Era = uint32(d.Uvarint())
+	s.Term.Generation = int32(d.Varint())
 	if d.Bool() {
 		last, err := readTrailer(d.Bytes())
 		if err != nil {

@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"context"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -79,5 +80,21 @@ func TestSnapshotReadsOnlyTheTail(t *testing.T) {
 		if doubt, err := CheckSnapshot(ctx, c, 0, s); err != nil || doubt == "" {
 			t.Errorf("%s: doubt %q, %v; want a doubt", name, doubt, err)
 		}
+	}
+}
+
+func TestChainStateReadsBackAsACopyKeptIt(t *testing.T) {
+	last := Trailer{Epoch: 7, Commands: 42}
+	last.Book.Owe(3, []byte("k"), []byte("credit"))
+	in := ChainState{Offset: 9, Epoch: 7, Term: Term{Era: 2, Generation: 5}, Last: &last}
+	out, err := ReadChainState(in.Offset, AppendChainState(nil, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Offset != in.Offset || out.Epoch != in.Epoch || out.Term != in.Term {
+		t.Fatalf("read back offset %d epoch %d term %+v, want %d %d %+v", out.Offset, out.Epoch, out.Term, in.Offset, in.Epoch, in.Term)
+	}
+	if out.Last == nil || out.Last.Commands != last.Commands || !reflect.DeepEqual(out.Last.Book.Owed(), last.Book.Owed()) {
+		t.Fatalf("read back last trailer %+v, want %+v", out.Last, last)
 	}
 }

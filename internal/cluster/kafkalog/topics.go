@@ -44,6 +44,14 @@ var maxRecordBytes = kadm.StringPtr(strconv.Itoa(MaxRecordBytes))
 // changelog's writes kept uncompacted on the brokers' disks.
 const changelogCompactionLag = "3600000"
 
+// changelogTimestamps is the changelog's message.timestamp.type: the
+// compaction lag counts from a record's timestamp, which with CreateTime
+// is the writer's clock. A zombie's clock behind could make the cleaner
+// take its records for older than they are, and compact them over the
+// values that count before the owner's repair; the broker's append time
+// makes the lag count from the write's landing.
+const changelogTimestamps = "LogAppendTime"
+
 // topicSpec is one cluster topic as EnsureTopics creates and checks it.
 type topicSpec struct {
 	name    string
@@ -57,10 +65,11 @@ func (c Config) topicSpecs() []topicSpec {
 	return []topicSpec{
 		{c.CommandsTopic(), map[string]*string{"cleanup.policy": kadm.StringPtr("delete"), "max.message.bytes": maxRecordBytes}, []string{"max.message.bytes"}},
 		{c.ChangelogTopic(), map[string]*string{
-			"cleanup.policy":        kadm.StringPtr("compact"),
-			"max.message.bytes":     maxRecordBytes,
-			"min.compaction.lag.ms": kadm.StringPtr(changelogCompactionLag),
-		}, []string{"max.message.bytes", "min.compaction.lag.ms"}},
+			"cleanup.policy":         kadm.StringPtr("compact"),
+			"max.message.bytes":      maxRecordBytes,
+			"min.compaction.lag.ms":  kadm.StringPtr(changelogCompactionLag),
+			"message.timestamp.type": kadm.StringPtr(changelogTimestamps),
+		}, []string{"max.message.bytes", "min.compaction.lag.ms", "message.timestamp.type"}},
 		{c.RepliesTopic(), map[string]*string{
 			"cleanup.policy":    kadm.StringPtr("delete"),
 			"retention.ms":      kadm.StringPtr(replyRetention),
@@ -81,10 +90,10 @@ func (c Config) Replicas() int16 {
 
 // EnsureTopics creates the cluster's topics with c.Partitions partitions
 // each, or, for those that exist, checks that they have that many
-// partitions and the cleanup policy the cluster needs, and sets their
-// enforced configs (max.message.bytes, the changelog's
-// min.compaction.lag.ms). It returns once the brokers serve
-// every partition.
+// partitions and exactly the cleanup policy the cluster needs, and sets
+// their enforced configs (max.message.bytes, the changelog's
+// min.compaction.lag.ms and message.timestamp.type). It returns once the
+// brokers serve every partition.
 func EnsureTopics(ctx context.Context, cl *kgo.Client, c Config) error {
 	if err := c.validate(); err != nil {
 		return err
@@ -173,8 +182,8 @@ func checkTopic(ctx context.Context, adm *kadm.Client, t topicSpec, partitions i
 	}
 	want := *t.configs["cleanup.policy"]
 	for _, cfg := range rc.Configs {
-		if cfg.Key == "cleanup.policy" && !slices.Contains(splitPolicy(cfg.MaybeValue()), want) {
-			return fmt.Errorf("%w: %s has cleanup.policy %q, want %q", ErrTopicMismatch, t.name, cfg.MaybeValue(), want)
+		if cfg.Key == "cleanup.policy" && !slices.Equal(splitPolicy(cfg.MaybeValue()), []string{want}) {
+			return fmt.Errorf("%w: %s has cleanup.policy %q, want exactly %q", ErrTopicMismatch, t.name, cfg.MaybeValue(), want)
 		}
 	}
 	return nil

@@ -19,20 +19,28 @@ import (
 //
 // Claims and Writes run one at a time: franz-go sends a partition's records
 // as one batch only if nothing drains its buffers while they are produced,
-// and a concurrent flush would.
+// and a concurrent write's answers, retries or flush would. A write waits
+// for its own records only, up to its context's end; one that leaves a
+// record unsettled or failed leaves the client to be closed and goes on
+// with a new one (renew), so that no record of it drains beside a later
+// write's, nor holds it.
 type Writer struct {
-	cl    *kgo.Client
 	cfg   Config
 	topic string
+	opts  []kgo.Opt
 
-	mu    sync.Mutex
-	owned map[int32]claimed
+	mu      sync.Mutex
+	cl      *kgo.Client
+	owned   map[int32]claimed
+	retired sync.WaitGroup // clients renew closes
 }
 
-// claimed is a partition the writer claimed: its epoch, and the offset just
-// after the writer's last record there, where its next write should begin.
+// claimed is a partition the writer claimed: its epoch and the claim's
+// term, and the offset just after the writer's last record there, where
+// its next write should begin.
 type claimed struct {
 	epoch Epoch
+	term  Term
 	end   int64
 }
 
@@ -104,6 +112,14 @@ const writerMaxRecords = 1 << 20
 
 // NewWriter connects a writer to the changelog of cluster c; opts are added
 // last.
+//
+// The client stops producing on data loss: franz-go otherwise answers
+// OUT_OF_ORDER_SEQUENCE_NUMBER and UNKNOWN_PRODUCER_ID by taking a new
+// producer epoch and sending the batch again, and a batch that counted,
+// its acknowledgement lost, would land a second time, perhaps after
+// another owner's epoch record, where the writer would judge it fenced.
+// Stopped, it fails the batch: its outcome is unknown, and the writer
+// renews its client.
 func NewWriter(c Config, opts ...kgo.Opt) (*Writer, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -111,28 +127,77 @@ func NewWriter(c Config, opts ...kgo.Opt) (*Writer, error) {
 	base := append(append(c.SeedsFor("writer"), producing()...),
 		kgo.MaxBufferedRecords(writerMaxRecords),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
+		kgo.StopProducerOnDataLossDetected(),
 	)
-	cl, err := kgo.NewClient(append(base, opts...)...)
+	w := &Writer{cfg: c, topic: c.ChangelogTopic(), opts: append(base, opts...), owned: map[int32]claimed{}}
+	cl, err := kgo.NewClient(w.opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafkalog: changelog writer: %w", err)
 	}
-	return &Writer{cl: cl, cfg: c, topic: c.ChangelogTopic(), owned: map[int32]claimed{}}, nil
+	w.cl = cl
+	return w, nil
 }
 
 // Claim appends an epoch record for the owner c to partition and returns
 // its epoch, the offset it landed at: the owner restores the partition up
-// to it, and its writes there count until another owner claims it.
+// to it, and its writes there count until another owner claims it, if
+// the claim took the partition: a claim of a term below the one in force
+// does not (Chain), which only a restore up to it tells (Owner.Take).
 func (w *Writer) Claim(ctx context.Context, partition int32, c Claim) (Epoch, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.owned, partition)
 	c.Nonce = rand.Uint64()
 	r := EpochRecord(w.topic, partition, c)
-	if err := produceAll(ctx, w.cl, []*kgo.Record{r})[r]; err != nil {
+	if err := w.send(ctx, []*kgo.Record{r})[r]; err != nil {
 		return NoEpoch, fmt.Errorf("kafkalog: claiming %s/%d: %w", w.topic, partition, err)
 	}
-	w.owned[partition] = claimed{epoch: Epoch(r.Offset), end: r.Offset + 1}
+	w.owned[partition] = claimed{epoch: Epoch(r.Offset), term: c.Term(), end: r.Offset + 1}
 	return Epoch(r.Offset), nil
+}
+
+// send produces records, flushes the client while it waits, and returns
+// the errors of those that failed once each settled, or when ctx ends
+// (then with ctx's error for those not settled). Only records is waited
+// for: another partition's trouble does not hold it.
+func (w *Writer) send(ctx context.Context, records []*kgo.Record) map[*kgo.Record]error {
+	p := produceEach(ctx, w.cl, records)
+	// The flush keeps the client from lingering over records whose
+	// partition's metadata comes after they were produced; it ends with
+	// the wait, before the next write produces.
+	flushing, stop := context.WithCancel(ctx)
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		// Its error is its context's end, which the wait reports.
+		_ = w.cl.Flush(flushing)
+	}()
+	failed, settled := p.wait(ctx)
+	stop()
+	<-flushed
+	if !settled || len(failed) > 0 {
+		w.renew()
+	}
+	return failed
+}
+
+// renew goes on with a new client and closes the one in use: its records
+// not settled would drain beside a later write's, splitting its batches,
+// and one stopped on data loss produces no more.
+func (w *Writer) renew() {
+	cl, err := kgo.NewClient(w.opts...)
+	if err != nil {
+		// The options made a client before: this does not happen, and the
+		// old client goes on.
+		return
+	}
+	old := w.cl
+	w.cl = cl
+	w.retired.Add(1)
+	go func() {
+		defer w.retired.Done()
+		old.Close()
+	}()
 }
 
 // Drop stops writing partition: the node gave it up.
@@ -152,4 +217,9 @@ func (w *Writer) Epoch(partition int32) (Epoch, bool) {
 }
 
 // Close closes the writer's connections.
-func (w *Writer) Close() { w.cl.Close() }
+func (w *Writer) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cl.Close()
+	w.retired.Wait()
+}

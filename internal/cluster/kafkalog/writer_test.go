@@ -79,7 +79,7 @@ func readChangelog(t *testing.T, ctx context.Context, c Config, p int32) (entrie
 		t.Fatal(err)
 	}
 	f := &fetchBatches{}
-	chain := NewChain(NoEpoch)
+	chain := NewChain(NoEpoch, Term{})
 	err = readRange(ctx, c, c.ChangelogTopic(), p, 0, end, false, func(r *kgo.Record) error {
 		e, err := ReadEntry(r)
 		entries, counts = append(entries, e), append(counts, chain.Counts(e))

@@ -3,6 +3,7 @@ package kafkalog
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -12,7 +13,8 @@ import (
 // produce request per broker, and returns what became of each, in order.
 // It refuses the whole round, sending nothing, with ErrRoundTooLarge, or
 // ErrNotClaimed if some partition is not the writer's. An error of the
-// request itself is each batch's Err.
+// request itself is each batch's Err, as is ctx's end for a batch not
+// acknowledged by then: a write waits for its own records only.
 func (w *Writer) Write(ctx context.Context, batches []Batch) ([]Written, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -24,7 +26,7 @@ func (w *Writer) Write(ctx context.Context, batches []Batch) ([]Written, error) 
 	for _, rs := range sent {
 		all = append(all, rs...)
 	}
-	failed := produceAll(ctx, w.cl, all)
+	failed := w.send(ctx, all)
 	out := make([]Written, len(batches))
 	for i, b := range batches {
 		out[i] = w.landed(b.Partition, sent[i], failed)
@@ -89,48 +91,85 @@ func (w *Writer) landed(partition int32, rs []*kgo.Record, failed map[*kgo.Recor
 }
 
 // judge decides whether a batch that landed counts: it does if it follows
-// the writer's previous record there, or if the records between are not
-// another owner's claim (a zombie's writes, which do not count).
+// the writer's previous record there, or if the records between take the
+// partition from no other owner (judgeGap).
 func (w *Writer) judge(ctx context.Context, out *Written) {
 	o := w.owned[out.Partition]
 	out.Foreign = out.Base
 	if out.Base != o.end {
-		claimed, keys, err := w.readGap(ctx, out.Partition, o.end, out.Base)
+		gap, err := w.readGap(ctx, out.Partition, o.end, out.Base)
 		if err != nil {
 			out.Err = err
 			return
 		}
-		if claimed {
+		fenced, keys, err := judgeGap(o.epoch, o.term, gap)
+		if err != nil {
+			out.Err = fmt.Errorf("kafkalog: %s/%d between %d and %d: %w", w.topic, out.Partition, o.end, out.Base, err)
+			return
+		}
+		if fenced {
 			return
 		}
 		out.Foreign, out.ForeignKeys = o.end, keys
 	}
 	out.Valid = true
-	w.owned[out.Partition] = claimed{epoch: o.epoch, end: out.End}
+	w.owned[out.Partition] = claimed{epoch: o.epoch, term: o.term, end: out.End}
 }
 
-// readGap reads partition's records in [from, to): whether they hold an
-// epoch record, and the keys of their changes, sorted.
-func (w *Writer) readGap(ctx context.Context, partition int32, from, to int64) (claimed bool, keys [][]byte, err error) {
-	if to < from {
-		return false, nil, fmt.Errorf("kafkalog: %s/%d: a write landed at %d, before the writer's end %d", w.topic, partition, to, from)
-	}
+// ErrOwnRecordInGap reports a record of the writer's own epoch between its
+// previous write and its new one: a batch of its own that landed again
+// (sent again under a new producer id), or one it does not know of. Its
+// first copy may have counted, so the new write's outcome is unknown.
+var ErrOwnRecordInGap = errors.New("kafkalog: a record of the writer's epoch precedes its write")
+
+// judgeGap judges a write by gap, the records between the writer's
+// previous record in the partition and the write's first, run through the
+// replay rule from the writer's claim (epoch, of term). The write is
+// fenced if a claim in the gap takes the partition; it counts otherwise,
+// and the changes in the gap are a zombie's, whose keys the owner writes
+// again. Its outcome is unknown (an error) if a record of the gap does not
+// decode, which could be a claim, or if a change or trailer of the
+// writer's own epoch comes before any claim that takes: the copy of a
+// batch that may have counted.
+func judgeGap(epoch Epoch, term Term, gap []*kgo.Record) (fenced bool, keys [][]byte, err error) {
+	chain := NewChain(epoch, term)
 	changed := map[string]bool{}
-	err = readRange(ctx, w.cfg, w.topic, partition, from, to, false, func(r *kgo.Record) error {
+	for _, r := range gap {
+		if r.Attrs.IsControl() {
+			continue
+		}
 		e, err := ReadEntry(r)
-		switch {
-		case err != nil:
-		case e.Kind == KindEpoch:
-			claimed = true
-		case e.Kind == KindChange:
+		if err != nil {
+			return false, nil, fmt.Errorf("at %d: %w", r.Offset, err)
+		}
+		if e.Kind != KindEpoch && e.Epoch == epoch {
+			return false, nil, fmt.Errorf("%w: at %d", ErrOwnRecordInGap, r.Offset)
+		}
+		chain.Counts(e)
+		if chain.Epoch() != epoch {
+			return true, nil, nil
+		}
+		if e.Kind == KindChange {
 			changed[string(e.Key)] = true
 		}
+	}
+	return false, sortedKeys(changed), nil
+}
+
+// readGap reads partition's records in [from, to).
+func (w *Writer) readGap(ctx context.Context, partition int32, from, to int64) ([]*kgo.Record, error) {
+	if to < from {
+		return nil, fmt.Errorf("kafkalog: %s/%d: a write landed at %d, before the writer's end %d", w.topic, partition, to, from)
+	}
+	var gap []*kgo.Record
+	err := readRange(ctx, w.cfg, w.topic, partition, from, to, false, func(r *kgo.Record) error {
+		gap = append(gap, r)
 		return nil
 	}, nil)
 	if err != nil {
-		return false, nil, fmt.Errorf("kafkalog: reading what preceded a write to %s/%d: %w", w.topic, partition, err)
+		return nil, fmt.Errorf("kafkalog: reading what preceded a write to %s/%d: %w", w.topic, partition, err)
 	}
-	return claimed, sortedKeys(changed), nil
+	return gap, nil
 }
 
 // batchOverhead bounds a record batch's header, whatever the produce

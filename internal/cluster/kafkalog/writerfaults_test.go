@@ -1,0 +1,146 @@
+package kafkalog
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// appendRaw appends records to the changelog as they are, on a client of
+// its own: the copy of a batch a reset producer sent again, or a record
+// no writer makes.
+func appendRaw(t *testing.T, ctx context.Context, c Config, records ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A write whose gap holds a record of the writer's own epoch before
+// another owner's claim (a batch of its own that landed again, sent anew
+// by a reset producer after it had counted), or a record that does not
+// decode, has an unknown outcome: judged fenced, a write that counted
+// would be taken for one that never did.
+func TestWriterGapOfItsOwnRecordsIsUnknown(t *testing.T) {
+	ctx, c := newCluster(t, 2)
+	a, b := newWriter(t, c), newWriter(t, c)
+	topic := c.ChangelogTopic()
+
+	ea := claimOn(t, ctx, a, 0, "a")
+	appendRaw(t, ctx, c, ChangeRecord(topic, 0, ea, []byte("k"), []byte("again")), TrailerRecord(topic, 0, Trailer{Epoch: ea, Commands: 1}))
+	if _, err := b.Claim(ctx, 0, Claim{Generation: 2, Member: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	own, err := a.Write(ctx, []Batch{batchOf(0, "a", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own[0].Valid || !errors.Is(own[0].Err, ErrOwnRecordInGap) {
+		t.Fatalf("a write after a copy of the writer's own batch and another's claim: %+v", own[0])
+	}
+
+	claimOn(t, ctx, a, 1, "a")
+	appendRaw(t, ctx, c, &kgo.Record{Topic: topic, Partition: 1, Key: []byte("bad"), Headers: []kgo.RecordHeader{{Key: epochHeader}}, Value: []byte{0x80}})
+	bad, err := a.Write(ctx, []Batch{batchOf(1, "a", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad[0].Valid || !errors.Is(bad[0].Err, ErrBadRecord) {
+		t.Fatalf("a write after a record that does not decode: %+v", bad[0])
+	}
+	for p := range c.Partitions {
+		if _, ok := a.Epoch(p); ok {
+			t.Fatalf("the writer still writes partition %d after a write of unknown outcome", p)
+		}
+	}
+}
+
+// Answered OUT_OF_ORDER_SEQUENCE_NUMBER, franz-go would take a new
+// producer epoch and send the batch again, which may have landed already:
+// the writer stops instead, the write's outcome unknown, and goes on with
+// a new client, whose claim and write count.
+func TestWriterStopsOnDataLoss(t *testing.T) {
+	kc, ctx, c := fakeCluster(t, 1)
+	w := newWriter(t, c)
+	claimOn(t, ctx, w, 0, "a")
+	kc.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.OutOfOrderSequenceNumber.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	out, err := w.Write(ctx, []Batch{batchOf(0, "lost", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Valid || !errors.Is(out[0].Err, kerr.OutOfOrderSequenceNumber) {
+		t.Fatalf("a write answered OUT_OF_ORDER_SEQUENCE_NUMBER: %+v", out[0])
+	}
+	claimOn(t, ctx, w, 0, "a")
+	next := batchOf(0, "next", 1)
+	if o := writeRound(t, ctx, w, next)[0]; !o.Valid {
+		t.Fatalf("the write after a new claim: %+v", o)
+	}
+	entries, counts, _ := readChangelog(t, ctx, c, 0)
+	if got, want := countedKeys(entries, counts), keysOf(next); !slices.Equal(got, want) {
+		t.Fatalf("the changelog counts %q, want %q", got, want)
+	}
+}
+
+// A write whose partition's produce the broker holds (its leader gone)
+// ends with its context, its outcome unknown, and holds no later write
+// of another partition: each write waits for its own records.
+func TestWriterPartitionsTroubleHoldsNoOtherWrite(t *testing.T) {
+	kc, ctx, c := fakeCluster(t, 2)
+	w := newWriter(t, c)
+	claimOn(t, ctx, w, 0, "a")
+	claimOn(t, ctx, w, 1, "a")
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the writer closes
+	kc.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		for _, rt := range kreq.(*kmsg.ProduceRequest).Topics {
+			if slices.ContainsFunc(rt.Partitions, func(p kmsg.ProduceRequestTopicPartition) bool { return p.Partition == 0 }) {
+				select {
+				case held <- struct{}{}:
+				default: // a retry of the held write
+				}
+				kc.SleepControl(func() { <-release })
+			}
+		}
+		return nil, nil, false
+	})
+	stuck, cancel := context.WithCancel(ctx)
+	done := make(chan []Written, 1)
+	go func() {
+		out, _ := w.Write(stuck, []Batch{batchOf(0, "stuck", 1)})
+		done <- out
+	}()
+	<-held
+	cancel()
+	if out := <-done; out == nil || out[0].Err == nil {
+		t.Fatalf("the held write: %+v", out)
+	}
+	if o := writeRound(t, ctx, w, batchOf(1, "free", 1))[0]; !o.Valid {
+		t.Fatalf("the other partition's write: %+v", o)
+	}
+}
