@@ -106,6 +106,10 @@ transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 num.network.threads=1
 num.io.threads=2
 EOF
+  # a dead broker's partitions get new leaders, and its in-sync replicas drop it, only once the
+  # controller fences it: sooner than Kafka's 9 s session (docs/CLUSTER.md, "Broker settings")
+  [ "$n" -gt 1 ] && printf '%s\n' broker.heartbeat.interval.ms=500 broker.session.timeout.ms=4000 \
+    >>"$dir/node-$i/server.properties"
   [ -z "$sec" ] || secure_config "$sec" >>"$dir/node-$i/server.properties"
   [ -z "${KAFKA_PROPERTIES:-}" ] || printf '%s\n' "$KAFKA_PROPERTIES" >>"$dir/node-$i/server.properties"
   cat >"$dir/node-$i/log4j2.properties" <<EOF
