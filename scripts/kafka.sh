@@ -7,7 +7,8 @@
 #   scripts/kafka.sh start [-n N] [-d DIR] [-s SECDIR]
 #                                       start N combined broker+controller nodes (default 1; with
 #                                       N > 1 internal topics get replication factor N and
-#                                       min.insync.replicas 2), wait until each serves, print the
+#                                       min.insync.replicas 2, and the controller fences a broker
+#                                       4 s after its last heartbeat), wait until each serves, print the
 #                                       bootstrap address (host:port,...) as the only stdout line.
 #                                       With -s, clients get a SASL_SSL listener instead (its
 #                                       addresses are the bootstrap; brokers and controllers still
