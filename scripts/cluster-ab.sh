@@ -11,7 +11,8 @@
 # binaries in ABBA order: on a shared machine only back-to-back pairs compare.
 #
 # NODES 0 runs one embedded node (no Kafka) the same way, to compare with. A fourth field gives
-# that run's nodes more `surge serve` flags, space-separated: new:bin/surge:3:--peer.
+# that run's nodes more `surge serve` flags, space-separated: new:bin/surge:3:--peer=false (peer
+# links off; they are on by default, and builds from before that need --peer for them).
 #
 # Usage: KAFKA=host:port KAFKA_DIR=DIR [OUT=DIR] [PROFILE=DIR] scripts/cluster-ab.sh SECS LABEL:BINARY:NODES[:FLAGS] ...
 #   KAFKA_DIR is the directory scripts/kafka.sh start -d was given (its node-*/pid are the

@@ -8,7 +8,8 @@
 #
 # Usage: KAFKA=host:port KAFKA_DIR=DIR [CPU_CAP=0.25] [OUT=DIR] scripts/cluster-scale.sh SECS BINARY
 #   CPU_CAP is each node's share in CPUs (default 0.25); NODE_FLAGS, more `surge serve` flags for
-#   every node (--peer). The broker(s) and the load generator are not
+#   every node (--peer=false: no peer links; --peer for builds where they are off by default). The
+#   broker(s) and the load generator are not
 #   capped: give the machine room for them (their CPU per transfer is printed). BENCHFLAGS and
 #   PARTITIONS as for cluster-ab.sh (default here --vus 300 --accounts 1000: enough clients to keep
 #   three capped nodes busy). e.g.

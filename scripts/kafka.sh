@@ -7,7 +7,8 @@
 #   scripts/kafka.sh start [-n N] [-d DIR] [-s SECDIR]
 #                                       start N combined broker+controller nodes (default 1; with
 #                                       N > 1 internal topics get replication factor N and
-#                                       min.insync.replicas 2), wait until each serves, print the
+#                                       min.insync.replicas 2, and the controller fences a broker
+#                                       4 s after its last heartbeat), wait until each serves, print the
 #                                       bootstrap address (host:port,...) as the only stdout line.
 #                                       With -s, clients get a SASL_SSL listener instead (its
 #                                       addresses are the bootstrap; brokers and controllers still
@@ -106,6 +107,10 @@ transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 num.network.threads=1
 num.io.threads=2
 EOF
+  # a dead broker's partitions get new leaders, and its in-sync replicas drop it, only once the
+  # controller fences it: sooner than Kafka's 9 s session (docs/CLUSTER.md, "Broker settings")
+  [ "$n" -gt 1 ] && printf '%s\n' broker.heartbeat.interval.ms=500 broker.session.timeout.ms=4000 \
+    >>"$dir/node-$i/server.properties"
   [ -z "$sec" ] || secure_config "$sec" >>"$dir/node-$i/server.properties"
   [ -z "${KAFKA_PROPERTIES:-}" ] || printf '%s\n' "$KAFKA_PROPERTIES" >>"$dir/node-$i/server.properties"
   cat >"$dir/node-$i/log4j2.properties" <<EOF

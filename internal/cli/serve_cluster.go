@@ -47,7 +47,7 @@ func addClusterFlags(f *pflag.FlagSet, c *clusterConfig) {
 	f.StringVar(&c.name, "cluster", kafkalog.DefaultCluster, "with --kafka: the cluster's name, which names its topics and consumer group")
 	f.IntVar(&c.partitions, "partitions", 6, "with --kafka: partitions (shards) of the cluster's topics, used when they are created and checked against them afterwards")
 	f.DurationVar(&c.session, "session-timeout", 6*time.Second, "with --kafka: how long a silent node keeps its partitions before the others take them (at least the brokers' group.min.session.timeout.ms)")
-	f.BoolVar(&c.peer, "peer", false, "with --kafka: send commands for other nodes' partitions straight to them over peer links (mutual TLS), and take theirs; off: every such command goes through Kafka (docs/CLUSTER.md, \"The peer link\", says why links are not yet the default)")
+	f.BoolVar(&c.peer, "peer", true, "with --kafka: send commands for other nodes' partitions straight to them over peer links (mutual TLS), and take theirs; --peer=false: every such command goes through Kafka (docs/CLUSTER.md, \"The peer link\")")
 	f.StringVar(&c.peerAddr, "peer-addr", "", "with --kafka: address the node takes peer links on (host:port); empty: the host of --addr, a free port")
 	f.StringVar(&c.peerAdv, "peer-advertise", "", "with --kafka: address other nodes reach the node's peer links on, as published in the cluster's nodes topic; empty: the --peer-addr listener's")
 	addKafkaSecurityFlags(f, &c.security)

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/surge-dev/surge/internal/front"
 	"github.com/surge-dev/surge/internal/kv"
 	"github.com/surge-dev/surge/internal/kv/kvstore"
@@ -84,5 +86,27 @@ func TestPeerFlags(t *testing.T) {
 	}
 	if _, err := (clusterConfig{peer: true}).peerConfig("no-port", nil); err == nil {
 		t.Error("an --addr without a port gave a peer address")
+	}
+}
+
+// A node links to its peers unless started with --peer=false.
+func TestPeerLinksAreTheDefault(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--peer=false"}, false},
+		{[]string{"--peer"}, true},
+	} {
+		f := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		var cfg clusterConfig
+		addClusterFlags(f, &cfg)
+		if err := f.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.peer != c.want {
+			t.Errorf("flags %q: peer links %v, want %v", c.args, cfg.peer, c.want)
+		}
 	}
 }

@@ -16,8 +16,11 @@ import (
 // absent, every two-phase transfer ends as its acknowledged post or void
 // made it, no hold is left, the balances are what all that makes them, and
 // the balances and credits in flight sum to 0 whenever stats are read.
+// Its nodes run without peer links (--peer=false): every command for
+// another node's partition goes through Kafka, the path links fall back
+// on.
 func TestClusterTwoPhaseAndAtomicBatchesSurviveANodesKill(t *testing.T) {
-	c := startCluster(t, 1, 3)
+	c := startCluster(t, 1, 3, "--peer=false")
 	const accounts, fund = 8, 10_000
 	for a := range accounts {
 		id := fmt.Sprint("acct-", a)

@@ -115,7 +115,7 @@ func TestClusterSurvivesANodesKillOverSASLSSL(t *testing.T) {
 		t.Skip("cluster tests run with SURGE_KAFKA_CLUSTER_TESTS=1 (make test-cluster)")
 	}
 	k := startSecureKafka(t, 1)
-	startNodes(t, k.Cluster, 3, append(k.securityArgs("SCRAM-SHA-512", k.pki.caFile), "--kafka-sasl-password-file", k.passwordFile, "--peer")...).survivesANodesKill(t)
+	startNodes(t, k.Cluster, 3, append(k.securityArgs("SCRAM-SHA-512", k.pki.caFile), "--kafka-sasl-password-file", k.passwordFile)...).survivesANodesKill(t)
 }
 
 // lastLine is the last non-empty line of out.

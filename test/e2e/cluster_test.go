@@ -96,9 +96,10 @@ func (c *clusterNodes) do(i int, method, path string, in, out any) *Response {
 // others, balances are what the acknowledged transfers make them, the sum
 // is 0, every acknowledged PUT reads back, no seat is held by two
 // reservations, and the node rejoins. The requests a node gets for
-// another's partitions go over peer links, which refuse strangers.
+// another's partitions go over peer links (the default), which refuse
+// strangers.
 func TestClusterSurvivesANodesKill(t *testing.T) {
-	c := startCluster(t, 1, 3, "--peer")
+	c := startCluster(t, 1, 3)
 	refusesStrangers(t, c.nodes[0])
 	c.survivesANodesKill(t)
 	if n := peerReplies(t, c.nodes[0], c.nodes[1]); n == 0 {

@@ -60,19 +60,29 @@ type Config struct {
 }
 
 // Seeds are the options that reach the brokers: their addresses and
-// Dial, and the Meter's hook, which counts the client's requests as
-// "other". Each call returns a new slice, to append a client's own
-// options to.
+// Dial, the wait between metadata refreshes (metadataMinAge), and the
+// Meter's hook, which counts the client's requests as "other". Each call
+// returns a new slice, to append a client's own options to.
 func (c Config) Seeds() []kgo.Opt { return c.SeedsFor("other") }
 
 // SeedsFor is Seeds for a client the Meter names client.
 func (c Config) SeedsFor(client string) []kgo.Opt {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.Dial...)
+	opts := append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.MetadataMinAge(metadataMinAge)}, c.Dial...)
 	if c.Meter != nil {
 		opts = append(opts, kgo.WithHooks(c.Meter.hook(client)))
 	}
 	return opts
 }
+
+// metadataMinAge is the least time between two of a client's metadata
+// refreshes, which a request failing on a partition's leader asks for.
+// After a broker's death the client learns its partitions' new leaders
+// only at such a refresh: at franz-go's default, 5 s, a round that began
+// just before the leaders moved still writes to the dead broker until its
+// transaction's time runs out, and a new owner's restore and offset fetch
+// wait as long. A refresh is one small request, asked only while requests
+// fail.
+const metadataMinAge = 500 * time.Millisecond
 
 func (c Config) name() string {
 	if c.Cluster == "" {
