@@ -132,14 +132,12 @@ func (o *Owner) Take(ctx context.Context, partition int32, from ChainState, who 
 	o.mu.Lock()
 	o.parts[partition] = oc
 	o.mu.Unlock()
-	out, err := o.round(ctx, nil, []int32{partition})
+	out, unsent, err := o.round(ctx, nil, []int32{partition})
 	i := slices.IndexFunc(out, func(oc Outcome) bool { return oc.Partition == partition })
-	switch {
-	case err != nil:
-	case i < 0:
+	if j := slices.IndexFunc(unsent, func(oc Outcome) bool { return oc.Partition == partition }); err == nil && j >= 0 {
+		err = unsent[j].Written.Err
+	} else if err == nil && i < 0 {
 		err = fmt.Errorf("kafkalog: %s/%d given up during its take", o.c.ChangelogTopic(), partition)
-	case out[i].Written.Err != nil && out[i].Written.Base < 0:
-		err = out[i].Written.Err
 	}
 	if err != nil {
 		// The claim is left to no later round: they would carry this
@@ -237,13 +235,15 @@ func (o *Owner) restatement(partition int32, oc *ownedChain) Batch {
 // round, nothing sent: a partition not taken (ErrNotClaimed), a batch too
 // large (ErrRoundTooLarge), or a repair's value not read.
 func (o *Owner) Round(ctx context.Context, batches []Batch) ([]Outcome, error) {
-	return o.round(ctx, batches, nil)
+	out, unsent, err := o.round(ctx, batches, nil)
+	return append(out, unsent...), err
 }
 
 // round is Round with, besides batches, a restatement of each of restate
 // still owned, built under the lock that orders rounds: a restatement
-// built before a round that counts would take its trailer back.
-func (o *Owner) round(ctx context.Context, batches []Batch, restate []int32) ([]Outcome, error) {
+// built before a round that counts would take its trailer back. The
+// outcomes of the added batches not sent come apart (unsent).
+func (o *Owner) round(ctx context.Context, batches []Batch, restate []int32) (out, unsent []Outcome, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	asked := len(batches)
@@ -252,20 +252,20 @@ func (o *Owner) round(ctx context.Context, batches []Batch, restate []int32) ([]
 			batches = append(batches, o.restatement(p, oc))
 		}
 	}
-	batches, failed, err := o.withRepairs(batches, asked)
+	batches, unsent, err = o.withRepairs(batches, asked)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o.withForwards(batches)
 	written, err := o.w.Write(ctx, batches)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]Outcome, len(batches), len(batches)+len(failed))
+	out = make([]Outcome, len(batches), len(batches)+len(unsent))
 	for i, wr := range written {
 		out[i] = o.settle(batches[i], wr)
 	}
-	return append(out, failed...), nil
+	return out, unsent, nil
 }
 
 // withRepairs adds to batches the pending repairs of their partitions,

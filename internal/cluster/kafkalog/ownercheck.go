@@ -25,8 +25,8 @@ func (o *Owner) Check(ctx context.Context) ([]Outcome, error) {
 	if len(moved) == 0 {
 		return nil, nil
 	}
-	out, err := o.round(ctx, nil, moved)
-	if err != nil || len(out) == 0 {
+	out, unsent, err := o.round(ctx, nil, moved)
+	if out = append(out, unsent...); err != nil || len(out) == 0 {
 		return nil, err
 	}
 	if !slices.ContainsFunc(out, func(oc Outcome) bool { return len(oc.Written.ForeignKeys) > 0 }) {
