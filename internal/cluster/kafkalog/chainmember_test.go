@@ -401,3 +401,44 @@ func TestChainMemberCheckReleasesAFencedPartition(t *testing.T) {
 		}
 	}
 }
+
+// retakingLocal is a Local whose first Take, while a round reads, has the
+// member take partition p again, then gives the round a command of p read
+// under the former take.
+type retakingLocal struct {
+	*testLocal
+	t    *testing.T
+	n    *chainNode
+	p    int32
+	done bool
+}
+
+func (l *retakingLocal) Take(max int) []Command {
+	if !l.done {
+		l.done = true
+		if ok, err := l.n.m.take(context.Background(), l.n.m.cl, l.p); !ok || err != nil {
+			l.t.Errorf("taking %d again: %v, %v", l.p, ok, err)
+		}
+	}
+	return l.testLocal.Take(max)
+}
+
+// A command read under one take of a partition is not written under a
+// later take of it: the partition, taken again while the round read, is
+// reported Unknown, not written, and taken again before the next round.
+func TestChainMemberWritesNoCommandUnderALaterTake(t *testing.T) {
+	_, ctx, c := fakeCluster(t, 1)
+	a := joinChain(t, c, "a")
+	a.await(t, ctx, func() bool { return a.taken[0] == 1 }, "took 0")
+	local := &retakingLocal{testLocal: newTestLocal(localCommand(0, "read-under-first")), t: t, n: a, p: 0}
+	res, err := a.m.RoundWait(ctx, ctx, 10, local, a.apply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Partitions) != 1 || res.Partitions[0].Result != Unknown || res.Partitions[0].Written.End > 0 {
+		t.Fatalf("a round whose partition was taken again while it read: %+v", res.Partitions)
+	}
+	if owned := a.m.Owned(); len(owned) != 0 {
+		t.Fatalf("a writes %v before taking 0 again", owned)
+	}
+}
