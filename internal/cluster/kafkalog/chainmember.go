@@ -61,7 +61,7 @@ type ChainMember struct {
 }
 
 // ChainHandlers tell a ChainMember's node about its partitions. They run on
-// the group's goroutines (Restore and Taken also on the rounds' when a
+// the group's goroutines (Restore, Taken and TakeFailed also on the rounds' when a
 // partition is taken again), never concurrently with each other nor with
 // a round's write; they may call Owned and Takes.
 type ChainHandlers struct {
