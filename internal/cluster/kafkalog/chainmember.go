@@ -61,7 +61,7 @@ type ChainMember struct {
 }
 
 // ChainHandlers tell a ChainMember's node about its partitions. They run on
-// the group's goroutines (Restore and Taken also on the rounds' when a
+// the group's goroutines (Restore, Taken and TakeFailed also on the rounds' when a
 // partition is taken again), never concurrently with each other nor with
 // a round's write; they may call Owned and Takes.
 type ChainHandlers struct {
@@ -73,6 +73,14 @@ type ChainHandlers struct {
 	// Taken is told what the take of partition did, once its first write
 	// counted: the copy keeps Restored.Snapshot and the Owner's State.
 	Taken func(ctx context.Context, partition int32, t Taken)
+	// TakeFailed is told of a take of partition that did not take it
+	// (err says why), after Restore gave the take its apply: the node
+	// drops what the take restored of the partition. It may follow Taken
+	// when the member cannot then read the partition's commands from its
+	// position. A partition whose claim is stale (ErrStaleClaim) is not
+	// taken again until the group assigns it anew; any other is taken
+	// again before the next round.
+	TakeFailed func(ctx context.Context, partition int32, err error)
 	// Revoked is told of partitions the group took from the member
 	// (revoked in a rebalance, lost, or left when the member closes): the
 	// node drops their state. It may be told of a partition it was not
@@ -187,7 +195,8 @@ func (m *ChainMember) onRevoked(ctx context.Context, _ *kgo.Client, parts map[st
 // tells the node. It reports whether the member writes p; p is left to
 // take again if its take failed or its first write's outcome is unknown,
 // and not if that write was fenced (another member claimed p since: the
-// group gave it away, and the member's revoke of it is coming).
+// group gave it away, and the member's revoke of it is coming) nor if its
+// claim is stale (only the next era's claim takes it).
 func (m *ChainMember) take(ctx context.Context, cl *kgo.Client, p int32) (bool, error) {
 	m.own.Lock()
 	defer m.own.Unlock()
@@ -199,10 +208,16 @@ func (m *ChainMember) take(ctx context.Context, cl *kgo.Client, p int32) (bool, 
 		return false, nil
 	}
 	t, err := m.claim(ctx, cl, p)
-	if err != nil || t.First.Result != Counted {
+	if err == nil && t.First.Result != Counted {
+		err = fmt.Errorf("kafkalog: partition %d's first write did not count (result %d)", p, t.First.Result)
+	}
+	if err != nil {
 		m.mu.Lock()
-		m.retake[p] = m.assigned[p] && (err != nil || t.First.Result == Unknown)
+		if m.assigned[p] && !errors.Is(err, ErrStaleClaim) && t.First.Result != Fenced {
+			m.retake[p] = true
+		}
 		m.mu.Unlock()
+		m.failed(ctx, p, err)
 		return false, err
 	}
 	m.mu.Lock()
@@ -213,6 +228,13 @@ func (m *ChainMember) take(ctx context.Context, cl *kgo.Client, p int32) (bool, 
 		m.h.Taken(ctx, p, t)
 	}
 	return true, nil
+}
+
+// failed tells the node of p's take that did not take it.
+func (m *ChainMember) failed(ctx context.Context, p int32, err error) {
+	if m.h.TakeFailed != nil {
+		m.h.TakeFailed(ctx, p, err)
+	}
 }
 
 // claim is Owner.Take of p, from where the node's copy stands, for the
@@ -240,20 +262,41 @@ func resume(cl *kgo.Client, topic string, p int32) {
 }
 
 // retakeAll takes again the partitions left to retake, and seeks each one
-// taken to its position (seek).
-func (m *ChainMember) retakeAll(ctx context.Context) error {
+// taken to its position (seek). A partition whose take or seek fails is
+// left untaken, the node told (TakeFailed): the others' rounds go on.
+func (m *ChainMember) retakeAll(ctx context.Context) {
 	m.mu.Lock()
 	ps := slices.Sorted(maps.Keys(m.retake))
 	m.mu.Unlock()
-	var errs []error
 	for _, p := range ps {
-		ok, err := m.take(ctx, m.cl, p)
-		if err == nil && ok {
-			err = m.seek(ctx, p)
+		if ok, _ := m.take(ctx, m.cl, p); !ok {
+			continue
 		}
-		errs = append(errs, err)
+		if err := m.seek(ctx, p); err != nil {
+			m.own.Lock()
+			m.o.Drop(p)
+			m.release(p, Unknown)
+			m.failed(ctx, p, err)
+			m.own.Unlock()
+		}
 	}
-	return errors.Join(errs...)
+}
+
+// Check is Owner.Check under the member's serialisation of its Owner's
+// calls, for the node to call between its rounds: a partition the check
+// finds fenced is no longer written nor read, and one whose write's
+// outcome is unknown is taken again before the next round, as after a
+// round's write.
+func (m *ChainMember) Check(ctx context.Context) ([]Outcome, error) {
+	m.own.Lock()
+	defer m.own.Unlock()
+	out, err := m.o.Check(ctx)
+	for _, o := range out {
+		if o.Result != Counted {
+			m.release(o.Partition, o.Result)
+		}
+	}
+	return out, err
 }
 
 // seek reads p's commands on from its trailer's position, or, if no

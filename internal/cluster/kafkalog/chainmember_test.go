@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,6 +27,7 @@ type chainNode struct {
 
 	mu      sync.Mutex
 	taken   map[int32]int // takes per partition
+	failed  map[int32]int // failed takes per partition
 	revoked map[int32]int // revokes per partition
 	applied map[string]int
 	changed chan struct{}
@@ -35,14 +37,22 @@ type chainNode struct {
 // partitions from the log's start into a shard of its own.
 func joinChain(t *testing.T, c Config, name string) *chainNode {
 	t.Helper()
-	n := &chainNode{name: name, s: newShard(), taken: map[int32]int{}, revoked: map[int32]int{}, applied: map[string]int{}, changed: make(chan struct{}, 1)}
+	return joinChainRefusing(t, c, name, nil)
+}
+
+// joinChainRefusing is joinChain whose restores of the partitions in
+// refuse fail with their error.
+func joinChainRefusing(t *testing.T, c Config, name string, refuse map[int32]error) *chainNode {
+	t.Helper()
+	n := &chainNode{name: name, s: newShard(), taken: map[int32]int{}, failed: map[int32]int{}, revoked: map[int32]int{}, applied: map[string]int{}, changed: make(chan struct{}, 1)}
 	n.o = newOwner(t, c, n.s)
 	m, err := JoinChain(c, n.o, ChainHandlers{
 		Restore: func(_ context.Context, p int32) (ChainState, func(k, v []byte) error, error) {
-			return LogStart(), func(k, v []byte) error { n.s.set(p, k, v); return nil }, nil
+			return LogStart(), func(k, v []byte) error { n.s.set(p, k, v); return nil }, refuse[p]
 		},
-		Taken:   func(_ context.Context, p int32, _ Taken) { n.tell(func() { n.taken[p]++ }) },
-		Revoked: func(_ context.Context, ps []int32) { n.tell(func() { n.forget(ps) }) },
+		Taken:      func(_ context.Context, p int32, _ Taken) { n.tell(func() { n.taken[p]++ }) },
+		TakeFailed: func(_ context.Context, p int32, _ error) { n.tell(func() { n.failed[p]++ }) },
+		Revoked:    func(_ context.Context, ps []int32) { n.tell(func() { n.forget(ps) }) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -334,5 +344,101 @@ func TestChainMemberRoundAcrossARebalance(t *testing.T) {
 				t.Errorf("partition %d: %s's change of %s does not count", p, en.Value, en.Key)
 			}
 		}
+	}
+}
+
+// A partition whose take fails holds no round of the member's other
+// partitions: the rounds go on without it, taking it again before each
+// one, except a partition whose claim is stale (a claim of a later
+// generation holds it), which waits for the group to assign it anew.
+func TestChainMemberRoundsGoOnPastAFailedTake(t *testing.T) {
+	_, ctx, c := fakeCluster(t, 3)
+	x := newShard()
+	if _, err := newOwner(t, c, x).Take(ctx, 2, LogStart(), Claim{Generation: 1 << 20, Member: "x"}, func(k, v []byte) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	appendCommands(t, ctx, c, 0, 9) // cmd-i to partition i%3
+	a := joinChainRefusing(t, c, "a", map[int32]error{1: errors.New("no copy")})
+	a.await(t, ctx, func() bool { return a.taken[0] == 1 && a.failed[1] == 1 && a.failed[2] == 1 }, "took 0, failed 1 and 2")
+	want := map[string]int{"cmd-0": 1, "cmd-3": 1, "cmd-6": 1}
+	for rounds := 1; !maps.Equal(a.appliedKeys(), want); rounds++ {
+		if _, err := a.round(ctx, ctx); err != nil {
+			t.Fatal(err)
+		}
+		a.mu.Lock()
+		retook, stale := a.failed[1], a.failed[2]
+		a.mu.Unlock()
+		if retook != rounds+1 || stale != 1 {
+			t.Fatalf("after %d rounds, partition 1's takes failed %d times, the stale partition 2's %d", rounds, retook, stale)
+		}
+	}
+	if got := a.m.Owned(); !slices.Equal(got, []int32{0}) {
+		t.Fatalf("a writes %v, want [0]", got)
+	}
+}
+
+// A member's check that finds a partition claimed by another owner stops
+// writing and reading it, as a round's fenced write does: its rounds go on
+// for the other partitions.
+func TestChainMemberCheckReleasesAFencedPartition(t *testing.T) {
+	_, ctx, c := fakeCluster(t, 2)
+	a := joinChain(t, c, "a")
+	a.await(t, ctx, func() bool { return a.taken[0] == 1 && a.taken[1] == 1 }, "took 0 and 1")
+	x := newShard()
+	take(t, ctx, newOwner(t, c, x), x, 0, LogStart(), "x")
+	out, err := a.m.Check(ctx)
+	if err != nil || len(out) != 1 || out[0].Partition != 0 || out[0].Result != Fenced {
+		t.Fatalf("a's check after x's claim of 0: %+v, %v", out, err)
+	}
+	if got := a.m.Owned(); !slices.Equal(got, []int32{1}) {
+		t.Fatalf("a writes %v after its check found 0 fenced, want [1]", got)
+	}
+	appendCommands(t, ctx, c, 0, 4) // cmd-i to partition i%2
+	want := map[string]int{"cmd-1": 1, "cmd-3": 1}
+	for !maps.Equal(a.appliedKeys(), want) {
+		if _, err := a.round(ctx, ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// retakingLocal is a Local whose first Take, while a round reads, has the
+// member take partition p again, then gives the round a command of p read
+// under the former take.
+type retakingLocal struct {
+	*testLocal
+	t    *testing.T
+	n    *chainNode
+	p    int32
+	done bool
+}
+
+func (l *retakingLocal) Take(max int) []Command {
+	if !l.done {
+		l.done = true
+		if ok, err := l.n.m.take(context.Background(), l.n.m.cl, l.p); !ok || err != nil {
+			l.t.Errorf("taking %d again: %v, %v", l.p, ok, err)
+		}
+	}
+	return l.testLocal.Take(max)
+}
+
+// A command read under one take of a partition is not written under a
+// later take of it: the partition, taken again while the round read, is
+// reported Unknown, not written, and taken again before the next round.
+func TestChainMemberWritesNoCommandUnderALaterTake(t *testing.T) {
+	_, ctx, c := fakeCluster(t, 1)
+	a := joinChain(t, c, "a")
+	a.await(t, ctx, func() bool { return a.taken[0] == 1 }, "took 0")
+	local := &retakingLocal{testLocal: newTestLocal(localCommand(0, "read-under-first")), t: t, n: a, p: 0}
+	res, err := a.m.RoundWait(ctx, ctx, 10, local, a.apply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Partitions) != 1 || res.Partitions[0].Result != Unknown || res.Partitions[0].Written.End > 0 {
+		t.Fatalf("a round whose partition was taken again while it read: %+v", res.Partitions)
+	}
+	if owned := a.m.Owned(); len(owned) != 0 {
+		t.Fatalf("a writes %v before taking 0 again", owned)
 	}
 }

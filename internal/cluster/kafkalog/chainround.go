@@ -41,7 +41,9 @@ type PartitionRound struct {
 }
 
 // RoundWait runs one round: it takes the partitions left to take again
-// (an error there ends the round before it reads), waits for commands
+// (one whose take fails stays untaken, its commands Untaken), notes the
+// take of each partition it writes before it reads (a command is written
+// only under the take it was read under), waits for commands
 // until wait ends (a round with none returns wait's error), takes those
 // of local before those it polls, up to max in all (max+PackMax-1 at
 // most), applies them under ctx and writes, per partition, the changes
@@ -52,9 +54,8 @@ type PartitionRound struct {
 // the next round; the caller drops what it applied of them. Rounds must
 // not run concurrently.
 func (m *ChainMember) RoundWait(wait, ctx context.Context, maxCommands int, local Local, apply Apply) (ChainRound, error) {
-	if err := m.retakeAll(ctx); err != nil {
-		return ChainRound{}, err
-	}
+	m.retakeAll(ctx)
+	before := m.takesNow()
 	m.g.begin(local)
 	batch, err := m.g.commands(wait, ctx, maxCommands)
 	m.g.local = nil
@@ -62,6 +63,13 @@ func (m *ChainMember) RoundWait(wait, ctx context.Context, maxCommands int, loca
 		return ChainRound{}, err
 	}
 	takes := m.takesNow()
+	for p, t := range before {
+		// Taken again while the round read: some of its commands may
+		// have been read under the former take, which write tells apart.
+		if takes[p] > 0 && takes[p] != t {
+			takes[p] = t
+		}
+	}
 	res := ChainRound{Commands: len(batch)}
 	batch, res.Untaken = m.split(batch, takes)
 	if len(batch) == 0 {
@@ -153,7 +161,9 @@ func (m *ChainMember) parts(batch []Command, outs []Output) (map[int32]*part, er
 }
 
 // write writes the parts of partitions still taken under the take the
-// round read them under (takes); the others are Fenced, not written. A
+// round read them under (takes); the others are not written: Fenced if
+// no longer taken, Unknown and taken again before the next round (which
+// reads its commands again from its position) if taken again since. A
 // partition whose write is fenced is no longer read; one whose outcome is
 // unknown is taken again before the next round.
 func (m *ChainMember) write(ctx context.Context, takes map[int32]uint64, parts map[int32]*part) ([]PartitionRound, error) {
@@ -161,14 +171,23 @@ func (m *ChainMember) write(ctx context.Context, takes map[int32]uint64, parts m
 	defer m.own.Unlock()
 	m.mu.Lock()
 	var batches []Batch
+	var retaken []int32
 	rounds := map[int32]*PartitionRound{}
 	for _, p := range slices.Sorted(maps.Keys(parts)) {
 		rounds[p] = &PartitionRound{Partition: p, Result: Fenced, Send: parts[p].send}
-		if t := m.taken[p]; t > 0 && t == takes[p] {
+		switch t := m.taken[p]; {
+		case t > 0 && t == takes[p]:
 			batches = append(batches, parts[p].batch)
+		case t > 0:
+			rounds[p].Result = Unknown
+			retaken = append(retaken, p)
 		}
 	}
 	m.mu.Unlock()
+	for _, p := range retaken {
+		m.o.Drop(p)
+		m.release(p, Unknown)
+	}
 	outs, err := m.o.Round(ctx, batches)
 	if err != nil {
 		for _, b := range batches {

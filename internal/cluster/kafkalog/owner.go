@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -130,11 +132,20 @@ func (o *Owner) Take(ctx context.Context, partition int32, from ChainState, who 
 	o.mu.Lock()
 	o.parts[partition] = oc
 	o.mu.Unlock()
-	out, err := o.Round(ctx, []Batch{o.restatement(partition, oc)})
+	out, unsent, err := o.round(ctx, nil, []int32{partition})
+	i := slices.IndexFunc(out, func(oc Outcome) bool { return oc.Partition == partition })
+	if j := slices.IndexFunc(unsent, func(oc Outcome) bool { return oc.Partition == partition }); err == nil && j >= 0 {
+		err = unsent[j].Written.Err
+	} else if err == nil && i < 0 {
+		err = fmt.Errorf("kafkalog: %s/%d given up during its take", o.c.ChangelogTopic(), partition)
+	}
 	if err != nil {
+		// The claim is left to no later round: they would carry this
+		// partition's repairs and fail the same way.
+		o.Drop(partition)
 		return Taken{}, err
 	}
-	return Taken{Epoch: e, Restored: restored, First: out[0]}, nil
+	return Taken{Epoch: e, Restored: restored, First: out[i]}, nil
 }
 
 // ErrStaleClaim reports a claim of a term below the one in force
@@ -217,57 +228,99 @@ func (o *Owner) restatement(partition int32, oc *ownedChain) Batch {
 // round that only read a partition still writes it a batch, a trailer
 // alone: a reply is known current only once a write counts. The outcomes
 // come in the batches' order, then the added ones'. A partition whose
-// write did not count is dropped. The error refuses the whole round,
-// nothing sent: a partition not taken (ErrNotClaimed), a batch too large
-// (ErrRoundTooLarge), or a repair's value not read.
+// write did not count is dropped. An added batch that cannot be written
+// (its repairs not read, or too large) is not sent: its outcome is
+// Unknown with the reason as Written.Err, and its partition is dropped,
+// so that the round's other batches go out. The error refuses the whole
+// round, nothing sent: a partition not taken (ErrNotClaimed), a batch too
+// large (ErrRoundTooLarge), or a repair's value not read.
 func (o *Owner) Round(ctx context.Context, batches []Batch) ([]Outcome, error) {
+	out, unsent, err := o.round(ctx, batches, nil)
+	return append(out, unsent...), err
+}
+
+// round is Round with, besides batches, a restatement of each of restate
+// still owned, built under the lock that orders rounds: a restatement
+// built before a round that counts would take its trailer back. The
+// outcomes of the added batches not sent come apart (unsent).
+func (o *Owner) round(ctx context.Context, batches []Batch, restate []int32) (out, unsent []Outcome, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	batches, err := o.withRepairs(batches)
+	asked := len(batches)
+	for _, p := range restate {
+		if oc, ok := o.parts[p]; ok {
+			batches = append(batches, o.restatement(p, oc))
+		}
+	}
+	batches, unsent, err = o.withRepairs(batches, asked)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	o.withForwards(batches)
 	written, err := o.w.Write(ctx, batches)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]Outcome, len(batches))
+	out = make([]Outcome, len(batches), len(batches)+len(unsent))
 	for i, wr := range written {
 		out[i] = o.settle(batches[i], wr)
 	}
-	return out, nil
+	return out, unsent, nil
 }
 
 // withRepairs adds to batches the pending repairs of their partitions,
 // and a batch for each owned partition with repairs and none in the round.
-func (o *Owner) withRepairs(batches []Batch) ([]Batch, error) {
+// The batches from the caller's own are the first asked of them; those
+// after, and the added ones, are the Owner's: one of those that cannot be
+// written is left out, its partition dropped, its outcome in failed.
+func (o *Owner) withRepairs(batches []Batch, asked int) (out []Batch, failed []Outcome, err error) {
 	in := make(map[int32]bool, len(batches))
-	out := make([]Batch, 0, len(batches))
+	out = make([]Batch, 0, len(batches))
 	for _, b := range batches {
 		if _, ok := o.parts[b.Partition]; !ok {
-			return nil, fmt.Errorf("%w: %s/%d not taken", ErrNotClaimed, o.c.ChangelogTopic(), b.Partition)
+			return nil, nil, fmt.Errorf("%w: %s/%d not taken", ErrNotClaimed, o.c.ChangelogTopic(), b.Partition)
 		}
 		in[b.Partition] = true
 		out = append(out, b)
 	}
-	for p, oc := range o.parts {
-		if len(oc.repairs) > 0 && !in[p] {
+	for _, p := range slices.Sorted(maps.Keys(o.parts)) {
+		if oc := o.parts[p]; len(oc.repairs) > 0 && !in[p] {
 			out = append(out, o.restatement(p, oc))
 		}
 	}
+	kept := out[:0]
 	for i, b := range out {
-		oc := o.parts[b.Partition]
-		if len(oc.repairs) == 0 {
-			continue
+		err := o.repair(&b)
+		if err == nil && i >= asked {
+			err = o.w.fits(b)
 		}
-		repairs, err := o.repairs(b.Partition, oc)
-		if err != nil {
-			return nil, err
+		switch {
+		case err == nil:
+			kept = append(kept, b)
+		case i < asked:
+			return nil, nil, err
+		default:
+			delete(o.parts, b.Partition)
+			o.w.Drop(b.Partition)
+			failed = append(failed, Outcome{Partition: b.Partition, Result: Unknown,
+				Written: Written{Partition: b.Partition, Base: -1, End: -1, Err: err}})
 		}
-		out[i].Updates = append(repairs, b.Updates...)
 	}
-	return out, nil
+	return kept, failed, nil
+}
+
+// repair puts before b's updates its partition's pending repairs.
+func (o *Owner) repair(b *Batch) error {
+	oc := o.parts[b.Partition]
+	if len(oc.repairs) == 0 {
+		return nil
+	}
+	repairs, err := o.repairs(b.Partition, oc)
+	if err != nil {
+		return err
+	}
+	b.Updates = append(repairs, b.Updates...)
+	return nil
 }
 
 // repairs are the updates that write again the current state of each key

@@ -22,19 +22,11 @@ func (o *Owner) Check(ctx context.Context) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.mu.Lock()
-	var batches []Batch
-	for _, p := range moved {
-		if oc, ok := o.parts[p]; ok {
-			batches = append(batches, o.restatement(p, oc))
-		}
-	}
-	o.mu.Unlock()
-	if len(batches) == 0 {
+	if len(moved) == 0 {
 		return nil, nil
 	}
-	out, err := o.Round(ctx, batches)
-	if err != nil {
+	out, unsent, err := o.round(ctx, nil, moved)
+	if out = append(out, unsent...); err != nil || len(out) == 0 {
 		return nil, err
 	}
 	if !slices.ContainsFunc(out, func(oc Outcome) bool { return len(oc.Written.ForeignKeys) > 0 }) {

@@ -200,6 +200,16 @@ func (w *Writer) renew() {
 	}()
 }
 
+// fits refuses with ErrRoundTooLarge a batch the writer could not write
+// even in a round of its own, or with ErrNotClaimed one of a partition it
+// does not write.
+func (w *Writer) fits(b Batch) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err := w.records([]Batch{b})
+	return err
+}
+
 // Drop stops writing partition: the node gave it up.
 func (w *Writer) Drop(partition int32) {
 	w.mu.Lock()
