@@ -50,7 +50,9 @@ func TestPackedRoundsKeepMaxAndOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Commands > most+PackMax-1 || !res.Committed {
+		// A round whose poll found only a transient error reads nothing
+		// and commits nothing; every round that read commands commits.
+		if res.Commands > most+PackMax-1 || res.Commands > 0 && !res.Committed {
 			t.Fatalf("round %+v after %d commands: want at most %d commands, committed", res, applied, most+PackMax-1)
 		}
 	}
