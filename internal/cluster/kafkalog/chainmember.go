@@ -35,7 +35,6 @@ import (
 // revokes between two transactions (ownership.go). So the member needs
 // none of Member's own watch of the assignments.
 type ChainMember struct {
-	cl  *kgo.Client
 	cfg Config
 	o   *Owner
 	h   ChainHandlers
@@ -112,7 +111,7 @@ func JoinChain(c Config, o *Owner, h ChainHandlers, opts ...kgo.Opt) (*ChainMemb
 	if err != nil {
 		return nil, fmt.Errorf("kafkalog: joining %s: %w", c.Group(), err)
 	}
-	m.cl, m.g.cl = cl, cl
+	m.g.cl = cl
 	return m, nil
 }
 
@@ -132,7 +131,7 @@ func (m *ChainMember) Takes(p int32) bool {
 }
 
 // Close leaves the group, dropping every partition (ChainHandlers.Revoked).
-func (m *ChainMember) Close() { m.cl.Close() }
+func (m *ChainMember) Close() { m.g.cl.Close() }
 
 // onAssigned takes each partition the group assigns the member. One whose
 // take fails is not read until a round takes it again. The group's
@@ -269,7 +268,7 @@ func (m *ChainMember) retakeAll(ctx context.Context) {
 	ps := slices.Sorted(maps.Keys(m.retake))
 	m.mu.Unlock()
 	for _, p := range ps {
-		if ok, _ := m.take(ctx, m.cl, p); !ok {
+		if ok, _ := m.take(ctx, m.g.cl, p); !ok {
 			continue
 		}
 		if err := m.seek(ctx, p); err != nil {
@@ -312,15 +311,15 @@ func (m *ChainMember) seek(ctx context.Context, p int32) error {
 			return err
 		}
 	}
-	m.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {p: {Epoch: -1, Offset: at}}})
-	resume(m.cl, topic, p)
+	m.g.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {p: {Epoch: -1, Offset: at}}})
+	resume(m.g.cl, topic, p)
 	return nil
 }
 
 // committed is the group's committed offset of p, waiting for any
 // transaction committing one to end, or the partition's start if none.
 func (m *ChainMember) committed(ctx context.Context, p int32) (int64, error) {
-	adm, topic := kadm.NewClient(m.cl), m.cfg.CommandsTopic()
+	adm, topic := kadm.NewClient(m.g.cl), m.cfg.CommandsTopic()
 	offsets, err := adm.FetchOffsets(kadm.RequireStable(ctx), m.cfg.Group())
 	if err == nil {
 		err = offsets.Error()

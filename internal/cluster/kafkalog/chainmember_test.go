@@ -416,7 +416,7 @@ type retakingLocal struct {
 func (l *retakingLocal) Take(max int) []Command {
 	if !l.done {
 		l.done = true
-		if ok, err := l.n.m.take(context.Background(), l.n.m.cl, l.p); !ok || err != nil {
+		if ok, err := l.n.m.take(context.Background(), l.n.m.g.cl, l.p); !ok || err != nil {
 			l.t.Errorf("taking %d again: %v, %v", l.p, ok, err)
 		}
 	}

@@ -66,7 +66,7 @@ func (m *ChainMember) RoundWait(wait, ctx context.Context, maxCommands int, loca
 	for p, t := range before {
 		// Taken again while the round read: some of its commands may
 		// have been read under the former take, which write tells apart.
-		if takes[p] > 0 && takes[p] != t {
+		if takes[p] > 0 {
 			takes[p] = t
 		}
 	}
@@ -234,7 +234,7 @@ func (m *ChainMember) release(p int32, r Result) {
 		m.retake[p] = true
 	}
 	m.mu.Unlock()
-	pause(m.cl, m.cfg.CommandsTopic(), p)
+	pause(m.g.cl, m.cfg.CommandsTopic(), p)
 }
 
 // sortedRounds are rounds in partition order.

@@ -58,7 +58,7 @@ func AppendChainState(b []byte, s ChainState) []byte {
 	for _, f := range owed {
 		e.Uvarint(uint64(uint32(f.Partition)))
 		e.Uvarint(f.Seq)
-		e.B = AppendEntry(e.B, f.Key, f.Value)
+		e.String(string(forwardUpdate(f).Value))
 	}
 	return e.B
 }
@@ -78,7 +78,9 @@ func ReadChainState(offset int64, b []byte) (ChainState, error) {
 		owed := owedRecords{}
 		for n := d.Uvarint(); n > 0 && d.Err == nil; n-- {
 			id := forwardID{to: int32(uint32(d.Uvarint())), seq: d.Uvarint()}
-			owed[id] = Owed{Partition: id.to, Seq: id.seq, Key: bytes.Clone(d.Bytes()), Value: bytes.Clone(d.Bytes())}
+			if err := owed.take(id, bytes.Clone(d.Bytes())); err != nil {
+				return ChainState{}, fmt.Errorf("%w: a copy's chain state", err)
+			}
 		}
 		last.Book = owed.book(&last.Book)
 		s.Last = &last
