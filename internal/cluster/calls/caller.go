@@ -318,7 +318,7 @@ func (k *Caller) Deliver(rid, reply []byte) { k.answer(rid, answer{reply: reply}
 
 // Fail ends the call waiting for request rid, if any, with err: its
 // command was not applied, or was applied by a round that did not commit.
-func (k *Caller) Fail(rid string, err error) { k.answer([]byte(rid), answer{err: err}) }
+func (k *Caller) Fail(rid []byte, err error) { k.answer(rid, answer{err: err}) }
 
 func (k *Caller) answer(rid []byte, a answer) {
 	k.mu.Lock()

@@ -84,7 +84,7 @@ func TestLostReadsGoAgainThroughKafka(t *testing.T) {
 		k.prod = prod
 		k.SetLocal(func(_ int32, key, _ []byte) bool {
 			_, rid, _ := ReplyAddress(key)
-			k.Fail(string(rid), lost)
+			k.Fail(rid, lost)
 			return true
 		})
 		got, err := k.Call(context.Background(), 0, []byte("c"), tc.effect)

@@ -223,7 +223,7 @@ func (n *Node) forward(c kafkalog.Command) {
 	switch {
 	case !ok:
 	case err != nil:
-		n.failCall(string(rid), err)
+		n.failCall(rid, err)
 	default:
 		n.peers.Kafka(rid)
 	}
@@ -286,14 +286,14 @@ func (f *forwards) wait() {
 func (n *Node) fail(cmds []kafkalog.Command, err error) {
 	for _, c := range cmds {
 		if _, rid, ok := calls.ReplyAddress(c.Key); ok {
-			n.failCall(string(rid), err)
+			n.failCall(rid, err)
 		}
 	}
 }
 
 // failCall fails the call waiting for request rid: on its peer link if it
 // came over one, else the node's own.
-func (n *Node) failCall(rid string, err error) {
+func (n *Node) failCall(rid []byte, err error) {
 	if !n.peers.Fail(rid) {
 		n.caller.Fail(rid, err)
 	}

@@ -127,7 +127,6 @@ func TestALinkPacksTheEntriesQueuedAtOnce(t *testing.T) {
 			return nil
 		}, 0)
 	}()
-	runtime.Gosched() // the writer waits for its first wake-up
 	for i := range n {
 		go b.add(1, []byte(fmt.Sprintf("0:a-%d", i)), []byte("cmd"))
 	}

@@ -175,7 +175,7 @@ func (l *link) answered(kind uint64, rid, value []byte) {
 		l.p.met.viaKafka.Inc()
 	default:
 		l.p.met.failed.Inc()
-		l.p.recv.Fail(string(rid), errFailed)
+		l.p.recv.Fail(rid, errFailed)
 	}
 }
 
@@ -205,6 +205,6 @@ func (l *link) close(err error) {
 	}
 	p.met.linkDown.Add(float64(len(inflight)))
 	for rid := range inflight {
-		p.recv.Fail(rid, ErrLinkDown)
+		p.recv.Fail([]byte(rid), ErrLinkDown)
 	}
 }

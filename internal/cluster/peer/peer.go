@@ -59,7 +59,7 @@ type Config struct {
 // Receiver takes the answers to a front node's calls (calls.Caller).
 type Receiver interface {
 	Deliver(rid, reply []byte)
-	Fail(rid string, err error)
+	Fail(rid []byte, err error)
 }
 
 // Take is the owner's side: it queues a command a peer sent for

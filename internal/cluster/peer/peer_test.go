@@ -23,7 +23,7 @@ type answer struct {
 type receiver chan answer
 
 func (r receiver) Deliver(rid, reply []byte)  { r <- answer{rid: string(rid), reply: string(reply)} }
-func (r receiver) Fail(rid string, err error) { r <- answer{rid: rid, err: err} }
+func (r receiver) Fail(rid []byte, err error) { r <- answer{rid: string(rid), err: err} }
 
 // command is what a test's owner took.
 type command struct {
@@ -142,7 +142,7 @@ func TestCommandsAndAnswersGoOverTheLink(t *testing.T) {
 		t.Fatal("the owner's debts are wrong")
 	}
 	owner.Kafka([]byte("a-2"))
-	if !owner.Reply([]byte("a-1"), []byte("done")) || !owner.Fail("a-3") || owner.Reply([]byte("a-1"), nil) {
+	if !owner.Reply([]byte("a-1"), []byte("done")) || !owner.Fail([]byte("a-3")) || owner.Reply([]byte("a-1"), nil) {
 		t.Fatal("answers to requests owed once")
 	}
 	got := []answer{<-front.answers, <-front.answers}

@@ -181,7 +181,7 @@ func (p *Peers) Reply(rid, reply []byte) bool { return p.answer(rid, answerReply
 
 // Fail fails request rid on its link; false if rid did not come over one
 // still up.
-func (p *Peers) Fail(rid string) bool { return p.answer([]byte(rid), answerFailed, nil) }
+func (p *Peers) Fail(rid []byte) bool { return p.answer(rid, answerFailed, nil) }
 
 // Kafka tells the front node of request rid that the reply comes through
 // its inbox.

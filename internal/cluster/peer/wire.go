@@ -219,10 +219,10 @@ func (f *frames) write(m []byte) error {
 func (f *frames) read() ([]byte, error) {
 	for {
 		n, err := f.header()
-		if err != nil || n == 0 {
-			if err != nil {
-				return nil, err
-			}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
 			continue
 		}
 		m := make([]byte, n)
