@@ -37,6 +37,7 @@ import (
 type ChainMember struct {
 	cfg Config
 	o   *Owner
+	f   *Forwarder
 	h   ChainHandlers
 	g   poller
 
@@ -92,12 +93,16 @@ type ChainHandlers struct {
 const takeTime = 30 * time.Second
 
 // JoinChain makes a ChainMember of the cluster's consumer group, writing
-// its rounds through o. opts are added last.
-func JoinChain(c Config, o *Owner, h ChainHandlers, opts ...kgo.Opt) (*ChainMember, error) {
+// its rounds through o and driving the forwards of the partitions it
+// writes through f. opts are added last.
+func JoinChain(c Config, o *Owner, f *Forwarder, h ChainHandlers, opts ...kgo.Opt) (*ChainMember, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	m := &ChainMember{cfg: c, o: o, h: h, assigned: map[int32]bool{}, taken: map[int32]uint64{}, retake: map[int32]bool{}}
+	if o == nil || f == nil {
+		return nil, errors.New("kafkalog: a chain member needs an Owner and a Forwarder")
+	}
+	m := &ChainMember{cfg: c, o: o, f: f, h: h, assigned: map[int32]bool{}, taken: map[int32]uint64{}, retake: map[int32]bool{}}
 	base := append(c.SeedsFor("member"), consuming(c)...)
 	base = append(base,
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
