@@ -20,6 +20,12 @@ type ChainRound struct {
 	// partition's next take decides where its commands are read from; the
 	// caller fails or hands on the local ones.
 	Untaken []Command
+	// Refused are the commands, neither forwards nor answers, of
+	// partitions whose book owes some destination as much as the
+	// member's Limits allow (Config.ForwardLimits): not applied, and
+	// their position moves past them; the caller answers them as
+	// unavailable (ErrOwesTooMuch).
+	Refused []Command
 }
 
 // PartitionRound is what became of one partition in a round.
