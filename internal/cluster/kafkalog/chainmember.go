@@ -184,6 +184,7 @@ func (m *ChainMember) onRevoked(ctx context.Context, _ *kgo.Client, parts map[st
 	m.mu.Lock()
 	for _, p := range ps {
 		m.o.Drop(p)
+		m.f.Drop(p)
 		delete(m.assigned, p)
 		delete(m.taken, p)
 		delete(m.retake, p)
@@ -195,8 +196,9 @@ func (m *ChainMember) onRevoked(ctx context.Context, _ *kgo.Client, parts map[st
 	}
 }
 
-// take restores and claims partition p if the group still assigns it, and
-// tells the node. It reports whether the member writes p; p is left to
+// take restores and claims partition p if the group still assigns it,
+// starts its forwards once its first write counted (Forwarder.Take:
+// everything its book owes is sent again), and tells the node. It reports whether the member writes p; p is left to
 // take again if its take failed or its first write's outcome is unknown,
 // and not if that write was fenced (another member claimed p since: the
 // group gave it away, and the member's revoke of it is coming) nor if its
@@ -221,9 +223,12 @@ func (m *ChainMember) take(ctx context.Context, cl *kgo.Client, p int32) (bool, 
 			m.retake[p] = true
 		}
 		m.mu.Unlock()
+		m.f.Drop(p)
 		m.failed(ctx, p, err)
 		return false, err
 	}
+	book, _ := m.o.Book(p)
+	m.f.Take(p, book, time.Now())
 	m.mu.Lock()
 	m.takes++
 	m.taken[p] = m.takes
