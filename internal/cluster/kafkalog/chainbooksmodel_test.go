@@ -31,15 +31,13 @@ type bookNode struct {
 
 // bookSim runs the nodes of a kfake cluster's partitions.
 type bookSim struct {
+	lossyNet
 	t      *testing.T
 	ctx    context.Context
 	c      Config
-	rng    *rand.Rand
-	nodes  [][]*bookNode // per partition, the last current
-	net    []fwdMsg
+	nodes  [][]*bookNode         // per partition, the last current
 	issued map[[2]int32][]string // per source and destination, the values owed by writes that counted
 	now    time.Time
-	lossy  bool
 	gen    int32
 	values int
 	seen   *bookSeen
@@ -48,35 +46,12 @@ type bookSim struct {
 // bookSeen counts what the schedules had, over all seeds.
 type bookSeen struct{ issued, refused, crashes, fenced int }
 
-// chance is true one time in n while the simulation is lossy.
-func (s *bookSim) chance(n int) bool { return s.lossy && s.rng.IntN(n) == 0 }
-
-// send is the Forwarders' Send: the message may be lost, or sent twice.
-func (s *bookSim) send(to int32, key, value []byte) {
-	if s.chance(6) {
-		return
-	}
-	s.net = append(s.net, fwdMsg{to: to, key: key, value: value})
-	if s.chance(8) {
-		s.net = append(s.net, fwdMsg{to: to, key: key, value: value})
-	}
-}
-
-// inbox takes the messages to p off the network, as p's local commands:
-// while lossy, some, in any order; else all.
-func (s *bookSim) inbox(p int32) []Command {
+// commands takes the messages to p off the network (inbox), as p's local
+// commands.
+func (s *bookSim) commands(p int32) []Command {
 	var in []Command
-	rest := s.net[:0:0]
-	for _, m := range s.net {
-		if m.to != p || s.chance(2) {
-			rest = append(rest, m)
-		} else {
-			in = append(in, Command{Partition: p, Offset: -1, Key: m.key, Value: m.value})
-		}
-	}
-	s.net = rest
-	if s.lossy {
-		s.rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+	for _, m := range s.inbox(p) {
+		in = append(in, Command{Partition: p, Offset: -1, Key: m.key, Value: m.value})
 	}
 	return in
 }
@@ -159,7 +134,7 @@ func (s *bookSim) work(p int32) []Command {
 // book, is written. A node may crash before its write, or after it and
 // before its Forwarder sends; a node whose write does not count is gone.
 func (s *bookSim) round(p int32, n *bookNode) {
-	cmds := append(s.inbox(p), s.work(p)...)
+	cmds := append(s.commands(p), s.work(p)...)
 	books := newRoundBooks(n.o, n.f, Limits{Forwards: 4}, s.now)
 	apply, refused, dropped := books.judge(cmds)
 	if len(dropped) > 0 && n == s.current(p) {
@@ -321,8 +296,8 @@ func TestChainBooksApplyEachForwardOnce(t *testing.T) {
 	seen := &bookSeen{}
 	for seed := range uint64(6) {
 		_, ctx, c := fakeCluster(t, 3)
-		s := &bookSim{t: t, ctx: ctx, c: c, rng: rand.New(rand.NewPCG(seed, 3)), nodes: make([][]*bookNode, 3),
-			issued: map[[2]int32][]string{}, now: time.Unix(0, 0), lossy: true, seen: seen}
+		s := &bookSim{lossyNet: lossyNet{rng: rand.New(rand.NewPCG(seed, 3)), lossy: true}, t: t, ctx: ctx, c: c,
+			nodes: make([][]*bookNode, 3), issued: map[[2]int32][]string{}, now: time.Unix(0, 0), seen: seen}
 		for p := range int32(3) {
 			s.take(p)
 		}
