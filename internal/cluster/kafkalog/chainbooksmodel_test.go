@@ -2,9 +2,7 @@ package kafkalog
 
 import (
 	"context"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,7 +105,7 @@ func (s *bookSim) applyModel(n *bookNode, batch []Command) []Output {
 			if !ok {
 				got, _ = n.s.current(c.Partition, []byte(key))
 			}
-			changed[key] = append(slices.Clip(got), ","+v...)
+			changed[key] = append(got[:len(got):len(got)], ","+v...)
 			outs = append(outs, Output{Kind: Change, Partition: c.Partition, Key: []byte(key), Value: changed[key]})
 		default:
 			s.t.Fatalf("partition %d applied %q=%q", c.Partition, c.Key, c.Value)
@@ -276,8 +274,8 @@ func (s *bookSim) check(seed uint64) {
 				last[string(e.Key)] = e.Value
 			}
 		}
-		for _, k := range slices.Sorted(maps.Keys(last)) {
-			if last[k] != nil {
+		for k, v := range last {
+			if v != nil {
 				s.t.Fatalf("seed %d: partition %d's forward record %q outlives its acknowledgement", seed, p, k)
 			}
 		}
