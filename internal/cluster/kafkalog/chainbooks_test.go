@@ -261,3 +261,22 @@ func TestChainRoundDropsWhatDoesNotDecodeOrWasNeverOwed(t *testing.T) {
 		t.Fatalf("applied %q, want plain alone", got)
 	}
 }
+
+// A forward that comes from a partition none of the round's commands is
+// of (as an engine's tick owes one) is owed in that partition's book,
+// which the round writes, and sent once its write counts.
+func TestChainRoundOwesTheForwardsOfAPartitionWithoutCommands(t *testing.T) {
+	_, ctx, c := fakeCluster(t, 2)
+	a := booksMember(t, c, ctx)
+	tick := func(context.Context, []Command) ([]Output, error) {
+		return []Output{{Kind: Forward, Partition: 1, Key: []byte("tick"), Value: []byte("t1"), From: 0}}, nil
+	}
+	res := chainRound(t, ctx, a, tick, localCommand(1, "plain"))
+	if len(res.Partitions) != 2 || res.Partitions[0].Partition != 0 || len(res.Partitions[0].Send) != 0 {
+		t.Fatalf("the round's partitions: %+v", res.Partitions)
+	}
+	sentNow(t, a, "F 0->1 #1 t1")
+	if got, want := forwardRecords(t, ctx, c, 0), []string{string(forwardKey(1, 1)) + "=set"}; !slices.Equal(got, want) {
+		t.Errorf("partition 0's forward records %q, want %q", got, want)
+	}
+}
