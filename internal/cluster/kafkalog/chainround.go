@@ -22,14 +22,16 @@ type ChainRound struct {
 	Untaken []Command
 	// Refused are the commands, neither forwards nor answers, of
 	// partitions whose book owes some destination as much as the
-	// member's Limits allow (Config.ForwardLimits): not applied, and
-	// their position moves past them; the caller answers them as
-	// unavailable (ErrOwesTooMuch).
+	// member's Limits allow (Config.ForwardLimits): not applied. Their
+	// position moves past them only if their partition's write counts:
+	// the caller answers them as unavailable (ErrOwesTooMuch) only then,
+	// since after a write that does not count they are read again and
+	// may be applied.
 	Refused []Command
 	// Dropped are the forwards and answers read that do not decode, and
-	// the answers naming a forward their source never owed
-	// (ErrUnknownForward): not applied, and their position moves past
-	// them.
+	// the answers values naming a forward their source never owed
+	// (ErrUnknownForward): not applied, though the value's other
+	// answers are taken; their position moves past them.
 	Dropped []Command
 }
 
