@@ -155,7 +155,7 @@ func (m *ChainMember) onAssigned(ctx context.Context, cl *kgo.Client, parts map[
 	ctx, cancel := context.WithTimeout(ctx, takeTime)
 	defer cancel()
 	for _, p := range ps {
-		if ok, _ := m.take(ctx, cl, p); ok {
+		if ok, _ := m.take(ctx, cl, p, false); ok {
 			resume(cl, m.cfg.CommandsTopic(), p) // paused when the member held it before
 		} else {
 			pause(cl, m.cfg.CommandsTopic(), p)
@@ -199,21 +199,24 @@ func (m *ChainMember) onRevoked(ctx context.Context, _ *kgo.Client, parts map[st
 	}
 }
 
-// take restores and claims partition p if the group still assigns it,
-// starts its forwards once its first write counted (Forwarder.Take:
-// everything its book owes is sent again), and tells the node. It reports whether the member writes p; p is left to
+// take restores and claims partition p if the group still assigns it
+// (and, again, if p is still left to take again: an assignment may have
+// taken it since the rounds looked), starts its forwards once its first
+// write counted (Forwarder.Take: everything its book owes is sent again),
+// and tells the node. It reports whether the member writes p; a failed
+// take leaves p unwritten, and left to
 // take again if its take failed or its first write's outcome is unknown,
 // and not if that write was fenced (another member claimed p since: the
 // group gave it away, and the member's revoke of it is coming) nor if its
 // claim is stale (only the next era's claim takes it).
-func (m *ChainMember) take(ctx context.Context, cl *kgo.Client, p int32) (bool, error) {
+func (m *ChainMember) take(ctx context.Context, cl *kgo.Client, p int32, again bool) (bool, error) {
 	m.own.Lock()
 	defer m.own.Unlock()
 	m.mu.Lock()
-	assigned := m.assigned[p]
+	assigned, left := m.assigned[p], m.retake[p]
 	delete(m.retake, p)
 	m.mu.Unlock()
-	if !assigned {
+	if !assigned || (again && !left) {
 		return false, nil
 	}
 	t, err := m.claim(ctx, cl, p)
@@ -225,6 +228,7 @@ func (m *ChainMember) take(ctx context.Context, cl *kgo.Client, p int32) (bool, 
 		if m.assigned[p] && !errors.Is(err, ErrStaleClaim) && t.First.Result != Fenced {
 			m.retake[p] = true
 		}
+		delete(m.taken, p) // the Owner dropped p: a round must not write it
 		m.mu.Unlock()
 		m.f.Drop(p)
 		m.failed(ctx, p, err)
@@ -281,7 +285,7 @@ func (m *ChainMember) retakeAll(ctx context.Context) {
 	ps := slices.Sorted(maps.Keys(m.retake))
 	m.mu.Unlock()
 	for _, p := range ps {
-		if ok, _ := m.take(ctx, m.g.cl, p); !ok {
+		if ok, _ := m.take(ctx, m.g.cl, p, true); !ok {
 			continue
 		}
 		if err := m.seek(ctx, p); err != nil {

@@ -449,7 +449,7 @@ type retakingLocal struct {
 func (l *retakingLocal) Take(max int) []Command {
 	if !l.done {
 		l.done = true
-		if ok, err := l.n.m.take(context.Background(), l.n.m.g.cl, l.p); !ok || err != nil {
+		if ok, err := l.n.m.take(context.Background(), l.n.m.g.cl, l.p, false); !ok || err != nil {
 			l.t.Errorf("taking %d again: %v, %v", l.p, ok, err)
 		}
 	}
@@ -473,5 +473,22 @@ func TestChainMemberWritesNoCommandUnderALaterTake(t *testing.T) {
 	}
 	if owned := a.m.Owned(); len(owned) != 0 {
 		t.Fatalf("a writes %v before taking 0 again", owned)
+	}
+}
+
+// A retake of a partition an assignment took since the rounds listed it
+// claims nothing: a second claim that failed would leave the member
+// writing a partition its Owner and Forwarder dropped.
+func TestChainMemberRetakesOnlyWhatIsLeftToRetake(t *testing.T) {
+	_, ctx, c := fakeCluster(t, 1)
+	a := joinChain(t, c, "a")
+	a.await(t, ctx, func() bool { return a.taken[0] == 1 }, "took 0")
+	if ok, err := a.m.take(ctx, a.m.g.cl, 0, true); ok || err != nil {
+		t.Fatalf("a retake of 0, taken and not left to retake: %v, %v", ok, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.taken[0] != 1 {
+		t.Fatalf("0 taken %d times, want 1", a.taken[0])
 	}
 }
