@@ -54,3 +54,17 @@ func TestFieldsRoundTripAndRefusals(t *testing.T) {
 		t.Errorf("a count past the bytes left gave %d, %v", n, f.D.Err)
 	}
 }
+
+// A message's Fields and its Encoder or Decoder are one allocation: a
+// cluster's calls encode and decode four messages each.
+func TestMessageFieldsAllocateOnce(t *testing.T) {
+	x := sample{s: "s", n: 7}
+	buf := make([]byte, 0, 64)
+	if n := testing.AllocsPerRun(100, func() { AppendOp(buf[:0], 1, func(f *Fields) { f.Int(&x.n) }) }); n != 1 {
+		t.Errorf("AppendOp allocates %v times, want 1", n)
+	}
+	msg := AppendOp(nil, 1, func(f *Fields) { f.Int(&x.n) })
+	if n := testing.AllocsPerRun(100, func() { _ = DecodeAs(msg, 1, func(f *Fields) { f.Int(&x.n) }) }); n != 1 {
+		t.Errorf("DecodeAs allocates %v times, want 1", n)
+	}
+}

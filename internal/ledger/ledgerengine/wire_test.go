@@ -57,7 +57,7 @@ func argsOnly(t *testing.T, c Command) Command {
 		t.Fatal(err)
 	}
 	out := newCommand(c.Op())
-	w := &wire{codec.Fields{D: &codec.Decoder{B: v[1:]}}}
+	w := wire{&codec.Fields{D: &codec.Decoder{B: v[1:]}}}
 	out.args(w)
 	if err := w.D.Done(); err != nil {
 		t.Fatal(err)
