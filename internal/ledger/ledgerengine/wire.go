@@ -29,6 +29,12 @@ func Encode(c engine.Command) ([]byte, error) {
 	return codec.EncodeOp(byte(cmd.Op()), func(f *codec.Fields) { cmd.args(wire{f}) }), nil
 }
 
+// AppendEncode appends c, a Command, encoded as Encode encodes it, to dst:
+// after the workload's byte a cluster's calls put first.
+func AppendEncode(dst []byte, c Command) []byte {
+	return codec.AppendOp(dst, byte(c.Op()), func(f *codec.Fields) { c.args(wire{f}) })
+}
+
 // Decode decodes a command Encode encoded.
 func Decode(b []byte) (engine.Command, error) {
 	var c Command

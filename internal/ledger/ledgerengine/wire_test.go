@@ -201,3 +201,22 @@ func TestWireDecodesEarlierBinaryTransfersAndCredits(t *testing.T) {
 		t.Errorf("an earlier credit decoded %+v, %v; want %+v", got, err, wantC)
 	}
 }
+
+// A command appended after a cluster call's workload byte is that byte,
+// then the command as Encode encodes it; encoding a transfer allocates
+// its buffer and its fields only.
+func TestAppendEncodeFollowsWhatIsThere(t *testing.T) {
+	for _, c := range wireCases() {
+		v, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendEncode([]byte{'l'}, c); string(got) != "l"+string(v) {
+			t.Errorf("%T: appended %q, want %q", c, got, "l"+string(v))
+		}
+	}
+	c := &Transfer{Req: ledger.TransferRequest{ID: "4f1c2a9e-7b7d-4c55-9d0e", From: "acct-0000173", To: "acct-0000402", Amount: 1250}}
+	if n := testing.AllocsPerRun(100, func() { _, _ = Encode(c) }); n != 2 {
+		t.Errorf("encoding a transfer allocates %v times, want 2", n)
+	}
+}

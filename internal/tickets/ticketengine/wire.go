@@ -270,6 +270,12 @@ func Encode(c Command) []byte {
 	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.args(wire{f}) })
 }
 
+// AppendEncode appends c encoded as Encode encodes it to dst: after the
+// workload's byte a cluster's calls put first.
+func AppendEncode(dst []byte, c Command) []byte {
+	return codec.AppendOp(dst, byte(c.Op()), func(f *codec.Fields) { c.args(wire{f}) })
+}
+
 // Decode decodes a command Encode encoded.
 func Decode(b []byte) (Command, error) {
 	var c Command
