@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 type sample struct {
@@ -66,5 +67,22 @@ func TestMessageFieldsAllocateOnce(t *testing.T) {
 	msg := AppendOp(nil, 1, func(f *Fields) { f.Int(&x.n) })
 	if n := testing.AllocsPerRun(100, func() { _ = DecodeAs(msg, 1, func(f *Fields) { f.Int(&x.n) }) }); n != 1 {
 		t.Errorf("DecodeAs allocates %v times, want 1", n)
+	}
+}
+
+// A string read as one known is that string when the bytes equal it, with
+// nothing allocated, and a copy of the bytes otherwise.
+func TestStrAsReusesOnlyAnEqualString(t *testing.T) {
+	known := "acct-0000173"
+	msg := AppendString(AppendString(nil, known), "acct-0000402")
+	d := Decoder{B: msg}
+	if got := d.StrAs(known); got != known || unsafe.StringData(got) != unsafe.StringData(known) {
+		t.Errorf("equal bytes read as %q, not the known string itself", got)
+	}
+	if got := d.StrAs(known); got != "acct-0000402" {
+		t.Errorf("other bytes read as %q, want acct-0000402", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { d := Decoder{B: msg}; d.StrAs(known) }); n != 0 {
+		t.Errorf("reading a known string allocates %v times", n)
 	}
 }

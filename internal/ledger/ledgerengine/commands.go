@@ -162,6 +162,11 @@ func (c *CreateAccount) outcome(w wire) {
 }
 func (c *Transfer) args(w wire) { w.request(&c.Req); w.Str(&c.Currency) }
 func (c *Transfer) outcome(w wire) {
+	if w.D != nil {
+		// The transfer made repeats the request's strings: decoded as
+		// those, its reply allocates none of them.
+		c.Transfer = ledger.Transfer{ID: c.Req.ID, From: c.Req.From, To: c.Req.To, Currency: c.Currency, Memo: c.Req.Memo}
+	}
 	w.transfer(&c.Transfer)
 	w.Bool(&c.Replayed)
 	w.err(&c.Err)

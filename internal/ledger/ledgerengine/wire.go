@@ -202,14 +202,15 @@ func (w wire) request(r *ledger.TransferRequest) {
 func (w wire) requests(rs *[]ledger.TransferRequest) { codec.List(w.Fields, rs, w.request) }
 
 // transfer carries a transfer as the store keeps it, after its id.
+// Decoding, the strings it shares with what *t held are *t's, not copies.
 func (w wire) transfer(t *ledger.Transfer) {
 	if w.E != nil {
 		w.E.String(t.ID)
 		ledgerstore.EncodeTransfer(w.E, t)
 		return
 	}
-	id := w.D.Str()
-	*t = ledgerstore.DecodeTransfer(w.D, id)
+	like := *t
+	*t = ledgerstore.DecodeTransfer(w.D, w.D.StrAs(like.ID), &like)
 }
 
 func (w wire) batchResults(rs *[]ledger.BatchResult) {

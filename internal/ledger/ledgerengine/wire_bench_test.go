@@ -30,7 +30,7 @@ func BenchmarkWireTransfer(b *testing.B) {
 		b.Fatal(err)
 	}
 	out := EncodeOutcome(c)
-	got := &Transfer{}
+	got := &Transfer{Req: c.Req, Currency: c.Currency} // the sender's command
 	for _, bc := range []struct {
 		name string
 		run  func() error

@@ -220,3 +220,24 @@ func TestAppendEncodeFollowsWhatIsThere(t *testing.T) {
 		t.Errorf("encoding a transfer allocates %v times, want 2", n)
 	}
 }
+
+// A transfer's outcome decodes into its sender's command with the
+// request's strings where the transfer repeats them, allocating only its
+// fields, and with the reply's own where they differ (a replayed
+// transfer of another request under the same id).
+func TestTransferOutcomeKeepsTheRequestsStrings(t *testing.T) {
+	req := ledger.TransferRequest{ID: "4f1c2a9e-7b7d-4c55-9d0e", From: "acct-0000173", To: "acct-0000402", Amount: 1250, Memo: "rent"}
+	made := ledger.Transfer{ID: req.ID, From: req.From, To: req.To, Amount: 1250, PostedAmount: 1250, Currency: "EUR", Memo: "rent", State: ledger.StatePosted}
+	other := ledger.Transfer{ID: req.ID, From: "acct-9", To: "acct-8", Amount: 5, PostedAmount: 5, Currency: "USD", Memo: "m", State: ledger.StatePosted}
+	for _, want := range []ledger.Transfer{made, other} {
+		out := EncodeOutcome(&Transfer{Transfer: want, Replayed: true})
+		c := &Transfer{Req: req, Currency: "EUR"}
+		if err := DecodeOutcome(c, out); err != nil || !reflect.DeepEqual(c.Transfer, want) || !c.Replayed {
+			t.Fatalf("decoded %+v (replayed %v), %v; want %+v", c.Transfer, c.Replayed, err, want)
+		}
+	}
+	out, c := EncodeOutcome(&Transfer{Transfer: made}), &Transfer{Req: req, Currency: "EUR"}
+	if n := testing.AllocsPerRun(100, func() { _ = DecodeOutcome(c, out) }); n != 1 {
+		t.Errorf("decoding the outcome of the transfer requested allocates %v times, want 1", n)
+	}
+}
