@@ -94,6 +94,16 @@ func (d *Decoder) Bytes() []byte {
 // Str reads a length-prefixed string.
 func (d *Decoder) Str() string { return string(d.Bytes()) }
 
+// StrAs reads a length-prefixed string; one equal to known is known
+// itself, not a copy, so that a reply repeating its request's strings
+// allocates none of them.
+func (d *Decoder) StrAs(known string) string {
+	if b := d.Bytes(); string(b) != known {
+		return string(b)
+	}
+	return known
+}
+
 // Done returns Err, or ErrCorrupt if bytes are left over.
 func (d *Decoder) Done() error {
 	if d.Err == nil && len(d.B) != 0 {

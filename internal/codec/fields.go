@@ -136,25 +136,43 @@ func List[T any](f *Fields, s *[]T, item func(*T)) {
 var ErrUnknownOp = errors.New("unknown operation")
 
 // EncodeOp encodes a message: its operation's byte, then the fields carry
-// encodes.
+// encodes. Its buffer starts with room for a command of a few ids and
+// amounts, so that most messages never grow it.
 func EncodeOp(op byte, carry func(*Fields)) []byte {
-	return AppendOp(make([]byte, 0, 64), op, carry)
+	return AppendOp(make([]byte, 0, 128), op, carry)
 }
+
+// encoding is a Fields and the Encoder it encodes into, and decoding one
+// and its Decoder: carry's Fields escape to the heap, so each message
+// allocates the pair at once rather than one and then the other.
+type (
+	encoding struct {
+		f Fields
+		e Encoder
+	}
+	decoding struct {
+		f Fields
+		d Decoder
+	}
+)
 
 // AppendOp appends a message EncodeOp encodes to dst: after a record's
 // format byte, say, which the reader checks before DecodeOp.
 func AppendOp(dst []byte, op byte, carry func(*Fields)) []byte {
-	f := &Fields{E: &Encoder{B: dst}}
-	f.E.Byte(op)
-	carry(f)
-	return f.E.B
+	s := &encoding{e: Encoder{B: dst}}
+	s.f.E = &s.e
+	s.e.Byte(op)
+	carry(&s.f)
+	return s.e.B
 }
 
 // DecodeOp decodes a message EncodeOp encoded: carry, given its operation,
 // decodes the fields, or reports false for an operation it does not take
 // (ErrUnknownOp). A message cut short or followed by more is ErrCorrupt.
 func DecodeOp(b []byte, carry func(op byte, f *Fields) bool) (byte, error) {
-	f := &Fields{D: &Decoder{B: b}}
+	s := &decoding{d: Decoder{B: b}}
+	s.f.D = &s.d
+	f := &s.f
 	op := f.D.Byte()
 	switch {
 	case f.D.Err != nil:

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 type sample struct {
@@ -52,5 +53,36 @@ func TestFieldsRoundTripAndRefusals(t *testing.T) {
 	f := &Fields{D: &Decoder{B: []byte{0x7e}}} // a count of 63, with nothing after it
 	if n := f.Count(0); n != 0 || f.D.Err == nil {
 		t.Errorf("a count past the bytes left gave %d, %v", n, f.D.Err)
+	}
+}
+
+// A message's Fields and its Encoder or Decoder are one allocation: a
+// cluster's calls encode and decode four messages each.
+func TestMessageFieldsAllocateOnce(t *testing.T) {
+	x := sample{s: "s", n: 7}
+	buf := make([]byte, 0, 64)
+	if n := testing.AllocsPerRun(100, func() { AppendOp(buf[:0], 1, func(f *Fields) { f.Int(&x.n) }) }); n != 1 {
+		t.Errorf("AppendOp allocates %v times, want 1", n)
+	}
+	msg := AppendOp(nil, 1, func(f *Fields) { f.Int(&x.n) })
+	if n := testing.AllocsPerRun(100, func() { _ = DecodeAs(msg, 1, func(f *Fields) { f.Int(&x.n) }) }); n != 1 {
+		t.Errorf("DecodeAs allocates %v times, want 1", n)
+	}
+}
+
+// A string read as one known is that string when the bytes equal it, with
+// nothing allocated, and a copy of the bytes otherwise.
+func TestStrAsReusesOnlyAnEqualString(t *testing.T) {
+	known := "acct-0000173"
+	msg := AppendString(AppendString(nil, known), "acct-0000402")
+	d := Decoder{B: msg}
+	if got := d.StrAs(known); got != known || unsafe.StringData(got) != unsafe.StringData(known) {
+		t.Errorf("equal bytes read as %q, not the known string itself", got)
+	}
+	if got := d.StrAs(known); got != "acct-0000402" {
+		t.Errorf("other bytes read as %q, want acct-0000402", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { d := Decoder{B: msg}; d.StrAs(known) }); n != 0 {
+		t.Errorf("reading a known string allocates %v times", n)
 	}
 }

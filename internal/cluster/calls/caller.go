@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -45,8 +46,11 @@ type Caller struct {
 	// be applied without Kafka (SetLocal).
 	local func(partition int32, key, value []byte) bool
 
-	mu      sync.Mutex
-	waiting map[string]waiter
+	mu sync.Mutex
+	// waiting holds the calls waiting for their answer by their request's
+	// sequence number (seqOf), which hashes and compares cheaper than the
+	// request id and is kept without a copy of it.
+	waiting map[uint64]waiter
 	// ticks counts the seconds since the caller started (expire).
 	ticks atomic.Int64
 	done  chan struct{}
@@ -108,7 +112,7 @@ func newCaller(node string, inbox int32, log *slog.Logger) *Caller {
 	prefix := node + "-" + strconv.FormatUint(rand.Uint64()>>24, 36) + "."
 	return &Caller{
 		prefix: prefix, address: strconv.Itoa(int(inbox)) + ":" + prefix,
-		inbox: inbox, log: log, waiting: map[string]waiter{},
+		inbox: inbox, log: log, waiting: map[uint64]waiter{},
 		done: make(chan struct{}), stop: make(chan struct{}), swept: make(chan struct{}),
 	}
 }
@@ -193,15 +197,15 @@ var ErrLost = errors.New("cluster: the command or its answer was lost between no
 // The caller's expire ends the calls past their deadline instead.
 func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect Effect) ([]byte, error) {
 	deadline := k.ticks.Load() + int64(Timeout/time.Second)
-	key := k.key(k.seq.Add(1))
-	rid := string(key[len(k.address)-len(k.prefix):])
+	seq := k.seq.Add(1)
+	key := k.key(seq)
 	ch := make(chan answer, 1)
 	k.mu.Lock()
-	k.waiting[rid] = waiter{ch: ch, deadline: deadline}
+	k.waiting[seq] = waiter{ch: ch, deadline: deadline}
 	k.mu.Unlock()
 	defer func() {
 		k.mu.Lock()
-		delete(k.waiting, rid)
+		delete(k.waiting, seq)
 		k.mu.Unlock()
 	}()
 	if k.local == nil || !k.local(int32(partition), key, value) {
@@ -227,6 +231,37 @@ func (k *Caller) Call(ctx context.Context, partition int, value []byte, effect E
 // key is the key of the caller's request seq: its address, then seq.
 func (k *Caller) key(seq uint64) []byte {
 	return strconv.AppendUint(append(make([]byte, 0, len(k.address)+13), k.address...), seq, 36)
+}
+
+// seqOf returns the sequence number of rid, a request id key gave, or
+// false for any other: another node's, one of the node's previous runs or
+// one key never writes (upper case, leading zeros, overflow), so that
+// exactly the ids key gives name a call.
+func (k *Caller) seqOf(rid []byte) (uint64, bool) {
+	if !k.Mine(rid) {
+		return 0, false
+	}
+	digits := rid[len(k.prefix):]
+	if digits[0] == '0' {
+		return 0, false // sequence numbers start at 1
+	}
+	var seq uint64
+	for _, c := range digits {
+		var d uint64
+		switch {
+		case '0' <= c && c <= '9':
+			d = uint64(c - '0')
+		case 'a' <= c && c <= 'z':
+			d = uint64(c-'a') + 10
+		default:
+			return 0, false
+		}
+		if seq > (math.MaxUint64-d)/36 {
+			return 0, false
+		}
+		seq = seq*36 + d
+	}
+	return seq, true
 }
 
 // append appends a call's command to the commands topic, within Timeout.
@@ -278,11 +313,18 @@ func (k *Caller) Mine(rid []byte) bool {
 	return k != nil && len(rid) > len(k.prefix) && string(rid[:len(k.prefix)]) == k.prefix
 }
 
-// CallWith sends v, an encoded command, behind its workload's byte to
+// Command returns a command of workload with nothing encoded yet: its
+// workload's byte, with room for the encoding of a few ids and amounts
+// after it, so that a command is encoded into the buffer it is sent in.
+func Command(workload byte) []byte {
+	return append(make([]byte, 0, 128), workload)
+}
+
+// CallWith sends cmd, a command after its workload's byte (Command), to
 // partition and decodes the reply with decode. A call not answered within
 // Timeout is ErrUnavailable.
-func (k *Caller) CallWith(ctx context.Context, partition int, workload byte, v []byte, effect Effect, decode func([]byte) error) error {
-	b, err := k.Call(ctx, partition, append([]byte{workload}, v...), effect)
+func (k *Caller) CallWith(ctx context.Context, partition int, cmd []byte, effect Effect, decode func([]byte) error) error {
+	b, err := k.Call(ctx, partition, cmd, effect)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -312,8 +354,8 @@ func (k *Caller) read() {
 }
 
 // Deliver hands reply to the call waiting for request rid, if any. The
-// request id is bytes, as the replies and the peer links carry it, since
-// looking it up copies nothing where a string of it would.
+// request id is bytes, as the replies and the peer links carry it: looking
+// it up copies nothing.
 func (k *Caller) Deliver(rid, reply []byte) { k.answer(rid, answer{reply: reply}) }
 
 // Fail ends the call waiting for request rid, if any, with err: its
@@ -321,8 +363,12 @@ func (k *Caller) Deliver(rid, reply []byte) { k.answer(rid, answer{reply: reply}
 func (k *Caller) Fail(rid []byte, err error) { k.answer(rid, answer{err: err}) }
 
 func (k *Caller) answer(rid []byte, a answer) {
+	seq, ok := k.seqOf(rid)
+	if !ok {
+		return
+	}
 	k.mu.Lock()
-	w, ok := k.waiting[string(rid)]
+	w, ok := k.waiting[seq]
 	k.mu.Unlock()
 	if ok {
 		sendAnswer(w.ch, a)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,5 +121,30 @@ func TestUnansweredCallExpires(t *testing.T) {
 	k.tick()
 	if err := <-res; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("an expired call got %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// Only a request id exactly as the caller wrote it answers its call: not
+// one of another caller, nor one naming its sequence number otherwise
+// (upper case, a leading zero, more after it), nor its prefix alone.
+func TestOnlyTheExactRequestIDAnswersACall(t *testing.T) {
+	k := newCaller("n1", 1, slog.New(slog.DiscardHandler))
+	other := newCaller("n2", 1, slog.New(slog.DiscardHandler))
+	k.seq.Store(10*36 + 35 - 1) // the next call's number, 10*36 + 35, is "az" in base 36
+	k.SetLocal(func(_ int32, key, _ []byte) bool {
+		_, rid, _ := ReplyAddress(key)
+		digits := string(rid[len(k.prefix):])
+		for _, wrong := range []string{
+			other.prefix + digits, k.prefix + strings.ToUpper(digits), k.prefix + "0" + digits,
+			k.prefix + digits + "0", k.prefix, k.prefix + "zzzzzzzzzzzzzzzzzzzz",
+		} {
+			k.Deliver([]byte(wrong), []byte(wrong))
+		}
+		k.Deliver(rid, []byte("right"))
+		return true
+	})
+	got, err := k.Call(context.Background(), 0, []byte("c"), Writes)
+	if err != nil || string(got) != "right" {
+		t.Fatalf("got %q, %v; want the reply to the exact request id", got, err)
 	}
 }

@@ -32,7 +32,7 @@ func (e *KV) do(ctx context.Context, c *kvstore.Command) (*kvstore.Command, erro
 func (e *KV) doOn(ctx context.Context, partition int, c *kvstore.Command) (*kvstore.Command, error) {
 	out := kvstore.Command{Op: c.Op}
 	decode := func(b []byte) error { return kvstore.DecodeOutcome(&out, b) }
-	if err := e.k.CallWith(ctx, partition, calls.WorkloadKV, kvstore.EncodeCommand(c), calls.EffectOf(c.Op.ReadOnly()), decode); err != nil {
+	if err := e.k.CallWith(ctx, partition, kvstore.AppendCommand(calls.Command(calls.WorkloadKV), c), calls.EffectOf(c.Op.ReadOnly()), decode); err != nil {
 		if errors.Is(err, calls.ErrUnavailable) {
 			return nil, fmt.Errorf("%w: %w", kv.ErrUnavailable, err)
 		}

@@ -2,6 +2,7 @@ package kvstore
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/surge-dev/surge/internal/codec"
 )
@@ -17,8 +18,12 @@ import (
 //	range      key, end    fault, entries (count, then key and value each), more, next
 
 // EncodeCommand encodes c's operation and arguments.
-func EncodeCommand(c *Command) []byte {
-	e := codec.Encoder{B: make([]byte, 0, 8+len(c.Key)+len(c.Value)+len(c.End))}
+func EncodeCommand(c *Command) []byte { return AppendCommand(nil, c) }
+
+// AppendCommand appends c encoded as EncodeCommand encodes it to dst,
+// which it grows once, if it must, to hold all of it.
+func AppendCommand(dst []byte, c *Command) []byte {
+	e := codec.Encoder{B: slices.Grow(dst, 8+len(c.Key)+len(c.Value)+len(c.End))}
 	e.Byte(byte(c.Op))
 	e.String(c.Key)
 	switch c.Op {

@@ -62,3 +62,18 @@ func TestWireRefusesWhatItDidNotWrite(t *testing.T) {
 		t.Errorf("a page claiming 4G entries in 7 bytes: err %v, %d entries", err, len(page.Entries))
 	}
 }
+
+// A command appended after a cluster call's workload byte is that byte,
+// then the command as EncodeCommand encodes it.
+func TestAppendCommandFollowsWhatIsThere(t *testing.T) {
+	for _, c := range []Command{
+		{Op: OpGet, Key: "k"},
+		{Op: OpPut, Key: "k", Value: bytes.Repeat([]byte{'v'}, 300)},
+		{Op: OpRange, Key: "a", End: "b"},
+	} {
+		got := AppendCommand(append(make([]byte, 0, 4), 'k'), &c)
+		if want := append([]byte{'k'}, EncodeCommand(&c)...); !bytes.Equal(got, want) {
+			t.Errorf("%+v: appended %q, want %q", c, got, want)
+		}
+	}
+}

@@ -21,10 +21,16 @@ import (
 // partition's owner once its round committed. Records attached to
 // transfers are refused with a clear error.
 type Ledger struct {
-	k          *calls.Caller
+	k          caller
 	partitions int
 	// currencies caches accounts known to exist, with their currency.
 	currencies sync.Map
+}
+
+// caller sends a command to a partition and decodes its reply
+// (calls.Caller).
+type caller interface {
+	CallWith(ctx context.Context, partition int, cmd []byte, effect calls.Effect, decode func([]byte) error) error
 }
 
 // New is the ledger over calls sent with k to a cluster of partitions.
@@ -38,11 +44,8 @@ func (l *Ledger) partition(key string) int { return engine.ShardIndex(key, l.par
 // the command's transport's, or the outcome's own Err a caller passes:
 // a domain error as the client hears it, a fault as the cluster's.
 func (l *Ledger) do(ctx context.Context, partition int, c ledgerengine.Command, outcome *error) error {
-	v, err := ledgerengine.Encode(c)
-	if err != nil {
-		return err
-	}
-	if err := l.k.CallWith(ctx, partition, calls.WorkloadLedger, v, calls.EffectOf(c.Op().ReadOnly()), func(b []byte) error { return ledgerengine.DecodeOutcome(c, b) }); err != nil {
+	cmd := ledgerengine.AppendEncode(calls.Command(calls.WorkloadLedger), c)
+	if err := l.k.CallWith(ctx, partition, cmd, calls.EffectOf(c.Op().ReadOnly()), func(b []byte) error { return ledgerengine.DecodeOutcome(c, b) }); err != nil {
 		if errors.Is(err, calls.ErrUnavailable) {
 			return ledger.Errorf(ledger.CodeOverloaded, "cluster: partition %d did not answer: %v", partition, err)
 		}

@@ -56,9 +56,15 @@ func (r *remoteCurrencies) learn(currencies map[string]string) {
 	}
 }
 
-// learnOne notes that account id is in currency c; "" is no news.
+// learnOne notes that account id is in currency c; "" is no news. Most
+// commands name a receiver already known: looking it up allocates
+// nothing where storing it again would box both strings and replace the
+// map's entry.
 func (r *remoteCurrencies) learnOne(id, c string) {
-	if c != "" {
+	if c == "" {
+		return
+	}
+	if known, ok := r.m.Load(id); !ok || known.(string) != c {
 		r.m.Store(id, c)
 	}
 }

@@ -45,8 +45,8 @@ type Command interface {
 	// Op is the command's operation.
 	Op() Op
 	// args and outcome encode or decode the arguments and the outcome.
-	args(w *wire)
-	outcome(w *wire)
+	args(w wire)
+	outcome(w wire)
 }
 
 // The commands, each with its arguments and its outcome.
@@ -154,40 +154,45 @@ func (*History) Op() Op       { return OpHistory }
 func (*Stats) Op() Op         { return OpStats }
 func (c *Atomic) Op() Op      { return c.Step }
 
-func (c *CreateAccount) args(w *wire) { w.spec(&c.Spec) }
-func (c *CreateAccount) outcome(w *wire) {
+func (c *CreateAccount) args(w wire) { w.spec(&c.Spec) }
+func (c *CreateAccount) outcome(w wire) {
 	w.account(&c.Account)
 	w.Bool(&c.Created)
 	w.err(&c.Err)
 }
-func (c *Transfer) args(w *wire) { w.request(&c.Req); w.Str(&c.Currency) }
-func (c *Transfer) outcome(w *wire) {
+func (c *Transfer) args(w wire) { w.request(&c.Req); w.Str(&c.Currency) }
+func (c *Transfer) outcome(w wire) {
+	if w.D != nil {
+		// The transfer made repeats the request's strings: decoded as
+		// those, its reply allocates none of them.
+		c.Transfer = ledger.Transfer{ID: c.Req.ID, From: c.Req.From, To: c.Req.To, Currency: c.Currency, Memo: c.Req.Memo}
+	}
 	w.transfer(&c.Transfer)
 	w.Bool(&c.Replayed)
 	w.err(&c.Err)
 }
-func (c *Batch) args(w *wire) {
+func (c *Batch) args(w wire) {
 	w.requests(&c.Reqs)
 	w.Bool(&c.Atomic)
 	w.strMap(&c.Currencies)
 }
-func (c *Batch) outcome(w *wire)       { w.batchResults(&c.Results) }
-func (c *Post) args(w *wire)           { w.Str(&c.ID); w.Int64(&c.Amount) }
-func (c *Post) outcome(w *wire)        { w.transfer(&c.Transfer); w.err(&c.Err) }
-func (c *Void) args(w *wire)           { w.Str(&c.ID) }
-func (c *Void) outcome(w *wire)        { w.transfer(&c.Transfer); w.err(&c.Err) }
-func (c *Credit) args(w *wire)         { w.credit(&c.Leg) }
-func (*Credit) outcome(*wire)          {}
-func (c *ReadAccount) args(w *wire)    { w.Str(&c.ID) }
-func (c *ReadAccount) outcome(w *wire) { w.account(&c.Account); w.err(&c.Err) }
-func (c *GetTransfer) args(w *wire)    { w.Str(&c.ID) }
-func (c *GetTransfer) outcome(w *wire) { w.transfer(&c.Transfer); w.err(&c.Err) }
-func (c *History) args(w *wire)        { w.Str(&c.ID); w.query(&c.Query) }
-func (c *History) outcome(w *wire)     { w.page(&c.Page); w.err(&c.Err) }
-func (*Stats) args(*wire)              {}
-func (c *Stats) outcome(w *wire)       { w.stats(&c.Stats) }
-func (c *Atomic) args(w *wire)         { w.atomicBatch(&c.Batch) }
-func (c *Atomic) outcome(w *wire)      { w.results(&c.Results) }
+func (c *Batch) outcome(w wire)       { w.batchResults(&c.Results) }
+func (c *Post) args(w wire)           { w.Str(&c.ID); w.Int64(&c.Amount) }
+func (c *Post) outcome(w wire)        { w.transfer(&c.Transfer); w.err(&c.Err) }
+func (c *Void) args(w wire)           { w.Str(&c.ID) }
+func (c *Void) outcome(w wire)        { w.transfer(&c.Transfer); w.err(&c.Err) }
+func (c *Credit) args(w wire)         { w.credit(&c.Leg) }
+func (*Credit) outcome(wire)          {}
+func (c *ReadAccount) args(w wire)    { w.Str(&c.ID) }
+func (c *ReadAccount) outcome(w wire) { w.account(&c.Account); w.err(&c.Err) }
+func (c *GetTransfer) args(w wire)    { w.Str(&c.ID) }
+func (c *GetTransfer) outcome(w wire) { w.transfer(&c.Transfer); w.err(&c.Err) }
+func (c *History) args(w wire)        { w.Str(&c.ID); w.query(&c.Query) }
+func (c *History) outcome(w wire)     { w.page(&c.Page); w.err(&c.Err) }
+func (*Stats) args(wire)              {}
+func (c *Stats) outcome(w wire)       { w.stats(&c.Stats) }
+func (c *Atomic) args(w wire)         { w.atomicBatch(&c.Batch) }
+func (c *Atomic) outcome(w wire)      { w.results(&c.Results) }
 
 // newCommand returns an empty command of op, nil for an unknown op.
 func newCommand(op Op) Command {

@@ -26,7 +26,13 @@ func Encode(c engine.Command) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("ledgerengine: %T is not a ledger command", c)
 	}
-	return codec.EncodeOp(byte(cmd.Op()), func(f *codec.Fields) { cmd.args(&wire{*f}) }), nil
+	return codec.EncodeOp(byte(cmd.Op()), func(f *codec.Fields) { cmd.args(wire{f}) }), nil
+}
+
+// AppendEncode appends c, a Command, encoded as Encode encodes it, to dst:
+// after the workload's byte a cluster's calls put first.
+func AppendEncode(dst []byte, c Command) []byte {
+	return codec.AppendOp(dst, byte(c.Op()), func(f *codec.Fields) { c.args(wire{f}) })
 }
 
 // Decode decodes a command Encode encoded.
@@ -34,7 +40,7 @@ func Decode(b []byte) (engine.Command, error) {
 	var c Command
 	op, err := codec.DecodeOp(b, func(op byte, f *codec.Fields) bool {
 		if c = newCommand(Op(op)); c != nil {
-			c.args(&wire{*f})
+			c.args(wire{f})
 		}
 		return c != nil
 	})
@@ -62,23 +68,24 @@ func Outcome(cmd engine.Command) []byte {
 
 // EncodeOutcome encodes c's outcome, after c's Op byte: never empty.
 func EncodeOutcome(c Command) []byte {
-	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) })
+	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.outcome(wire{f}) })
 }
 
 // DecodeOutcome decodes an outcome EncodeOutcome encoded into c, a command
 // of the same operation.
 func DecodeOutcome(c Command, b []byte) error {
-	if err := codec.DecodeAs(b, byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) }); err != nil {
+	if err := codec.DecodeAs(b, byte(c.Op()), func(f *codec.Fields) { c.outcome(wire{f}) }); err != nil {
 		return fmt.Errorf("ledgerengine: decoding an outcome of operation %d: %w", c.Op(), err)
 	}
 	return nil
 }
 
 // wire encodes fields into E, or decodes them from D (codec.Fields), with
-// the ledger's own fields beside codec's.
-type wire struct{ codec.Fields }
+// the ledger's own fields beside codec's. It is passed by value, a pointer
+// wide, so that handing it to a command's methods allocates nothing.
+type wire struct{ *codec.Fields }
 
-func (w *wire) duration(v *time.Duration) {
+func (w wire) duration(v *time.Duration) {
 	n := int64(*v)
 	w.Int64(&n)
 	*v = time.Duration(n)
@@ -86,7 +93,7 @@ func (w *wire) duration(v *time.Duration) {
 
 // mapOf carries a map with string keys, in its keys' order, calling value
 // on each value; an empty one decodes as nil.
-func mapOf[V any](w *wire, m *map[string]V, value func(*V)) {
+func mapOf[V any](w wire, m *map[string]V, value func(*V)) {
 	if w.E != nil {
 		w.Count(len(*m))
 		for _, k := range slices.Sorted(maps.Keys(*m)) {
@@ -109,12 +116,12 @@ func mapOf[V any](w *wire, m *map[string]V, value func(*V)) {
 	}
 }
 
-func (w *wire) strMap(m *map[string]string) { mapOf(w, m, w.Str) }
-func (w *wire) sums(m *map[string]int64)    { mapOf(w, m, w.Int64) }
+func (w wire) strMap(m *map[string]string) { mapOf(w, m, w.Str) }
+func (w wire) sums(m *map[string]int64)    { mapOf(w, m, w.Int64) }
 
 // err carries an error as the client hears it: none, a domain error (a
 // *ledger.Error) or a server fault, which decodes as its message.
-func (w *wire) err(err *error) {
+func (w wire) err(err *error) {
 	const (
 		none byte = iota
 		domain
@@ -147,7 +154,7 @@ func (w *wire) err(err *error) {
 }
 
 // domainError carries an optional *ledger.Error.
-func (w *wire) domainError(e **ledger.Error) {
+func (w wire) domainError(e **ledger.Error) {
 	if !w.Present(*e != nil) {
 		*e = nil
 		return
@@ -159,7 +166,7 @@ func (w *wire) domainError(e **ledger.Error) {
 	w.Str(&(*e).Detail)
 }
 
-func (w *wire) spec(s *ledger.AccountSpec) {
+func (w wire) spec(s *ledger.AccountSpec) {
 	w.Str(&s.ID)
 	w.Str(&s.Currency)
 	w.Int64(&s.OverdraftLimit)
@@ -168,7 +175,7 @@ func (w *wire) spec(s *ledger.AccountSpec) {
 
 // account carries what a client sees of an account: not its journal's
 // recent entries, which only its shard keeps.
-func (w *wire) account(a *ledger.Account) {
+func (w wire) account(a *ledger.Account) {
 	w.Str(&a.ID)
 	w.Str(&a.Currency)
 	w.Int64(&a.OverdraftLimit)
@@ -181,7 +188,7 @@ func (w *wire) account(a *ledger.Account) {
 
 // request carries a transfer request in the order the transfer's binary
 // command always had.
-func (w *wire) request(r *ledger.TransferRequest) {
+func (w wire) request(r *ledger.TransferRequest) {
 	w.Str(&r.ID)
 	w.Str(&r.From)
 	w.Str(&r.To)
@@ -192,36 +199,37 @@ func (w *wire) request(r *ledger.TransferRequest) {
 	w.duration(&r.Timeout)
 }
 
-func (w *wire) requests(rs *[]ledger.TransferRequest) { codec.List(&w.Fields, rs, w.request) }
+func (w wire) requests(rs *[]ledger.TransferRequest) { codec.List(w.Fields, rs, w.request) }
 
 // transfer carries a transfer as the store keeps it, after its id.
-func (w *wire) transfer(t *ledger.Transfer) {
+// Decoding, the strings it shares with what *t held are *t's, not copies.
+func (w wire) transfer(t *ledger.Transfer) {
 	if w.E != nil {
 		w.E.String(t.ID)
 		ledgerstore.EncodeTransfer(w.E, t)
 		return
 	}
-	id := w.D.Str()
-	*t = ledgerstore.DecodeTransfer(w.D, id)
+	like := *t
+	*t = ledgerstore.DecodeTransfer(w.D, w.D.StrAs(like.ID), &like)
 }
 
-func (w *wire) batchResults(rs *[]ledger.BatchResult) {
-	codec.List(&w.Fields, rs, func(r *ledger.BatchResult) {
+func (w wire) batchResults(rs *[]ledger.BatchResult) {
+	codec.List(w.Fields, rs, func(r *ledger.BatchResult) {
 		w.transfer(&r.Transfer)
 		w.Bool(&r.Replayed)
 		w.err(&r.Err)
 	})
 }
 
-func (w *wire) results(rs *[]WireResult) {
-	codec.List(&w.Fields, rs, func(r *WireResult) {
+func (w wire) results(rs *[]WireResult) {
+	codec.List(w.Fields, rs, func(r *WireResult) {
 		w.transfer(&r.Transfer)
 		w.Bool(&r.Replayed)
 		w.domainError(&r.Err)
 	})
 }
 
-func (w *wire) credit(leg *ledger.CreditLeg) {
+func (w wire) credit(leg *ledger.CreditLeg) {
 	w.Str(&leg.TransferID)
 	w.Str(&leg.From)
 	w.Str(&leg.To)
@@ -230,14 +238,14 @@ func (w *wire) credit(leg *ledger.CreditLeg) {
 	w.Time(&leg.At)
 }
 
-func (w *wire) query(q *ledger.HistoryQuery) {
+func (w wire) query(q *ledger.HistoryQuery) {
 	w.Int(&q.Limit)
 	w.Uint64(&q.Cursor)
 	w.Uint64(&q.Offset)
 }
 
-func (w *wire) page(p *ledger.HistoryPage) {
-	codec.List(&w.Fields, &p.Entries, func(e *ledger.Entry) {
+func (w wire) page(p *ledger.HistoryPage) {
+	codec.List(w.Fields, &p.Entries, func(e *ledger.Entry) {
 		w.Uint64(&e.Seq)
 		w.Str(&e.TransferID)
 		dir := uint64(e.Direction)
@@ -252,16 +260,16 @@ func (w *wire) page(p *ledger.HistoryPage) {
 	w.Uint64(&p.NextCursor)
 }
 
-func (w *wire) stats(s *ShardStats) {
+func (w wire) stats(s *ShardStats) {
 	w.Int64(&s.Accounts)
 	w.sums(&s.Balances)
 	w.sums(&s.Credits.Sent)
 	w.sums(&s.Credits.Received)
 }
 
-func (w *wire) ints(s *[]int) { codec.List(&w.Fields, s, w.Int) }
+func (w wire) ints(s *[]int) { codec.List(w.Fields, s, w.Int) }
 
-func (w *wire) atomicBatch(b *AtomicBatch) {
+func (w wire) atomicBatch(b *AtomicBatch) {
 	w.Str(&b.ID)
 	w.Int(&b.Attempt)
 	w.requests(&b.Reqs)
@@ -271,7 +279,7 @@ func (w *wire) atomicBatch(b *AtomicBatch) {
 	w.Bytes(&b.ReplyTo)
 	w.Bool(&b.EvalOnly)
 	w.results(&b.Results)
-	codec.List(&w.Fields, &b.Nows, w.Time)
+	codec.List(w.Fields, &b.Nows, w.Time)
 	w.Int(&b.Failed)
 	w.domainError(&b.Err)
 	w.ints(&b.Reserved)

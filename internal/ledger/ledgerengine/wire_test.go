@@ -57,7 +57,7 @@ func argsOnly(t *testing.T, c Command) Command {
 		t.Fatal(err)
 	}
 	out := newCommand(c.Op())
-	w := &wire{codec.Fields{D: &codec.Decoder{B: v[1:]}}}
+	w := wire{&codec.Fields{D: &codec.Decoder{B: v[1:]}}}
 	out.args(w)
 	if err := w.D.Done(); err != nil {
 		t.Fatal(err)
@@ -199,5 +199,45 @@ func TestWireDecodesEarlierBinaryTransfersAndCredits(t *testing.T) {
 	got, err = Decode(e.B)
 	if wantC := (&Credit{Leg: ledger.CreditLeg{TransferID: "t1", From: "a", To: "b", Amount: 42, Memo: "m", At: at}}); err != nil || !reflect.DeepEqual(got, wantC) {
 		t.Errorf("an earlier credit decoded %+v, %v; want %+v", got, err, wantC)
+	}
+}
+
+// A command appended after a cluster call's workload byte is that byte,
+// then the command as Encode encodes it; encoding a transfer allocates
+// its buffer and its fields only.
+func TestAppendEncodeFollowsWhatIsThere(t *testing.T) {
+	for _, c := range wireCases() {
+		v, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendEncode([]byte{'l'}, c); string(got) != "l"+string(v) {
+			t.Errorf("%T: appended %q, want %q", c, got, "l"+string(v))
+		}
+	}
+	c := &Transfer{Req: ledger.TransferRequest{ID: "4f1c2a9e-7b7d-4c55-9d0e", From: "acct-0000173", To: "acct-0000402", Amount: 1250}}
+	if n := testing.AllocsPerRun(100, func() { _, _ = Encode(c) }); n != 2 {
+		t.Errorf("encoding a transfer allocates %v times, want 2", n)
+	}
+}
+
+// A transfer's outcome decodes into its sender's command with the
+// request's strings where the transfer repeats them, allocating only its
+// fields, and with the reply's own where they differ (a replayed
+// transfer of another request under the same id).
+func TestTransferOutcomeKeepsTheRequestsStrings(t *testing.T) {
+	req := ledger.TransferRequest{ID: "4f1c2a9e-7b7d-4c55-9d0e", From: "acct-0000173", To: "acct-0000402", Amount: 1250, Memo: "rent"}
+	made := ledger.Transfer{ID: req.ID, From: req.From, To: req.To, Amount: 1250, PostedAmount: 1250, Currency: "EUR", Memo: "rent", State: ledger.StatePosted}
+	other := ledger.Transfer{ID: req.ID, From: "acct-9", To: "acct-8", Amount: 5, PostedAmount: 5, Currency: "USD", Memo: "m", State: ledger.StatePosted}
+	for _, want := range []ledger.Transfer{made, other} {
+		out := EncodeOutcome(&Transfer{Transfer: want, Replayed: true})
+		c := &Transfer{Req: req, Currency: "EUR"}
+		if err := DecodeOutcome(c, out); err != nil || !reflect.DeepEqual(c.Transfer, want) || !c.Replayed {
+			t.Fatalf("decoded %+v (replayed %v), %v; want %+v", c.Transfer, c.Replayed, err, want)
+		}
+	}
+	out, c := EncodeOutcome(&Transfer{Transfer: made}), &Transfer{Req: req, Currency: "EUR"}
+	if n := testing.AllocsPerRun(100, func() { _ = DecodeOutcome(c, out) }); n != 1 {
+		t.Errorf("decoding the outcome of the transfer requested allocates %v times, want 1", n)
 	}
 }

@@ -198,7 +198,7 @@ func encodeTransfer(dst []byte, t *ledger.Transfer) []byte {
 // decodeTransfer decodes the record of transfer id.
 func decodeTransfer(id string, b []byte) (ledger.Transfer, error) {
 	d := codec.Decoder{B: b}
-	t := DecodeTransfer(&d, id)
+	t := DecodeTransfer(&d, id, nil)
 	return t, d.Done()
 }
 
@@ -242,8 +242,13 @@ func EncodeTransfer(e *codec.Encoder, t *ledger.Transfer) {
 }
 
 // DecodeTransfer reads the record EncodeTransfer wrote of transfer id from
-// d; a malformed one fails d.
-func DecodeTransfer(d *codec.Decoder, id string) ledger.Transfer {
+// d; a malformed one fails d. Its accounts, currency and memo, where they
+// equal like's (if like is not nil), are like's strings, not copies
+// (codec.Decoder.StrAs).
+func DecodeTransfer(d *codec.Decoder, id string, like *ledger.Transfer) ledger.Transfer {
+	if like == nil {
+		like = &ledger.Transfer{}
+	}
 	if d.Byte() != transferVersion {
 		d.Fail()
 		return ledger.Transfer{}
@@ -251,7 +256,7 @@ func DecodeTransfer(d *codec.Decoder, id string) ledger.Transfer {
 	flags := d.Byte()
 	t := ledger.Transfer{
 		ID: id, State: ledger.TransferState(flags & transferStateMask), CurrencyGiven: flags&transferCurrencyGiven != 0,
-		From: d.Str(), To: d.Str(), Amount: d.Varint(), Currency: d.Str(), Memo: d.Str(),
+		From: d.StrAs(like.From), To: d.StrAs(like.To), Amount: d.Varint(), Currency: d.StrAs(like.Currency), Memo: d.StrAs(like.Memo),
 		CreatedAt: d.Time(),
 	}
 	if flags&transferTwoPhase != 0 {

@@ -47,7 +47,7 @@ func (t *Tickets) do(ctx context.Context, key string, c ticketengine.Command) er
 // answer: c's outcome, or (for a claim a node sends) the outcome of the
 // reservation it leads to.
 func (t *Tickets) send(ctx context.Context, key string, c, answer ticketengine.Command) error {
-	b, err := t.k.Call(ctx, engine.ShardIndex(key, t.partitions), append([]byte{calls.WorkloadTickets}, ticketengine.Encode(c)...), calls.EffectOf(c.Op().ReadOnly()))
+	b, err := t.k.Call(ctx, engine.ShardIndex(key, t.partitions), ticketengine.AppendEncode(calls.Command(calls.WorkloadTickets), c), calls.EffectOf(c.Op().ReadOnly()))
 	if err != nil {
 		return ledger.Errorf(ledger.CodeOverloaded, "cluster: ticketing operation %d did not answer: %v", c.Op(), err)
 	}

@@ -213,6 +213,9 @@ func TestClusterCommandsSurviveTheWire(t *testing.T) {
 		if d := wired(t, c); !reflect.DeepEqual(d, c) {
 			t.Fatalf("%T: sent %+v, decoded %+v", c, c, d)
 		}
+		if got, want := AppendEncode([]byte{'t'}, c), "t"+string(Encode(c)); string(got) != want {
+			t.Fatalf("%T: appended after a workload byte %q, want %q", c, got, want)
+		}
 	}
 	outs := []Command{
 		&CreateEvent{Created: true, Conflict: true}, &ReadEvent{Spec: &ev}, &AreaFree{Found: true, Free: 3, SoldOutAt: time.Unix(9, 0).UTC()},

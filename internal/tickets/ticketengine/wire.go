@@ -52,8 +52,8 @@ type Command interface {
 	// Op is the command's operation.
 	Op() Op
 	// args and outcome encode or decode the arguments and the outcome.
-	args(w *wire)
-	outcome(w *wire)
+	args(w wire)
+	outcome(w wire)
 }
 
 // The commands, each with its arguments and its outcome.
@@ -184,15 +184,15 @@ func (*Claim) Op() Op           { return OpClaim }
 func (*Release) Op() Op         { return OpRelease }
 func (*Flush) Op() Op           { return OpFlush }
 
-func (c *CreateEvent) args(w *wire)    { w.event(&c.Spec) }
-func (c *CreateEvent) outcome(w *wire) { w.Bool(&c.Created); w.Bool(&c.Conflict) }
-func (c *CreateArea) args(w *wire)     { w.event(&c.Spec); w.Str(&c.Area); w.Str(&c.Currency) }
-func (c *CreateArea) outcome(*wire)    {}
-func (c *ReadEvent) args(w *wire)      { w.Str(&c.Name) }
-func (c *ReadEvent) outcome(w *wire)   { w.optEvent(&c.Spec) }
-func (c *AreaFree) args(w *wire)       { w.Str(&c.Event); w.Str(&c.Area) }
-func (c *AreaFree) outcome(w *wire)    { w.Bool(&c.Found); w.Int(&c.Free); w.Time(&c.SoldOutAt) }
-func (c *Reserve) args(w *wire) {
+func (c *CreateEvent) args(w wire)    { w.event(&c.Spec) }
+func (c *CreateEvent) outcome(w wire) { w.Bool(&c.Created); w.Bool(&c.Conflict) }
+func (c *CreateArea) args(w wire)     { w.event(&c.Spec); w.Str(&c.Area); w.Str(&c.Currency) }
+func (c *CreateArea) outcome(wire)    {}
+func (c *ReadEvent) args(w wire)      { w.Str(&c.Name) }
+func (c *ReadEvent) outcome(w wire)   { w.optEvent(&c.Spec) }
+func (c *AreaFree) args(w wire)       { w.Str(&c.Event); w.Str(&c.Area) }
+func (c *AreaFree) outcome(w wire)    { w.Bool(&c.Found); w.Int(&c.Free); w.Time(&c.SoldOutAt) }
+func (c *Reserve) args(w wire) {
 	w.Str(&c.ID)
 	w.Str(&c.User)
 	w.request(&c.Req)
@@ -200,35 +200,35 @@ func (c *Reserve) args(w *wire) {
 	w.Int(&c.Limit)
 	w.Bytes(&c.ReplyTo)
 }
-func (c *Reserve) outcome(w *wire)         { w.optReservation(&c.Reservation); w.Int(&c.Limit) }
-func (c *ReadReservation) args(w *wire)    { w.Str(&c.ID) }
-func (c *ReadReservation) outcome(w *wire) { w.optReservation(&c.Reservation) }
-func (c *Cancel) args(w *wire)             { w.Str(&c.ID) }
-func (c *Cancel) outcome(w *wire)          { w.optReservation(&c.Reservation); w.err(&c.Err) }
-func (c *Inspect) args(w *wire)            { w.Str(&c.Event); w.Str(&c.Area) }
-func (c *Inspect) outcome(w *wire)         { w.optSeats(&c.Seats) }
-func (c *HoldSecret) args(w *wire)         { w.Bytes(&c.Proposed) }
-func (c *HoldSecret) outcome(w *wire)      { w.Bytes(&c.Secret) }
-func (c *Pay) args(w *wire)                { w.Str(&c.ID); w.Str(&c.Account) }
-func (c *Pay) outcome(w *wire) {
+func (c *Reserve) outcome(w wire)         { w.optReservation(&c.Reservation); w.Int(&c.Limit) }
+func (c *ReadReservation) args(w wire)    { w.Str(&c.ID) }
+func (c *ReadReservation) outcome(w wire) { w.optReservation(&c.Reservation) }
+func (c *Cancel) args(w wire)             { w.Str(&c.ID) }
+func (c *Cancel) outcome(w wire)          { w.optReservation(&c.Reservation); w.err(&c.Err) }
+func (c *Inspect) args(w wire)            { w.Str(&c.Event); w.Str(&c.Area) }
+func (c *Inspect) outcome(w wire)         { w.optSeats(&c.Seats) }
+func (c *HoldSecret) args(w wire)         { w.Bytes(&c.Proposed) }
+func (c *HoldSecret) outcome(w wire)      { w.Bytes(&c.Secret) }
+func (c *Pay) args(w wire)                { w.Str(&c.ID); w.Str(&c.Account) }
+func (c *Pay) outcome(w wire) {
 	w.optReservation(&c.Reservation)
 	w.err(&c.Err)
 	w.Str(&c.Fault)
 }
-func (c *PayEnd) args(w *wire)  { w.Str(&c.ID); w.Uint32(&c.Attempt); w.Bytes(&c.Ledger) }
-func (c *PayEnd) outcome(*wire) {}
-func (c *Claim) args(w *wire) {
+func (c *PayEnd) args(w wire)  { w.Str(&c.ID); w.Uint32(&c.Attempt); w.Bytes(&c.Ledger) }
+func (c *PayEnd) outcome(wire) {}
+func (c *Claim) args(w wire) {
 	w.Str(&c.ID)
 	w.Str(&c.User)
 	w.request(&c.Req)
 	w.Int(&c.Limit)
 	w.Bytes(&c.ReplyTo)
 }
-func (c *Claim) outcome(*wire)   {}
-func (c *Release) args(w *wire)  { w.Str(&c.ID); w.Str(&c.User); w.Str(&c.Event) }
-func (c *Release) outcome(*wire) {}
-func (*Flush) args(*wire)        {}
-func (*Flush) outcome(*wire)     {}
+func (c *Claim) outcome(wire)   {}
+func (c *Release) args(w wire)  { w.Str(&c.ID); w.Str(&c.User); w.Str(&c.Event) }
+func (c *Release) outcome(wire) {}
+func (*Flush) args(wire)        {}
+func (*Flush) outcome(wire)     {}
 
 // newCommand returns an empty command of op, nil for an unknown op.
 func newCommand(op Op) Command {
@@ -267,7 +267,13 @@ func newCommand(op Op) Command {
 
 // Encode encodes c's operation and arguments.
 func Encode(c Command) []byte {
-	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.args(&wire{*f}) })
+	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.args(wire{f}) })
+}
+
+// AppendEncode appends c encoded as Encode encodes it to dst: after the
+// workload's byte a cluster's calls put first.
+func AppendEncode(dst []byte, c Command) []byte {
+	return codec.AppendOp(dst, byte(c.Op()), func(f *codec.Fields) { c.args(wire{f}) })
 }
 
 // Decode decodes a command Encode encoded.
@@ -275,7 +281,7 @@ func Decode(b []byte) (Command, error) {
 	var c Command
 	op, err := codec.DecodeOp(b, func(op byte, f *codec.Fields) bool {
 		if c = newCommand(Op(op)); c != nil {
-			c.args(&wire{*f})
+			c.args(wire{f})
 		}
 		return c != nil
 	})
@@ -287,24 +293,25 @@ func Decode(b []byte) (Command, error) {
 
 // EncodeOutcome encodes c's outcome, after c's Op byte: never empty.
 func EncodeOutcome(c Command) []byte {
-	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) })
+	return codec.EncodeOp(byte(c.Op()), func(f *codec.Fields) { c.outcome(wire{f}) })
 }
 
 // DecodeOutcome decodes an outcome EncodeOutcome encoded into c, a command
 // of the same operation.
 func DecodeOutcome(c Command, b []byte) error {
-	if err := codec.DecodeAs(b, byte(c.Op()), func(f *codec.Fields) { c.outcome(&wire{*f}) }); err != nil {
+	if err := codec.DecodeAs(b, byte(c.Op()), func(f *codec.Fields) { c.outcome(wire{f}) }); err != nil {
 		return fmt.Errorf("ticketengine: decoding an outcome of operation %d: %w", c.Op(), err)
 	}
 	return nil
 }
 
 // wire encodes fields into E, or decodes them from D (codec.Fields), with
-// ticketing's own fields beside codec's.
-type wire struct{ codec.Fields }
+// ticketing's own fields beside codec's. It is passed by value, a pointer
+// wide, so that handing it to a command's methods allocates nothing.
+type wire struct{ *codec.Fields }
 
 // event carries an event as ticketstore stores it.
-func (w *wire) event(ev *tickets.EventSpec) {
+func (w wire) event(ev *tickets.EventSpec) {
 	if w.E != nil {
 		w.E.String(string(ticketstore.AppendEvent(nil, ev)))
 		return
@@ -319,7 +326,7 @@ func (w *wire) event(ev *tickets.EventSpec) {
 	}
 }
 
-func (w *wire) optEvent(ev **tickets.EventSpec) {
+func (w wire) optEvent(ev **tickets.EventSpec) {
 	if !w.Present(*ev != nil) {
 		return
 	}
@@ -329,7 +336,7 @@ func (w *wire) optEvent(ev **tickets.EventSpec) {
 	w.event(*ev)
 }
 
-func (w *wire) seats(s *[]tickets.Seat) {
+func (w wire) seats(s *[]tickets.Seat) {
 	n := len(*s)
 	w.Int(&n)
 	if w.D != nil {
@@ -348,7 +355,7 @@ func (w *wire) seats(s *[]tickets.Seat) {
 	}
 }
 
-func (w *wire) request(r *tickets.ReserveRequest) {
+func (w wire) request(r *tickets.ReserveRequest) {
 	w.Str(&r.EventID)
 	w.Str(&r.AreaID)
 	w.Str((*string)(&r.Kind))
@@ -356,7 +363,7 @@ func (w *wire) request(r *tickets.ReserveRequest) {
 	w.seats(&r.Seats)
 }
 
-func (w *wire) reservation(r *tickets.Reservation) {
+func (w wire) reservation(r *tickets.Reservation) {
 	for _, s := range []*string{&r.ID, &r.UserID, &r.EventID, &r.AreaID, (*string)(&r.Kind), (*string)(&r.State),
 		(*string)(&r.FailedReason), &r.Detail, &r.PaymentID} {
 		w.Str(s)
@@ -368,7 +375,7 @@ func (w *wire) reservation(r *tickets.Reservation) {
 	}
 }
 
-func (w *wire) optReservation(r **tickets.Reservation) {
+func (w wire) optReservation(r **tickets.Reservation) {
 	if !w.Present(*r != nil) {
 		return
 	}
@@ -378,7 +385,7 @@ func (w *wire) optReservation(r **tickets.Reservation) {
 	w.reservation(*r)
 }
 
-func (w *wire) err(e **ledger.Error) {
+func (w wire) err(e **ledger.Error) {
 	if !w.Present(*e != nil) {
 		return
 	}
@@ -390,7 +397,7 @@ func (w *wire) err(e **ledger.Error) {
 }
 
 // optSeats carries an area's seat map and holders.
-func (w *wire) optSeats(s **tickets.AreaSeats) {
+func (w wire) optSeats(s **tickets.AreaSeats) {
 	if !w.Present(*s != nil) {
 		return
 	}
@@ -406,7 +413,7 @@ func (w *wire) optSeats(s **tickets.AreaSeats) {
 	a.Spec.Price = int64(price)
 	w.Int(&a.Available)
 	w.strings(&a.SeatMap)
-	codec.List(&w.Fields, &a.Holders, w.reservation)
+	codec.List(w.Fields, &a.Holders, w.reservation)
 }
 
-func (w *wire) strings(s *[]string) { codec.List(&w.Fields, s, w.Str) }
+func (w wire) strings(s *[]string) { codec.List(w.Fields, s, w.Str) }
