@@ -49,6 +49,11 @@ type Snapshots struct {
 	logger *slog.Logger
 	// read counts the changelog records restores have read.
 	read atomic.Int64
+
+	mu sync.Mutex
+	// restoring are the takes' restores under way (RestoreChain), which
+	// Restate reads.
+	restoring map[int32]*ChainRestore
 }
 
 // OpenSnapshots opens the copy in dir/snapshot. A copy damaged by a crash
@@ -71,7 +76,7 @@ func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snaps
 			return nil, err
 		}
 	}
-	return &Snapshots{db: db, cfg: cfg, logger: logger}, nil
+	return &Snapshots{db: db, cfg: cfg, logger: logger, restoring: map[int32]*ChainRestore{}}, nil
 }
 
 // snapOptions are the copy's store's: like the engine's cache, it leaves
@@ -283,10 +288,12 @@ func (w *restoreWriter) copy() error {
 	})
 }
 
-// add replays a changelog record into the cache and the copy.
+// add replays a changelog record into the cache, if any, and the copy.
 func (w *restoreWriter) add(k, v []byte) error {
-	if err := Replay(w.cb, nil, k, v); err != nil {
-		return err
+	if w.cb != nil {
+		if err := Replay(w.cb, nil, k, v); err != nil {
+			return err
+		}
 	}
 	if err := Replay(w.sb, w.prefix, k, v); err != nil {
 		return err
@@ -298,24 +305,30 @@ func (w *restoreWriter) add(k, v []byte) error {
 // records again from its meta's offset is harmless: a record's effect
 // does not depend on what came before it.
 func (w *restoreWriter) spill() error {
-	if w.cb.Len()+w.sb.Len() < 4<<20 {
+	if w.sb.Len() < 4<<20 && (w.cb == nil || w.cb.Len() < 4<<20) {
 		return nil
 	}
 	return w.flush()
 }
 
-// flush commits both batches (which closes them) and begins new ones.
+// flush commits the batches (which closes them) and begins new ones.
+// A writer with no cache (a take's restore: RestoreChain) writes the copy
+// alone.
 func (w *restoreWriter) flush() error {
-	cb, sb := w.cb, w.sb
-	w.cb, w.sb = nil, nil
-	if err := w.cache.CommitNoSync(cb); err != nil {
-		_ = sb.Close()
-		return err
+	if w.cb != nil {
+		cb := w.cb
+		w.cb = nil
+		if err := w.cache.CommitNoSync(cb); err != nil {
+			return err
+		}
+		w.cb = w.cache.NewBatch()
 	}
+	sb := w.sb
+	w.sb = nil
 	if err := w.snap.CommitNoSync(sb); err != nil {
 		return err
 	}
-	w.cb, w.sb = w.cache.NewBatch(), w.snap.NewBatch()
+	w.sb = w.snap.NewBatch()
 	return nil
 }
 
@@ -325,4 +338,5 @@ func (w *restoreWriter) close() {
 			_ = b.Close()
 		}
 	}
+	w.cb, w.sb = nil, nil
 }
