@@ -37,6 +37,7 @@ import (
 type ChainMember struct {
 	cfg Config
 	o   *Owner
+	f   *Forwarder
 	h   ChainHandlers
 	g   poller
 
@@ -92,12 +93,16 @@ type ChainHandlers struct {
 const takeTime = 30 * time.Second
 
 // JoinChain makes a ChainMember of the cluster's consumer group, writing
-// its rounds through o. opts are added last.
-func JoinChain(c Config, o *Owner, h ChainHandlers, opts ...kgo.Opt) (*ChainMember, error) {
+// its rounds through o and driving the forwards of the partitions it
+// writes through f. opts are added last.
+func JoinChain(c Config, o *Owner, f *Forwarder, h ChainHandlers, opts ...kgo.Opt) (*ChainMember, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	m := &ChainMember{cfg: c, o: o, h: h, assigned: map[int32]bool{}, taken: map[int32]uint64{}, retake: map[int32]bool{}}
+	if o == nil || f == nil {
+		return nil, errors.New("kafkalog: a chain member needs an Owner and a Forwarder")
+	}
+	m := &ChainMember{cfg: c, o: o, f: f, h: h, assigned: map[int32]bool{}, taken: map[int32]uint64{}, retake: map[int32]bool{}}
 	base := append(c.SeedsFor("member"), consuming(c)...)
 	base = append(base,
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -179,6 +184,7 @@ func (m *ChainMember) onRevoked(ctx context.Context, _ *kgo.Client, parts map[st
 	m.mu.Lock()
 	for _, p := range ps {
 		m.o.Drop(p)
+		m.f.Drop(p)
 		delete(m.assigned, p)
 		delete(m.taken, p)
 		delete(m.retake, p)
@@ -190,8 +196,9 @@ func (m *ChainMember) onRevoked(ctx context.Context, _ *kgo.Client, parts map[st
 	}
 }
 
-// take restores and claims partition p if the group still assigns it, and
-// tells the node. It reports whether the member writes p; p is left to
+// take restores and claims partition p if the group still assigns it,
+// starts its forwards once its first write counted (Forwarder.Take:
+// everything its book owes is sent again), and tells the node. It reports whether the member writes p; p is left to
 // take again if its take failed or its first write's outcome is unknown,
 // and not if that write was fenced (another member claimed p since: the
 // group gave it away, and the member's revoke of it is coming) nor if its
@@ -216,9 +223,12 @@ func (m *ChainMember) take(ctx context.Context, cl *kgo.Client, p int32) (bool, 
 			m.retake[p] = true
 		}
 		m.mu.Unlock()
+		m.f.Drop(p)
 		m.failed(ctx, p, err)
 		return false, err
 	}
+	book, _ := m.o.Book(p)
+	m.f.Take(p, book, time.Now())
 	m.mu.Lock()
 	m.takes++
 	m.taken[p] = m.takes

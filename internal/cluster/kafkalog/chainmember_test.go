@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -46,7 +47,7 @@ func joinChainRefusing(t *testing.T, c Config, name string, refuse map[int32]err
 	t.Helper()
 	n := &chainNode{name: name, s: newShard(), taken: map[int32]int{}, failed: map[int32]int{}, revoked: map[int32]int{}, applied: map[string]int{}, changed: make(chan struct{}, 1)}
 	n.o = newOwner(t, c, n.s)
-	m, err := JoinChain(c, n.o, ChainHandlers{
+	m, err := JoinChain(c, n.o, NewForwarder(func(int32, []byte, []byte) {}, time.Minute), ChainHandlers{
 		Restore: func(_ context.Context, p int32) (ChainState, func(k, v []byte) error, error) {
 			return LogStart(), func(k, v []byte) error { n.s.set(p, k, v); return nil }, refuse[p]
 		},

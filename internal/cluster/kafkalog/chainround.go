@@ -2,9 +2,9 @@ package kafkalog
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
+	"time"
 )
 
 // ChainRound is what a ChainMember's round did.
@@ -20,6 +20,17 @@ type ChainRound struct {
 	// partition's next take decides where its commands are read from; the
 	// caller fails or hands on the local ones.
 	Untaken []Command
+	// Refused are the commands, neither forwards nor answers, of
+	// partitions whose book owes some destination as much as the
+	// member's Limits allow (Config.ForwardLimits): not applied, and
+	// their position moves past them; the caller answers them as
+	// unavailable (ErrOwesTooMuch).
+	Refused []Command
+	// Dropped are the forwards and answers read that do not decode, and
+	// the answers naming a forward their source never owed
+	// (ErrUnknownForward): not applied, and their position moves past
+	// them.
+	Dropped []Command
 }
 
 // PartitionRound is what became of one partition in a round.
@@ -35,8 +46,10 @@ type PartitionRound struct {
 	// Written is the Writer's report of the partition's batch, zero if
 	// none was written.
 	Written Written
-	// Send are the replies and forwards the partition's commands owe
-	// (Output.From), for the caller to send once the part counts.
+	// Send are the replies the partition's commands owe (Output.From),
+	// for the caller to send once the part counts. The forwards they owe
+	// are in the partition's book, written with it: the member's
+	// Forwarder sends them once the write counts.
 	Send []Output
 }
 
@@ -46,13 +59,17 @@ type PartitionRound struct {
 // only under the take it was read under), waits for commands
 // until wait ends (a round with none returns wait's error), takes those
 // of local before those it polls, up to max in all (max+PackMax-1 at
-// most), applies them under ctx and writes, per partition, the changes
-// (Change outputs) and a trailer holding the offset after the last
-// command read there (Owner.Round). Replies and forwards are returned per
-// source partition, to send once its write counts. An error of apply or
-// of the write gives every partition of the round up, taken again before
-// the next round; the caller drops what it applied of them. Rounds must
-// not run concurrently.
+// most), sorts them with the round's books (roundBooks.judge: forwards
+// judged, answers taken, commands of a partition that owes too much
+// Refused), applies the others under ctx and writes, per partition, the
+// changes (Change outputs), its book, owing the forwards its commands owe
+// (Forward outputs, by Output.From), and a trailer holding the offset
+// after the last command read there (Owner.Round). Replies are returned
+// per source partition, to send once its write counts; the member's
+// Forwarder sends the forwards of each partition whose write counted. An
+// error of apply or of the write gives every partition of the round up,
+// taken again before the next round; the caller drops what it applied of
+// them. Rounds must not run concurrently.
 func (m *ChainMember) RoundWait(wait, ctx context.Context, maxCommands int, local Local, apply Apply) (ChainRound, error) {
 	m.retakeAll(ctx)
 	before := m.takesNow()
@@ -75,18 +92,34 @@ func (m *ChainMember) RoundWait(wait, ctx context.Context, maxCommands int, loca
 	if len(batch) == 0 {
 		return res, nil
 	}
-	outs, err := apply(ctx, batch)
-	if err != nil {
-		res.Partitions = m.giveUp(partitionsOf(batch))
-		return res, err
-	}
-	parts, err := m.parts(batch, outs)
-	if err != nil {
-		res.Partitions = m.giveUp(partitionsOf(batch))
-		return res, err
-	}
-	res.Partitions, err = m.write(ctx, takes, parts)
+	err = m.run(ctx, takes, batch, apply, &res)
 	return res, err
+}
+
+// run applies and writes the commands of a round read under takes, into
+// res.
+func (m *ChainMember) run(ctx context.Context, takes map[int32]uint64, batch []Command, apply Apply, res *ChainRound) error {
+	books := newRoundBooks(m.o, m.f, m.cfg.ForwardLimits, time.Now())
+	var kept []Command
+	kept, res.Refused, res.Dropped = books.judge(batch)
+	var outs []Output
+	var err error
+	if len(kept) > 0 {
+		outs, err = apply(ctx, kept)
+	}
+	var parts map[int32]*part
+	if err == nil {
+		parts, err = books.parts(batch, outs)
+	}
+	if err == nil {
+		err = books.err
+	}
+	if err != nil {
+		res.Partitions = m.giveUp(partitionsOf(batch))
+		return err
+	}
+	res.Partitions, err = m.write(ctx, takes, parts, books)
+	return err
 }
 
 // takesNow is the take of each partition the member writes.
@@ -124,49 +157,15 @@ type part struct {
 	send  []Output
 }
 
-// parts groups a round's commands and outputs per partition: each batch
-// carries the partition's changes and a trailer at the offset after its
-// last command read, or its last trailer's position if the round read
-// none there; with no Book, it keeps the partition's.
-func (m *ChainMember) parts(batch []Command, outs []Output) (map[int32]*part, error) {
-	parts := map[int32]*part{}
-	of := func(p int32) *part {
-		if pt, ok := parts[p]; ok {
-			return pt
-		}
-		at, _ := m.o.Commands(p)
-		pt := &part{batch: Batch{Partition: p, Commands: at}}
-		parts[p] = pt
-		return pt
-	}
-	for _, c := range batch {
-		pt := of(c.Partition)
-		if c.Offset >= 0 {
-			pt.batch.Commands = max(pt.batch.Commands, c.Offset+1)
-		}
-	}
-	for _, o := range outs {
-		switch o.Kind {
-		case Change:
-			pt := of(o.Partition)
-			pt.batch.Updates = append(pt.batch.Updates, Update{Key: o.Key, Value: o.Value})
-		case Reply, Forward:
-			pt := of(o.From)
-			pt.send = append(pt.send, o)
-		default:
-			return nil, fmt.Errorf("kafkalog: output of unknown kind %d", o.Kind)
-		}
-	}
-	return parts, nil
-}
-
 // write writes the parts of partitions still taken under the take the
 // round read them under (takes); the others are not written: Fenced if
 // no longer taken, Unknown and taken again before the next round (which
 // reads its commands again from its position) if taken again since. A
 // partition whose write is fenced is no longer read; one whose outcome is
-// unknown is taken again before the next round.
-func (m *ChainMember) write(ctx context.Context, takes map[int32]uint64, parts map[int32]*part) ([]PartitionRound, error) {
+// unknown is taken again before the next round. The Forwarder takes what
+// became of each write (roundBooks.settle) before a revoke can drop its
+// partition.
+func (m *ChainMember) write(ctx context.Context, takes map[int32]uint64, parts map[int32]*part, books *roundBooks) ([]PartitionRound, error) {
 	m.own.Lock()
 	defer m.own.Unlock()
 	m.mu.Lock()
@@ -203,6 +202,7 @@ func (m *ChainMember) write(ctx context.Context, takes map[int32]uint64, parts m
 			rounds[o.Partition] = pr
 		}
 		pr.Result, pr.Written = o.Result, o.Written
+		books.settle(o.Partition, o.Result)
 		if o.Result != Counted {
 			m.release(o.Partition, o.Result)
 		}
@@ -224,10 +224,11 @@ func (m *ChainMember) giveUp(ps []int32) []PartitionRound {
 	return out
 }
 
-// release stops writing and reading p after a write that did not count:
-// taken again before the next round if its outcome is unknown and the
-// group still assigns it. Called under own.
+// release stops writing and reading p after a write that did not count,
+// and driving its forwards: taken again before the next round if its
+// outcome is unknown and the group still assigns it. Called under own.
 func (m *ChainMember) release(p int32, r Result) {
+	m.f.Drop(p)
 	m.mu.Lock()
 	delete(m.taken, p)
 	if r == Unknown && m.assigned[p] {

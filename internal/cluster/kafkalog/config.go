@@ -57,6 +57,11 @@ type Config struct {
 	Dial []kgo.Opt
 	// Meter, if set, counts the requests of the node's clients.
 	Meter *Meter
+	// ForwardLimits bound what a partition of a ChainMember owes one
+	// destination: past them the member's rounds refuse the partition's
+	// commands (ChainRound.Refused). The zero value takes the defaults
+	// (DefaultMaxOwed, DefaultMaxOwedBytes).
+	ForwardLimits Limits
 }
 
 // Seeds are the options that reach the brokers: their addresses and
