@@ -269,12 +269,7 @@ func (r *rounds) round(commit bool) {
 		case kafkalog.Forward:
 			r.waiting = append(r.waiting, kafkalog.Command{Partition: o.Partition, Key: o.Key, Value: o.Value})
 		case kafkalog.Reply:
-			err := calls.UnpackReplies(o.Value, func(rid, reply []byte) {
-				r.replies[string(rid)] = append(r.replies[string(rid)], reply)
-			})
-			if err != nil {
-				r.t.Fatal(err)
-			}
+			r.replies[string(o.Key)] = append(r.replies[string(o.Key)], o.Value)
 		}
 	}
 }

@@ -6,7 +6,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
@@ -35,12 +39,14 @@ func TestQueuedCommandsOfRevokedPartitionsGoToTheirNewOwner(t *testing.T) {
 	}
 
 	release, held := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { close(release) }) // before the nodes close
+	released := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(released) // before the nodes close
 	var once sync.Once
+	changelog := topicID(t, k, k.ChangelogTopic())
 	kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
 		for _, topic := range req.(*kmsg.ProduceRequest).Topics {
-			if topic.Topic == k.ChangelogTopic() {
+			if topic.Topic == k.ChangelogTopic() || topic.TopicID == changelog {
 				once.Do(func() { // a's write: b has not joined yet
 					close(held)
 					kc.SleepControl(func() { <-release })
@@ -67,7 +73,11 @@ func TestQueuedCommandsOfRevokedPartitionsGoToTheirNewOwner(t *testing.T) {
 	}
 	queued(t, a, fakePartitions)
 
+	gen := a.gen.Load()
 	b := startNode(t, k, t.TempDir())
+	// The write given up, a's state is rebuilt; the write may land then.
+	until(t, func() bool { return a.gen.Load() != gen }, func() string { return "a's held write not given up" })
+	released()
 	moved := owning(t, b)
 	for range fakePartitions {
 		r := <-reads
@@ -98,4 +108,19 @@ func owning(t *testing.T, n *testNode) []int32 {
 		return len(owned) > 0 && n.Ready() && n.built.Load() == n.gen.Load()
 	}, func() string { return "node serves no partition" })
 	return owned
+}
+
+// topicID is the id of topic on k.
+func topicID(t *testing.T, k kafkalog.Config, topic string) [16]byte {
+	t.Helper()
+	cl, err := kgo.NewClient(k.Seeds()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ts, err := kadm.NewClient(cl).ListTopics(context.Background(), topic)
+	if err != nil || ts.Error() != nil {
+		t.Fatalf("topic %s: %v %v", topic, err, ts.Error())
+	}
+	return ts[topic].ID
 }
