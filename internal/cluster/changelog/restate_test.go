@@ -24,7 +24,7 @@ func TestRestateWritesTheCopysStateAgain(t *testing.T) {
 	set := func(p int32, k, v string) kafkalog.Output {
 		return kafkalog.Output{Kind: kafkalog.Change, Partition: p, Key: []byte(k), Value: append([]byte{opSet}, v...)}
 	}
-	if err := s.Commit([]kafkalog.Output{set(0, "a", "1"), set(0, "b", "2"), set(0, "c", "3"), set(1, "b", "other")}, nil); err != nil {
+	if err := s.commit([]kafkalog.Output{set(0, "a", "1"), set(0, "b", "2"), set(0, "c", "3"), set(1, "b", "other")}, nil); err != nil {
 		t.Fatal(err)
 	}
 	rangeKey := rangeDeleteKey(t, "a", "c")
