@@ -110,6 +110,7 @@ func (n *Node) own(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			n.cfg.Logger.Warn("cluster: round", "err", err)
 		}
+		n.cfg.Kafka.Meter.ChainRound(res)
 		n.settle(local, res, outs)
 	}
 }
