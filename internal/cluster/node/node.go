@@ -45,10 +45,10 @@ type Config struct {
 	Currency string
 	// MaxBatch bounds the commands a round reads (0: 4096).
 	MaxBatch int
-	// RoundTimeout bounds a round's apply and write: a partition whose
-	// write the brokers do not acknowledge by then (its leader gone) has
-	// an unknown outcome and is taken again, and holds the other
-	// partitions' commands no longer (0: 5 s).
+	// RoundTimeout bounds a round's apply and write, from when its state
+	// is built: a partition whose write the brokers do not acknowledge by
+	// then (its leader gone) has an unknown outcome and is taken again,
+	// and holds the other partitions' commands no longer (0: 5 s).
 	RoundTimeout time.Duration
 	// Peer, if set, has the node send commands for other nodes'
 	// partitions straight to them, and take theirs, over peer links

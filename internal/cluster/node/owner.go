@@ -54,6 +54,13 @@ var errMoved = errors.New("node: owned partitions changed")
 // owned partitions is acted on without traffic.
 const idleWait = 200 * time.Millisecond
 
+// roundTakeTime bounds the part of a round before its apply: the takes
+// of partitions taken again, which restore them, and the gathering of its
+// commands; RoundTimeout then bounds its apply and write, once the state
+// is built (applyOn), so that neither a take's restore nor a rebuild
+// counts against the write's time.
+const roundTakeTime = 30 * time.Second
+
 // checkEvery is how often the node checks its partitions' changelogs for
 // a zombie's writes (kafkalog.ChainMember.Check): well within the
 // changelog's min.compaction.lag.ms, before which a zombie's record must
@@ -97,10 +104,13 @@ func (n *Node) own(ctx context.Context) {
 			checked = time.Now()
 		}
 		wait, cancel := context.WithTimeout(ctx, idleWait)
-		rctx, rcancel := context.WithTimeout(ctx, n.cfg.RoundTimeout)
+		rctx, rcancel := context.WithCancel(ctx)
+		clock := time.AfterFunc(roundTakeTime, rcancel)
+		applying := func() { clock.Reset(n.cfg.RoundTimeout) }
 		var outs []kafkalog.Output
 		local := &localRound{n: n}
-		res, err := n.member.Load().RoundWait(wait, rctx, n.cfg.MaxBatch, local, kept(n.applyOn(&st), &outs))
+		res, err := n.member.Load().RoundWait(wait, rctx, n.cfg.MaxBatch, local, kept(n.applyOn(&st, applying), &outs))
+		clock.Stop()
 		cancel()
 		rcancel()
 		if err != nil && res.Commands == 0 && len(local.taken) == 0 && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) {
@@ -258,8 +268,9 @@ type fed struct {
 // applyOn is the round's transform over the own loop's state *st, built
 // again first if the partitions the member writes changed since (a take
 // the round made before it read): the state must hold every partition
-// the round applies.
-func (n *Node) applyOn(st **state) kafkalog.Apply {
+// the round applies. applying is told when the apply begins, the state
+// built.
+func (n *Node) applyOn(st **state, applying func()) kafkalog.Apply {
 	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
 		for *st == nil || (*st).gen != n.gen.Load() {
 			(*st).close()
@@ -267,6 +278,7 @@ func (n *Node) applyOn(st **state) kafkalog.Apply {
 				return nil, errMoved
 			}
 		}
+		applying()
 		return n.apply(*st)(ctx, batch)
 	}
 }
