@@ -165,7 +165,8 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 }
 
 // settle ends the round's local commands by what became of their
-// partitions' writes (results): refused ones fail; those of a write that
+// partitions' writes (results): refused ones fail, as do the node's own
+// requests refused when read from the commands topic; those of a write that
 // counted are answered (their held replies went out with the partition's
 // replies; a peer's whose reply a later round or another partition gives
 // comes through the inbox, and the front node is told so); those of a
@@ -173,15 +174,15 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 // or not applied at all are handed on; those of a write of unknown
 // outcome fail.
 func (r *localRound) settle(results map[int32]kafkalog.Result, untaken, refused []kafkalog.Command) {
-	if len(r.taken) == 0 {
-		return
-	}
 	skip := map[string]bool{}
 	for _, c := range refused {
-		if _, rid, ok := calls.ReplyAddress(c.Key); ok && c.Offset < 0 {
+		if _, rid, ok := calls.ReplyAddress(c.Key); ok && (c.Offset < 0 || r.n.caller.Mine(rid)) {
 			skip[string(rid)] = true
 			r.n.failCall(rid, errOverloaded)
 		}
+	}
+	if len(r.taken) == 0 {
+		return
 	}
 	notTaken := map[int32]bool{}
 	for _, c := range untaken {
