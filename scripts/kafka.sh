@@ -27,7 +27,9 @@
 # Environment: SURGE_KAFKA_CACHE (default ~/.cache/surge-kafka), KAFKA_VERSION (default the pom's),
 # KAFKA_HEAP (default -Xms512m -Xmx512m per node), KAFKA_JVM (more JVM flags, after the
 # defaults, which they override), KAFKA_PROPERTIES (more server properties, one
-# "key=value" a line, appended to every node's config; a key given twice takes the later value).
+# "key=value" a line, appended to every node's config; a key given twice takes the later value),
+# KAFKA_START_WAIT (default 300: seconds a live node may take to serve before start gives up; a
+# node that exits fails start at once).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -161,7 +163,7 @@ java_node() { # java_node DIR I MAINCLASS ARGS...: exec the JVM of node I (call 
 }
 
 wait_started() { # wait_started DIR I: until node I logs that it serves, or fail with its log
-  local dir=$1 i=$2 pid deadline=$(( SECONDS + 120 ))
+  local dir=$1 i=$2 pid deadline=$(( SECONDS + ${KAFKA_START_WAIT:-300} ))
   pid=$(cat "$dir/node-$i/pid")
   until grep -q 'Kafka Server started' "$dir/node-$i/server.log" 2>/dev/null; do
     if ! alive "$pid" || [ "$SECONDS" -ge "$deadline" ]; then

@@ -3,8 +3,6 @@ package kafkalog
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 )
 
@@ -62,13 +60,16 @@ func (r *roundBooks) acknowledged(p int32, b *Book) {
 // judge judges a round's commands in order, and returns those to apply:
 // the forwards its books accept (ApplyForward), as the commands they
 // carry, and the other commands of partitions that owe no destination
-// past the limits. The others' commands are refused; answers are taken
-// by the Forwarder and the malformed forwards and answers, and answers
-// naming a forward never owed, are dropped. Forwards and answers are
-// never refused: they drain what is owed.
+// past the limits. The others' commands are refused. Answers are taken by
+// the Forwarder, and the acknowledgements among them recorded at once in
+// the book, which the partition's later commands are checked against;
+// the malformed forwards and answers, and answers naming a forward never
+// owed, are dropped. Forwards and answers are never refused: they drain
+// what is owed. The forwards the applied commands owe are not known
+// before they are applied, so a round may take a partition past the
+// limits by the forwards of its own commands.
 func (r *roundBooks) judge(batch []Command) (apply, refused, dropped []Command) {
 	apply = batch[:0:0]
-	answered := map[int32]bool{}
 	for _, c := range batch {
 		book := r.book(c.Partition)
 		if fwd, ok, err := ReadForward(c.Partition, c.Key, c.Value); ok {
@@ -84,7 +85,7 @@ func (r *roundBooks) judge(batch []Command) (apply, refused, dropped []Command) 
 			if err != nil || !r.answer(answers) {
 				dropped = append(dropped, c)
 			}
-			answered[c.Partition] = true
+			r.acknowledged(c.Partition, book)
 			continue
 		}
 		if r.owesTooMuch(book) {
@@ -92,9 +93,6 @@ func (r *roundBooks) judge(batch []Command) (apply, refused, dropped []Command) 
 			continue
 		}
 		apply = append(apply, c)
-	}
-	for _, p := range slices.Sorted(maps.Keys(answered)) {
-		r.acknowledged(p, r.books[p])
 	}
 	return apply, refused, dropped
 }

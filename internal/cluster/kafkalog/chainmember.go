@@ -94,7 +94,10 @@ const takeTime = 30 * time.Second
 
 // JoinChain makes a ChainMember of the cluster's consumer group, writing
 // its rounds through o and driving the forwards of the partitions it
-// writes through f. opts are added last.
+// writes through f (both required). f's Send is called from the rounds
+// and from the group's callbacks while the member's calls of o are
+// serialised: it must not wait for the member. The caller ticks f
+// (Forwarder.Tick). opts are added last.
 func JoinChain(c Config, o *Owner, f *Forwarder, h ChainHandlers, opts ...kgo.Opt) (*ChainMember, error) {
 	if err := c.validate(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +99,73 @@ func TestChainMembersApplyEachCommandOnceAcrossMoves(t *testing.T) {
 		if at, _ := o.Commands(p); at != int64(n/int(c.Partitions)) || len(tk.Restored.Foreign) != 0 {
 			t.Errorf("partition %d: the third owner reads on from %d, foreign %q; want %d, none", p, at, tk.Restored.Foreign, n/int(c.Partitions))
 		}
+	}
+}
+
+// On a real broker, a member's Forwarder sends through the commands topic,
+// every value twice: the forwards partition 0's commands owe partition 1,
+// and the answers. Each forward is applied once; once every
+// acknowledgement is recorded, partition 0 owes nothing and the last
+// record of each of its forwards that counts is a tombstone.
+func TestChainMemberForwardsThroughTheCommandsTopic(t *testing.T) {
+	const n = 40
+	ctx, c := newCluster(t, 2)
+	p, err := NewProducer(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	relay := func(to int32, key, value []byte) {
+		for range 2 {
+			if _, err := p.Append(ctx, to, key, value); err != nil {
+				t.Errorf("sending to %d: %v", to, err)
+			}
+		}
+	}
+	a := joinChainWith(t, c, "a", nil, relay)
+	a.await(t, ctx, func() bool { return a.taken[0] == 1 && a.taken[1] == 1 }, "took 0 and 1")
+	for i := range n {
+		key := []byte("owe-" + strconv.Itoa(i))
+		if _, err := p.Append(ctx, 0, key, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fa owingApply
+	applied := map[string]int{}
+	done := func() bool {
+		b, _ := a.o.Book(0)
+		return len(applied) == n && b.Acknowledged(1) == n
+	}
+	for !done() {
+		if _, err := a.m.RoundWait(ctx, ctx, 50, nil, fa.apply); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range fa.seen {
+			if cmd.Partition == 1 {
+				applied[string(cmd.Key)]++
+			}
+		}
+		fa.seen = nil
+	}
+	for i := range n {
+		if k := "owe-" + strconv.Itoa(i); applied[k] != 1 {
+			t.Errorf("partition 1 applied %s %d times", k, applied[k])
+		}
+	}
+	if b, _ := a.o.Book(0); len(b.Owed()) != 0 || b.Assigned(1) != n {
+		t.Errorf("partition 0's book owes %d, assigned %d, want none of %d", len(b.Owed()), b.Assigned(1), n)
+	}
+	last := map[string]string{}
+	for _, r := range forwardRecords(t, ctx, c, 0) {
+		k, v, _ := strings.Cut(r, "=")
+		last[k] = v
+	}
+	for k, v := range last {
+		if v != "-" {
+			t.Errorf("partition 0's forward record %q outlives its acknowledgement", k)
+		}
+	}
+	if len(last) != n {
+		t.Errorf("partition 0 has %d forward records, want %d", len(last), n)
 	}
 }

@@ -32,6 +32,31 @@ type chainNode struct {
 	revoked map[int32]int // revokes per partition
 	applied map[string]int
 	changed chan struct{}
+	sent    *sentLog // what its Forwarder sent
+}
+
+// sentLog records what a node's Forwarder sends, from any goroutine, and
+// hands it on to relay, if set.
+type sentLog struct {
+	mu    sync.Mutex
+	w     wireLog
+	relay Send
+}
+
+func (s *sentLog) send(to int32, key, value []byte) {
+	s.mu.Lock()
+	s.w.send(to, key, value)
+	s.mu.Unlock()
+	if s.relay != nil {
+		s.relay(to, key, value)
+	}
+}
+
+// take returns what was sent since the last take.
+func (s *sentLog) take() []fwdMsg {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.take()
 }
 
 // joinChain makes a ChainMember named name of c's group, restoring its
@@ -45,9 +70,16 @@ func joinChain(t *testing.T, c Config, name string) *chainNode {
 // refuse fail with their error.
 func joinChainRefusing(t *testing.T, c Config, name string, refuse map[int32]error) *chainNode {
 	t.Helper()
-	n := &chainNode{name: name, s: newShard(), taken: map[int32]int{}, failed: map[int32]int{}, revoked: map[int32]int{}, applied: map[string]int{}, changed: make(chan struct{}, 1)}
+	return joinChainWith(t, c, name, refuse, nil)
+}
+
+// joinChainWith is joinChainRefusing whose Forwarder's sends are handed on
+// to relay, if set.
+func joinChainWith(t *testing.T, c Config, name string, refuse map[int32]error, relay Send) *chainNode {
+	t.Helper()
+	n := &chainNode{name: name, s: newShard(), taken: map[int32]int{}, failed: map[int32]int{}, revoked: map[int32]int{}, applied: map[string]int{}, changed: make(chan struct{}, 1), sent: &sentLog{relay: relay}}
 	n.o = newOwner(t, c, n.s)
-	m, err := JoinChain(c, n.o, NewForwarder(func(int32, []byte, []byte) {}, time.Minute), ChainHandlers{
+	m, err := JoinChain(c, n.o, NewForwarder(n.sent.send, time.Hour), ChainHandlers{
 		Restore: func(_ context.Context, p int32) (ChainState, func(k, v []byte) error, error) {
 			return LogStart(), func(k, v []byte) error { n.s.set(p, k, v); return nil }, refuse[p]
 		},

@@ -13,6 +13,7 @@ import (
 // position in the commands it restored and wrote, where its last write
 // ended, and the keys it owes a repair.
 type simOwner struct {
+	name     string
 	epoch    Epoch
 	term     Term
 	end      int64
@@ -135,7 +136,7 @@ func (s *simulation) claim() {
 	if !maps.Equal(view, s.truth) || at != s.at {
 		s.t.Fatalf("owner of epoch %d restored %v at %d, the valid writes wrote %v at %d", e, view, at, s.truth, s.at)
 	}
-	s.owners = append(s.owners, &simOwner{epoch: e, term: s.term, end: int64(e) + 1, view: view, commands: at, repair: foreign})
+	s.owners = append(s.owners, &simOwner{name: name, epoch: e, term: s.term, end: int64(e) + 1, view: view, commands: at, repair: foreign})
 }
 
 // zombieClaim has an owner the group moved on from claim again, as a
@@ -197,7 +198,7 @@ func (s *simulation) write(o *simOwner) {
 		at = int64(s.writes)
 	}
 	s.log.add(TrailerRecord("t", 0, Trailer{Epoch: o.epoch, Commands: at}))
-	fenced, keys, err := judgeGap(o.epoch, o.term, s.log.records[o.end:base])
+	fenced, keys, err := judgeGap(claimed{epoch: o.epoch, term: o.term, member: o.name}, s.log.records[o.end:base])
 	if err != nil {
 		s.t.Fatalf("owner of epoch %d: %v", o.epoch, err)
 	}

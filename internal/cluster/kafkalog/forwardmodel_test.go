@@ -148,12 +148,10 @@ type fwdMsg struct {
 // crashing before or after their writes, zombies writing on, and the log
 // cleaner compacting the changelogs at any moment.
 type fwdSim struct {
+	lossyNet
 	t      *testing.T
-	rng    *rand.Rand
 	parts  []*fwdPart
-	net    []fwdMsg
 	issued map[fwdID]string // forwards owed by a write that counted
-	lossy  bool
 	now    time.Time
 	values int
 	limits Limits
@@ -173,12 +171,20 @@ type fwdID struct {
 
 const fwdResend = 5 * time.Second
 
-// chance is true one time in n while the simulation is lossy.
-func (s *fwdSim) chance(n int) bool { return s.lossy && s.rng.IntN(n) == 0 }
+// lossyNet is a network of values sent to partitions' owners that, while
+// lossy, loses, repeats and reorders them.
+type lossyNet struct {
+	rng   *rand.Rand
+	net   []fwdMsg
+	lossy bool
+}
+
+// chance is true one time in n while the network is lossy.
+func (s *lossyNet) chance(n int) bool { return s.lossy && s.rng.IntN(n) == 0 }
 
 // send is the owners' Forwarders' Send: the message may be lost, or sent
 // twice.
-func (s *fwdSim) send(to int32, key, value []byte) {
+func (s *lossyNet) send(to int32, key, value []byte) {
 	if s.chance(6) {
 		return
 	}
@@ -190,7 +196,7 @@ func (s *fwdSim) send(to int32, key, value []byte) {
 
 // inbox takes the messages to p off the network: while lossy, some, in
 // any order; else all.
-func (s *fwdSim) inbox(p int32) []fwdMsg {
+func (s *lossyNet) inbox(p int32) []fwdMsg {
 	var in, rest []fwdMsg
 	for _, m := range s.net {
 		if m.to != p || s.chance(2) {
@@ -479,7 +485,7 @@ func (s *fwdSim) check(seed uint64) {
 func TestBookAppliesEachForwardOnce(t *testing.T) {
 	seen := &fwdSeen{}
 	for seed := range uint64(300) {
-		s := &fwdSim{t: t, rng: rand.New(rand.NewPCG(seed, 2)), issued: map[fwdID]string{}, lossy: true,
+		s := &fwdSim{lossyNet: lossyNet{rng: rand.New(rand.NewPCG(seed, 2)), lossy: true}, t: t, issued: map[fwdID]string{},
 			now: time.Unix(0, 0), limits: Limits{Forwards: 4, Bytes: 40}, seen: seen}
 		for i := range 3 {
 			p := &fwdPart{id: int32(i), truth: map[string]string{}}

@@ -35,13 +35,14 @@ type Writer struct {
 	retired sync.WaitGroup // clients renew closes
 }
 
-// claimed is a partition the writer claimed: its epoch and the claim's
-// term, and the offset just after the writer's last record there, where
-// its next write should begin.
+// claimed is a partition the writer claimed: its epoch, the claim's term
+// and member, and the offset just after the writer's last record there,
+// where its next write should begin.
 type claimed struct {
-	epoch Epoch
-	term  Term
-	end   int64
+	epoch  Epoch
+	term   Term
+	member string
+	end    int64
 }
 
 // Update is one change of a round's batch: a key of the shard's state and
@@ -152,7 +153,7 @@ func (w *Writer) Claim(ctx context.Context, partition int32, c Claim) (Epoch, er
 	if err := w.send(ctx, []*kgo.Record{r})[r]; err != nil {
 		return NoEpoch, fmt.Errorf("kafkalog: claiming %s/%d: %w", w.topic, partition, err)
 	}
-	w.owned[partition] = claimed{epoch: Epoch(r.Offset), term: c.Term(), end: r.Offset + 1}
+	w.owned[partition] = claimed{epoch: Epoch(r.Offset), term: c.Term(), member: c.Member, end: r.Offset + 1}
 	return Epoch(r.Offset), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -142,5 +143,57 @@ func TestWriterPartitionsTroubleHoldsNoOtherWrite(t *testing.T) {
 	}
 	if o := writeRound(t, ctx, w, batchOf(1, "free", 1))[0]; !o.Valid {
 		t.Fatalf("the other partition's write: %+v", o)
+	}
+}
+
+// An owner's claim whose produce the broker holds past the Take's context
+// lands after the owner's next claim of the same term, taking the
+// partition from it: the owner's next write does not count, and its
+// outcome is unknown (ErrOwnClaimInGap), not fenced, since no other owner
+// claimed. The owner takes the partition again and goes on.
+func TestOwnerTakesAgainAfterItsOwnLateClaim(t *testing.T) {
+	kc, ctx, c := fakeCluster(t, 1)
+	s := newShard()
+	o := newOwner(t, c, s)
+	held, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the cluster closes
+	produces := 0
+	kc.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		if produces++; produces == 1 { // the first Take's claim
+			close(held)
+			kc.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	who := Claim{Generation: 1, Member: "a"}
+	noop := func(_, _ []byte) error { return nil }
+	first, cancel := context.WithCancel(ctx)
+	failed := make(chan error, 1)
+	go func() {
+		_, err := o.Take(first, 0, LogStart(), who, noop)
+		failed <- err
+	}()
+	<-held
+	cancel()
+	if err := <-failed; err == nil {
+		t.Fatal("the Take whose claim the broker held took the partition")
+	}
+	tk := take(t, ctx, o, s, 0, LogStart(), "a")
+
+	free()
+	pollUntil(t, ctx, func() bool {
+		entries, _, _ := readChangelog(t, ctx, c, 0)
+		return epochRecords(t, entries) == 2 && entries[len(entries)-1].Kind == KindEpoch
+	}, "the held claim landed after the owner's next one")
+	out := round(t, ctx, o, s, Batch{Partition: 0, Updates: []Update{upd("k", "lost")}, Commands: 1})
+	if out.Result != Unknown || !errors.Is(out.Written.Err, ErrOwnClaimInGap) {
+		t.Fatalf("the write after the owner's own late claim (its claim at %d): %+v", tk.Epoch, out)
+	}
+	take(t, ctx, o, s, 0, LogStart(), "a")
+	if out := round(t, ctx, o, s, Batch{Partition: 0, Updates: []Update{upd("k", "kept")}, Commands: 1}); out.Result != Counted {
+		t.Fatalf("the write after taking the partition again: %+v", out)
 	}
 }

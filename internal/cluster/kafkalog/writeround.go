@@ -102,7 +102,7 @@ func (w *Writer) judge(ctx context.Context, out *Written) {
 			out.Err = err
 			return
 		}
-		fenced, keys, err := judgeGap(o.epoch, o.term, gap)
+		fenced, keys, err := judgeGap(o, gap)
 		if err != nil {
 			out.Err = fmt.Errorf("kafkalog: %s/%d between %d and %d: %w", w.topic, out.Partition, o.end, out.Base, err)
 			return
@@ -113,7 +113,8 @@ func (w *Writer) judge(ctx context.Context, out *Written) {
 		out.Foreign, out.ForeignKeys = o.end, keys
 	}
 	out.Valid = true
-	w.owned[out.Partition] = claimed{epoch: o.epoch, term: o.term, end: out.End}
+	o.end = out.End
+	w.owned[out.Partition] = o
 }
 
 // ErrOwnRecordInGap reports a record of the writer's own epoch between its
@@ -122,17 +123,29 @@ func (w *Writer) judge(ctx context.Context, out *Written) {
 // first copy may have counted, so the new write's outcome is unknown.
 var ErrOwnRecordInGap = errors.New("kafkalog: a record of the writer's epoch precedes its write")
 
-// judgeGap judges a write by gap, the records between the writer's
-// previous record in the partition and the write's first, run through the
-// replay rule from the writer's claim (epoch, of term). The write is
-// fenced if a claim in the gap takes the partition; it counts otherwise,
-// and the changes in the gap are a zombie's, whose keys the owner writes
-// again. Its outcome is unknown (an error) if a record of the gap does not
-// decode, which could be a claim, or if a change or trailer of the
-// writer's own epoch comes before any claim that takes: the copy of a
-// batch that may have counted.
-func judgeGap(epoch Epoch, term Term, gap []*kgo.Record) (fenced bool, keys [][]byte, err error) {
-	chain := NewChain(epoch, term)
+// ErrOwnClaimInGap reports a claim of the writer's own member and term
+// that took the partition between its previous write and its new one: a
+// claim of its own whose request outlived its context (the Writer's
+// client replaced, the request already sent) landed after the writer's
+// later claim of the same term. The group gave the partition to no one
+// else, so the writer is not fenced, but its claim is no longer the one
+// in force and the new write does not count: the owner takes the
+// partition again (an unknown outcome, Owner.Round) rather than wait for
+// a revoke that never comes.
+var ErrOwnClaimInGap = errors.New("kafkalog: a late claim of the writer's own took the partition")
+
+// judgeGap judges a write of the writer's claim own by gap, the records
+// between the writer's previous record in the partition and the write's
+// first, run through the replay rule from own. The write is fenced if
+// another member's claim, or one of another term, in the gap takes the
+// partition; it counts otherwise, and the changes in the gap are a
+// zombie's, whose keys the owner writes again. Its outcome is unknown (an
+// error) if a record of the gap does not decode, which could be a claim;
+// if a change or trailer of the writer's own epoch comes before any claim
+// that takes: the copy of a batch that may have counted; or if the claim
+// that takes is of the writer's own member and term (ErrOwnClaimInGap).
+func judgeGap(own claimed, gap []*kgo.Record) (fenced bool, keys [][]byte, err error) {
+	chain := NewChain(own.epoch, own.term)
 	changed := map[string]bool{}
 	for _, r := range gap {
 		if r.Attrs.IsControl() {
@@ -142,11 +155,15 @@ func judgeGap(epoch Epoch, term Term, gap []*kgo.Record) (fenced bool, keys [][]
 		if err != nil {
 			return false, nil, fmt.Errorf("at %d: %w", r.Offset, err)
 		}
-		if e.Kind != KindEpoch && e.Epoch == epoch {
+		if e.Kind != KindEpoch && e.Epoch == own.epoch {
 			return false, nil, fmt.Errorf("%w: at %d", ErrOwnRecordInGap, r.Offset)
 		}
 		chain.Counts(e)
-		if chain.Epoch() != epoch {
+		switch {
+		case chain.Epoch() == own.epoch:
+		case e.Claim.Member == own.member && e.Claim.Term() == own.term:
+			return false, nil, fmt.Errorf("%w: at %d", ErrOwnClaimInGap, r.Offset)
+		default:
 			return true, nil, nil
 		}
 		if e.Kind == KindChange {
