@@ -279,6 +279,7 @@ func TestUncountedRoundDoesNotSurviveInTheSnapshot(t *testing.T) {
 	a := startNode(t, k, dir)
 	settled(t, a)
 	ids := accounts(t, a, 2)
+	owesNothing(t, a) // no write but the transfer's comes next
 	var failed atomic.Int32
 	kc.ControlKey(int16(kmsg.Produce), refuseWrite(&failed, k.ChangelogTopic(), topicID(t, k, k.ChangelogTopic())))
 	req := ledger.TransferRequest{ID: "t1", From: ids[0], To: ids[1], Amount: 300}
