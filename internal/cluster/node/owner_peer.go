@@ -4,7 +4,8 @@ import (
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
 
-// A command another node sends over a peer link (internal/cluster/peer)
+// A command another node sends over a peer link (internal/cluster/peer),
+// or a forward or answers of its rounds (Peers.Forward, no call waiting),
 // is a local command of this node's: queued with the node's own, under
 // the same rules (owner_local.go), its reply held until its partition's
 // write counts and then sent back over the link. If the member does not

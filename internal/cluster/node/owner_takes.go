@@ -145,12 +145,14 @@ func (n *Node) commitCopies(outs []kafkalog.Output, counted []int32) {
 }
 
 // sendForward is the Forwarder's Send: a forward or an answer for
-// partition p goes to the node's own rounds if its member writes p, else
-// to the commands topic, in the background. Peer links carry requests
-// only (each with a call waiting for it), so they carry neither. A send
-// that is lost is sent again by the Forwarder.
+// partition p goes to the node's own rounds if its member writes p, over
+// the peer link to p's owner if one is up, else to the commands topic, in
+// the background. A send that is lost is sent again by the Forwarder.
 func (n *Node) sendForward(p int32, key, value []byte) {
 	if n.writes(p) && n.local.add(kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}) {
+		return
+	}
+	if n.peers.Forward(p, key, value) {
 		return
 	}
 	n.forwards.start(func() {
