@@ -84,8 +84,8 @@ func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
 	unknown := transferVia("unknown")
 	c := <-held
 	(&localRound{n: a.Node, taken: []kafkalog.Command{c}}).settle(map[int32]kafkalog.Result{c.Partition: kafkalog.Unknown}, nil, nil)
-	if err := <-unknown; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errNotCommitted.Error()) {
-		t.Fatalf("call of a round whose outcome is unknown: %v, want %s: %v", err, ledger.CodeOverloaded, errNotCommitted)
+	if err := <-unknown; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errUnknownOutcome.Error()) {
+		t.Fatalf("call of a round whose outcome is unknown: %v, want %s: %v", err, ledger.CodeOverloaded, errUnknownOutcome)
 	}
 	refused := transferVia("refused")
 	c = <-held

@@ -26,16 +26,16 @@ import (
 // of a write that counted is answered; of a fenced one (which never
 // counts) it is handed on, to the queue's front or to the commands topic
 // if the member no longer writes its partition; of one of unknown outcome
-// it fails (errNotCommitted), for the client to retry (with its
+// it fails (errUnknownOutcome), for the client to retry (with its
 // idempotency id where the operation has one), since it may have counted.
 // A command the round did not apply (its partition not taken when the
 // round began, or the round ended before it applied) is handed on in the
 // same way; one the round refused because its partition owes another
 // too much fails (errOverloaded).
 
-// errNotCommitted fails the calls of local commands whose write's
+// errUnknownOutcome fails the calls of local commands whose write's
 // outcome is unknown.
-var errNotCommitted = errors.New("node: the outcome of the round applying the command is unknown")
+var errUnknownOutcome = errors.New("node: the outcome of the round applying the command is unknown")
 
 // errOverloaded fails the calls of local commands refused because their
 // partition owes another too many forwards (kafkalog.ErrOwesTooMuch).
@@ -205,7 +205,7 @@ func (r *localRound) settle(results map[int32]kafkalog.Result, untaken, refused 
 		}
 	}
 	r.n.requeue(again)
-	r.n.fail(unknown, errNotCommitted)
+	r.n.fail(unknown, errUnknownOutcome)
 }
 
 // requeue puts commands no write counted for back at the queue's front,
