@@ -1,8 +1,8 @@
 // Package calls carries the calls between the nodes of a surge cluster on
 // Apache Kafka (docs/CLUSTER.md): a node appends a command to the partition
 // that owns its key and waits for the reply, which the partition's owner
-// writes to the node's inbox, a partition of the replies topic, in its
-// round's transaction. A command's first byte names its workload.
+// writes to the node's inbox, a partition of the replies topic, once its
+// round's write counts. A command's first byte names its workload.
 package calls
 
 import (
@@ -24,10 +24,11 @@ import (
 )
 
 // Caller sends commands to partitions and waits for their replies in the
-// node's inbox. A command's key is "<inbox>:<request id>": the owner's
-// round writes the reply, with the request id (packed: replies.go), to that partition of
-// the replies topic in its transaction, so the reply is read
-// (read_committed) only once the command's effects are committed.
+// node's inbox. A command's key is "<inbox>:<request id>": the owner
+// writes the reply, with the request id (packed: replies.go), to that
+// partition of the replies topic once the write of the command's round
+// counts, so the reply is read only once the command's effects are
+// durable.
 type Caller struct {
 	prod  appender
 	inbox int32

@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/store"
@@ -43,38 +44,40 @@ func (s *Snapshots) ChainFrom(ctx context.Context, p int32) (kafkalog.ChainState
 	return *m.Chain, nil
 }
 
-// ChainRestore is a take's restore of one partition into the engine's
-// cache and the copy.
+// ChainRestore is a take's restore of one partition into the copy.
 type ChainRestore struct {
 	s *Snapshots
 	p int32
 	w *restoreWriter
 }
 
-// RestoreChain begins the restore of partition p into cache for a take:
-// it returns where the take reads the changelog from (ChainFrom) and the
-// restore, which has copied the copy's state into cache, or dropped the
-// copy if the take reads from the start. The take gives the restore's
-// Apply each change that counts; Done then records what the copy covers.
-func (s *Snapshots) RestoreChain(ctx context.Context, cache *store.Store, p int32) (kafkalog.ChainState, *ChainRestore, error) {
+// RestoreChain begins the restore of partition p into its copy for a
+// take: it returns where the take reads the changelog from (ChainFrom)
+// and the restore, which has dropped the copy if the take reads from the
+// start. The take gives the restore's Apply each change that counts; Done
+// then records what the copy covers. The engine's cache, which the
+// node's running rounds write, is left alone: the node loads the
+// partitions it writes from their copies (Load) once their takes ended.
+// Until Done or Close, Restate reads the restore's changes too.
+func (s *Snapshots) RestoreChain(ctx context.Context, p int32) (kafkalog.ChainState, *ChainRestore, error) {
 	from, err := s.ChainFrom(ctx, p)
 	if err != nil {
 		return from, nil, err
 	}
-	r := &ChainRestore{s: s, p: p, w: &restoreWriter{cache: cache, snap: s.db, cb: cache.NewBatch(), sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}}
+	r := &ChainRestore{s: s, p: p, w: &restoreWriter{snap: s.db, sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}}
 	if from.Offset == 0 {
-		err = r.w.drop(p)
-	} else {
-		err = r.w.copy()
+		if err := r.w.drop(p); err != nil {
+			r.w.close()
+			return from, nil, err
+		}
 	}
-	if err != nil {
-		r.Close()
-		return from, nil, err
-	}
+	s.mu.Lock()
+	s.restoring[p] = r
+	s.mu.Unlock()
 	return from, r, nil
 }
 
-// Apply writes a change that counts into the cache and the copy.
+// Apply writes a change that counts into the copy.
 func (r *ChainRestore) Apply(key, value []byte) error {
 	r.s.read.Add(1)
 	return r.w.add(key, value)
@@ -85,6 +88,7 @@ func (r *ChainRestore) Apply(key, value []byte) error {
 // which its restore and that write's repairs (the current values the
 // copy holds) brought it to.
 func (r *ChainRestore) Done(t kafkalog.Taken, st kafkalog.ChainState) error {
+	defer r.end()
 	m := t.Restored.Snapshot
 	m.Offset, m.Chain = st.Offset, &st
 	if err := setMeta(r.w.sb, r.p, m); err != nil {
@@ -95,7 +99,73 @@ func (r *ChainRestore) Done(t kafkalog.Taken, st kafkalog.ChainState) error {
 
 // Close drops what the restore has not written; a restore cut short
 // leaves a copy whose meta is the one before it, or none.
-func (r *ChainRestore) Close() { r.w.close() }
+func (r *ChainRestore) Close() { r.end() }
+
+// end closes the restore's batch and stops Restate reading it.
+func (r *ChainRestore) end() {
+	r.s.mu.Lock()
+	if r.s.restoring[r.p] == r {
+		delete(r.s.restoring, r.p)
+	}
+	r.s.mu.Unlock()
+	r.w.close()
+}
+
+// Load writes the copies of partitions into cache, a fresh store: the
+// engine's cache of the partitions a node writes, whose copies are
+// current (each take's restore and each counted round moved them).
+func (s *Snapshots) Load(cache *store.Store, partitions []int32) error {
+	for _, p := range partitions {
+		w := &restoreWriter{cache: cache, snap: s.db, cb: cache.NewBatch(), sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}
+		err := w.copy()
+		if err == nil {
+			err = w.flush()
+		}
+		w.close()
+		if err != nil {
+			return fmt.Errorf("changelog: loading partition %d: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Restate is kafkalog.Restate over the copies: the updates that write a
+// changelog key of partition p again as the copy holds it. The copy is
+// the state before the changes of the round being written (it takes them
+// once the write counts), which is what a repair, written before them in
+// the round's batch, must restate. A range delete's key restates the
+// range delete, then each key its range holds in the copy. A take's
+// restore of p under way is written to the copy first: its first write's
+// repairs restate what it read.
+func (s *Snapshots) Restate(p int32, key []byte) ([]kafkalog.Update, error) {
+	s.mu.Lock()
+	r := s.restoring[p]
+	s.mu.Unlock()
+	if r != nil {
+		if err := r.w.flush(); err != nil {
+			return nil, err
+		}
+	}
+	prefix := snapKey(snapData, p, nil)
+	start, end, isRange, err := rangeOf(key)
+	if err != nil {
+		return nil, err
+	}
+	if !isRange {
+		v, ok, err := s.db.Get(snapKey(snapData, p, key))
+		if err != nil || !ok {
+			return []kafkalog.Update{{Key: key}}, err
+		}
+		return []kafkalog.Update{{Key: key, Value: append([]byte{opSet}, v...)}}, nil
+	}
+	ups := []kafkalog.Update{{Key: key, Value: []byte{opRange}}}
+	err = s.db.Scan(snapKey(snapData, p, start), snapKey(snapData, p, end), false, func(k, v []byte) (bool, error) {
+		k = append([]byte(nil), k[len(prefix):]...)
+		ups = append(ups, kafkalog.Update{Key: k, Value: append([]byte{opSet}, v...)})
+		return true, nil
+	})
+	return ups, err
+}
 
 // CommitChain adds a round's changes of the partitions whose writes
 // counted to their copies, with each one's state after the round (states:

@@ -48,8 +48,8 @@ func chainOwner(t *testing.T, c kafkalog.Config) *kafkalog.Owner {
 	})
 }
 
-// takeInto takes partition 0 for o, restoring it through s into a fresh
-// cache, and returns the cache, where the take read from, and the
+// takeInto takes partition 0 for o, restoring it through s, loads its
+// copy into a fresh cache, and returns the cache, where the take read from, and the
 // changes it read.
 func takeInto(t *testing.T, ctx context.Context, s *Snapshots, o *kafkalog.Owner, member string) (*store.Store, kafkalog.ChainState, int64) {
 	t.Helper()
@@ -59,7 +59,7 @@ func takeInto(t *testing.T, ctx context.Context, s *Snapshots, o *kafkalog.Owner
 	}
 	t.Cleanup(func() { _ = cache.Close() })
 	read := s.Read()
-	from, r, err := s.RestoreChain(ctx, cache, 0)
+	from, r, err := s.RestoreChain(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +70,9 @@ func takeInto(t *testing.T, ctx context.Context, s *Snapshots, o *kafkalog.Owner
 	}
 	st, _ := o.State(0)
 	if err := r.Done(tk, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Load(cache, []int32{0}); err != nil {
 		t.Fatal(err)
 	}
 	return cache, from, s.Read() - read

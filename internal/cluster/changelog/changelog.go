@@ -89,17 +89,29 @@ func Replay(b *pebble.Batch, prefix, key, value []byte) error {
 		copy(op.Value, value[1:])
 		return op.Finish()
 	case value[0] == opRange && len(key) > 0 && key[0] == rangeMark:
-		n, w := binary.Uvarint(key[1:])
-		if w <= 0 || uint64(len(key)-1-w) < n {
-			return fmt.Errorf("changelog: malformed range delete in the changelog")
+		start, end, _, err := rangeOf(key)
+		if err != nil {
+			return err
 		}
-		start, end := key[1+w:1+w+int(n)], key[1+w+int(n):]
 		op := b.DeleteRangeDeferred(len(prefix)+len(start), len(prefix)+len(end))
 		prefixed(op.Key, prefix, start)
 		prefixed(op.Value, prefix, end)
 		return op.Finish()
 	}
 	return fmt.Errorf("changelog: changelog record of unknown kind %q", value[0])
+}
+
+// rangeOf is the start and end keys of a range delete's key; false for
+// the key of a set or a delete.
+func rangeOf(key []byte) (start, end []byte, ok bool, err error) {
+	if len(key) == 0 || key[0] != rangeMark {
+		return nil, nil, false, nil
+	}
+	n, w := binary.Uvarint(key[1:])
+	if w <= 0 || uint64(len(key)-1-w) < n {
+		return nil, nil, false, fmt.Errorf("changelog: malformed range delete in the changelog")
+	}
+	return key[1+w : 1+w+int(n)], key[1+w+int(n):], true, nil
 }
 
 // prefixed writes prefix and key into dst, which has their length: a

@@ -1,7 +1,6 @@
 package changelog
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -23,19 +22,21 @@ import (
 // store of its own): each partition's records under 'd' and the partition
 // (4 bytes, big-endian), and under 'm' and the partition what the copy
 // covers (kafkalog.Snapshot: topic id, offset, leader epoch and time, in
-// 36 bytes, big-endian). A rebuild of the engine's cache copies
-// the owned partitions from it and reads only the changelog records after
-// what each copy covers; a partition whose copy is missing or doubtful
-// (kafkalog.CheckSnapshot) is read from the changelog's start, as a node
-// with no copy does.
+// 36 bytes, big-endian, then the chain state: chain.go). A take of a
+// partition brings its copy up to the changelog's end (RestoreChain),
+// reading only the records after what the copy covers; a copy missing,
+// without a chain state, or doubtful (kafkalog.CheckSnapshot) is read
+// from the changelog's start, as a node with no copy does. A rebuild of
+// the engine's cache loads the copies of the partitions the node writes
+// (Load), and reads no changelog record.
 //
-// Exactly-once: the copy takes a round's changes only once the round's
-// Kafka transaction committed, in one local batch with the changelog
-// offsets the round reached (snapshots.commit), so it never holds state
-// Kafka does not, and after a kill -9 it holds a whole prefix of the
-// committed rounds with the offset that prefix ends at. The engine's cache
-// runs ahead of Kafka within a round; any round that does not commit makes
-// the node rebuild the cache from the copy, so its changes are gone.
+// Exactly-once: the copy takes a round's changes of a partition only once
+// the partition's write counted, in one local batch with the chain state
+// the write reached (CommitChain), so it never holds state Kafka does
+// not, and after a kill -9 it holds, per partition, a prefix of the
+// counted writes with the state that prefix ends at. The engine's cache
+// runs ahead of Kafka within a round; any write that does not count makes
+// the node rebuild the cache from the copies, so its changes are gone.
 
 const (
 	snapData byte = 'd'
@@ -49,6 +50,11 @@ type Snapshots struct {
 	logger *slog.Logger
 	// read counts the changelog records restores have read.
 	read atomic.Int64
+
+	mu sync.Mutex
+	// restoring are the takes' restores under way (RestoreChain), which
+	// Restate reads.
+	restoring map[int32]*ChainRestore
 }
 
 // OpenSnapshots opens the copy in dir/snapshot. A copy damaged by a crash
@@ -71,7 +77,7 @@ func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snaps
 			return nil, err
 		}
 	}
-	return &Snapshots{db: db, cfg: cfg, logger: logger}, nil
+	return &Snapshots{db: db, cfg: cfg, logger: logger, restoring: map[int32]*ChainRestore{}}, nil
 }
 
 // snapOptions are the copy's store's: like the engine's cache, it leaves
@@ -129,20 +135,8 @@ func setMeta(b *pebble.Batch, p int32, m kafkalog.Snapshot) error {
 	return b.Set(snapKey(snapMeta, p, nil), v, nil)
 }
 
-// Commit adds a committed round's changes to the copies of their
-// partitions, with the changelog offsets the round reached (ends), in one
-// local batch.
-func (s *Snapshots) Commit(outs []kafkalog.Output, ends map[int32]int64) error {
-	to := make(map[int32]position, len(ends))
-	for p, end := range ends {
-		to[p] = position{offset: end}
-	}
-	return s.commit(outs, to)
-}
-
 // position is where a round leaves a partition's copy: the changelog
-// offset it covers, and the chain state there (nil for a transactional
-// round's).
+// offset it covers, and the chain state there.
 type position struct {
 	offset int64
 	chain  *kafkalog.ChainState
@@ -188,73 +182,6 @@ func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, to map[int32]p
 	return nil
 }
 
-// RestoreAll restores partitions into cache (see restore), all at once:
-// a moved partition's restore waits for its former owner's transaction to
-// end, and the others need not wait behind it.
-func (s *Snapshots) RestoreAll(ctx context.Context, cache *store.Store, partitions []int32) error {
-	errs := make([]error, len(partitions))
-	var wg sync.WaitGroup
-	for i, p := range partitions {
-		wg.Go(func() {
-			if err := s.restore(ctx, cache, p); err != nil {
-				errs[i] = fmt.Errorf("changelog: restoring partition %d: %w", p, err)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// restore writes partition p's state into cache: its copy and the
-// changelog after it, or the whole changelog if the copy is missing or
-// doubtful; the copy takes what is read, and covers the changelog's end
-// afterwards.
-func (s *Snapshots) restore(ctx context.Context, cache *store.Store, p int32) error {
-	from, err := s.from(ctx, p)
-	if err != nil {
-		return err
-	}
-	w := &restoreWriter{cache: cache, snap: s.db, cb: cache.NewBatch(), sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}
-	defer w.close()
-	if from == 0 {
-		err = w.drop(p)
-	} else {
-		err = w.copy()
-	}
-	if err != nil {
-		return err
-	}
-	m, err := kafkalog.RestoreFrom(ctx, s.cfg, p, from, func(k, v []byte) error {
-		s.read.Add(1)
-		return w.add(k, v)
-	})
-	if err != nil {
-		return err
-	}
-	if err := setMeta(w.sb, p, m); err != nil {
-		return err
-	}
-	return w.flush()
-}
-
-// from is where partition p's changelog must be read from: after its copy,
-// or from the start.
-func (s *Snapshots) from(ctx context.Context, p int32) (int64, error) {
-	m, ok, err := s.meta(p)
-	if err != nil || !ok {
-		return 0, err
-	}
-	doubt, err := kafkalog.CheckSnapshot(ctx, s.cfg, p, m)
-	if err != nil {
-		return 0, err
-	}
-	if doubt != "" {
-		s.logger.Warn("cluster: reading a partition's whole changelog", "partition", p, "doubt", doubt)
-		return 0, nil
-	}
-	return m.Offset, nil
-}
-
 // restoreWriter writes a partition's records into the cache and its copy,
 // in batches of a few MiB.
 type restoreWriter struct {
@@ -283,10 +210,12 @@ func (w *restoreWriter) copy() error {
 	})
 }
 
-// add replays a changelog record into the cache and the copy.
+// add replays a changelog record into the cache, if any, and the copy.
 func (w *restoreWriter) add(k, v []byte) error {
-	if err := Replay(w.cb, nil, k, v); err != nil {
-		return err
+	if w.cb != nil {
+		if err := Replay(w.cb, nil, k, v); err != nil {
+			return err
+		}
 	}
 	if err := Replay(w.sb, w.prefix, k, v); err != nil {
 		return err
@@ -298,24 +227,30 @@ func (w *restoreWriter) add(k, v []byte) error {
 // records again from its meta's offset is harmless: a record's effect
 // does not depend on what came before it.
 func (w *restoreWriter) spill() error {
-	if w.cb.Len()+w.sb.Len() < 4<<20 {
+	if w.sb.Len() < 4<<20 && (w.cb == nil || w.cb.Len() < 4<<20) {
 		return nil
 	}
 	return w.flush()
 }
 
-// flush commits both batches (which closes them) and begins new ones.
+// flush commits the batches (which closes them) and begins new ones.
+// A writer with no cache (a take's restore: RestoreChain) writes the copy
+// alone.
 func (w *restoreWriter) flush() error {
-	cb, sb := w.cb, w.sb
-	w.cb, w.sb = nil, nil
-	if err := w.cache.CommitNoSync(cb); err != nil {
-		_ = sb.Close()
-		return err
+	if w.cb != nil {
+		cb := w.cb
+		w.cb = nil
+		if err := w.cache.CommitNoSync(cb); err != nil {
+			return err
+		}
+		w.cb = w.cache.NewBatch()
 	}
+	sb := w.sb
+	w.sb = nil
 	if err := w.snap.CommitNoSync(sb); err != nil {
 		return err
 	}
-	w.cb, w.sb = w.cache.NewBatch(), w.snap.NewBatch()
+	w.sb = w.snap.NewBatch()
 	return nil
 }
 
@@ -325,4 +260,5 @@ func (w *restoreWriter) close() {
 			_ = b.Close()
 		}
 	}
+	w.cb, w.sb = nil, nil
 }

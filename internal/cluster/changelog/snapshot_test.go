@@ -23,7 +23,7 @@ func TestDamagedSnapshotIsDropped(t *testing.T) {
 	}
 	for i := range 2 {
 		out := kafkalog.Output{Kind: kafkalog.Change, Partition: 0, Key: []byte(fmt.Sprint("k", i)), Value: append([]byte{opSet}, bytes.Repeat([]byte("v"), 4096)...)}
-		if err := s.Commit([]kafkalog.Output{out}, nil); err != nil {
+		if err := s.commit([]kafkalog.Output{out}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

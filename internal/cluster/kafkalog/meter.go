@@ -1,6 +1,7 @@
 package kafkalog
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +31,7 @@ func NewMeter(reg prometheus.Registerer) *Meter {
 		}, []string{"client", "kind"}),
 		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "surge_cluster_rounds_total",
-			Help: "Rounds (Kafka transactions) of this node's member that read commands, by outcome: committed, or not (aborted, fenced, failed).",
+			Help: "Rounds of this node's member that read commands, by outcome: committed (every partition's write counted), or not (aborted, fenced, unknown, failed).",
 		}, []string{"outcome"}),
 		commands: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "surge_cluster_round_commands_total",
@@ -80,4 +81,12 @@ func (h *clientHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ 
 		h.byKey[key].Store(c)
 	}
 	(*c).Inc()
+}
+
+// ChainRound counts a ChainMember's round that read commands: committed
+// if every partition's write counted, else not; a nil Meter counts
+// nothing.
+func (m *Meter) ChainRound(res ChainRound) {
+	counted := !slices.ContainsFunc(res.Partitions, func(pr PartitionRound) bool { return pr.Result != Counted })
+	m.round(RoundResult{Commands: res.Commands, Committed: counted})
 }

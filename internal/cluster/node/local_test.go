@@ -13,11 +13,11 @@ import (
 	"github.com/surge-dev/surge/internal/ledger"
 )
 
-// A command a node queued for its own rounds whose partition the round's
-// state does not own (it moved after the node took the command) is not
+// A command a node queued for its own rounds whose partition its member
+// does not write (it moved after the node took the command) is not
 // applied there: the round appends it to the commands topic, and the
 // partition's owner applies it, once. Here node a takes every command
-// locally, as if its member still owned every partition.
+// locally, as if its member still wrote every partition.
 func TestLocalCommandOfAMovedPartitionGoesThroughKafka(t *testing.T) {
 	_, k := fakeKafka(t)
 	a := startNode(t, k, t.TempDir())
@@ -56,10 +56,12 @@ func TestLocalCommandOfAMovedPartitionGoesThroughKafka(t *testing.T) {
 	}
 }
 
-// The calls of a round's local commands that did not commit are never
-// left waiting: a round that surely did not commit puts them back for the
-// next round, which applies and answers them; one whose outcome is unknown
-// fails them, since they may have committed.
+// The calls of a round's local commands whose write did not count are
+// never left waiting: a round that surely wrote nothing of theirs (not
+// applied, or fenced) puts them back for the next round, which applies
+// and answers them; one whose write's outcome is unknown fails them,
+// since they may have counted; one refused (its partition owes too much)
+// fails them as overloaded.
 func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
 	_, k := fakeKafka(t)
 	a := startNode(t, k, t.TempDir())
@@ -80,16 +82,29 @@ func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
 	}
 
 	unknown := transferVia("unknown")
-	(&localRound{n: a.Node, taken: []kafkalog.Command{<-held}}).settle(false, false)
-	if err := <-unknown; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errNotCommitted.Error()) {
-		t.Fatalf("call of a round whose outcome is unknown: %v, want %s: %v", err, ledger.CodeOverloaded, errNotCommitted)
+	c := <-held
+	(&localRound{n: a.Node, taken: []kafkalog.Command{c}}).settle(map[int32]kafkalog.Result{c.Partition: kafkalog.Unknown}, nil, nil)
+	if err := <-unknown; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errUnknownOutcome.Error()) {
+		t.Fatalf("call of a round whose outcome is unknown: %v, want %s: %v", err, ledger.CodeOverloaded, errUnknownOutcome)
+	}
+	refused := transferVia("refused")
+	c = <-held
+	(&localRound{n: a.Node, taken: []kafkalog.Command{c}}).settle(map[int32]kafkalog.Result{c.Partition: kafkalog.Counted}, nil, []kafkalog.Command{c})
+	if err := <-refused; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errOverloaded.Error()) {
+		t.Fatalf("call of a refused command: %v, want %s: %v", err, ledger.CodeOverloaded, errOverloaded)
 	}
 
 	void := transferVia("void")
+	fenced := true
 	for waiting := true; waiting; {
 		select {
 		case c := <-held: // the transfer, or a read it makes first
-			(&localRound{n: a.Node, taken: []kafkalog.Command{c}}).settle(false, true)
+			results := map[int32]kafkalog.Result{} // not applied
+			if fenced {
+				results[c.Partition] = kafkalog.Fenced
+			}
+			fenced = !fenced
+			(&localRound{n: a.Node, taken: []kafkalog.Command{c}}).settle(results, nil, nil)
 		case err := <-void:
 			if err != nil {
 				t.Fatalf("call of a round that surely did not commit: %v, want it applied by the next round", err)
@@ -99,6 +114,6 @@ func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
 	}
 	a.caller.SetLocal(a.route)
 	if got, want := balances(t, a, ids), fmt.Sprintf("%s=990 %s=1010 ", ids[0], ids[1]); got != want {
-		t.Fatalf("after the transfers: %s, want %s (void once, unknown never)", got, want)
+		t.Fatalf("after the transfers: %s, want %s (void once, unknown and refused never)", got, want)
 	}
 }

@@ -1,7 +1,9 @@
 // Package node runs a surge node of a cluster on Apache Kafka
 // (docs/CLUSTER.md): it joins the cluster, owns some of its partitions and
-// runs the engine's rounds over them, each round's outputs in one Kafka
-// transaction, handing each command to its workload by its first byte.
+// runs the engine's rounds over them, each owned partition's part of a
+// round one write of its changelog with no Kafka transaction ("Rounds
+// without a transaction"), handing each command to its workload by its
+// first byte.
 // Its calls to partitions go through internal/cluster/calls, its restores
 // through internal/cluster/changelog; internal/cluster/kafkalog is the
 // Kafka layer below it. It builds the workloads' thin clients
@@ -43,10 +45,11 @@ type Config struct {
 	Currency string
 	// MaxBatch bounds the commands a round reads (0: 4096).
 	MaxBatch int
-	// TransactionTimeout is how long the brokers let a round's transaction
-	// stay open before aborting it: a dead owner's last round blocks its
-	// partitions' new owner that long at most (0: 5 s).
-	TransactionTimeout time.Duration
+	// RoundTimeout bounds a round's apply and write, from when its state
+	// is built: a partition whose write the brokers do not acknowledge by
+	// then (its leader gone) has an unknown outcome and is taken again,
+	// and holds the other partitions' commands no longer (0: 5 s).
+	RoundTimeout time.Duration
 	// Peer, if set, has the node send commands for other nodes'
 	// partitions straight to them, and take theirs, over peer links
 	// (owner_peer.go); the node sets its Node, Dir, Kafka and Logger.
@@ -59,8 +62,8 @@ func (c *Config) setDefaults() {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 4096
 	}
-	if c.TransactionTimeout <= 0 {
-		c.TransactionTimeout = 5 * time.Second
+	if c.RoundTimeout <= 0 {
+		c.RoundTimeout = 5 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -72,21 +75,32 @@ func (c *Config) setDefaults() {
 
 // Node is a running cluster node.
 type Node struct {
-	cfg    Config
-	id     string
-	member *kafkalog.Member
-	caller *calls.Caller
+	cfg Config
+	id  string
+	// member is the node's member of the group, set once it joined: the
+	// group's first callbacks, and the forwards they send, may come
+	// before.
+	member atomic.Pointer[kafkalog.ChainMember]
+	writer *kafkalog.Writer
+	owner  *kafkalog.Owner
+	fwd    *kafkalog.Forwarder
+	// replies produces the replies to other nodes' requests that no peer
+	// link carries (owner_replies.go).
+	replies *replySender
+	caller  *calls.Caller
 	// peers are the node's links to the others; nil without them.
 	peers  *peer.Peers
 	ledger *ledgercluster.Ledger
 	kv     *kvcluster.KV
 	seats  *ticketcluster.Tickets
 	snaps  *changelog.Snapshots
+	// takes are the restores of the takes under way (owner_takes.go).
+	takes takes
 	// local holds the commands the node takes for its own partitions
 	// until a round takes them (owner_local.go).
 	local *localQueue
-	// gen counts the changes of the partitions the member owns; built is
-	// the gen the owner's state was last built for (owner.go).
+	// gen counts the changes of the partitions the member writes; built
+	// is the gen the owner's state was last built for (owner.go).
 	gen, built atomic.Uint64
 	ready      atomic.Bool
 	onReady    func(bool)
@@ -96,6 +110,14 @@ type Node struct {
 	// apply (owner_local.go).
 	forwards forwards
 }
+
+// forwardResend is how long a source partition waits for a destination
+// to acknowledge what it owes before it sends it again; forwardTick is
+// how often the node looks.
+const (
+	forwardResend = 2 * time.Second
+	forwardTick   = 250 * time.Millisecond
+)
 
 // Start joins the cluster: it creates or checks the topics, reads the
 // node's id from Dir (made on first start), starts reading its replies and
@@ -110,28 +132,41 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 	if err := ensureTopics(ctx, cfg.Kafka); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: id, onReady: onReady, local: newLocalQueue()}
+	n := &Node{cfg: cfg, id: id, onReady: onReady, local: newLocalQueue(), takes: takes{restores: map[int32]*changelog.ChainRestore{}, broken: map[int32]bool{}}}
+	var closers []func()
+	fail := func(err error) (*Node, error) {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+		return nil, err
+	}
 	if n.snaps, err = changelog.OpenSnapshots(cfg.Dir, cfg.Kafka, cfg.Logger); err != nil {
 		return nil, err
 	}
+	closers = append(closers, n.snaps.Close)
 	if n.caller, err = calls.New(ctx, cfg.Kafka, id, cfg.Logger); err != nil {
-		n.snaps.Close()
-		return nil, err
+		return fail(err)
 	}
-	n.member, err = kafkalog.Join(ctx, cfg.Kafka, id, kafkalog.Handlers{
-		Assigned: n.moved, Revoked: n.revoked,
-	}, kgo.TransactionTimeout(cfg.TransactionTimeout))
+	closers = append(closers, n.caller.Close)
+	if n.replies, err = newReplySender(cfg.Kafka, cfg.Logger); err != nil {
+		return fail(err)
+	}
+	closers = append(closers, n.replies.close)
+	if n.writer, err = kafkalog.NewWriter(cfg.Kafka); err != nil {
+		return fail(err)
+	}
+	closers = append(closers, n.writer.Close)
+	n.owner = kafkalog.NewOwner(n.writer, cfg.Kafka, n.snaps.Restate)
+	n.fwd = kafkalog.NewForwarder(n.sendForward, forwardResend)
+	m, err := kafkalog.JoinChain(cfg.Kafka, n.owner, n.fwd, n.handlers())
 	if err != nil {
-		n.caller.Close()
-		n.snaps.Close()
-		return nil, err
+		return fail(err)
 	}
+	n.member.Store(m)
+	closers = append(closers, m.Close)
 	if cfg.Peer != nil {
 		if n.peers, err = startPeers(ctx, cfg, id, n); err != nil {
-			n.member.Close()
-			n.caller.Close()
-			n.snaps.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	n.caller.SetLocal(n.route)
@@ -140,8 +175,9 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 	n.seats = ticketcluster.New(n.caller, n.ledger, int(cfg.Kafka.Partitions))
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	n.done.Add(1)
+	n.done.Add(2)
 	go n.own(runCtx)
+	go n.tickForwards(runCtx)
 	cfg.Logger.Info("cluster: joined", "node", id, "cluster", cfg.Kafka.Group(), "partitions", cfg.Kafka.Partitions)
 	return n, nil
 }
@@ -170,8 +206,20 @@ func (n *Node) KV() *kvcluster.KV { return n.kv }
 // Tickets is ticketing as the node's clients see it.
 func (n *Node) Tickets() *ticketcluster.Tickets { return n.seats }
 
-// Owned returns the partitions the node owns.
-func (n *Node) Owned() []int32 { return n.member.Owned() }
+// Owned returns the partitions the node owns: those its member writes.
+func (n *Node) Owned() []int32 {
+	if m := n.member.Load(); m != nil {
+		return m.Owned()
+	}
+	return nil
+}
+
+// writes reports whether the node's member writes partition p, so that
+// its rounds may take a local command for it.
+func (n *Node) writes(p int32) bool {
+	m := n.member.Load()
+	return m != nil && m.Takes(p)
+}
 
 // Ready reports whether the node owns its partitions and restored them.
 func (n *Node) Ready() bool { return n.ready.Load() }
@@ -182,21 +230,22 @@ func (n *Node) CreateWorld(ctx context.Context) error {
 	return n.ledger.CreateWorld(ctx, n.cfg.Currency)
 }
 
-// moved is the group's callback on a change of the owned partitions. It
-// clears readiness before it bumps gen: a build that reads the new gen
-// then sets readiness after this, never before it, so a node whose state
-// is current cannot be left unready.
-func (n *Node) moved(context.Context, []int32) {
+// moved is told of a change of the partitions the member writes (a
+// take, a failed take, a revoke, a write that did not count). It clears
+// readiness before it bumps gen: a build that reads the new gen then sets
+// readiness after this, never before it, so a node whose state is current
+// cannot be left unready.
+func (n *Node) moved() {
 	n.setReady(false)
 	n.gen.Add(1)
 }
 
-// revoked is the group's callback on partitions the member gave up or
-// lost: besides moved, it sends the commands queued for them, which no
-// round of the node applies now, on to the commands topic for their new
-// owner at once, not after the running round and the node's rebuild.
-func (n *Node) revoked(ctx context.Context, ps []int32) {
-	n.moved(ctx, ps)
+// revoked is the member's callback on partitions the group took from it:
+// besides moved, it sends the commands queued for them, which no round of
+// the node applies now, on to the commands topic for their new owner at
+// once, not after the running round and the node's rebuild.
+func (n *Node) revoked(_ context.Context, ps []int32) {
+	n.moved()
 	for _, c := range n.local.takeOf(ps) {
 		n.goForward(c)
 	}
@@ -209,7 +258,7 @@ func (n *Node) setReady(r bool) {
 		return
 	}
 	if r {
-		n.peers.Publish(n.member.Owned())
+		n.peers.Publish(n.Owned())
 	}
 	if n.onReady != nil {
 		n.onReady(r)
@@ -226,14 +275,15 @@ func (n *Node) Close() {
 	if n.peers != nil {
 		n.peers.Close()
 	}
-	n.member.Close()
+	n.member.Load().Close()
+	n.writer.Close()
+	n.replies.close()
 	n.caller.Close()
 	n.snaps.Close()
 }
 
 // nodeID reads the node's id from dir, or makes one and keeps it there:
-// stable across restarts, so that a restarted node fences its former
-// incarnation's transactions.
+// stable across restarts, so that a restarted node's inbox is the same.
 func nodeID(dir string) (string, error) {
 	path := filepath.Join(dir, "node-id")
 	b, err := os.ReadFile(path)

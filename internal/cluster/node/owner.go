@@ -20,36 +20,52 @@ import (
 )
 
 // The owner's side of a node. The partitions a node owns run on an engine
-// of the cluster's N shards whose Committer is the round's Kafka
-// transaction, with the ledger's slices (ledgerengine, Config.Cluster).
-// Each round of the member (kafkalog.Member) feeds the commands it read,
-// and those the node took for its own partitions (owner_local.go), to the
-// engine, waits for them, applies in the same way the commands they owe
-// partitions the node owns, and commits, in one transaction, their
-// replies, the changelog records of the engine's batches and the commands
-// owed to other nodes' partitions.
+// of the cluster's N shards whose Committer gathers the records of the
+// engine's rounds, with the ledger's slices (ledgerengine,
+// Config.Cluster). Each round of the member (kafkalog.ChainMember) feeds
+// the commands it read, and those the node took for its own partitions
+// (owner_local.go), to the engine, waits for them, and returns their
+// outputs: the changelog records of the engine's batches, the commands
+// owed to other partitions (forwards) and the replies. The member writes
+// each partition's part as one write of its changelog, the forwards owed
+// recorded in it, and says per partition whether the write counted; the
+// node then moves the copies of the counted partitions on with their
+// changes (changelog.Snapshots.CommitChain) and sends their replies
+// (owner_replies.go). A forward goes out, through the Forwarder, only
+// once the write owing it counted, and is applied by its destination's
+// round by sequence, once, even when this node owns both partitions
+// (owner_takes.go sends it to its own rounds).
 //
-// When the owned partitions change, or a round that wrote records fails
-// to commit, the node stops its rounds and builds its state again: it
-// wipes its cache, writes the owned partitions' state into it from its
-// local snapshot and the changelog records after it (package changelog),
-// and opens the engine and the ledger on it. A partition the node kept
-// reads no changelog record; one it gets back reads those written since
-// it had it. A round that wrote no record (reads, refusals: its replies
-// all to the node's own requests, held until a commit) changed no state,
-// so one that fails to commit needs no rebuild: its replies are dropped,
-// the member reads its commands again and the node takes its local
-// commands again. Kafka refuses such a round's
-// offsets (CONCURRENT_TRANSACTIONS) when it follows the previous commit
-// before the brokers finished writing that one's markers.
+// When the partitions the member writes change (owner_takes.go), or a
+// partition's write does not count (fenced, or of unknown outcome), the
+// node builds its state again: it wipes its cache, loads into it the
+// copies of the partitions the member writes now, which are current, and
+// opens the engine and the ledger on it. The engine's cache runs ahead of
+// the writes within a round; a write that does not count leaves the copy
+// as it was, so the rebuild drops the round's changes. A take made at the
+// start of a round (a partition taken again) has the round's apply build
+// the state first.
 
-// errMoved aborts a round begun on partitions the node no longer owns as
-// they were built.
+// errMoved fails a round whose state cannot be built: the partitions the
+// node writes kept changing until the round's context ended.
 var errMoved = errors.New("node: owned partitions changed")
 
 // idleWait bounds a round's wait for commands, so that a change of the
 // owned partitions is acted on without traffic.
 const idleWait = 200 * time.Millisecond
+
+// roundTakeTime bounds the part of a round before its apply: the takes
+// of partitions taken again, which restore them, and the gathering of its
+// commands; RoundTimeout then bounds its apply and write, once the state
+// is built (applyOn), so that neither a take's restore nor a rebuild
+// counts against the write's time.
+const roundTakeTime = 30 * time.Second
+
+// checkEvery is how often the node checks its partitions' changelogs for
+// a zombie's writes (kafkalog.ChainMember.Check): well within the
+// changelog's min.compaction.lag.ms, before which a zombie's record must
+// be repaired.
+const checkEvery = time.Minute
 
 // state is the owner's engine and ledger over the owned partitions.
 type state struct {
@@ -59,11 +75,6 @@ type state struct {
 	kv     *engine.Port
 	seats  *engine.Port
 	commit *committer
-	// owned are the partitions the state was restored for.
-	owned map[int32]bool
-	// held are the replies of the open round to the node's own requests,
-	// handed to their callers once it committed.
-	held []kafkalog.Output
 }
 
 func (s *state) close() {
@@ -81,37 +92,83 @@ func (n *Node) own(ctx context.Context) {
 		st.close()
 		n.handOff(n.local.close())
 	}()
+	checked := time.Now()
 	for ctx.Err() == nil {
 		if st == nil || st.gen != n.gen.Load() {
 			st.close()
 			st = n.build(ctx)
 			continue
 		}
+		if time.Since(checked) >= checkEvery {
+			n.check(ctx)
+			checked = time.Now()
+		}
 		wait, cancel := context.WithTimeout(ctx, idleWait)
+		rctx, rcancel := context.WithCancel(ctx)
+		clock := time.AfterFunc(roundTakeTime, rcancel)
+		applying := func() { clock.Reset(n.cfg.RoundTimeout) }
 		var outs []kafkalog.Output
-		local := &localRound{n: n, st: st}
-		res, err := n.member.RoundWait(wait, ctx, n.cfg.MaxBatch, local, kept(n.apply(st), &outs))
+		local := &localRound{n: n}
+		res, err := n.member.Load().RoundWait(wait, rctx, n.cfg.MaxBatch, local, kept(n.applyOn(&st, applying), &outs))
+		clock.Stop()
 		cancel()
-		local.settle(err == nil && res.Committed, res.Aborted)
-		if err != nil && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) && res.Commands == 0 {
-			n.flush(ctx, st)
+		rcancel()
+		if err != nil && res.Commands == 0 && len(local.taken) == 0 && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil) {
+			n.flush(st)
 			continue
 		}
-		if err == nil && res.Committed {
-			err = n.snaps.Commit(outs, res.Changelog)
+		if err != nil && ctx.Err() == nil {
+			n.cfg.Logger.Warn("cluster: round", "err", err)
 		}
-		st.held = nil
-		if err == nil && !res.Committed && res.Outputs == 0 {
-			continue // changed nothing: its commands are read again as they are
+		n.cfg.Kafka.Meter.ChainRound(res)
+		n.settle(local, res, outs)
+	}
+}
+
+// check has the member check its partitions' changelogs for writes of
+// others; a partition fenced or of unknown outcome makes the node build
+// its state again.
+func (n *Node) check(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.RoundTimeout)
+	defer cancel()
+	out, err := n.member.Load().Check(ctx)
+	if err != nil && ctx.Err() == nil {
+		n.cfg.Logger.Warn("cluster: checking the changelog", "err", err)
+	}
+	for _, o := range out {
+		if o.Result != kafkalog.Counted {
+			n.moved()
+			return
 		}
-		if err != nil || (res.Commands > 0 && !res.Committed) {
-			if !errors.Is(err, errMoved) {
-				n.cfg.Logger.Warn("cluster: round not committed; rebuilding", "err", err)
-			}
-			n.setReady(false)
-			st.close()
-			st = nil
+	}
+}
+
+// settle ends a round: the copies of its counted partitions take their
+// changes and their replies go out; its local commands are settled
+// (localRound.settle); a partition whose write did not count makes the
+// node build its state again.
+func (n *Node) settle(local *localRound, res kafkalog.ChainRound, outs []kafkalog.Output) {
+	var counted []int32
+	results := make(map[int32]kafkalog.Result, len(res.Partitions))
+	rebuild := false
+	for _, pr := range res.Partitions {
+		results[pr.Partition] = pr.Result
+		if pr.Result == kafkalog.Counted {
+			counted = append(counted, pr.Partition)
+		} else {
+			rebuild = true
 		}
+	}
+	n.commitCopies(outs, counted)
+	for _, pr := range res.Partitions {
+		if pr.Result == kafkalog.Counted {
+			n.deliver(pr.Send)
+		}
+	}
+	local.settle(results, res.Untaken, res.Refused)
+	if rebuild {
+		n.cfg.Logger.Warn("cluster: a partition's write did not count; rebuilding", "round", res.Partitions)
+		n.moved()
 	}
 }
 
@@ -120,15 +177,16 @@ func (n *Node) own(ctx context.Context) {
 func (n *Node) build(ctx context.Context) *state {
 	for ctx.Err() == nil {
 		gen := n.gen.Load()
-		began, read := time.Now(), n.snaps.Read()
-		st, err := n.restore(ctx, gen)
+		began := time.Now()
+		owned := n.Owned()
+		st, err := n.restore(gen, owned)
 		if err == nil {
 			n.built.Store(gen)
 			n.setReady(gen == n.gen.Load())
-			n.cfg.Logger.Info("cluster: partitions restored", "owned", n.member.Owned(), "elapsed", time.Since(began).Round(time.Millisecond), "changelog records read", n.snaps.Read()-read)
+			n.cfg.Logger.Info("cluster: partitions loaded", "owned", owned, "elapsed", time.Since(began).Round(time.Millisecond))
 			return st
 		}
-		n.cfg.Logger.Warn("cluster: restoring partitions", "err", err)
+		n.cfg.Logger.Warn("cluster: loading partitions", "err", err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
@@ -137,27 +195,26 @@ func (n *Node) build(ctx context.Context) *state {
 	return nil
 }
 
-// restore replays the owned partitions' changelogs into a fresh cache and
+// restore loads the copies of the owned partitions into a fresh cache and
 // opens the engine and the ledger on it.
-func (n *Node) restore(ctx context.Context, gen uint64) (*state, error) {
+func (n *Node) restore(gen uint64, owned []int32) (*state, error) {
+	if err := n.takes.check(owned); err != nil {
+		return nil, err
+	}
 	dir := filepath.Join(n.cfg.Dir, "cache")
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
-	owned := n.member.Owned()
-	if err := n.replayChangelogs(ctx, dir, owned); err != nil {
+	if err := n.loadCopies(dir, owned); err != nil {
 		return nil, err
 	}
-	return n.open(dir, gen, owned)
+	return n.open(dir, gen)
 }
 
 // open opens the engine, the ledger and the other workloads on the cache
-// in dir, restored for gen with the partitions owned.
-func (n *Node) open(dir string, gen uint64, owned []int32) (*state, error) {
-	st := &state{gen: gen, commit: &committer{}, owned: make(map[int32]bool, len(owned))}
-	for _, p := range owned {
-		st.owned[p] = true
-	}
+// in dir, built for gen.
+func (n *Node) open(dir string, gen uint64) (*state, error) {
+	st := &state{gen: gen, commit: &committer{}}
 	eng, err := engine.Open(engine.Config{
 		Dir: dir, Shards: int(n.cfg.Kafka.Partitions), NoSync: true, Commit: st.commit,
 		QueueCapacity: 4 * n.cfg.MaxBatch, MaxBatch: n.cfg.MaxBatch, Logger: n.cfg.Logger,
@@ -180,14 +237,14 @@ func (n *Node) open(dir string, gen uint64, owned []int32) (*state, error) {
 	return st, nil
 }
 
-// replayChangelogs writes the owned partitions' state into a store in dir.
-func (n *Node) replayChangelogs(ctx context.Context, dir string, owned []int32) error {
+// loadCopies writes the owned partitions' copies into a store in dir.
+func (n *Node) loadCopies(dir string, owned []int32) error {
 	db, err := store.Open(dir, store.Options{NoSync: true})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return n.snaps.RestoreAll(ctx, db, owned)
+	return n.snaps.Load(db, owned)
 }
 
 // fed is a command of a round: its call, its outcome once the call
@@ -208,35 +265,38 @@ type fed struct {
 	then func([]byte) kafkalog.Output
 }
 
-// apply is the round's transform over st: it applies the batch, then,
-// pass by pass, the commands the round owes partitions st owns
-// (state.local), and returns the outputs of every pass.
-func (n *Node) apply(st *state) kafkalog.Apply {
+// applyOn is the round's transform over the own loop's state *st, built
+// again first if the partitions the member writes changed since (a take
+// the round made before it read): the state must hold every partition
+// the round applies. applying is told when the apply begins, the state
+// built.
+func (n *Node) applyOn(st **state, applying func()) kafkalog.Apply {
 	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
-		if n.gen.Load() != st.gen {
-			return nil, errMoved
-		}
-		var outs []kafkalog.Output
-		for pass := 1; len(batch) > 0; pass++ {
-			produced, err := n.applyPass(ctx, st, batch)
-			if err != nil {
-				return nil, err
+		for *st == nil || (*st).gen != n.gen.Load() {
+			(*st).close()
+			if *st = n.build(ctx); *st == nil {
+				return nil, errMoved
 			}
-			batch = nil
-			if pass < localPasses {
-				produced, batch = st.local(produced)
-			}
-			outs = append(outs, produced...)
 		}
-		outs, st.held = calls.PackReplies(outs, n.holds)
-		return outs, nil
+		applying()
+		return n.apply(*st)(ctx, batch)
 	}
 }
 
-// localPasses bounds a round's passes: a chain of steps between
-// partitions the node owns (an atomic batch's) goes on through Kafka
-// after that many.
-const localPasses = 8
+// apply is the round's transform over st: it applies the batch and
+// returns its outputs. A command a round owes another partition (a
+// credit, a chain's next step) is a Forward output even when the node
+// owns that partition: without a transaction the two partitions' writes
+// are not atomic together, so a credit applied beside a debit whose write
+// turns out fenced would create money, and one applied in a write that
+// counts beside a debit of unknown outcome could be applied again. Owed
+// in its source's write and applied by sequence at its destination in a
+// later round, it is applied once whatever becomes of either write.
+func (n *Node) apply(st *state) kafkalog.Apply {
+	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
+		return n.applyPass(ctx, st, batch)
+	}
+}
 
 // applyPass feeds batch to the engine, waits until it is applied, and
 // returns its outputs: the records of the engine's rounds, the commands
@@ -274,24 +334,6 @@ func (n *Node) applyPass(ctx context.Context, st *state, batch []kafkalog.Comman
 		}
 	}
 	return outs, nil
-}
-
-// local takes out of outs the commands owed to partitions st owns (a
-// credit to an account of another of them, a chain's next step), as the
-// commands of the round's next pass. Applied in the round that owes them,
-// they commit in its transaction, exactly once as the forwarded record a
-// later round would read, and they cost no record, no read and no later
-// round.
-func (st *state) local(outs []kafkalog.Output) (rest []kafkalog.Output, next []kafkalog.Command) {
-	rest = outs[:0]
-	for _, o := range outs {
-		if o.Kind == kafkalog.Forward && st.owned[o.Partition] {
-			next = append(next, kafkalog.Command{Partition: o.Partition, Offset: -1, Key: o.Key, Value: o.Value})
-			continue
-		}
-		rest = append(rest, o)
-	}
-	return rest, next
 }
 
 // feed decodes c and queues it on its shard.
@@ -344,8 +386,8 @@ func kvOutcome(cmd engine.Command) []byte { return kvstore.EncodeOutcome(cmd.(*k
 
 // committer is the engine's Committer on a node: it turns each round's
 // batches, forwards and the replies the ledger owes for atomic batches
-// decided in the round into the records of the member's open round, which
-// commits them in its transaction.
+// decided in the round into the outputs of the member's open round, which
+// writes them with its partitions' batches.
 type committer struct {
 	mu   sync.Mutex
 	outs []kafkalog.Output
@@ -397,8 +439,8 @@ func (c *committer) take() []kafkalog.Output {
 	return outs
 }
 
-// kept is apply keeping the outputs it returns in *outs, for the copy to
-// take once the round commits.
+// kept is apply keeping the outputs it returns in *outs, for the copies
+// of the partitions whose writes count to take.
 func kept(apply kafkalog.Apply, outs *[]kafkalog.Output) kafkalog.Apply {
 	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
 		o, err := apply(ctx, batch)

@@ -9,29 +9,37 @@ import (
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
 
-// A request the node takes for a partition its member owns does not go
+// A request the node takes for a partition its member writes does not go
 // through Kafka: the node hands the command to its owner's next round
 // (takeLocal), which applies it with the commands it polls, through the
-// same decoding and the same engine, and commits its changelog records,
-// forwards and reply in the round's transaction; the caller is answered
-// once that committed, as for a command read from the commands topic. Such
-// a command has no offset: the member fences the round with a commit of
-// its partition's offset as it stands (kafkalog.Member.Takes).
+// same decoding and the same engine, and writes its changelog records and
+// the forwards it owes with the partition's batch; the caller is answered
+// once that write counts, as for a command read from the commands topic.
+// Such a command has no offset: the partition's trailer restates the
+// position its last command read left.
 //
-// A command whose partition the state a round applies to does not own, or
-// the member no longer takes local commands for (it moved since the
-// command was taken), is appended to the commands topic instead, for its
-// owner now, never applied here; so are, at once, the commands queued for
-// partitions the member gives up (Node.revoked). A command of a round
-// that did not commit is never acknowledged: taken again by the next round
-// when the round surely did not commit (kafkalog.RoundResult.Aborted, as
-// is a round that never applied its commands), on the state the node
-// rebuilt if the round changed any; failed when the round's outcome is
-// unknown (an error ending its commit), for the client to retry.
+// A command whose partition the member no longer writes (it moved since
+// the command was taken) is appended to the commands topic instead, for
+// its owner now, never applied here; so are, at once, the commands queued
+// for partitions the member gives up (Node.revoked). After the round
+// (localRound.settle), by what became of its partition's write: a command
+// of a write that counted is answered; of a fenced one (which never
+// counts) it is handed on, to the queue's front or to the commands topic
+// if the member no longer writes its partition; of one of unknown outcome
+// it fails (errUnknownOutcome), for the client to retry (with its
+// idempotency id where the operation has one), since it may have counted.
+// A command the round did not apply (its partition not taken when the
+// round began, or the round ended before it applied) is handed on in the
+// same way; one the round refused because its partition owes another
+// too much fails (errOverloaded).
 
-// errNotCommitted fails the calls of local commands whose round did not
-// commit.
-var errNotCommitted = errors.New("node: the round applying the command did not commit")
+// errUnknownOutcome fails the calls of local commands whose write's
+// outcome is unknown.
+var errUnknownOutcome = errors.New("node: the outcome of the round applying the command is unknown")
+
+// errOverloaded fails the calls of local commands refused because their
+// partition owes another too many forwards (kafkalog.ErrOwesTooMuch).
+var errOverloaded = errors.New("node: the partition owes another too much; retry later")
 
 // errClosed fails the calls of the node's own local commands left when
 // it stops (those of peers go on to the commands topic: handOff).
@@ -129,21 +137,20 @@ func (q *localQueue) close() []kafkalog.Command {
 }
 
 // route is the caller's Local: it queues a command for partition p for
-// the owner's rounds if the member takes local commands for p, or sends
-// it to p's owner over a peer link (owner_peer.go) if one is up.
+// the owner's rounds if the member writes p, or sends it to p's owner
+// over a peer link (owner_peer.go) if one is up.
 func (n *Node) route(p int32, key, value []byte) bool {
-	if n.member.Takes(p) && n.local.add(kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}) {
+	if n.writes(p) && n.local.add(kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}) {
 		return true
 	}
 	return n.peers.Send(p, key, value)
 }
 
 // localRound is one round's kafkalog.Local over the node's queue: it
-// takes the commands of partitions st owns and appends the others to the
-// commands topic.
+// takes the commands of partitions the member writes and appends the
+// others to the commands topic.
 type localRound struct {
 	n     *Node
-	st    *state
 	taken []kafkalog.Command
 }
 
@@ -152,55 +159,72 @@ func (r *localRound) Waiting() <-chan struct{} { return r.n.local.wake }
 
 // Take implements kafkalog.Local.
 func (r *localRound) Take(max int) []kafkalog.Command {
-	kept := r.n.keepOrForward(r.n.local.take(max), func(p int32) bool { return r.st.owned[p] })
+	kept := r.n.keepOrForward(r.n.local.take(max))
 	r.taken = append(r.taken, kept...)
 	return kept
 }
 
-// settle ends the round's local commands: those of a committed round are
-// answered with its held replies, the node's own by its caller, a peer's
-// on its link (those a later round or another partition's owner gives
-// come through the inbox); those of a round that surely did not commit
-// (void) go back to the queue's front; the others are failed.
-func (r *localRound) settle(committed, void bool) {
-	switch {
-	case committed:
-		for _, o := range r.st.held {
-			if r.n.caller.Mine(o.Key) || !r.n.peers.Reply(o.Key, o.Value) {
-				r.n.caller.Deliver(o.Key, o.Value)
-			}
+// settle ends the round's local commands by what became of their
+// partitions' writes (results): refused ones fail, as do the node's own
+// requests refused when read from the commands topic; those of a write that
+// counted are answered (their held replies went out with the partition's
+// replies; a peer's whose reply a later round or another partition gives
+// comes through the inbox, and the front node is told so); those of a
+// fenced write, of a partition not taken when the round began (untaken)
+// or not applied at all are handed on; those of a write of unknown
+// outcome fail.
+func (r *localRound) settle(results map[int32]kafkalog.Result, untaken, refused []kafkalog.Command) {
+	skip := map[string]bool{}
+	for _, c := range refused {
+		if _, rid, ok := calls.ReplyAddress(c.Key); ok && (c.Offset < 0 || r.n.caller.Mine(rid)) {
+			skip[string(rid)] = true
+			r.n.failCall(rid, errOverloaded)
 		}
-		r.st.held = nil
-		for _, c := range r.taken {
-			if _, rid, ok := calls.ReplyAddress(c.Key); ok && !r.n.caller.Mine(rid) {
-				r.n.peers.Kafka(rid)
-			}
-		}
-	case len(r.taken) == 0:
-	case void:
-		r.n.requeue(r.taken)
-	default:
-		r.n.fail(r.taken, errNotCommitted)
 	}
+	if len(r.taken) == 0 {
+		return
+	}
+	notTaken := map[int32]bool{}
+	for _, c := range untaken {
+		notTaken[c.Partition] = true
+	}
+	var again, unknown []kafkalog.Command
+	for _, c := range r.taken {
+		_, rid, ok := calls.ReplyAddress(c.Key)
+		if ok && skip[string(rid)] {
+			continue
+		}
+		res, applied := results[c.Partition]
+		switch {
+		case notTaken[c.Partition] || !applied || res == kafkalog.Fenced:
+			again = append(again, c)
+		case res == kafkalog.Unknown:
+			unknown = append(unknown, c)
+		case ok && !r.n.caller.Mine(rid):
+			r.n.peers.Kafka(rid)
+		}
+	}
+	r.n.requeue(again)
+	r.n.fail(unknown, errUnknownOutcome)
 }
 
-// requeue puts the commands of a round that surely did not commit back
-// at the queue's front, for the next round, but for those of partitions
-// the member no longer takes local commands for (they moved while the
-// round ran), which go on to the commands topic for their owner now.
+// requeue puts commands no write counted for back at the queue's front,
+// for the next round, but for those of partitions the member no longer
+// writes (they moved while the round ran), which go on to the commands
+// topic for their owner now.
 func (n *Node) requeue(cmds []kafkalog.Command) {
-	if kept := n.keepOrForward(cmds, func(int32) bool { return true }); len(kept) > 0 {
+	if kept := n.keepOrForward(cmds); len(kept) > 0 {
 		n.local.addFront(kept)
 	}
 }
 
 // keepOrForward returns, in cmds' array, the commands of partitions the
-// member takes local commands for and owned approves; the others go on
-// to the commands topic, for their owner now.
-func (n *Node) keepOrForward(cmds []kafkalog.Command, owned func(int32) bool) []kafkalog.Command {
+// member writes; the others go on to the commands topic, for their owner
+// now.
+func (n *Node) keepOrForward(cmds []kafkalog.Command) []kafkalog.Command {
 	kept := cmds[:0]
 	for _, c := range cmds {
-		if owned(c.Partition) && n.member.Takes(c.Partition) {
+		if n.writes(c.Partition) {
 			kept = append(kept, c)
 			continue
 		}
@@ -209,9 +233,9 @@ func (n *Node) keepOrForward(cmds []kafkalog.Command, owned func(int32) bool) []
 	return kept
 }
 
-// holds reports whether the reply to request rid is held until its round
-// commits, to be handed over by the node (settle): the node's own
-// requests, and those a peer sent over a link still up.
+// holds reports whether the reply to request rid is handed over by the
+// node once its write counts (deliver): the node's own requests, and
+// those a peer sent over a link still up.
 func (n *Node) holds(rid []byte) bool { return n.caller.Mine(rid) || n.peers.Owes(rid) }
 
 // forward appends a command the node took but does not apply to the

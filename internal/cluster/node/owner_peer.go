@@ -4,12 +4,13 @@ import (
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
 
-// A command another node sends over a peer link (internal/cluster/peer)
+// A command another node sends over a peer link (internal/cluster/peer),
+// or a forward or answers of its rounds (Peers.Forward, no call waiting),
 // is a local command of this node's: queued with the node's own, under
-// the same rules (owner_local.go), its reply held until its round
-// commits and then sent back over the link. If the member does not take
-// local commands for its partition (the partition moved, or has no
-// committed offset yet) the node appends it to the commands topic: its
+// the same rules (owner_local.go), its reply held until its partition's
+// write counts and then sent back over the link. If the member does not
+// write its partition (the partition moved) the node appends it to the
+// commands topic: its
 // key carries the front node's inbox, where the partition's owner replies.
 // What the link cannot carry back goes through Kafka or fails the call:
 // a reply a later round or another partition gives comes through the
@@ -22,7 +23,7 @@ import (
 // takePeer is the peers' Take.
 func (n *Node) takePeer(p int32, key, value []byte) {
 	c := kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}
-	if n.member.Takes(p) && n.local.add(c) {
+	if n.writes(p) && n.local.add(c) {
 		return
 	}
 	n.goForward(c)

@@ -266,30 +266,33 @@ func TestRebalanceReadsOnlyWhatMoved(t *testing.T) {
 	}
 }
 
-// A round whose Kafka transaction does not commit leaves nothing in the
-// local snapshot: the node rebuilds from the snapshot, applies the round's
-// commands again and commits them once, and a node rebuilt from the
-// changelog alone, as one restored from the snapshot, has the transfer
-// exactly once. Were the failed round's state kept, its transfer would be
-// applied again as a replay and its debit would never reach the
-// changelog.
-func TestUncommittedRoundDoesNotSurviveInTheSnapshot(t *testing.T) {
+// A round whose write does not count leaves nothing in the local
+// snapshot: the node rebuilds from the snapshot, its client retries the
+// call its round failed (its outcome unknown) with the same id, which is
+// applied once, and a node rebuilt from the changelog alone, as one
+// restored from the snapshot, has the transfer exactly once. Were the
+// failed round's state kept, its transfer would be there with no record
+// of it in the changelog.
+func TestUncountedRoundDoesNotSurviveInTheSnapshot(t *testing.T) {
 	kc, k := fakeKafka(t)
 	dir := t.TempDir()
 	a := startNode(t, k, dir)
 	settled(t, a)
 	ids := accounts(t, a, 2)
+	owesNothing(t, a) // no write but the transfer's comes next
 	var failed atomic.Int32
-	// The next round's offsets are refused with UNKNOWN_SERVER_ERROR,
-	// which makes franz-go abort its transaction.
-	kc.ControlKey(int16(kmsg.TxnOffsetCommit), refuseOffsets(&failed, kerr.UnknownServerError))
-	transfer(t, a, "t1", ids[0], ids[1], 300)
-	if failed.Load() != 1 {
-		t.Fatalf("%d rounds failed, want 1", failed.Load())
+	kc.ControlKey(int16(kmsg.Produce), refuseWrite(&failed, k.ChangelogTopic(), topicID(t, k, k.ChangelogTopic())))
+	req := ledger.TransferRequest{ID: "t1", From: ids[0], To: ids[1], Amount: 300}
+	if _, _, err := a.Ledger().Transfer(context.Background(), req); err == nil {
+		t.Fatal("a transfer whose write failed was answered")
 	}
+	if failed.Load() != 1 {
+		t.Fatalf("%d writes failed, want 1", failed.Load())
+	}
+	transfer(t, a, req.ID, req.From, req.To, req.Amount)
 	want := balances(t, a, ids)
 	if want != fmt.Sprintf("%s=700 %s=1300 ", ids[0], ids[1]) {
-		t.Fatalf("after the failed round: %s", want)
+		t.Fatalf("after the failed round and the retry: %s", want)
 	}
 	a.Close()
 
@@ -306,46 +309,24 @@ func TestUncommittedRoundDoesNotSurviveInTheSnapshot(t *testing.T) {
 	}
 }
 
-// A round that wrote no record (a read: its reply is the node's own, held
-// until the commit) and whose offsets the broker refuses, as Kafka does
-// with CONCURRENT_TRANSACTIONS when the round follows the previous commit
-// before its markers are written, changed no state: the node reads its
-// command again and answers it, without rebuilding its partitions.
-func TestRefusedRoundThatWroteNothingNeedsNoRebuild(t *testing.T) {
-	kc, k := fakeKafka(t)
-	a := startNode(t, k, t.TempDir())
-	settled(t, a)
-	ids := accounts(t, a, 2)
-	var refused atomic.Int32
-	kc.ControlKey(int16(kmsg.TxnOffsetCommit), refuseOffsets(&refused, kerr.ConcurrentTransactions))
-	a.drain()
-	if got := balances(t, a, ids[:1]); got != ids[0]+"=1000 " {
-		t.Fatalf("read through a refused round: %s", got)
-	}
-	if refused.Load() != 1 {
-		t.Fatalf("%d rounds refused, want 1", refused.Load())
-	}
-	select {
-	case <-a.ready:
-		t.Fatal("the node rebuilt its partitions after a round that wrote nothing")
-	default:
-	}
-}
-
-// refuseOffsets is a kfake control that answers every partition of a
-// round's offsets (TxnOffsetCommit) with code, counting the requests in n.
-func refuseOffsets(n *atomic.Int32, code *kerr.Error) func(kmsg.Request) (kmsg.Response, error, bool) {
+// refuseWrite is a kfake control that refuses the first write to the
+// changelog (topic, or its id) with INVALID_RECORD, which fails the
+// write's records: its outcome is unknown to the writer. It counts the
+// writes refused in n.
+func refuseWrite(n *atomic.Int32, topic string, id [16]byte) func(kmsg.Request) (kmsg.Response, error, bool) {
 	return func(req kmsg.Request) (kmsg.Response, error, bool) {
-		n.Add(1)
-		r := req.(*kmsg.TxnOffsetCommitRequest)
-		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		r := req.(*kmsg.ProduceRequest)
+		if len(r.Topics) == 0 || (r.Topics[0].Topic != topic && r.Topics[0].TopicID != id) || !n.CompareAndSwap(0, 1) {
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.ProduceResponse)
 		for _, rt := range r.Topics {
-			st := kmsg.NewTxnOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
-				sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				sp := kmsg.NewProduceResponseTopicPartition()
 				sp.Partition = rp.Partition
-				sp.ErrorCode = code.Code
+				sp.ErrorCode = kerr.InvalidRecord.Code
 				st.Partitions = append(st.Partitions, sp)
 			}
 			resp.Topics = append(resp.Topics, st)

@@ -5,6 +5,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
 
 // Send sends a command for partition to its owner over the link to it,
@@ -31,6 +33,30 @@ func (p *Peers) Send(partition int32, key, value []byte) bool {
 	}
 	p.met.sent.Inc()
 	return true
+}
+
+// Forward sends a forward or an answer of the node's rounds
+// (kafkalog.ForwardTag, kafkalog.AnswerTag values) for partition to its
+// owner over the link to it, and reports whether it did; false as for
+// Send, or for a value of another kind. No call waits for it: it takes no
+// part of the link's budget, and the owner answers nothing. One lost with
+// its link is sent again by the source's Forwarder.
+func (p *Peers) Forward(partition int32, key, value []byte) bool {
+	if p == nil || !isForward(value) || entrySize(key, value) > maxMessage {
+		return false
+	}
+	node, e, ok := p.dir.lookup(partition)
+	if !ok || node == p.cfg.Node {
+		return false
+	}
+	l := p.linkTo(node, e)
+	return l != nil && l.forward(partition, key, value)
+}
+
+// isForward reports whether value is a forward or answers of the rounds'
+// forwards, which travel with no call waiting for them.
+func isForward(value []byte) bool {
+	return len(value) > 0 && (value[0] == kafkalog.ForwardTag || value[0] == kafkalog.AnswerTag)
 }
 
 // linkTo returns the link up to node, or nil, opening one in the
@@ -129,6 +155,18 @@ func (l *link) send(partition int32, rid string, key, value []byte) bool {
 		return false
 	}
 	l.mu.Unlock()
+	l.out.add(uint64(partition), key, value)
+	return true
+}
+
+// forward queues a forward or answers; false if the link is closed.
+func (l *link) forward(partition int32, key, value []byte) bool {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return false
+	}
 	l.out.add(uint64(partition), key, value)
 	return true
 }

@@ -382,3 +382,27 @@ func FuzzMessages(f *testing.F) {
 		}
 	})
 }
+
+// A forward of the rounds goes over the link to its partition's owner
+// with no call waiting for it: the owner takes it, owes no answer for it
+// (even for a key shaped as a request's), and a value of another kind is
+// not sent as a forward.
+func TestForwardGoesOverTheLinkAndOwesNoAnswer(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNode(t, "b", dir, 1)
+	front := startNode(t, "a", dir)
+	front.link(t, 1)
+	fwd := string(kafkalog.AppendForward(nil, kafkalog.Forwarded{From: 0, To: 1, Seq: 1, Value: []byte("lcredit")}))
+	if !front.Forward(1, []byte("0:a-7"), []byte(fwd)) {
+		t.Fatal("the front node did not send the forward over its link")
+	}
+	if c := <-owner.taken; c.partition != 1 || c.value != fwd {
+		t.Fatalf("the owner took %+v, want the forward", c)
+	}
+	if owner.Owes([]byte("a-7")) {
+		t.Fatal("the owner owes an answer to a forward")
+	}
+	if front.Forward(1, []byte("0:a-8"), []byte("lcommand")) {
+		t.Fatal("a command went over the link as a forward")
+	}
+}

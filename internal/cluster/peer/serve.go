@@ -123,8 +123,15 @@ func (p *Peers) read(f *frames, in *inbound) error {
 
 // received takes one command of a link: the node's Take has it, unless
 // the link carries its budget of commands or bytes already or the request is not
-// the front node's.
+// the front node's. A forward or answers (Forward) the Take has as they
+// come.
 func (p *Peers) received(in *inbound, tag uint64, key, value []byte) {
+	if isForward(value) { // no call waits for it: nothing owed, nothing answered
+		if tag <= 1<<31-1 {
+			p.take(int32(tag), key, value)
+		}
+		return
+	}
 	rid, ok := requestID(key)
 	if !ok || tag > 1<<31-1 {
 		return

@@ -17,7 +17,9 @@ import (
 // the commands topic pack theirs (kafkalog.AppendEntry), each entry's
 // value prefixed with a tag (uvarint). A command's tag is its partition,
 // its key the command's key ("<inbox>:<request id>") and the rest of its
-// value the command. An answer's tag is its kind (answer*), its key the
+// value the command; a forward or answers of the rounds' forwards
+// (Peers.Forward) are entries of the same form, with their own key and a
+// value beginning with kafkalog.ForwardTag or AnswerTag, and no answer. An answer's tag is its kind (answer*), its key the
 // request id and the rest of its value the reply.
 
 // The kinds of answer an owner sends back for a command.

@@ -112,8 +112,8 @@ func (l *Ledger) receiver(ctx context.Context, to string) (string, error) {
 	return l.CurrencyOf(ctx, to)
 }
 
-// Transfer moves money: the debit's partition applies it and forwards the
-// credit in the same transaction. A pending transfer's hold is on the
+// Transfer moves money: the debit's partition applies it and owes the
+// credit, forwarded, in the same write. A pending transfer's hold is on the
 // debit's partition.
 func (l *Ledger) Transfer(ctx context.Context, req ledger.TransferRequest) (ledger.Transfer, bool, error) {
 	cur, err := l.receiver(ctx, req.To)

@@ -13,7 +13,7 @@ import (
 // An atomic batch across a cluster's shards (docs/CLUSTER.md, "Atomic
 // batches across partitions"). The batch travels as one command along a
 // chain of the shards its items touch (AtomicBatch.Chain), each forwarding
-// it to the next in its round's transaction:
+// it to the next, owed in its round's write:
 //
 //   - prepare: each shard evaluates its steps in batch order — its items'
 //     debits and the credits other shards' items owe its accounts — inside

@@ -22,7 +22,7 @@ import (
 //     tickets.PaymentID(reservation, attempt).
 //  2. the payer's partition applies the transfer as any other (its credit
 //     forwarded to the organizer's partition) and forwards its outcome
-//     back, in the same transaction, as a PayEnd.
+//     back, owed in the same write, as a PayEnd.
 //  3. PayEnd, on the reservation's partition: a transfer made marks the
 //     reservation PAID; a transfer refused (insufficient funds, an unknown
 //     account) thaws the hold, which expires at once if its time has
