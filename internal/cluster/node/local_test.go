@@ -2,12 +2,14 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/surge-dev/surge/internal/cluster/calls"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
@@ -116,4 +118,45 @@ func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
 	if got, want := balances(t, a, ids), fmt.Sprintf("%s=990 %s=1010 ", ids[0], ids[1]); got != want {
 		t.Fatalf("after the transfers: %s, want %s (void once, unknown and refused never)", got, want)
 	}
+}
+
+// A node's own request refused when read from the commands topic is
+// failed only once its partition's write counts: after a write that does
+// not count it is read again, and may be applied.
+func TestPolledRefusalFailsOnlyOnceItsWriteCounts(t *testing.T) {
+	_, k := fakeKafka(t)
+	a := startNode(t, k, t.TempDir())
+	settled(t, a)
+	ids := accounts(t, a, 2)
+	held := make(chan kafkalog.Command, 1)
+	a.caller.SetLocal(func(p int32, key, value []byte) bool {
+		held <- kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}
+		return true
+	})
+	polled := func(id string) (kafkalog.Command, []byte, chan error) {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: id, From: ids[0], To: ids[1], Amount: 10})
+			done <- err
+		}()
+		c := <-held
+		c.Offset = 7 // as read from the commands topic
+		_, rid, _ := calls.ReplyAddress(c.Key)
+		return c, rid, done
+	}
+	c, rid, done := polled("not-counted")
+	for _, r := range []kafkalog.Result{kafkalog.Unknown, kafkalog.Fenced} {
+		(&localRound{n: a.Node}).settle(map[int32]kafkalog.Result{c.Partition: r}, nil, []kafkalog.Command{c})
+	}
+	sentinel := errors.New("still waiting")
+	a.failCall(rid, sentinel)
+	if err := <-done; !strings.Contains(fmt.Sprint(err), sentinel.Error()) {
+		t.Fatalf("call of a polled refusal whose write did not count: %v, want it still waiting", err)
+	}
+	c, _, done = polled("counted")
+	(&localRound{n: a.Node}).settle(map[int32]kafkalog.Result{c.Partition: kafkalog.Counted}, nil, []kafkalog.Command{c})
+	if err := <-done; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errOverloaded.Error()) {
+		t.Fatalf("call of a polled refusal whose write counted: %v, want %s: %v", err, ledger.CodeOverloaded, errOverloaded)
+	}
+	a.caller.SetLocal(a.route)
 }

@@ -166,7 +166,8 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 
 // settle ends the round's local commands by what became of their
 // partitions' writes (results): refused ones fail, as do the node's own
-// requests refused when read from the commands topic; those of a write that
+// requests refused when read from the commands topic once their
+// partition's write counted; those of a write that
 // counted are answered (their held replies went out with the partition's
 // replies; a peer's whose reply a later round or another partition gives
 // comes through the inbox, and the front node is told so); those of a
@@ -176,7 +177,11 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 func (r *localRound) settle(results map[int32]kafkalog.Result, untaken, refused []kafkalog.Command) {
 	skip := map[string]bool{}
 	for _, c := range refused {
-		if _, rid, ok := calls.ReplyAddress(c.Key); ok && (c.Offset < 0 || r.n.caller.Mine(rid)) {
+		_, rid, ok := calls.ReplyAddress(c.Key)
+		// One read from the commands topic is read again, and may be
+		// applied, if its partition's write does not count.
+		polled := c.Offset >= 0
+		if ok && (!polled || (results[c.Partition] == kafkalog.Counted && r.n.caller.Mine(rid))) {
 			skip[string(rid)] = true
 			r.n.failCall(rid, errOverloaded)
 		}
