@@ -69,7 +69,9 @@ const checkEvery = time.Minute
 
 // state is the owner's engine and ledger over the owned partitions.
 type state struct {
-	gen    uint64
+	gen uint64
+	// owned are the partitions the state was loaded with.
+	owned  map[int32]bool
 	eng    *engine.Engine
 	ledger *ledgerengine.Ledger
 	kv     *engine.Port
@@ -208,7 +210,15 @@ func (n *Node) restore(gen uint64, owned []int32) (*state, error) {
 	if err := n.loadCopies(dir, owned); err != nil {
 		return nil, err
 	}
-	return n.open(dir, gen)
+	st, err := n.open(dir, gen)
+	if err != nil {
+		return nil, err
+	}
+	st.owned = make(map[int32]bool, len(owned))
+	for _, p := range owned {
+		st.owned[p] = true
+	}
+	return st, nil
 }
 
 // open opens the engine, the ledger and the other workloads on the cache
@@ -265,14 +275,38 @@ type fed struct {
 	then func([]byte) kafkalog.Output
 }
 
+// maxBuilds bounds the builds of a round's apply: a state that still
+// misses one of the round's partitions after them (the member gave it up
+// meanwhile) gives the round up (errMoved).
+const maxBuilds = 3
+
+// serves reports whether st, built for generation gen, holds every
+// partition of batch. A take publishes its partition to the member's
+// rounds before the node hears of it (ChainHandlers.Taken), so a round
+// may read commands of a partition no build loaded yet.
+func (st *state) serves(gen uint64, batch []kafkalog.Command) bool {
+	if st == nil || st.gen != gen {
+		return false
+	}
+	for _, c := range batch {
+		if !st.owned[c.Partition] {
+			return false
+		}
+	}
+	return true
+}
+
 // applyOn is the round's transform over the own loop's state *st, built
-// again first if the partitions the member writes changed since (a take
-// the round made before it read): the state must hold every partition
-// the round applies. applying is told when the apply begins, the state
+// again first if the partitions the member writes changed since, or the
+// state misses one of the round's partitions: the state must hold every
+// partition the round applies. applying is told when the apply begins, the state
 // built.
 func (n *Node) applyOn(st **state, applying func()) kafkalog.Apply {
 	return func(ctx context.Context, batch []kafkalog.Command) ([]kafkalog.Output, error) {
-		for *st == nil || (*st).gen != n.gen.Load() {
+		for builds := 0; !(*st).serves(n.gen.Load(), batch); builds++ {
+			if builds == maxBuilds {
+				return nil, errMoved
+			}
 			(*st).close()
 			if *st = n.build(ctx); *st == nil {
 				return nil, errMoved

@@ -58,6 +58,13 @@ func (t *takes) end(p int32) *changelog.ChainRestore {
 	return r
 }
 
+// get returns partition p's restore, nil if none.
+func (t *takes) get(p int32) *changelog.ChainRestore {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.restores[p]
+}
+
 // breaks marks ps as broken.
 func (t *takes) breaks(ps ...int32) {
 	t.mu.Lock()
@@ -67,10 +74,16 @@ func (t *takes) breaks(ps ...int32) {
 	}
 }
 
-// check fails if one of ps is broken.
+// check fails if one of ps is broken, or its take's restore is under
+// way: its copy is not whole until the take is recorded (Taken).
 func (t *takes) check(ps []int32) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for _, p := range ps {
+		if t.restores[p] != nil {
+			return fmt.Errorf("node: partition %d's take is under way", p)
+		}
+	}
 	if bad := slices.DeleteFunc(slices.Clone(ps), func(p int32) bool { return !t.broken[p] }); len(bad) > 0 {
 		return fmt.Errorf("node: the local copy of partitions %v misses writes that counted; restart the node", bad)
 	}
@@ -93,11 +106,19 @@ func (n *Node) restoreTake(ctx context.Context, p int32) (kafkalog.ChainState, f
 	return from, r.Apply, nil
 }
 
+// testHookTaken, if set, runs first in each Taken: tests hold a take
+// there, after the member publishes it and before the node records it.
+var testHookTaken func(p int32)
+
 // taken is the member's Taken: the copy of p records the owner's state
-// after the take's first write.
+// after the take's first write; builds wait for it (takes.check).
 func (n *Node) taken(_ context.Context, p int32, t kafkalog.Taken) {
 	defer n.moved()
-	r := n.takes.end(p)
+	if testHookTaken != nil {
+		testHookTaken(p)
+	}
+	defer n.takes.end(p)
+	r := n.takes.get(p)
 	if r == nil {
 		return
 	}
