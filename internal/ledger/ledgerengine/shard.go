@@ -38,6 +38,7 @@ type shard struct {
 
 func newShard(id int, l *Ledger) *shard {
 	s := &shard{id: id, l: l, outgoing: make([][]int32, l.eng.Shards())}
+	s.wb.NoTails = l.cfg.Cluster // loadAccounts reads a cluster's chunks
 	s.book = ledger.NewBook(lookup{s})
 	return s
 }

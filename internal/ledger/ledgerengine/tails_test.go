@@ -1,6 +1,8 @@
 package ledgerengine
 
 import (
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -160,4 +162,63 @@ func (c *checkpointLedger) wantHistories() {
 			}
 		}
 	}
+}
+
+// discardRounds is a Committer that keeps nothing: the rounds of a
+// cluster's owner without Kafka.
+type discardRounds struct{}
+
+func (discardRounds) Commit(*engine.Round) error { return nil }
+
+// TestClusterChunksWriteNoTails: a cluster's owner loads its accounts from
+// their chunks (its cache is rebuilt from changelogs), so its chunks go
+// without tail records, each of which would cost a key in the cache, in
+// the node's local copy and in the changelog. A single node's chunks keep
+// theirs.
+func TestClusterChunksWriteNoTails(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		eng, err := engine.Open(engine.Config{Dir: t.TempDir(), Shards: 2, Commit: committerIf(cluster), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Open(eng, Config{Cluster: cluster, SweepEntries: 16, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.Start()
+		ids := namesOn(l, 0, 2, "tail")
+		for _, id := range ids {
+			mustOpenAccount(t, l, id, ledger.MaxAmount)
+		}
+		for i := range 3 * chunkEntries {
+			mustTransfer(t, l, ledger.TransferRequest{ID: fmt.Sprint("t", i), From: ids[0], To: ids[1], Amount: 1})
+		}
+		chunks := 0
+		lower := []byte("lh/" + ids[0] + "\x00")
+		err = l.db.Scan(lower, store.UpperBound(lower), false, func(_, _ []byte) (bool, error) { chunks++; return true, nil })
+		if err != nil || chunks == 0 {
+			t.Fatalf("cluster %v: %d chunks of %s, %v; want some", cluster, chunks, ids[0], err)
+		}
+		c, err := l.db.TailCursor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, found, err := c.Tail(ids[0])
+		_ = c.Close()
+		if err != nil || found == cluster {
+			t.Errorf("cluster %v: tail record of %s found %v (%v), want %v", cluster, ids[0], found, err, !cluster)
+		}
+		l.Close()
+		if err := eng.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// committerIf is discardRounds in a cluster, no Committer otherwise.
+func committerIf(cluster bool) engine.Committer {
+	if cluster {
+		return discardRounds{}
+	}
+	return nil
 }

@@ -50,13 +50,15 @@ func journalKey(dst []byte, shard int, n uint64) []byte {
 }
 
 // PutChunk stores log, the entries of account up to seq newest, as one
-// history record, and the account's tail (tails.go): newest and balance,
-// the balance after it.
+// history record, and, unless NoTails, the account's tail (tails.go):
+// newest and balance, the balance after it.
 func (w *LedgerBatch) PutChunk(account string, newest uint64, balance int64, log ledger.EntryLog) {
 	w.key = historyKey(w.key, account, newest)
 	w.val.B = encodeChunk(w.val.B[:0], log.Len(), log.Bytes())
 	w.set()
-	w.putTail(account, Tail{Seq: newest, Balance: balance})
+	if !w.NoTails {
+		w.putTail(account, Tail{Seq: newest, Balance: balance})
+	}
 }
 
 // PutJournal records the history entries of a shard's batch n (entries of

@@ -47,8 +47,14 @@ func historyKey(dst []byte, account string, seq uint64) []byte {
 // scratch buffers across records.
 type LedgerBatch struct {
 	*pebble.Batch
-	key []byte
-	val codec.Encoder
+	// NoTails leaves out the tail record PutChunk writes beside each
+	// chunk (tails.go), for a store that never reads them: a cluster
+	// owner's cache, which loads its accounts from their chunks since it
+	// is rebuilt from changelogs. Each would cost a key in the cache, in
+	// the node's local copy and in the changelog.
+	NoTails bool
+	key     []byte
+	val     codec.Encoder
 }
 
 // NewLedgerBatch wraps b.

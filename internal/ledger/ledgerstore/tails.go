@@ -24,7 +24,8 @@ import (
 // cold).
 //
 // A tail record is exact by construction: a chunk is never written without
-// it. What could make one stale is a writer that does not know them, a
+// it, but in a cluster owner's cache, which writes neither tails nor marks
+// and never reads them (LedgerBatch.NoTails). What could make one stale is a writer that does not know them, a
 // surge from before them run on the same directory: it writes chunks
 // only in batches that also write a journal record (or reset the
 // journal), so it moves the journal past the tail marks. The marks are
