@@ -64,7 +64,7 @@ func (s *Snapshots) RestoreChain(ctx context.Context, p int32) (kafkalog.ChainSt
 	if err != nil {
 		return from, nil, err
 	}
-	r := &ChainRestore{s: s, p: p, w: &restoreWriter{snap: s.db, sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}}
+	r := &ChainRestore{s: s, p: p, w: &restoreWriter{snap: s, sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}}
 	if from.Offset == 0 {
 		if err := r.w.drop(p); err != nil {
 			r.w.close()
@@ -116,7 +116,7 @@ func (r *ChainRestore) end() {
 // current (each take's restore and each counted round moved them).
 func (s *Snapshots) Load(cache *store.Store, partitions []int32) error {
 	for _, p := range partitions {
-		w := &restoreWriter{cache: cache, snap: s.db, cb: cache.NewBatch(), sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}
+		w := &restoreWriter{cache: cache, snap: s, cb: cache.NewBatch(), sb: s.db.NewBatch(), prefix: snapKey(snapData, p, nil)}
 		err := w.copy()
 		if err == nil {
 			err = w.flush()
@@ -145,6 +145,8 @@ func (s *Snapshots) Restate(p int32, key []byte) ([]kafkalog.Update, error) {
 		if err := r.w.flush(); err != nil {
 			return nil, err
 		}
+	} else if err := s.flush(); err != nil {
+		return nil, err
 	}
 	prefix := snapKey(snapData, p, nil)
 	start, end, isRange, err := rangeOf(key)

@@ -37,6 +37,17 @@ import (
 // counted writes with the state that prefix ends at. The engine's cache
 // runs ahead of Kafka within a round; any write that does not count makes
 // the node rebuild the cache from the copies, so its changes are gone.
+//
+// The counted rounds' batches are not committed one by one: they gather
+// in one pending batch (Snapshots.pending), committed once it holds half
+// the copy's memtable, which Pebble then applies as a flushable batch,
+// sorted once, instead of inserting each record into the memtable's
+// skiplist. Everything that reads or replaces the copy (meta, Restate,
+// Load, a take's restore, Close) commits the pending batch first, so it
+// reads every counted round. The pending batch holds only writes that
+// counted, each round's changes with the metas they move, so a kill -9
+// loses at most a suffix of the counted rounds whole: the copy is then
+// an older consistent state, and a take reads the changelog on from it.
 
 const (
 	snapData byte = 'd'
@@ -50,6 +61,19 @@ type Snapshots struct {
 	logger *slog.Logger
 	// read counts the changelog records restores have read.
 	read atomic.Int64
+
+	// wmu orders the copy's writes: the pending batch's commit before
+	// any other batch's.
+	wmu sync.Mutex
+	// pending are the counted rounds not yet committed (commit), and
+	// pendingMeta the metas they move, which the next round's fill reads.
+	pending     *pebble.Batch
+	pendingMeta map[int32]kafkalog.Snapshot
+	// commitAt is how many bytes pending holds before it is committed.
+	commitAt int
+	// lost is the error that dropped pending rounds: the copy misses
+	// counted rounds, and no later round may move its metas past them.
+	lost error
 
 	mu sync.Mutex
 	// restoring are the takes' restores under way (RestoreChain), which
@@ -77,16 +101,60 @@ func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snaps
 			return nil, err
 		}
 	}
-	return &Snapshots{db: db, cfg: cfg, logger: logger, restoring: map[int32]*ChainRestore{}}, nil
+	return &Snapshots{db: db, cfg: cfg, logger: logger, commitAt: pendingBytes,
+		pendingMeta: map[int32]kafkalog.Snapshot{}, restoring: map[int32]*ChainRestore{}}, nil
 }
 
 // snapOptions are the copy's store's: like the engine's cache, it leaves
 // the files its flushes write uncompressed (store.Options.UncompressedL0),
-// which compactions soon rewrite compressed.
+// which compactions soon rewrite compressed. Its memtable, the store's
+// default, sets the pending batch's size (pendingBytes).
 var snapOptions = store.Options{NoSync: true, UncompressedL0: true}
 
-// Close closes the copy.
-func (s *Snapshots) Close() { _ = s.db.Close() }
+// pendingBytes is the pending batch's size at which it is committed: half
+// the store's default memtable, from which Pebble applies a batch as a
+// flushable one (a batch's size in the memtable exceeds its Len).
+const pendingBytes = 32 << 20
+
+// Close commits the pending rounds and closes the copy.
+func (s *Snapshots) Close() {
+	if err := s.flush(); err != nil {
+		s.logger.Warn("cluster: the local snapshot lost its last rounds", "err", err)
+	}
+	_ = s.db.Close()
+}
+
+// flush commits the pending rounds, if any.
+func (s *Snapshots) flush() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.flushLocked()
+}
+
+func (s *Snapshots) flushLocked() error {
+	if s.pending == nil {
+		return nil
+	}
+	b := s.pending
+	s.pending = nil
+	clear(s.pendingMeta)
+	if err := s.db.CommitNoSync(b); err != nil {
+		s.lost = fmt.Errorf("changelog: snapshot lost counted rounds: %w", err)
+		return s.lost
+	}
+	return nil
+}
+
+// write commits b after the pending rounds, which closes it.
+func (s *Snapshots) write(b *pebble.Batch) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		_ = b.Close()
+		return err
+	}
+	return s.db.CommitNoSync(b)
+}
 
 // Read counts the changelog records restores have read.
 func (s *Snapshots) Read() int64 { return s.read.Load() }
@@ -98,6 +166,14 @@ func snapKey(kind byte, p int32, key []byte) []byte {
 
 // meta is what partition p's copy covers; false if there is none.
 func (s *Snapshots) meta(p int32) (kafkalog.Snapshot, bool, error) {
+	if err := s.flush(); err != nil {
+		return kafkalog.Snapshot{}, false, err
+	}
+	return s.storedMeta(p)
+}
+
+// storedMeta is meta without the pending rounds.
+func (s *Snapshots) storedMeta(p int32) (kafkalog.Snapshot, bool, error) {
 	var m kafkalog.Snapshot
 	v, ok, err := s.db.Get(snapKey(snapMeta, p, nil))
 	if err != nil || !ok {
@@ -143,14 +219,30 @@ type position struct {
 }
 
 // commit adds outs' changes to their partitions' copies, and moves each
-// copy in to to its position, in one local batch.
+// copy in to to its position, in the pending batch, which it commits once
+// it holds commitAt bytes.
 func (s *Snapshots) commit(outs []kafkalog.Output, to map[int32]position) error {
-	b := s.db.NewBatch()
-	if err := s.fill(b, outs, to); err != nil {
-		_ = b.Close()
-		return err
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.lost != nil {
+		return s.lost
 	}
-	return s.db.CommitNoSync(b)
+	if s.pending == nil {
+		s.pending = s.db.NewBatch()
+	}
+	if err := s.fill(s.pending, outs, to); err != nil {
+		// The batch may hold part of the round: drop the pending rounds,
+		// as a crash would, rather than commit half of one.
+		_ = s.pending.Close()
+		s.pending = nil
+		clear(s.pendingMeta)
+		s.lost = fmt.Errorf("changelog: snapshot lost counted rounds: %w", err)
+		return s.lost
+	}
+	if s.pending.Len() < s.commitAt {
+		return nil
+	}
+	return s.flushLocked()
 }
 
 func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, to map[int32]position) error {
@@ -167,9 +259,12 @@ func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, to map[int32]p
 	}
 	now := time.Now()
 	for p, at := range to {
-		m, ok, err := s.meta(p)
-		if err != nil {
-			return err
+		m, ok := s.pendingMeta[p]
+		if !ok {
+			var err error
+			if m, ok, err = s.storedMeta(p); err != nil {
+				return err
+			}
 		}
 		if !ok { // never restored here: its restore sets what it covers
 			continue
@@ -178,6 +273,7 @@ func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, to map[int32]p
 		if err := setMeta(b, p, m); err != nil {
 			return err
 		}
+		s.pendingMeta[p] = m
 	}
 	return nil
 }
@@ -185,9 +281,10 @@ func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, to map[int32]p
 // restoreWriter writes a partition's records into the cache and its copy,
 // in batches of a few MiB.
 type restoreWriter struct {
-	cache, snap *store.Store
-	cb, sb      *pebble.Batch
-	prefix      []byte
+	cache  *store.Store
+	snap   *Snapshots
+	cb, sb *pebble.Batch
+	prefix []byte
 }
 
 // drop deletes partition p's copy, read again from the changelog's start:
@@ -199,10 +296,14 @@ func (w *restoreWriter) drop(p int32) error {
 	return w.sb.Delete(snapKey(snapMeta, p, nil), nil)
 }
 
-// copy writes the partition's copy into the cache.
+// copy writes the partition's copy, with its pending rounds, into the
+// cache.
 func (w *restoreWriter) copy() error {
+	if err := w.snap.flush(); err != nil {
+		return err
+	}
 	upper := store.UpperBound(w.prefix)
-	return w.snap.Scan(w.prefix, upper, false, func(k, v []byte) (bool, error) {
+	return w.snap.db.Scan(w.prefix, upper, false, func(k, v []byte) (bool, error) {
 		if err := w.cb.Set(k[len(w.prefix):], v, nil); err != nil {
 			return false, err
 		}
@@ -247,10 +348,10 @@ func (w *restoreWriter) flush() error {
 	}
 	sb := w.sb
 	w.sb = nil
-	if err := w.snap.CommitNoSync(sb); err != nil {
+	if err := w.snap.write(sb); err != nil {
 		return err
 	}
-	w.sb = w.snap.NewBatch()
+	w.sb = w.snap.db.NewBatch()
 	return nil
 }
 

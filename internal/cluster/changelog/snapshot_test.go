@@ -27,6 +27,9 @@ func TestDamagedSnapshotIsDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.flush(); err != nil { // the rounds reach the WAL
+		t.Fatal(err)
+	}
 	if _, err := OpenSnapshots(dir, kafkalog.Config{}, logger); err == nil {
 		t.Fatal("a second process opened a held snapshot")
 	}

@@ -1,0 +1,160 @@
+package changelog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/surge-dev/surge/internal/bench/measure"
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/store"
+)
+
+// openRestored opens a copy in dir whose partitions 0 to n-1 have a meta,
+// as a take's restore leaves them, so that counted rounds move them.
+func openRestored(t testing.TB, dir string, n int32) *Snapshots {
+	t.Helper()
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.db.NewBatch()
+	for p := range n {
+		st := kafkalog.LogStart()
+		if err := setMeta(b, p, kafkalog.Snapshot{Chain: &st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.CommitNoSync(b); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// countRound commits a counted round of partition 0 setting key to value,
+// which moves its copy to offset.
+func countRound(t *testing.T, s *Snapshots, key, value string, offset int64) {
+	t.Helper()
+	out := kafkalog.Output{Kind: kafkalog.Change, Partition: 0, Key: []byte(key), Value: append([]byte{opSet}, value...)}
+	if err := s.CommitChain([]kafkalog.Output{out}, map[int32]kafkalog.ChainState{0: {Offset: offset}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every reader of the copy sees the counted rounds still in the pending
+// batch: what the copy covers, the repairs' Restate, and the cache's load.
+func TestReadersSeeThePendingRounds(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		read       func(*Snapshots) (string, error)
+	}{
+		{"meta", "5", func(s *Snapshots) (string, error) {
+			m, _, err := s.meta(0)
+			return fmt.Sprint(m.Offset), err
+		}},
+		{"Restate", "[k=s1]", func(s *Snapshots) (string, error) {
+			ups, err := s.Restate(0, []byte("k"))
+			return updatesString(ups), err
+		}},
+		{"Load", "1", func(s *Snapshots) (string, error) {
+			cache, err := store.Open(filepath.Join(s.db.Dir(), "..", "cache"), store.Options{NoWAL: true})
+			if err != nil {
+				return "", err
+			}
+			defer cache.Close()
+			if err := s.Load(cache, []int32{0}); err != nil {
+				return "", err
+			}
+			v, _, err := cache.Get([]byte("k"))
+			return string(v), err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openRestored(t, t.TempDir(), 1)
+			defer s.Close()
+			countRound(t, s, "k", "1", 5)
+			if s.pending == nil {
+				t.Fatal("a small round is not pending")
+			}
+			got, err := tc.read(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("%s reads %s after a counted round, want %s", tc.name, got, tc.want)
+			}
+		})
+	}
+}
+
+// A pending batch that is never committed (the process killed) leaves
+// the copy at the last committed rounds: their changes with the metas
+// they moved, none of the pending rounds' changes nor metas.
+func TestUncommittedRoundsLeaveTheLastCommittedState(t *testing.T) {
+	dir := t.TempDir()
+	s := openRestored(t, dir, 1)
+	s.commitAt = 1 // the first round is committed at once
+	countRound(t, s, "a", "1", 5)
+	if s.pending != nil {
+		t.Fatal("a round past commitAt is pending")
+	}
+	s.commitAt = 1 << 30
+	countRound(t, s, "b", "2", 7)
+	countRound(t, s, "a", "3", 9)
+	if s.pending == nil {
+		t.Fatal("no round is pending")
+	}
+	_ = s.pending.Close() // the kill: the pending batch never reaches Pebble
+	s.pending = nil
+	_ = s.db.Close()
+
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, ok, err := s.meta(0)
+	if err != nil || !ok || m.Offset != 5 || m.Chain == nil || m.Chain.Offset != 5 {
+		t.Fatalf("the copy covers %+v (%v, %v), want offset 5 with its chain state", m, ok, err)
+	}
+	for key, want := range map[string]string{"a": "[a=s1]", "b": "[b=<nil>]"} {
+		if ups, err := s.Restate(0, []byte(key)); err != nil || updatesString(ups) != want {
+			t.Errorf("the copy holds %s (%v), want %s", updatesString(ups), err, want)
+		}
+	}
+}
+
+// BenchmarkCommitChain commits rounds of 100 changes of random keys
+// across 8 partitions, as a node's counted rounds, and reports the
+// process's CPU per round (cpu-ns/op), Pebble's flushes and compactions
+// included, up to the copy's close.
+func BenchmarkCommitChain(b *testing.B) {
+	const parts, perRound = 8, 100
+	s := openRestored(b, b.TempDir(), parts)
+	rng := rand.New(rand.NewPCG(1, 2))
+	outs := make([]kafkalog.Output, perRound)
+	for i := range outs {
+		outs[i] = kafkalog.Output{Kind: kafkalog.Change, Partition: int32(i % parts), Key: make([]byte, 24), Value: make([]byte, 1+96)}
+		outs[i].Value[0] = opSet
+	}
+	states := map[int32]kafkalog.ChainState{}
+	cpu0 := measure.ProcessCPU()
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range outs {
+			binary.BigEndian.PutUint64(outs[j].Key, rng.Uint64N(1<<22))
+		}
+		for p := range int32(parts) {
+			states[p] = kafkalog.ChainState{Offset: int64(i + 1)}
+		}
+		if err := s.CommitChain(outs, states); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	b.StopTimer()
+	b.ReportMetric(float64(measure.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
