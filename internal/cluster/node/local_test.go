@@ -65,23 +65,7 @@ func TestLocalCommandOfAMovedPartitionGoesThroughKafka(t *testing.T) {
 // since they may have counted; one refused (its partition owes too much)
 // fails them as overloaded.
 func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
-	_, k := fakeKafka(t)
-	a := startNode(t, k, t.TempDir())
-	settled(t, a)
-	ids := accounts(t, a, 2)
-	held := make(chan kafkalog.Command, 1)
-	a.caller.SetLocal(func(p int32, key, value []byte) bool {
-		held <- kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}
-		return true
-	})
-	transferVia := func(id string) chan error {
-		done := make(chan error, 1)
-		go func() {
-			_, _, err := a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: id, From: ids[0], To: ids[1], Amount: 10})
-			done <- err
-		}()
-		return done
-	}
+	a, ids, held, transferVia := holdingNode(t)
 
 	unknown := transferVia("unknown")
 	c := <-held
@@ -124,21 +108,9 @@ func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
 // failed only once its partition's write counts: after a write that does
 // not count it is read again, and may be applied.
 func TestPolledRefusalFailsOnlyOnceItsWriteCounts(t *testing.T) {
-	_, k := fakeKafka(t)
-	a := startNode(t, k, t.TempDir())
-	settled(t, a)
-	ids := accounts(t, a, 2)
-	held := make(chan kafkalog.Command, 1)
-	a.caller.SetLocal(func(p int32, key, value []byte) bool {
-		held <- kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}
-		return true
-	})
+	a, _, held, transferVia := holdingNode(t)
 	polled := func(id string) (kafkalog.Command, []byte, chan error) {
-		done := make(chan error, 1)
-		go func() {
-			_, _, err := a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: id, From: ids[0], To: ids[1], Amount: 10})
-			done <- err
-		}()
+		done := transferVia(id)
 		c := <-held
 		c.Offset = 7 // as read from the commands topic
 		_, rid, _ := calls.ReplyAddress(c.Key)
@@ -159,4 +131,29 @@ func TestPolledRefusalFailsOnlyOnceItsWriteCounts(t *testing.T) {
 		t.Fatalf("call of a polled refusal whose write counted: %v, want %s: %v", err, ledger.CodeOverloaded, errOverloaded)
 	}
 	a.caller.SetLocal(a.route)
+}
+
+// holdingNode starts a node with two accounts whose local commands are
+// held (not queued) for the test to settle, and returns how to start a
+// transfer of 10 between them, whose call's outcome comes on the channel.
+func holdingNode(t *testing.T) (*testNode, []string, chan kafkalog.Command, func(id string) chan error) {
+	t.Helper()
+	_, k := fakeKafka(t)
+	a := startNode(t, k, t.TempDir())
+	settled(t, a)
+	ids := accounts(t, a, 2)
+	held := make(chan kafkalog.Command, 1)
+	a.caller.SetLocal(func(p int32, key, value []byte) bool {
+		held <- kafkalog.Command{Partition: p, Offset: -1, Key: key, Value: value}
+		return true
+	})
+	transferVia := func(id string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: id, From: ids[0], To: ids[1], Amount: 10})
+			done <- err
+		}()
+		return done
+	}
+	return a, ids, held, transferVia
 }
