@@ -40,7 +40,11 @@ func TestRoundAppliesNoCommandOfATakeNotRecorded(t *testing.T) {
 			<-release
 		}
 	}
-	t.Cleanup(func() { testHookTaken = nil })
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	// Cleanups run last first: a failing test frees the take before the
+	// nodes close, which would wait for it.
+	t.Cleanup(func() { testHookTaken = nil; free() })
 	a.drain()
 	b.Close()
 	<-held
@@ -70,7 +74,7 @@ func TestRoundAppliesNoCommandOfATakeNotRecorded(t *testing.T) {
 	// A round takes the read, or a build waits for the take's record.
 	until(t, func() bool { return a.local.len() == 0 || logged.saw("take is under way") },
 		func() string { return "a round took the read, or a build waited" })
-	close(release)
+	free()
 	select {
 	case err := <-failed:
 		t.Fatalf("read of %s on %d during its take: %v", moved, mp, err)
