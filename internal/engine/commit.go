@@ -6,14 +6,14 @@ import (
 )
 
 // Committer makes a round durable somewhere other than the engine's own
-// store: in a cluster (internal/cluster), a Kafka transaction takes the
-// place of the round's fsync. When Config.Commit is set, each shard writes
-// its own storage batch (the shard's changes, which the committer sends to
-// the shard's changelog), the slices keep what they owe other shards
-// (Forwarder) instead of receiving it from one another, and the engine
-// applies the batches to its store without an fsync once Commit returns
-// nil: the store is then a cache the committer's log can rebuild, and
-// keeps no WAL.
+// store: in a cluster (internal/cluster), the write of the round's changes
+// to the partition's changelog takes the place of the round's fsync. When
+// Config.Commit is set, each shard writes its own storage batch (the
+// shard's changes, which the committer sends to the shard's changelog), the
+// slices keep what they owe other shards (Forwarder) instead of receiving
+// it from one another, and the engine applies the batches to its store
+// without an fsync once Commit returns nil: the store is then a cache the
+// committer's log can rebuild, and keeps no WAL.
 type Committer interface {
 	// Commit makes the round durable. An error fails the round as a failed
 	// fsync does (see the package doc).

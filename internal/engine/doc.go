@@ -62,8 +62,8 @@
 //
 // With a Committer (Config.Commit) step 3 changes and nothing else does:
 // each shard writes a batch of its own, and the Committer makes the round
-// durable (a cluster node commits a Kafka transaction holding each shard's
-// changes and the commands its slices owe other shards, Forwarder); the
+// durable (a cluster node writes each shard's changes, with the commands
+// its slices owe other shards, Forwarder, to the shard's changelog); the
 // store then takes the batches without an fsync, as a cache. The engine
 // knows no Kafka: internal/cluster implements the Committer.
 //

@@ -138,7 +138,7 @@ func (l *Ledger) TransferWith(ctx context.Context, req ledger.TransferRequest, a
 
 // PostPending posts a pending transfer (amount 0: all it holds) on its
 // debit's partition, found by reading the transfer; the credit is forwarded
-// to the receiver's partition in the post's transaction.
+// to the receiver's partition, owed in the post's write.
 func (l *Ledger) PostPending(ctx context.Context, id string, amount int64) (ledger.Transfer, error) {
 	c := &ledgerengine.Post{ID: id, Amount: amount}
 	return l.settle(ctx, id, c, &c.Transfer, &c.Err)

@@ -15,12 +15,12 @@ import (
 
 // The ledger in a cluster (internal/cluster, docs/CLUSTER.md). The node
 // that owns a shard's partition runs this Ledger with Config.Cluster over
-// an engine whose Committer is a Kafka transaction; the node that took the
+// an engine whose Committer writes its rounds to the changelog; the node that took the
 // client's request sends it a Command and gets back its outcome (wire.go).
 //
 // With Config.Cluster a shard changes only its own accounts: the credit of
 // a transfer to another shard's account is forwarded to that shard as a
-// command (engine.Forwarder) in the debit's transaction, and each shard
+// command (engine.Forwarder) owed in the debit's write, and each shard
 // keeps the sums of what it forwarded and received (ledger.CreditSums), so
 // that the balances and the credits in flight sum to 0. The receiver's
 // currency, which the debit needs, comes with the transfer: the sending

@@ -23,7 +23,7 @@ import (
 // hashes to its area's partition, where any node reads, cancels or pays
 // it. Holds expire on the owner's Ticks. Paying (cluster_pay.go) and
 // per-user seat limits (cluster_limit.go) are chains of commands, each
-// forwarded in its sender's round transaction (engine.Forwarder). The
+// owed in its sender's round's write (engine.Forwarder). The
 // cluster's hold secret (which signs reservations' hold tokens on every
 // node) is kept in the partition of HoldSecretKey, chosen by the first
 // node that asks.
@@ -429,7 +429,7 @@ func (s *clusterShard) Publish(time.Time) {}
 func (s *clusterShard) Announce() {}
 
 // Forwards hands the round's owed commands and replies to the round's
-// transaction (engine.Forwarder).
+// write (engine.Forwarder).
 func (s *clusterShard) Forwards(dst []engine.Forward) []engine.Forward {
 	return append(dst, s.owed...)
 }
