@@ -122,6 +122,28 @@ func commandsEnd(c Config, n int, p int32) int64 {
 	return (int64(n) - int64(p) + int64(c.Partitions) - 1) / int64(c.Partitions)
 }
 
+// relayingMember is a member of c that took partitions 0 and 1, whose
+// Forwarder appends each value it sends times times to the commands
+// topic, through the producer it returns.
+func relayingMember(t *testing.T, ctx context.Context, c Config, times int) (*chainNode, *Producer) {
+	t.Helper()
+	p, err := NewProducer(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	relay := func(to int32, key, value []byte) {
+		for range times {
+			if _, err := p.Append(ctx, to, key, value); err != nil {
+				t.Errorf("sending to %d: %v", to, err)
+			}
+		}
+	}
+	a := joinChainWith(t, c, "a", nil, relay)
+	a.await(t, ctx, func() bool { return a.taken[0] == 1 && a.taken[1] == 1 }, "took 0 and 1")
+	return a, p
+}
+
 // On a real broker, a member's Forwarder sends through the commands topic,
 // every value twice: the forwards partition 0's commands owe partition 1,
 // and the answers. Each forward is applied once; once every
@@ -130,20 +152,7 @@ func commandsEnd(c Config, n int, p int32) int64 {
 func TestChainMemberForwardsThroughTheCommandsTopic(t *testing.T) {
 	const n = 40
 	ctx, c := newCluster(t, 2)
-	p, err := NewProducer(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	relay := func(to int32, key, value []byte) {
-		for range 2 {
-			if _, err := p.Append(ctx, to, key, value); err != nil {
-				t.Errorf("sending to %d: %v", to, err)
-			}
-		}
-	}
-	a := joinChainWith(t, c, "a", nil, relay)
-	a.await(t, ctx, func() bool { return a.taken[0] == 1 && a.taken[1] == 1 }, "took 0 and 1")
+	a, p := relayingMember(t, ctx, c, 2)
 	for i := range n {
 		key := []byte("owe-" + strconv.Itoa(i))
 		if _, err := p.Append(ctx, 0, key, key); err != nil {
@@ -195,18 +204,7 @@ func TestChainMemberForwardsThroughTheCommandsTopic(t *testing.T) {
 // owes, sent through the commands topic and applied by its destination.
 func TestLargeRecordsGoThrough(t *testing.T) {
 	ctx, c := newCluster(t, 2)
-	p, err := NewProducer(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	relay := func(to int32, key, value []byte) {
-		if _, err := p.Append(ctx, to, key, value); err != nil {
-			t.Errorf("sending to %d: %v", to, err)
-		}
-	}
-	a := joinChainWith(t, c, "a", nil, relay)
-	a.await(t, ctx, func() bool { return a.taken[0] == 1 && a.taken[1] == 1 }, "took 0 and 1")
+	a, p := relayingMember(t, ctx, c, 1)
 	big := bytes.Repeat([]byte("x"), 3<<20)
 	if _, err := p.Append(ctx, 0, []byte("owe-big"), big); err != nil {
 		t.Fatal(err)
