@@ -81,7 +81,7 @@ write_config() { # write_config DIR I N VOTERS BROKER_PORT CONTROLLER_PORT [SECU
     listeners+=",SASL_SSL://127.0.0.1:$sport" protocols+=",SASL_SSL:SASL_SSL"
   fi
   # the thread counts, like java_node's heap and GC pause target, suit a small host and cost the
-  # broker less CPU per transaction (docs/CLUSTER.md, "Broker settings")
+  # broker less CPU per request (docs/CLUSTER.md, "Broker settings")
   cat >"$dir/node-$i/server.properties" <<EOF
 process.roles=broker,controller
 node.id=$i
@@ -105,7 +105,6 @@ share.coordinator.state.topic.replication.factor=$n
 share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=2000
-transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 num.network.threads=1
 num.io.threads=2
 EOF

@@ -13,33 +13,26 @@ import (
 	"github.com/surge-dev/surge/internal/cluster/kafkatest"
 )
 
-// Benchmarks on the real broker (kafkatest), the figures of docs/CLUSTER.md:
+// Benchmarks on the real broker (kafkatest), the figures of
+// docs/BENCHMARKS.md:
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./internal/cluster/kafkalog/
 
-// BenchmarkRound times transactional rounds over commands already in the
-// log: one op is one round of up to batch commands, each giving a reply and
-// a changelog record, committed with the offsets in one transaction.
+// BenchmarkRound times rounds over commands already in the log: one op is
+// one round of up to batch commands, each giving a reply and a change,
+// written with the partition's trailer in one acks=all write.
 func BenchmarkRound(b *testing.B) {
 	for _, batch := range []int{1, 100} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
 			ctx, c := newBenchCluster(b)
 			fill(b, ctx, c, b.N*batch)
-			m, err := Join(ctx, c, "bench", Handlers{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer m.Close()
-			apply := echo(c, "bench", "bench")
+			a := takenOnAll(b, ctx, c)
 			lat := make([]time.Duration, 0, b.N)
 			commands := 0
 			b.ResetTimer()
 			for range b.N {
 				t0 := time.Now()
-				res, err := m.Round(ctx, batch, apply)
-				if err != nil || !res.Committed {
-					b.Fatalf("round: %+v, %v", res, err)
-				}
+				res := countedRound(b, ctx, a, batch, nil, a.apply)
 				lat = append(lat, time.Since(t0))
 				commands += res.Commands
 			}
@@ -52,20 +45,22 @@ func BenchmarkRound(b *testing.B) {
 
 // BenchmarkRoundBrokerCPU measures what a round costs the broker, by the
 // round's shape: a round of local commands, one for each of parts
-// partitions, each writing recs changelog records of 300 bytes, with the
-// fencing offset and the end of the transaction. One op is one round of
-// each shape, in turn, so that the broker's warming up (its JIT) and the
-// machine's other work weigh on every shape alike; it reports the
-// broker's CPU time (kafkatest.Cluster.CPUTime, read around each round)
-// per round of each shape, what the broker spends idle meanwhile
-// included. Beside them, in the same turns, it reports what the broker
-// spends on a plain write of the largest round's records (180 to one
-// partition, acks=all, idempotent, no transaction): the part of a round's
-// cost that is its records rather than its transaction.
+// partitions, each writing recs changelog records of 300 bytes, then its
+// trailer. One op is one round of each shape, in turn, so that the
+// broker's warming up (its JIT) and the machine's other work weigh on
+// every shape alike; it reports the broker's CPU time
+// (kafkatest.Cluster.CPUTime, read around each round) per round of each
+// shape, what the broker spends idle meanwhile included. Beside them, in
+// the same turns, it reports what the broker spends on a plain write of
+// the largest round's records (180 to one partition, acks=all,
+// idempotent): a round's records without its trailer and its writer's
+// bookkeeping. The plain write goes to a changelog partition no round
+// writes (the seventh), where its records are no owner's foreign records
+// to read and repair.
 func BenchmarkRoundBrokerCPU(b *testing.B) {
 	shapes := []struct{ parts, recs int }{{1, 1}, {6, 1}, {6, 30}, {1, 180}}
-	ctx, c, k := newBenchClusterOf(b, 6)
-	m := positionedOnAll(b, ctx, c)
+	ctx, c, k := newBenchClusterOf(b, 7)
+	a := takenOnAll(b, ctx, c)
 	value := make([]byte, 300)
 	spent := make([]time.Duration, len(shapes))
 	round := func(i, shape int) {
@@ -84,9 +79,7 @@ func BenchmarkRoundBrokerCPU(b *testing.B) {
 			local.add(localCommand(p, fmt.Sprintf("l-%d-%d-%d", i, shape, p)))
 		}
 		cpu0 := brokerCPU(b, k)
-		if res, err := m.RoundWait(ctx, ctx, shapes[shape].parts, local, apply); err != nil || !res.Committed {
-			b.Fatalf("round: %+v, %v", res, err)
-		}
+		countedRound(b, ctx, a, shapes[shape].parts, local, apply)
 		spent[shape] += brokerCPU(b, k) - cpu0
 	}
 	plain, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.DefaultProduceTopic(c.ChangelogTopic()),
@@ -99,7 +92,7 @@ func BenchmarkRoundBrokerCPU(b *testing.B) {
 	plainWrite := func(i int) {
 		recs := make([]*kgo.Record, 180)
 		for j := range recs {
-			recs[j] = &kgo.Record{Partition: 0, Key: fmt.Appendf(nil, "p-%d-%d", i, j), Value: value}
+			recs[j] = &kgo.Record{Partition: 6, Key: fmt.Appendf(nil, "p-%d-%d", i, j), Value: value}
 		}
 		cpu0 := brokerCPU(b, k)
 		if err := plain.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -131,41 +124,29 @@ func brokerCPU(b *testing.B, k *kafkatest.Cluster) time.Duration {
 	return t
 }
 
-// positionedOnAll joins a member that takes local commands for every
-// partition of c: one command appended to each is polled and committed.
-func positionedOnAll(b *testing.B, ctx context.Context, c Config) *Member {
+// takenOnAll joins a member that took every partition of c.
+func takenOnAll(b *testing.B, ctx context.Context, c Config) *chainNode {
 	b.Helper()
-	p, err := NewProducer(c)
-	if err != nil {
-		b.Fatal(err)
+	a := joinChain(b, c, "bench")
+	a.await(b, ctx, func() bool { return len(a.taken) == int(c.Partitions) }, "took every partition")
+	return a
+}
+
+// countedRound runs one of a's rounds of up to most commands, taking
+// local's, and fails b unless it read some and every partition's write
+// counted.
+func countedRound(b *testing.B, ctx context.Context, a *chainNode, most int, local Local, apply Apply) ChainRound {
+	b.Helper()
+	res, err := a.m.RoundWait(ctx, ctx, most, local, apply)
+	if err != nil || res.Commands == 0 || slices.ContainsFunc(res.Partitions, func(pr PartitionRound) bool { return pr.Result != Counted }) {
+		b.Fatalf("round: %+v, %v", res, err)
 	}
-	defer p.Close()
-	for i := range c.Partitions {
-		key := []byte("cmd-" + strconv.Itoa(int(i)))
-		if _, err := p.Append(ctx, i, key, key); err != nil {
-			b.Fatal(err)
-		}
-	}
-	m, err := Join(ctx, c, "bench", Handlers{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(m.Close)
-	for all := false; !all; {
-		if _, err := m.Round(ctx, int(c.Partitions), echo(c, "bench", "bench")); err != nil {
-			b.Fatal(err)
-		}
-		all = true
-		for p := range c.Partitions {
-			all = all && m.Takes(p)
-		}
-	}
-	return m
+	return res
 }
 
 // BenchmarkCommandLatency times one command end to end, one at a time: a
-// node appends it (acks=all), the owner's round applies it and commits, and
-// the reply is read back from the node's inbox (read_committed).
+// node appends it (acks=all), and the owner's round reads it, applies it
+// and writes its change (acks=all), its reply then ready to send.
 func BenchmarkCommandLatency(b *testing.B) {
 	ctx, c := newBenchCluster(b)
 	p, err := NewProducer(c)
@@ -173,30 +154,7 @@ func BenchmarkCommandLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	m, err := Join(ctx, c, "owner", Handlers{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer m.Close()
-	inbox, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
-			c.RepliesTopic(): {c.InboxPartition("front"): kgo.NewOffset().AtStart()},
-		}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer inbox.Close()
-	rounds, cancel := context.WithCancel(ctx)
-	defer cancel()
-	never := &committedSet{done: map[string]int{}, n: b.N + 1, cancel: func() {}}
-	go func() {
-		if err := runRounds(rounds, m, echo(c, "front", "r"), never); err != nil {
-			b.Error(err)
-			cancel()
-		}
-	}()
-
+	a := takenOnAll(b, ctx, c)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
@@ -205,26 +163,15 @@ func BenchmarkCommandLatency(b *testing.B) {
 		if _, err := p.Append(ctx, 0, key, key); err != nil {
 			b.Fatal(err)
 		}
-		awaitReply(b, rounds, inbox, key)
+		for a.appliedKeys()[string(key)] == 0 {
+			if _, err := a.round(ctx, ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
 	report(b, lat)
-}
-
-// awaitReply reads the inbox until the reply keyed key.
-func awaitReply(b *testing.B, ctx context.Context, inbox *kgo.Client, key []byte) {
-	for {
-		fetches := inbox.PollFetches(ctx)
-		if err := fetches.Err(); err != nil {
-			b.Fatal(err)
-		}
-		found := false
-		fetches.EachRecord(func(r *kgo.Record) { found = found || string(r.Key) == string(key) })
-		if found {
-			return
-		}
-	}
 }
 
 // newBenchCluster names a fresh surge cluster of one partition on the

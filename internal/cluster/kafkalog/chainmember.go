@@ -13,10 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ChainMember is a node's member of the cluster's consumer group for rounds
-// without a transaction ("Rounds without a transaction", docs/CLUSTER.md).
-// The group only assigns the commands partitions, with the protocol and
-// balancer of Member: the member has no transactional producer and
+// ChainMember is a node's member of the cluster's consumer group, for
+// rounds without a transaction ("Rounds without a transaction",
+// docs/CLUSTER.md). The group only assigns the commands partitions
+// (cooperative-sticky): the member has no transactional producer and
 // commits no offsets. Its rounds are writes through an Owner, whose
 // epochs fence them and whose trailers hold the position in each commands
 // partition.
@@ -31,9 +31,9 @@ import (
 //
 // franz-go's plain group consumer calls the revoke callback with every
 // partition a cooperative rebalance takes away, and the lost callback on
-// every session that ends on an error; only GroupTransactSession drops
-// revokes between two transactions (ownership.go). So the member needs
-// none of Member's own watch of the assignments.
+// every session that ends on an error (its GroupTransactSession, which
+// the member does not use, would drop the revokes that come between two
+// transactions), so the callbacks alone follow every move.
 type ChainMember struct {
 	cfg Config
 	o   *Owner
@@ -167,7 +167,8 @@ func (m *ChainMember) onAssigned(ctx context.Context, cl *kgo.Client, parts map[
 // for the partitions assigned: each taken partition is read from its
 // trailer's position. A partition no trailer counts in keeps the group's
 // committed offset (or the start, for none), which franz-go fetched with
-// RequireStable, after any transaction of a former owner ended.
+// RequireStable, after any transaction committing one ended: the offsets
+// of a cluster whose rounds were transactions (the upgrade).
 func (m *ChainMember) positions(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	for p := range offsets[m.cfg.CommandsTopic()] {
 		if at, ok := m.o.Commands(p); ok && at >= 0 {
@@ -334,7 +335,8 @@ func (m *ChainMember) seek(ctx context.Context, p int32) error {
 }
 
 // committed is the group's committed offset of p, waiting for any
-// transaction committing one to end, or the partition's start if none.
+// transaction committing one to end (transactional rounds of older surge
+// committed them), or the partition's start if none.
 func (m *ChainMember) committed(ctx context.Context, p int32) (int64, error) {
 	adm, topic := kadm.NewClient(m.g.cl), m.cfg.CommandsTopic()
 	offsets, err := adm.FetchOffsets(kadm.RequireStable(ctx), m.cfg.Group())

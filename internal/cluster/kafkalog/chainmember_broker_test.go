@@ -1,6 +1,7 @@
 package kafkalog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -80,26 +81,67 @@ func TestChainMembersApplyEachCommandOnceAcrossMoves(t *testing.T) {
 	}
 	exactlyOnceApplied(t, n, a, b)
 
-	third := newShard()
-	o := newOwner(t, c, third)
+	if foreign := restoredOnce(t, ctx, c, n); len(foreign) != 0 {
+		t.Errorf("the last changes of %q do not count", foreign)
+	}
+}
+
+// restoredOnce has an owner of its own take every partition of c from the
+// log's start, and checks that each of cmd-0 … cmd-(n-1), cmd-i appended
+// to partition i % Partitions, has exactly one change among those that
+// count, and that the owner reads on from the end of those commands. It
+// returns the keys whose last change does not count (Restored.Foreign).
+func restoredOnce(t *testing.T, ctx context.Context, c Config, n int) (foreign []string) {
+	t.Helper()
+	changes := map[string]int{}
+	o := newOwner(t, c, newShard())
 	for p := range c.Partitions {
-		changes := map[string]int{}
-		tk, err := o.Take(ctx, p, LogStart(), Claim{Generation: 99, Member: "third"}, func(k, v []byte) error {
+		tk, err := o.Take(ctx, p, LogStart(), Claim{Generation: 1 << 30, Member: "third"}, func(k, v []byte) error {
 			changes[string(k)]++
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := p; i < n; i += c.Partitions {
+		for i := p; i < int32(n); i += c.Partitions {
 			if key := "k/cmd-" + strconv.Itoa(int(i)); changes[key] != 1 {
 				t.Errorf("partition %d: %s's change counts %d times", p, key, changes[key])
 			}
 		}
-		if at, _ := o.Commands(p); at != int64(n/int(c.Partitions)) || len(tk.Restored.Foreign) != 0 {
-			t.Errorf("partition %d: the third owner reads on from %d, foreign %q; want %d, none", p, at, tk.Restored.Foreign, n/int(c.Partitions))
+		if at, _ := o.Commands(p); at != commandsEnd(c, n, p) {
+			t.Errorf("partition %d: the third owner reads on from %d, want %d", p, at, commandsEnd(c, n, p))
+		}
+		foreign = append(foreign, keyStrings(tk.Restored.Foreign)...)
+	}
+	return foreign
+}
+
+// commandsEnd is the offset after partition p's last command of cmd-0 …
+// cmd-(n-1), cmd-i appended to partition i % Partitions.
+func commandsEnd(c Config, n int, p int32) int64 {
+	return (int64(n) - int64(p) + int64(c.Partitions) - 1) / int64(c.Partitions)
+}
+
+// relayingMember is a member of c that took partitions 0 and 1, whose
+// Forwarder appends each value it sends times times to the commands
+// topic, through the producer it returns.
+func relayingMember(t *testing.T, ctx context.Context, c Config, times int) (*chainNode, *Producer) {
+	t.Helper()
+	p, err := NewProducer(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	relay := func(to int32, key, value []byte) {
+		for range times {
+			if _, err := p.Append(ctx, to, key, value); err != nil {
+				t.Errorf("sending to %d: %v", to, err)
+			}
 		}
 	}
+	a := joinChainWith(t, c, "a", nil, relay)
+	a.await(t, ctx, func() bool { return a.taken[0] == 1 && a.taken[1] == 1 }, "took 0 and 1")
+	return a, p
 }
 
 // On a real broker, a member's Forwarder sends through the commands topic,
@@ -110,20 +152,7 @@ func TestChainMembersApplyEachCommandOnceAcrossMoves(t *testing.T) {
 func TestChainMemberForwardsThroughTheCommandsTopic(t *testing.T) {
 	const n = 40
 	ctx, c := newCluster(t, 2)
-	p, err := NewProducer(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	relay := func(to int32, key, value []byte) {
-		for range 2 {
-			if _, err := p.Append(ctx, to, key, value); err != nil {
-				t.Errorf("sending to %d: %v", to, err)
-			}
-		}
-	}
-	a := joinChainWith(t, c, "a", nil, relay)
-	a.await(t, ctx, func() bool { return a.taken[0] == 1 && a.taken[1] == 1 }, "took 0 and 1")
+	a, p := relayingMember(t, ctx, c, 2)
 	for i := range n {
 		key := []byte("owe-" + strconv.Itoa(i))
 		if _, err := p.Append(ctx, 0, key, key); err != nil {
@@ -167,5 +196,58 @@ func TestChainMemberForwardsThroughTheCommandsTopic(t *testing.T) {
 	}
 	if len(last) != n {
 		t.Errorf("partition 0 has %d forward records, want %d", len(last), n)
+	}
+}
+
+// Records of several MiB, over Kafka's default limit of 1 MiB, go through:
+// a command appended, a round's change and reply, and the forward it
+// owes, sent through the commands topic and applied by its destination.
+func TestLargeRecordsGoThrough(t *testing.T) {
+	ctx, c := newCluster(t, 2)
+	a, p := relayingMember(t, ctx, c, 1)
+	big := bytes.Repeat([]byte("x"), 3<<20)
+	if _, err := p.Append(ctx, 0, []byte("owe-big"), big); err != nil {
+		t.Fatal(err)
+	}
+	var fa owingApply
+	replies, forwarded := 0, false
+	for !forwarded {
+		res, err := a.m.RoundWait(ctx, ctx, 10, nil, fa.apply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pr := range res.Partitions {
+			if pr.Result != Counted {
+				t.Fatalf("partition %d's write: %+v", pr.Partition, pr)
+			}
+			for _, o := range pr.Send {
+				if len(o.Value) == len(big) {
+					replies++
+				}
+			}
+		}
+		for _, cmd := range fa.seen {
+			if len(cmd.Value) != len(big) {
+				t.Fatalf("command %s of partition %d has %d bytes, want %d", cmd.Key, cmd.Partition, len(cmd.Value), len(big))
+			}
+			forwarded = forwarded || cmd.Partition == 1
+		}
+		fa.seen = nil
+	}
+	if replies != 2 {
+		t.Fatalf("%d replies of %d bytes, want 2: the command's and the forward's", replies, len(big))
+	}
+	o := newOwner(t, c, newShard())
+	for p := range c.Partitions {
+		var restored int
+		_, err := o.Take(ctx, p, LogStart(), Claim{Generation: 1 << 30, Member: "third"}, func(k, v []byte) error {
+			if string(k) == "k/owe-big" {
+				restored = len(v)
+			}
+			return nil
+		})
+		if err != nil || restored != len(big) {
+			t.Errorf("partition %d restores k/owe-big of %d bytes, want %d: %v", p, restored, len(big), err)
+		}
 	}
 }

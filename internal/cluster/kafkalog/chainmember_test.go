@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // These tests run ChainMembers over kfake: membership, takes, seeks and
@@ -61,21 +62,21 @@ func (s *sentLog) take() []fwdMsg {
 
 // joinChain makes a ChainMember named name of c's group, restoring its
 // partitions from the log's start into a shard of its own.
-func joinChain(t *testing.T, c Config, name string) *chainNode {
+func joinChain(t testing.TB, c Config, name string) *chainNode {
 	t.Helper()
 	return joinChainRefusing(t, c, name, nil)
 }
 
 // joinChainRefusing is joinChain whose restores of the partitions in
 // refuse fail with their error.
-func joinChainRefusing(t *testing.T, c Config, name string, refuse map[int32]error) *chainNode {
+func joinChainRefusing(t testing.TB, c Config, name string, refuse map[int32]error) *chainNode {
 	t.Helper()
 	return joinChainWith(t, c, name, refuse, nil)
 }
 
 // joinChainWith is joinChainRefusing whose Forwarder's sends are handed on
-// to relay, if set.
-func joinChainWith(t *testing.T, c Config, name string, refuse map[int32]error, relay Send) *chainNode {
+// to relay, if set, and whose client takes opts besides.
+func joinChainWith(t testing.TB, c Config, name string, refuse map[int32]error, relay Send, opts ...kgo.Opt) *chainNode {
 	t.Helper()
 	n := &chainNode{name: name, s: newShard(), taken: map[int32]int{}, failed: map[int32]int{}, revoked: map[int32]int{}, applied: map[string]int{}, changed: make(chan struct{}, 1), sent: &sentLog{relay: relay}}
 	n.o = newOwner(t, c, n.s)
@@ -86,7 +87,7 @@ func joinChainWith(t *testing.T, c Config, name string, refuse map[int32]error, 
 		Taken:      func(_ context.Context, p int32, _ Taken) { n.tell(func() { n.taken[p]++ }) },
 		TakeFailed: func(_ context.Context, p int32, _ error) { n.tell(func() { n.failed[p]++ }) },
 		Revoked:    func(_ context.Context, ps []int32) { n.tell(func() { n.forget(ps) }) },
-	})
+	}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func (n *chainNode) forget(ps []int32) {
 }
 
 // await waits until cond holds of what n's handlers were told.
-func (n *chainNode) await(t *testing.T, ctx context.Context, cond func() bool, what string) {
+func (n *chainNode) await(t testing.TB, ctx context.Context, cond func() bool, what string) {
 	t.Helper()
 	for {
 		n.mu.Lock()

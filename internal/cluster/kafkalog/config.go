@@ -1,25 +1,29 @@
 // Package kafkalog is a surge shard's command log on Apache Kafka, through
 // franz-go: the cluster's topics, the producer that appends commands to a
 // partition, and the consumer-group member that owns partitions and runs
-// consume-transform-produce rounds, each one Kafka transaction.
+// rounds over them, each one idempotent acks=all write per partition,
+// fenced by the changelog's order rather than by a Kafka transaction.
 //
 // A surge cluster named C (Config.Cluster) has three topics of N partitions
 // each (Config.Partitions); partition p of the commands and changelog topics
 // belongs to shard p:
 //
 //   - C.commands: the shards' input. A node that receives a request appends
-//     the command to its shard's partition (acks=all, idempotent).
+//     the command to its shard's partition (acks=all, idempotent), as do
+//     the forwards one partition owes another.
 //   - C.changelog: compacted; the latest value of each key of a shard's
-//     state. A new owner restores a partition from it (Restore).
-//   - C.replies: the replies of rounds, to the partition that is the inbox
-//     of the node holding the client's connection (InboxPartition).
+//     state, the owners' epoch records and the rounds' trailers. A new
+//     owner restores a partition from it (RestoreChain, Owner.Take).
+//   - C.replies: replies, to the partition that is the inbox of the node
+//     holding the client's connection (InboxPartition).
 //
-// The members of the consumer group C share the commands partitions. A round
-// (Member.Round) reads a batch of its partitions' commands and writes the
-// round's outputs (replies, changelog records, commands owed to other
-// partitions) and the group's consumer offsets in one transaction: a round is
-// applied exactly once, and read_committed readers never see the outputs of
-// a round that aborted. docs/CLUSTER.md describes the design.
+// The members of the consumer group C share the commands partitions. A
+// round (ChainMember.RoundWait) reads a batch of its partitions' commands,
+// applies them, and writes per partition its changes, the forwards it owes
+// and a trailer holding its position in the commands (Owner.Round, Writer):
+// a write counts only under the epoch of the partition's last claim that
+// took it (Chain), so a round's effects count once, whoever wrote after.
+// docs/CLUSTER.md, "Rounds without a transaction", describes the design.
 package kafkalog
 
 import (
@@ -84,9 +88,8 @@ func (c Config) SeedsFor(client string) []kgo.Opt {
 // After a broker's death the client learns its partitions' new leaders
 // only at such a refresh: at franz-go's default, 5 s, a round that began
 // just before the leaders moved still writes to the dead broker until its
-// transaction's time runs out, and a new owner's restore and offset fetch
-// wait as long. A refresh is one small request, asked only while requests
-// fail.
+// time runs out, and a new owner's restore and offset fetch wait as
+// long. A refresh is one small request, asked only while requests fail.
 const metadataMinAge = 500 * time.Millisecond
 
 func (c Config) name() string {
@@ -107,11 +110,6 @@ func (c Config) RepliesTopic() string { return c.name() + ".replies" }
 
 // Group is the consumer group whose members own the commands partitions.
 func (c Config) Group() string { return c.name() }
-
-// TransactionalID is the transactional id of a node's rounds. It is stable
-// across the node's restarts so that a restarted node fences its former
-// incarnation (Kafka bumps the producer epoch of the id).
-func (c Config) TransactionalID(node string) string { return c.name() + "." + node }
 
 // InboxPartition is the partition of the replies topic that node reads.
 func (c Config) InboxPartition(node string) int32 {

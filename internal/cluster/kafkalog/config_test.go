@@ -12,8 +12,8 @@ import (
 func TestConfigNamesAndInboxes(t *testing.T) {
 	c := Config{Brokers: []string{"127.0.0.1:9092"}, Partitions: 7}
 	if c.CommandsTopic() != "surge.commands" || c.ChangelogTopic() != "surge.changelog" ||
-		c.RepliesTopic() != "surge.replies" || c.Group() != "surge" || c.TransactionalID("n1") != "surge.n1" {
-		t.Fatalf("default names: %s %s %s %s %s", c.CommandsTopic(), c.ChangelogTopic(), c.RepliesTopic(), c.Group(), c.TransactionalID("n1"))
+		c.RepliesTopic() != "surge.replies" || c.Group() != "surge" {
+		t.Fatalf("default names: %s %s %s %s", c.CommandsTopic(), c.ChangelogTopic(), c.RepliesTopic(), c.Group())
 	}
 	c.Cluster = "blue"
 	if c.CommandsTopic() != "blue.commands" || c.Group() != "blue" {

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// A busy member gathers bigger rounds. Every round is a transaction, whose
-// fixed cost (the requests to the transaction coordinator, and one commit
-// marker per partition the round wrote) is most of what a command costs
-// the brokers. When the previous round read at least busyRound commands,
+// A busy member gathers bigger rounds. Every round has a fixed cost at the
+// brokers (its produce request, one record batch and trailer per
+// partition it writes, and the fetches that woke it), shared by the
+// commands it holds. When the previous round read at least busyRound commands,
 // a round that polled fewer than its max keeps reading while commands
 // keep coming: until a gap passes without any, or roundLinger in all. The
 // gap is smallGap while the round holds fewer than fullRound commands, so

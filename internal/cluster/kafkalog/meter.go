@@ -11,7 +11,7 @@ import (
 )
 
 // Meter counts the requests a node's clients write to the brokers, by
-// client and by kind (Produce, Fetch, EndTxn...), and the member's rounds
+// client and by kind (Produce, Fetch, Heartbeat...), and the member's rounds
 // and the commands they read. The brokers' CPU goes per request far more
 // than per byte, and a round costs a fixed set of requests, so these
 // counts, per operation served, say what the cluster costs them.
@@ -27,11 +27,11 @@ func NewMeter(reg prometheus.Registerer) *Meter {
 	m := &Meter{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "surge_cluster_kafka_requests_total",
-			Help: "Requests this node's Kafka clients wrote to the brokers, by client (producer: commands appended; member: the rounds; inbox: replies read; other) and by request kind.",
+			Help: "Requests this node's Kafka clients wrote to the brokers, by client (producer: commands and forwards appended; writer: the rounds' and takes' changelog writes; member: the group consumer; replies: replies written; inbox: replies read; nodes: the nodes topic; other) and by request kind.",
 		}, []string{"client", "kind"}),
 		rounds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "surge_cluster_rounds_total",
-			Help: "Rounds of this node's member that read commands, by outcome: committed (every partition's write counted), or not (aborted, fenced, unknown, failed).",
+			Help: "Rounds of this node's member that read commands, by outcome: committed (every partition's write counted), or not_committed (a partition's write fenced, unknown or failed).",
 		}, []string{"outcome"}),
 		commands: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "surge_cluster_round_commands_total",
@@ -40,19 +40,6 @@ func NewMeter(reg prometheus.Registerer) *Meter {
 	}
 	reg.MustRegister(m.requests, m.rounds, m.commands)
 	return m
-}
-
-// round counts a round that read commands; a nil Meter counts nothing.
-func (m *Meter) round(res RoundResult) {
-	if m == nil || res.Commands == 0 {
-		return
-	}
-	outcome := "not_committed"
-	if res.Committed {
-		outcome = "committed"
-	}
-	m.rounds.WithLabelValues(outcome).Inc()
-	m.commands.Add(float64(res.Commands))
 }
 
 // clientHook is a Meter's hook on one client. Each kind's counter is
@@ -87,6 +74,13 @@ func (h *clientHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ 
 // if every partition's write counted, else not; a nil Meter counts
 // nothing.
 func (m *Meter) ChainRound(res ChainRound) {
-	counted := !slices.ContainsFunc(res.Partitions, func(pr PartitionRound) bool { return pr.Result != Counted })
-	m.round(RoundResult{Commands: res.Commands, Committed: counted})
+	if m == nil || res.Commands == 0 {
+		return
+	}
+	outcome := "committed"
+	if slices.ContainsFunc(res.Partitions, func(pr PartitionRound) bool { return pr.Result != Counted }) {
+		outcome = "not_committed"
+	}
+	m.rounds.WithLabelValues(outcome).Inc()
+	m.commands.Add(float64(res.Commands))
 }

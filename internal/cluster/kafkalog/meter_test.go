@@ -23,13 +23,14 @@ func TestMeterCountsRequestsAndRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := join(t, ctx, c, "a", Handlers{})
+	a := joinChain(t, c, "a")
 	read := 0
 	for read < 3 {
-		res, err := m.Round(ctx, 10, echo(c, "a", "a"))
-		if err != nil || !res.Committed {
-			t.Fatalf("round %+v: %v", res, err)
+		res, err := a.round(ctx, ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
+		c.Meter.ChainRound(res)
 		read += res.Commands
 	}
 	requests := func(client, kind string) float64 {
@@ -38,8 +39,11 @@ func TestMeterCountsRequestsAndRounds(t *testing.T) {
 	if n := requests("producer", "Produce"); n < 1 {
 		t.Errorf("producer's Produce requests: %v, want at least 1", n)
 	}
-	if n := requests("member", "EndTxn"); n < 1 {
-		t.Errorf("member's EndTxn requests: %v, want at least 1", n)
+	if n := requests("writer", "Produce"); n < 2 {
+		t.Errorf("writer's Produce requests: %v, want at least 2: the take's and a round's", n)
+	}
+	if n := requests("member", "Fetch"); n < 1 {
+		t.Errorf("member's Fetch requests: %v, want at least 1", n)
 	}
 	rounds := testutil.ToFloat64(c.Meter.rounds.WithLabelValues("committed"))
 	if n := testutil.ToFloat64(c.Meter.commands); n != 3 || rounds < 1 || rounds > 3 {

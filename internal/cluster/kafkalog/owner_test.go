@@ -59,7 +59,7 @@ func (s *shard) of(p int32) map[string]string {
 }
 
 // newOwner is an Owner on a Writer of its own, over s.
-func newOwner(t *testing.T, c Config, s *shard) *Owner {
+func newOwner(t testing.TB, c Config, s *shard) *Owner {
 	t.Helper()
 	return NewOwner(newWriter(t, c), c, s.restate)
 }

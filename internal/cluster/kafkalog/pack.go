@@ -8,9 +8,8 @@ import (
 )
 
 // Commands travel packed: one record of the commands topic carries the
-// commands a producer had for its partition when it sent (Producer), or a
-// round forwarded to it (Member.produce), up to PackMax of them, not one
-// record each. The brokers' cost is per request, per partition in a
+// commands a producer had for its partition when it sent (Producer), up
+// to PackMax of them, not one record each. The brokers' cost is per request, per partition in a
 // request and per record, and a record read costs the reading member its
 // decoding; so does a record of the replies topic, which nodes pack the
 // same way (calls.PackReplies).
@@ -22,7 +21,7 @@ import (
 
 // PackMax bounds the commands of one packed record, so that a round of at
 // most max records reads at most max×PackMax commands… of which the member
-// asks for max/PackMax records (Member.RoundWait).
+// asks for max/PackMax records (ChainMember.RoundWait).
 const PackMax = 64
 
 // PackLimit bounds a packed record's value, well under the brokers'

@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// poller gathers a round's commands, for Member and ChainMember alike:
-// those polled from the partitions a group consumer owns, and those a
-// Local source hands over.
+// poller gathers a ChainMember's round's commands: those polled from the
+// partitions the group consumer owns, and those a Local source hands
+// over.
 type poller struct {
 	cl *kgo.Client
 	// last is the number of commands the previous round read (gather).
@@ -32,9 +32,9 @@ func consuming(c Config) []kgo.Opt {
 		kgo.ConsumeTopics(c.CommandsTopic()),
 		// A partition without committed offsets is read from its first command.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		// Forwards of transactional rounds are read once committed only.
-		// franz-go always fetches a group's offsets with RequireStable: a
-		// new owner waits while the former owner's transaction is open.
+		// The commands topic of a cluster whose rounds were transactions
+		// (the upgrade) holds their forwards, those of aborted rounds
+		// among them: read committed ones only.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 	}
 	if c.SessionTimeout > 0 {

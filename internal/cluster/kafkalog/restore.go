@@ -9,17 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Restore reads partition p of the changelog from its start to its end as
-// of the call, once every transaction that wrote there has ended, committed
-// records only, and gives each record to fn in
-// order: the later of two records of a key is its current value (compaction
-// keeps at least that one). A new owner of a partition rebuilds the
-// shard's state from it before the partition's first round.
-func Restore(ctx context.Context, c Config, partition int32, fn func(key, value []byte) error, opts ...kgo.Opt) error {
-	_, err := RestoreFrom(ctx, c, partition, 0, fn, opts...)
-	return err
-}
-
 // readRange gives fn every record of topic/partition from offset from up
 // to end, transaction markers included: with committed, without aborted
 // records (read_committed); else aborted records included
@@ -74,8 +63,9 @@ func readRange(ctx context.Context, c Config, topic string, partition int32, fro
 // that mark: every transaction that wrote below it has ended (committed,
 // aborted, or aborted by the coordinator once its producer was fenced or
 // timed out), so a read_committed reader sees all that was committed there.
-// Waiting matters after a round commits: the transaction coordinator writes
-// the commit markers to the round's partitions after EndTxn returns.
+// Rounds write no transaction, but a changelog of a cluster whose rounds
+// were transactions (the upgrade) may hold one a node of older surge left
+// open when it died, which the coordinator aborts once it times out.
 func endOffset(ctx context.Context, c Config, topic string, partition int32, committed bool, opts []kgo.Opt) (int64, error) {
 	cl, err := kgo.NewClient(append(c.Seeds(), opts...)...)
 	if err != nil {
@@ -101,8 +91,8 @@ func endOffset(ctx context.Context, c Config, topic string, partition int32, com
 }
 
 // lsoPoll bounds the wait between two looks at a partition's last stable
-// offset. A new owner waits there for a dead owner's transaction to be
-// aborted; a look costs one request to the leader, and a shorter wait
+// offset. A new owner waits there for a dead transactional owner's
+// transaction to be aborted (endOffset); a look costs one request to the leader, and a shorter wait
 // serves the partitions sooner after the abort.
 const lsoPoll = 100 * time.Millisecond
 

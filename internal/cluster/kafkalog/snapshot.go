@@ -222,26 +222,3 @@ func epochDoubt(ctx context.Context, c Config, partition int32, snap Snapshot, o
 	}
 	return "", nil
 }
-
-// RestoreFrom reads partition's changelog from offset from to its end as of
-// the call, as Restore does from the start, and returns what a copy that
-// took those records on top of its state at from covers.
-func RestoreFrom(ctx context.Context, c Config, partition int32, from int64, fn func(key, value []byte) error, opts ...kgo.Opt) (Snapshot, error) {
-	if err := c.validate(); err != nil {
-		return Snapshot{}, err
-	}
-	st, err := describe(ctx, c, partition, opts)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	err = readRange(ctx, c, c.ChangelogTopic(), partition, from, st.end, true, func(r *kgo.Record) error {
-		if r.Attrs.IsControl() {
-			return nil
-		}
-		return fn(r.Key, r.Value)
-	}, opts)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	return Snapshot{Topic: st.topic, Offset: max(from, st.end), Epoch: st.epoch, Taken: time.Now()}, nil
-}

@@ -15,7 +15,7 @@ import (
 // These tests run the Writer against a real broker (kafkatest): what they
 // check is what the broker does with the batches.
 
-func newWriter(t *testing.T, c Config) *Writer {
+func newWriter(t testing.TB, c Config) *Writer {
 	t.Helper()
 	w, err := NewWriter(c)
 	if err != nil {

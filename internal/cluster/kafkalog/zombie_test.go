@@ -12,16 +12,13 @@ import (
 	"testing"
 )
 
-// zombieEnv carries the helper process's cluster and mode:
-// brokers|cluster|partitions|local.
+// zombieEnv carries the helper process's cluster: brokers|cluster|partitions.
 const zombieEnv = "KAFKALOG_ZOMBIE"
 
-// TestZombieHelper is the paused owner of TestPausedOwnerIsFenced and
-// TestPausedOwnerOfLocalCommandsIsFenced, run in a process of its own so
-// that SIGSTOP freezes all of it, heartbeats included. It reads its batch,
-// says "polled", waits for a line on stdin, and reports how its round
-// ended. With local set, its round first commits the commands it polls,
-// then takes one local command only, "local-0" to partition 0.
+// TestZombieHelper is the paused owner of TestPausedOwnerIsFenced, run in
+// a process of its own so that SIGSTOP freezes all of it, heartbeats
+// included. It takes its partitions, reads its batch, says "polled", waits
+// for a line on stdin, and reports what became of its partitions' writes.
 func TestZombieHelper(t *testing.T) {
 	spec := os.Getenv(zombieEnv)
 	if spec == "" {
@@ -29,33 +26,24 @@ func TestZombieHelper(t *testing.T) {
 	}
 	var c Config
 	var brokers string
-	var local bool
-	if _, err := fmt.Sscanf(strings.ReplaceAll(spec, "|", " "), "%s %s %d %t", &brokers, &c.Cluster, &c.Partitions, &local); err != nil {
+	if _, err := fmt.Sscanf(strings.ReplaceAll(spec, "|", " "), "%s %s %d", &brokers, &c.Cluster, &c.Partitions); err != nil {
 		t.Fatal(err)
 	}
 	c.Brokers = strings.Split(brokers, ",")
 	c.SessionTimeout = sessionTimeout
 	ctx := context.Background()
-	m, err := Join(ctx, c, "zombie", Handlers{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	var src Local
-	if local {
-		if res, err := m.Round(ctx, 100, echo(c, "zombie", "zombie")); err != nil || !res.Committed {
-			t.Fatalf("polled round: %+v, %v", res, err)
-		}
-		src = newTestLocal(localCommand(0, "local-0"))
-	}
-	res, err := m.RoundWait(ctx, ctx, 100, src, func(ctx context.Context, batch []Command) ([]Output, error) {
+	z := joinChain(t, c, "zombie")
+	res, err := z.m.RoundWait(ctx, ctx, 100, nil, func(ctx context.Context, batch []Command) ([]Output, error) {
 		fmt.Println("zombie: polled", len(batch))
 		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 			return nil, err
 		}
-		return echo(c, "zombie", "zombie")(ctx, batch)
+		return z.apply(ctx, batch)
 	})
-	fmt.Printf("zombie: committed=%v err=%v\n", res.Committed, err)
+	for _, pr := range res.Partitions {
+		fmt.Printf("zombie: partition %d result=%d\n", pr.Partition, pr.Result)
+	}
+	fmt.Printf("zombie: done err=%v\n", err)
 }
 
 // zombie is the helper process and its pipes.
@@ -65,10 +53,10 @@ type zombie struct {
 	out   *bufio.Scanner
 }
 
-func startZombie(t *testing.T, c Config, local bool) *zombie {
+func startZombie(t *testing.T, c Config) *zombie {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestZombieHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d|%t", zombieEnv, strings.Join(c.Brokers, ","), c.Cluster, c.Partitions, local))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%s|%d", zombieEnv, strings.Join(c.Brokers, ","), c.Cluster, c.Partitions))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -110,75 +98,37 @@ func (z *zombie) signal(t *testing.T, sig syscall.Signal) {
 
 // A node frozen mid-round (SIGSTOP: no heartbeats, as in a long GC pause or
 // a stalled VM) loses its partition to another node once its session times
-// out; when it thaws and tries to commit, the group coordinator refuses its
-// offsets, its transaction aborts, and the commands are done once, by the
-// new owner.
+// out; when it thaws and writes, its write is fenced (the new owner's claim
+// took the partition, or its member gave the partition up first), and the
+// commands are applied once, by the new owner: the log holds each one's
+// change once, and none of the zombie's.
 func TestPausedOwnerIsFenced(t *testing.T) {
 	const n = 10
 	ctx, c := newCluster(t, 1)
 	appendCommands(t, ctx, c, 0, n)
-	z := startZombie(t, c, false)
+	z := startZombie(t, c)
 	if l := z.line(t); !strings.HasPrefix(l, "polled") {
 		t.Fatalf("zombie said %q, want polled", l)
 	}
 	z.signal(t, syscall.SIGSTOP)
 
-	owned := make(chan struct{}, 1)
-	b := join(t, ctx, c, "b", Handlers{Assigned: func(context.Context, []int32) { owned <- struct{}{} }})
-	select {
-	case <-owned:
-	case <-ctx.Done():
-		t.Fatal("the partition never moved from the frozen node")
-	}
-	runUntilDone(t, ctx, n, map[string]*Member{"b": b}, func(string) Apply { return echo(c, "b", "b") })
+	b := joinChain(t, c, "b")
+	b.await(t, ctx, func() bool { return b.taken[0] == 1 }, "took the frozen node's partition")
+	runChains(t, ctx, n, b)
 
 	z.signal(t, syscall.SIGCONT)
 	if _, err := io.WriteString(z.stdin, "go\n"); err != nil {
 		t.Fatal(err)
 	}
-	result := z.line(t)
-	if !strings.HasPrefix(result, "committed=false") {
-		t.Fatalf("the thawed zombie's round: %s; want it refused", result)
+	if result := z.line(t); result != fmt.Sprintf("partition 0 result=%d", Fenced) {
+		t.Fatalf("the thawed zombie's round: %s; want partition 0 fenced", result)
 	}
-	t.Logf("the thawed zombie's round: %s", result)
-	replies := readAll(t, ctx, c, c.RepliesTopic(), true)
-	exactlyOnce(t, "committed replies", replies, n)
-	for _, r := range replies {
-		if string(r.Value) != "b" {
-			t.Errorf("committed reply %s from %s, want only the new owner's", r.Key, r.Value)
+	t.Logf("the thawed zombie's round: %s", z.line(t))
+	restoredOnce(t, ctx, c, n)
+	entries, counts, _ := readChangelog(t, ctx, c, 0)
+	for i, e := range entries {
+		if e.Kind == KindChange && string(e.Value) == "zombie" && counts[i] {
+			t.Errorf("the zombie's change of %s counts", e.Key)
 		}
-	}
-}
-
-// A node frozen in a round that took only a local command (no offset
-// polled) is fenced the same way: the round commits its partition's
-// offset again, which the group coordinator refuses from the expelled
-// member, so the command's changelog record never becomes visible.
-func TestPausedOwnerOfLocalCommandsIsFenced(t *testing.T) {
-	ctx, c := newCluster(t, 1)
-	appendCommands(t, ctx, c, 0, 1)
-	z := startZombie(t, c, true)
-	if l := z.line(t); l != "polled 1" {
-		t.Fatalf("zombie said %q, want polled 1", l)
-	}
-	z.signal(t, syscall.SIGSTOP)
-
-	owned := make(chan struct{}, 1)
-	join(t, ctx, c, "b", Handlers{Assigned: func(context.Context, []int32) { owned <- struct{}{} }})
-	select {
-	case <-owned:
-	case <-ctx.Done():
-		t.Fatal("the partition never moved from the frozen node")
-	}
-
-	z.signal(t, syscall.SIGCONT)
-	if _, err := io.WriteString(z.stdin, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-	if result := z.line(t); !strings.HasPrefix(result, "committed=false") {
-		t.Fatalf("the thawed zombie's round: %s; want it refused", result)
-	}
-	if keys := countKeys(readAll(t, ctx, c, c.ChangelogTopic(), true)); keys["local-0"] != 0 || keys["cmd-0"] != 1 {
-		t.Fatalf("committed changelog records %v; want cmd-0 once and local-0 never", keys)
 	}
 }

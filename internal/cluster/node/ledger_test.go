@@ -22,8 +22,8 @@ import (
 
 // The ledger of a node on franz-go's in-memory Kafka (kfake), checked
 // against the single process's ledger: the same calls give the same
-// answers. kfake serves the node's transactions, consumer group and
-// read_committed fetches; the end-to-end tests run a real broker.
+// answers. kfake serves the node's consumer group, its writes and its
+// fetches; the end-to-end tests run a real broker.
 
 // clusterNode is a node on a fresh kfake cluster, once it serves, with
 // @world created (snapshot_test.go starts it).
