@@ -50,8 +50,9 @@ func startNodeWith(t testing.TB, id string, dir *directory, cfg Config, owned ..
 	t.Helper()
 	n := &testNode{answers: make(receiver, 64), taken: make(chan command, 64), links: make(chan string, 8)}
 	cfg.Listen, cfg.Node, cfg.Dir, cfg.Kafka = "127.0.0.1:0", id, t.TempDir(), kafkalog.Config{Partitions: 6}
-	p, err := newPeers(cfg, dir, n.answers, func(p int32, key, value []byte) {
+	p, err := newPeers(cfg, dir, n.answers, func(p int32, key, value []byte) bool {
 		n.taken <- command{p, string(key), string(value)}
+		return true
 	})
 	if err != nil {
 		t.Fatal(err)
