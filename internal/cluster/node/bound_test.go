@@ -117,3 +117,25 @@ func commandAppended(t *testing.T, k kafkalog.Config, p int32, key []byte) error
 	}
 	return fmt.Errorf("no command with key %q on partition %d of the commands topic after 60 s", key, p)
 }
+
+// A forward or answers a peer sends for a partition the node does not
+// write is dropped, not queued: its source sends it again, to the owner
+// its directory knows then.
+func TestPeerForwardOfAPartitionNotWrittenIsDropped(t *testing.T) {
+	_, k := fakeKafka(t)
+	a := startNode(t, k, t.TempDir())
+	settled(t, a)
+	b := joinNode(t, k, a)
+	p := b.Owned()[0]
+	if a.writes(p) {
+		t.Fatalf("a writes %d, which b owns", p)
+	}
+	before := a.local.len()
+	answers := kafkalog.AppendAnswers(nil, []kafkalog.Answer{{Source: p, Destination: (p + 1) % fakePartitions, Kind: kafkalog.Acked}})
+	if a.takePeer(p, nil, answers) {
+		t.Fatalf("a took answers for %d, a partition it does not write", p)
+	}
+	if got := a.local.len(); got != before {
+		t.Fatalf("a's queue holds %d commands after the answers for %d, want %d", got, p, before)
+	}
+}
