@@ -41,6 +41,7 @@ func TestQueuedCommandsOfRevokedPartitionsGoToTheirNewOwner(t *testing.T) {
 	}
 
 	released := holdWrite(t, kc, k, a, ids)
+	before := a.local.len()
 
 	type read struct {
 		p   int32
@@ -53,7 +54,7 @@ func TestQueuedCommandsOfRevokedPartitionsGoToTheirNewOwner(t *testing.T) {
 			reads <- read{p, err}
 		}()
 	}
-	queued(t, a, fakePartitions)
+	queued(t, a, before+fakePartitions)
 
 	gen := a.gen.Load()
 	b := startNode(t, k, t.TempDir())
@@ -69,10 +70,12 @@ func TestQueuedCommandsOfRevokedPartitionsGoToTheirNewOwner(t *testing.T) {
 	}
 }
 
-// holdWrite holds node a's next write to the changelog, that of a
-// transfer between ids[0] and ids[1] it starts, until the returned
+// holdWrite holds node a's next write to the changelog until the returned
 // function (also called at the test's end, before the nodes close)
-// releases it; it returns once the write is held, a's round with it.
+// releases it. It starts a transfer between ids[0] and ids[1] and returns
+// once the write is held, a's rounds with it, and the transfer is routed:
+// the held write may be of a round that was under way (a credit the
+// accounts' funding owes), with the transfer queued behind it.
 func holdWrite(t *testing.T, kc *kfake.Cluster, k kafkalog.Config, a *testNode, ids []string) func() {
 	t.Helper()
 	release, held := make(chan struct{}), make(chan struct{})
@@ -90,10 +93,17 @@ func holdWrite(t *testing.T, kc *kfake.Cluster, k kafkalog.Config, a *testNode, 
 		}
 		return nil, nil, false
 	})
+	routed := make(chan struct{})
+	a.caller.SetLocal(func(p int32, key, value []byte) bool {
+		defer close(routed) // the transfer is the one command routed
+		return a.route(p, key, value)
+	})
 	go func() {
 		_, _, _ = a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: "held", From: ids[0], To: ids[1], Amount: 1})
 	}()
 	<-held
+	<-routed
+	a.caller.SetLocal(a.route)
 	return released
 }
 
