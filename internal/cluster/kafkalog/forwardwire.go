@@ -24,6 +24,12 @@ const (
 	AnswerTag  byte = 'A'
 )
 
+// IsForward reports whether value is a forward or answers (ForwardTag,
+// AnswerTag), which travel with no call waiting for them.
+func IsForward(value []byte) bool {
+	return len(value) > 0 && (value[0] == ForwardTag || value[0] == AnswerTag)
+}
+
 // Forwarded is a command a source partition owes a destination, as it
 // travels: the receiving owner judges it (Book.Accept) by its source and
 // sequence.

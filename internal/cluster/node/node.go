@@ -132,7 +132,7 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 	if err := ensureTopics(ctx, cfg.Kafka); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, id: id, onReady: onReady, local: newLocalQueue(), takes: takes{restores: map[int32]*changelog.ChainRestore{}, broken: map[int32]bool{}}}
+	n := &Node{cfg: cfg, id: id, onReady: onReady, local: newLocalQueue(forwardsBound * cfg.MaxBatch), takes: takes{restores: map[int32]*changelog.ChainRestore{}, broken: map[int32]bool{}}}
 	var closers []func()
 	fail := func(err error) (*Node, error) {
 		for i := len(closers) - 1; i >= 0; i-- {

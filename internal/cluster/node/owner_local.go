@@ -45,10 +45,20 @@ var errOverloaded = errors.New("node: the partition owes another too much; retry
 // it stops (those of peers go on to the commands topic: handOff).
 var errClosed = errors.New("node: stopped")
 
+// forwardsBound is how many rounds' batches (Config.MaxBatch) of
+// forwards and answers from peers the local queue holds at most: enough
+// to fill the next rounds while their sources keep sending, and a bound
+// on what a peer's flood costs, since forwards take no part of a link's
+// budget. One past it is dropped; its source's Forwarder sends it again.
+const forwardsBound = 4
+
 // localQueue holds the commands taken locally until a round takes them.
 type localQueue struct {
 	mu   sync.Mutex
 	cmds []kafkalog.Command
+	// forwards is how many of cmds are forwards or answers
+	// (kafkalog.IsForward), at most maxForwards as addForward takes them.
+	forwards, maxForwards int
 	// last is how many commands the last take took: the queue's next
 	// array, made when the first command after it comes, holds as many
 	// without growing (a round keeps the array it took).
@@ -57,15 +67,32 @@ type localQueue struct {
 	wake   chan struct{}
 }
 
-func newLocalQueue() *localQueue { return &localQueue{wake: make(chan struct{}, 1)} }
+// newLocalQueue returns a queue holding up to maxForwards forwards and
+// answers.
+func newLocalQueue(maxForwards int) *localQueue {
+	return &localQueue{maxForwards: maxForwards, wake: make(chan struct{}, 1)}
+}
 
 // add queues c after the others; false if the queue is closed.
 func (q *localQueue) add(c kafkalog.Command) bool {
+	return q.addUnless(c, false)
+}
+
+// addForward queues c, a forward or answers, after the others; false if
+// the queue is closed or holds its bound of them.
+func (q *localQueue) addForward(c kafkalog.Command) bool {
+	return q.addUnless(c, true)
+}
+
+// addUnless queues c after the others; false if the queue is closed, or,
+// if bounded, holds its bound of forwards.
+func (q *localQueue) addUnless(c kafkalog.Command, bounded bool) bool {
 	q.mu.Lock()
-	if q.closed {
+	if q.closed || bounded && q.forwards >= q.maxForwards {
 		q.mu.Unlock()
 		return false
 	}
+	q.forwards += forwardsIn([]kafkalog.Command{c})
 	if q.cmds == nil {
 		q.cmds = make([]kafkalog.Command, 0, max(q.last, 16))
 	}
@@ -83,6 +110,7 @@ func (q *localQueue) addFront(cmds []kafkalog.Command) bool {
 		return false
 	}
 	q.cmds = append(cmds[:len(cmds):len(cmds)], q.cmds...)
+	q.forwards += forwardsIn(cmds)
 	q.mu.Unlock()
 	q.poke()
 	return true
@@ -103,6 +131,7 @@ func (q *localQueue) take(max int) []kafkalog.Command {
 	n := min(max, len(q.cmds))
 	taken := q.cmds[:n:n]
 	q.cmds = q.cmds[n:]
+	q.forwards -= forwardsIn(taken)
 	if len(q.cmds) == 0 && n > 0 {
 		q.cmds, q.last = nil, n
 	}
@@ -123,6 +152,7 @@ func (q *localQueue) takeOf(ps []int32) []kafkalog.Command {
 		}
 	}
 	q.cmds = kept
+	q.forwards -= forwardsIn(of)
 	return of
 }
 
@@ -132,8 +162,19 @@ func (q *localQueue) close() []kafkalog.Command {
 	defer q.mu.Unlock()
 	q.closed = true
 	cmds := q.cmds
-	q.cmds = nil
+	q.cmds, q.forwards = nil, 0
 	return cmds
+}
+
+// forwardsIn counts the forwards and answers among cmds.
+func forwardsIn(cmds []kafkalog.Command) int {
+	n := 0
+	for _, c := range cmds {
+		if kafkalog.IsForward(c.Value) {
+			n++
+		}
+	}
+	return n
 }
 
 // route is the caller's Local: it queues a command for partition p for

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -38,27 +40,8 @@ func TestQueuedCommandsOfRevokedPartitionsGoToTheirNewOwner(t *testing.T) {
 		t.Fatalf("accounts %v are not on every partition", ids)
 	}
 
-	release, held := make(chan struct{}), make(chan struct{})
-	released := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(released) // before the nodes close
-	var once sync.Once
-	changelog := topicID(t, k, k.ChangelogTopic())
-	kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		kc.KeepControl()
-		for _, topic := range req.(*kmsg.ProduceRequest).Topics {
-			if topic.Topic == k.ChangelogTopic() || topic.TopicID == changelog {
-				once.Do(func() { // a's write: b has not joined yet
-					close(held)
-					kc.SleepControl(func() { <-release })
-				})
-			}
-		}
-		return nil, nil, false
-	})
-	go func() {
-		_, _, _ = a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: "held", From: ids[0], To: ids[1], Amount: 1})
-	}()
-	<-held
+	released := holdWrite(t, kc, k, a, ids)
+	before := a.local.len()
 
 	type read struct {
 		p   int32
@@ -71,7 +54,7 @@ func TestQueuedCommandsOfRevokedPartitionsGoToTheirNewOwner(t *testing.T) {
 			reads <- read{p, err}
 		}()
 	}
-	queued(t, a, fakePartitions)
+	queued(t, a, before+fakePartitions)
 
 	gen := a.gen.Load()
 	b := startNode(t, k, t.TempDir())
@@ -85,6 +68,43 @@ func TestQueuedCommandsOfRevokedPartitionsGoToTheirNewOwner(t *testing.T) {
 			t.Errorf("the read of partition %d (b took %v): %v", r.p, moved, r.err)
 		}
 	}
+}
+
+// holdWrite holds node a's next write to the changelog until the returned
+// function (also called at the test's end, before the nodes close)
+// releases it. It starts a transfer between ids[0] and ids[1] and returns
+// once the write is held, a's rounds with it, and the transfer is routed:
+// the held write may be of a round that was under way (a credit the
+// accounts' funding owes), with the transfer queued behind it.
+func holdWrite(t *testing.T, kc *kfake.Cluster, k kafkalog.Config, a *testNode, ids []string) func() {
+	t.Helper()
+	release, held := make(chan struct{}), make(chan struct{})
+	released := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(released)
+	var holding atomic.Bool // not a sync.Once: the other produces go on
+	changelog := topicID(t, k, k.ChangelogTopic())
+	kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		for _, topic := range req.(*kmsg.ProduceRequest).Topics {
+			if (topic.Topic == k.ChangelogTopic() || topic.TopicID == changelog) && holding.CompareAndSwap(false, true) {
+				close(held)
+				kc.SleepControl(func() { <-release })
+			}
+		}
+		return nil, nil, false
+	})
+	routed := make(chan struct{})
+	a.caller.SetLocal(func(p int32, key, value []byte) bool {
+		defer close(routed) // the transfer is the one command routed
+		return a.route(p, key, value)
+	})
+	go func() {
+		_, _, _ = a.Ledger().Transfer(context.Background(), ledger.TransferRequest{ID: "held", From: ids[0], To: ids[1], Amount: 1})
+	}()
+	<-held
+	<-routed
+	a.caller.SetLocal(a.route)
+	return released
 }
 
 // queued waits until node a's queue holds n commands.

@@ -42,7 +42,7 @@ func (p *Peers) Send(partition int32, key, value []byte) bool {
 // part of the link's budget, and the owner answers nothing. One lost with
 // its link is sent again by the source's Forwarder.
 func (p *Peers) Forward(partition int32, key, value []byte) bool {
-	if p == nil || !isForward(value) || entrySize(key, value) > maxMessage {
+	if p == nil || !kafkalog.IsForward(value) || entrySize(key, value) > maxMessage {
 		return false
 	}
 	node, e, ok := p.dir.lookup(partition)
@@ -51,12 +51,6 @@ func (p *Peers) Forward(partition int32, key, value []byte) bool {
 	}
 	l := p.linkTo(node, e)
 	return l != nil && l.forward(partition, key, value)
-}
-
-// isForward reports whether value is a forward or answers of the rounds'
-// forwards, which travel with no call waiting for them.
-func isForward(value []byte) bool {
-	return len(value) > 0 && (value[0] == kafkalog.ForwardTag || value[0] == kafkalog.AnswerTag)
 }
 
 // linkTo returns the link up to node, or nil, opening one in the

@@ -7,6 +7,9 @@ import (
 // metrics count the commands that go over the links.
 type metrics struct {
 	sent, fallbacks, taken prometheus.Counter
+	// forwardsDropped counts the forwards and answers the node's Take
+	// dropped.
+	forwardsDropped prometheus.Counter
 	// answers by kind, resolved once: a reply is counted per command.
 	replies, viaKafka, failed, linkDown prometheus.Counter
 	// refused counts the connections to the peer port over its budget.
@@ -31,6 +34,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "surge_cluster_peer_commands_taken_total",
 			Help: "Commands the node took from other nodes over peer links, as their partition's owner.",
 		}),
+		forwardsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "surge_cluster_peer_forwards_dropped_total",
+			Help: "Forwards and answers other nodes sent over peer links that the node dropped, its queue holding its bound of them or their partition not its own; their sources send them again.",
+		}),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "surge_cluster_peer_connections_refused_total",
 			Help: "Connections to the peer port closed at once because it had its budget of open connections (256).",
@@ -48,7 +55,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}, []string{"carrying"})
 	m.commandMsgs, m.answerMsgs = messages.WithLabelValues("commands"), messages.WithLabelValues("answers")
 	if reg != nil {
-		reg.MustRegister(m.sent, m.fallbacks, m.taken, m.refused, answers, messages)
+		reg.MustRegister(m.sent, m.fallbacks, m.taken, m.forwardsDropped, m.refused, answers, messages)
 	}
 	return m
 }

@@ -64,8 +64,10 @@ type Receiver interface {
 
 // Take is the owner's side: it queues a command a peer sent for
 // partition, or sends it on through the commands topic, and has it
-// answered (Peers.Reply, Fail or Kafka).
-type Take func(partition int32, key, value []byte)
+// answered (Peers.Reply, Fail or Kafka); true. A forward or answers
+// (Peers.Forward) it may drop instead, reporting false: the source's
+// Forwarder sends them again.
+type Take func(partition int32, key, value []byte) bool
 
 // ErrLinkDown fails the calls in flight on a link that broke.
 var ErrLinkDown = fmt.Errorf("peer: the link to the partition's owner broke: %w", calls.ErrLost)

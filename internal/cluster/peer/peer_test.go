@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,8 @@ type testNode struct {
 	answers receiver
 	taken   chan command
 	links   chan string
+	// dropping has the node's Take report what it takes as dropped.
+	dropping atomic.Bool
 }
 
 func startNode(t testing.TB, id string, dir *directory, owned ...int32) *testNode {
@@ -50,8 +53,10 @@ func startNodeWith(t testing.TB, id string, dir *directory, cfg Config, owned ..
 	t.Helper()
 	n := &testNode{answers: make(receiver, 64), taken: make(chan command, 64), links: make(chan string, 8)}
 	cfg.Listen, cfg.Node, cfg.Dir, cfg.Kafka = "127.0.0.1:0", id, t.TempDir(), kafkalog.Config{Partitions: 6}
-	p, err := newPeers(cfg, dir, n.answers, func(p int32, key, value []byte) {
+	p, err := newPeers(cfg, dir, n.answers, func(p int32, key, value []byte) bool {
+		dropped := n.dropping.Load()
 		n.taken <- command{p, string(key), string(value)}
+		return !dropped
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -381,6 +386,29 @@ func FuzzMessages(f *testing.F) {
 			t.Fatalf("re-packed: %d entries, %v; want %d", n2, err, n)
 		}
 	})
+}
+
+// The forwards the owner's Take drops are counted: here it drops two,
+// then takes a third, which comes after them on the link.
+func TestDroppedForwardsAreCounted(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNode(t, "b", dir, 1)
+	front := startNode(t, "a", dir)
+	front.link(t, 1)
+	owner.dropping.Store(true)
+	for seq := range uint64(3) {
+		if seq == 2 {
+			owner.dropping.Store(false)
+		}
+		fwd := kafkalog.AppendForward(nil, kafkalog.Forwarded{From: 0, To: 1, Seq: seq + 1, Value: []byte("lcredit")})
+		if !front.Forward(1, nil, fwd) {
+			t.Fatal("the front node did not send the forward over its link")
+		}
+		<-owner.taken
+	}
+	if n := testutil.ToFloat64(owner.met.forwardsDropped); n != 2 {
+		t.Fatalf("forwards dropped counted %v, want 2", n)
+	}
 }
 
 // A forward of the rounds goes over the link to its partition's owner

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/surge-dev/surge/internal/cluster/calls"
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 )
 
 // inbound is an owner's side of a link a front node opened.
@@ -124,11 +125,11 @@ func (p *Peers) read(f *frames, in *inbound) error {
 // received takes one command of a link: the node's Take has it, unless
 // the link carries its budget of commands or bytes already or the request is not
 // the front node's. A forward or answers (Forward) the Take has as they
-// come.
+// come, or drops (the source sends it again).
 func (p *Peers) received(in *inbound, tag uint64, key, value []byte) {
-	if isForward(value) { // no call waits for it: nothing owed, nothing answered
-		if tag <= 1<<31-1 {
-			p.take(int32(tag), key, value)
+	if kafkalog.IsForward(value) { // no call waits for it: nothing owed, nothing answered
+		if tag <= 1<<31-1 && !p.take(int32(tag), key, value) {
+			p.met.forwardsDropped.Inc()
 		}
 		return
 	}
