@@ -130,8 +130,20 @@ func TestUncommittedRoundsLeaveTheLastCommittedState(t *testing.T) {
 // BenchmarkCommitChain commits rounds of 100 changes of random keys
 // across 8 partitions, as a node's counted rounds, and reports the
 // process's CPU per round (cpu-ns/op), Pebble's flushes and compactions
-// included, up to the copy's close.
+// included, up to the copy's close. In owing, each partition's chain
+// state owes forwards, as a partition of a node that forwards to others'
+// does.
 func BenchmarkCommitChain(b *testing.B) {
+	for _, owed := range []int{0, 32} {
+		name := "plain"
+		if owed > 0 {
+			name = "owing"
+		}
+		b.Run(name, func(b *testing.B) { benchCommitChain(b, owed) })
+	}
+}
+
+func benchCommitChain(b *testing.B, owed int) {
 	const parts, perRound = 8, 100
 	s := openRestored(b, b.TempDir(), parts)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -139,6 +151,10 @@ func BenchmarkCommitChain(b *testing.B) {
 	for i := range outs {
 		outs[i] = kafkalog.Output{Kind: kafkalog.Change, Partition: int32(i % parts), Key: make([]byte, 24), Value: make([]byte, 1+96)}
 		outs[i].Value[0] = opSet
+	}
+	var book kafkalog.Book
+	for i := range owed {
+		book.Owe(int32(i%parts), make([]byte, 24), make([]byte, 64))
 	}
 	states := map[int32]kafkalog.ChainState{}
 	cpu0 := measure.ProcessCPU()
@@ -148,7 +164,11 @@ func BenchmarkCommitChain(b *testing.B) {
 			binary.BigEndian.PutUint64(outs[j].Key, rng.Uint64N(1<<22))
 		}
 		for p := range int32(parts) {
-			states[p] = kafkalog.ChainState{Offset: int64(i + 1)}
+			st := kafkalog.ChainState{Offset: int64(i + 1)}
+			if owed > 0 {
+				st.Last = &kafkalog.Trailer{Commands: int64(i), Book: book.Clone()}
+			}
+			states[p] = st
 		}
 		if err := s.CommitChain(outs, states); err != nil {
 			b.Fatal(err)
