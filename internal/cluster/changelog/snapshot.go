@@ -122,6 +122,11 @@ var snapOptions = store.Options{NoSync: true, UncompressedL0: true}
 // flushable one (a batch's size in the memtable exceeds its Len).
 const pendingBytes = 32 << 20
 
+// pendingRoom is what a pending batch is allocated beyond commitAt, for
+// the round that passes it and the metas: a batch that grows copies what
+// it holds into an array twice as large.
+const pendingRoom = 1 << 20
+
 // Close commits the pending rounds and closes the copy.
 func (s *Snapshots) Close() {
 	if err := s.flush(); err != nil {
@@ -250,7 +255,7 @@ func (s *Snapshots) commit(outs []kafkalog.Output, to map[int32]position) error 
 		return s.lost
 	}
 	if s.pending == nil {
-		s.pending = s.db.NewBatch()
+		s.pending = s.db.NewBatchWithSize(s.commitAt + pendingRoom)
 	}
 	if err := s.fill(s.pending, outs, to); err != nil {
 		// The batch may hold part of the round: drop the pending rounds,
