@@ -127,6 +127,76 @@ func TestUncommittedRoundsLeaveTheLastCommittedState(t *testing.T) {
 	}
 }
 
+// The pending rounds' metas are written once, each partition's last, when
+// the pending batch is committed: the batch holds only the rounds'
+// changes until then, and the copy then covers the last round's position
+// with its chain state, the forwards its book owes included.
+func TestPendingMetasAreWrittenAtCommit(t *testing.T) {
+	dir := t.TempDir()
+	s := openRestored(t, dir, 2)
+	s.commitAt = 1 << 30
+	var book kafkalog.Book
+	book.Owe(1, []byte("f"), []byte("credit"))
+	for i := range int64(3) {
+		outs := []kafkalog.Output{
+			{Kind: kafkalog.Change, Partition: 0, Key: []byte("a"), Value: []byte{opSet, byte('0' + i)}},
+			{Kind: kafkalog.Change, Partition: 1, Key: []byte("b"), Value: []byte{opSet, byte('0' + i)}},
+		}
+		states := map[int32]kafkalog.ChainState{
+			0: {Offset: 10 + i, Last: &kafkalog.Trailer{Commands: i, Book: book.Clone()}},
+			1: {Offset: 20 + i},
+		}
+		if err := s.CommitChain(outs, states); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.pending.Count(); n != 6 {
+		t.Fatalf("the pending batch holds %d records after 3 rounds of 2 changes, want the 6 changes alone", n)
+	}
+	s.Close()
+
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, ok, err := s.storedMeta(0)
+	if err != nil || !ok || m.Offset != 12 || m.Chain == nil || m.Chain.Commands() != 2 {
+		t.Fatalf("partition 0's copy covers %+v (%v, %v), want offset 12 and the last round's trailer", m, ok, err)
+	}
+	if book := m.Chain.Book(); len(book.Owed()) != 1 || string(book.Owed()[0].Value) != "credit" {
+		t.Fatalf("partition 0's copy owes %+v, want the forward of credit", book.Owed())
+	}
+	if m, ok, err := s.storedMeta(1); err != nil || !ok || m.Offset != 22 {
+		t.Fatalf("partition 1's copy covers %+v (%v, %v), want offset 22", m, ok, err)
+	}
+}
+
+// A round that cannot be added to the pending batch drops the pending
+// rounds with their metas: the copy stays at its last committed state,
+// and no later round moves it on past the rounds lost.
+func TestFailedRoundDropsThePendingMetas(t *testing.T) {
+	s := openRestored(t, t.TempDir(), 1)
+	defer s.Close()
+	s.commitAt = 1 << 30
+	countRound(t, s, "a", "1", 5)
+	bad := kafkalog.Output{Kind: kafkalog.Change, Partition: 0, Key: []byte("b"), Value: []byte{'?'}}
+	if err := s.CommitChain([]kafkalog.Output{bad}, map[int32]kafkalog.ChainState{0: {Offset: 7}}); err == nil {
+		t.Fatal("a record of unknown kind was taken")
+	}
+	out := kafkalog.Output{Kind: kafkalog.Change, Partition: 0, Key: []byte("c"), Value: []byte{opSet, '3'}}
+	if err := s.CommitChain([]kafkalog.Output{out}, map[int32]kafkalog.ChainState{0: {Offset: 9}}); err == nil {
+		t.Fatal("a round after lost rounds was taken")
+	}
+	m, ok, err := s.meta(0)
+	if err != nil || !ok || m.Offset != 0 {
+		t.Fatalf("the copy covers %+v (%v, %v), want the restore's offset 0", m, ok, err)
+	}
+	if ups, err := s.Restate(0, []byte("a")); err != nil || updatesString(ups) != "[a=<nil>]" {
+		t.Fatalf("the copy holds %s (%v), want no a", updatesString(ups), err)
+	}
+}
+
 // BenchmarkCommitChain commits rounds of 100 changes of random keys
 // across 8 partitions, as a node's counted rounds, and reports the
 // process's CPU per round (cpu-ns/op), Pebble's flushes and compactions
