@@ -52,6 +52,32 @@ func TestBookAcknowledgementDropsWhatWasApplied(t *testing.T) {
 	}
 }
 
+// BenchmarkBookRound takes a partition's book through a round as a node
+// does: the round's copy (Owner.Book) owes a forward to each of 4
+// destinations, each acknowledges one, and the settled write's book is
+// copied for the owner, the Forwarder and the local copy's state, with
+// 32 forwards owed to each destination.
+func BenchmarkBookRound(b *testing.B) {
+	var last Book
+	for i := range 4 * 32 {
+		last.Owe(int32(i%4), make([]byte, 24), make([]byte, 64))
+	}
+	key, value := make([]byte, 24), make([]byte, 64)
+	b.ReportAllocs()
+	for range b.N {
+		book := last.Clone()
+		for to := range int32(4) {
+			book.Owe(to, key, value)
+			if err := book.Acknowledge(to, book.Acknowledged(to)+1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		last = book.Clone()
+		fwd, state := book.Clone(), last.Clone()
+		_, _ = fwd, state
+	}
+}
+
 func TestBookAcceptsOnlyTheNextInSequence(t *testing.T) {
 	var b Book
 	steps := []struct {
