@@ -158,6 +158,11 @@ func (s *Store) Dir() string { return s.dir }
 // NewBatch returns an empty write batch.
 func (s *Store) NewBatch() *pebble.Batch { return s.db.NewBatch() }
 
+// NewBatchWithSize returns an empty write batch whose buffer holds size
+// bytes: a large batch built in one go, which would otherwise grow by
+// doubling and copy what it holds each time.
+func (s *Store) NewBatchWithSize(size int) *pebble.Batch { return s.db.NewBatchWithSize(size) }
+
 // Commit makes b durable (unless the store runs with NoSync) and closes it.
 // Concurrent commits share one WAL fsync: Pebble groups them.
 func (s *Store) Commit(b *pebble.Batch) error {

@@ -127,11 +127,93 @@ func TestUncommittedRoundsLeaveTheLastCommittedState(t *testing.T) {
 	}
 }
 
+// The pending rounds' metas are written once, each partition's last, when
+// the pending batch is committed: the batch holds only the rounds'
+// changes until then, and the copy then covers the last round's position
+// with its chain state, the forwards its book owes included.
+func TestPendingMetasAreWrittenAtCommit(t *testing.T) {
+	dir := t.TempDir()
+	s := openRestored(t, dir, 2)
+	s.commitAt = 1 << 30
+	var book kafkalog.Book
+	book.Owe(1, []byte("f"), []byte("credit"))
+	for i := range int64(3) {
+		outs := []kafkalog.Output{
+			{Kind: kafkalog.Change, Partition: 0, Key: []byte("a"), Value: []byte{opSet, byte('0' + i)}},
+			{Kind: kafkalog.Change, Partition: 1, Key: []byte("b"), Value: []byte{opSet, byte('0' + i)}},
+		}
+		states := map[int32]kafkalog.ChainState{
+			0: {Offset: 10 + i, Last: &kafkalog.Trailer{Commands: i, Book: book.Clone()}},
+			1: {Offset: 20 + i},
+		}
+		if err := s.CommitChain(outs, states); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.pending.Count(); n != 6 {
+		t.Fatalf("the pending batch holds %d records after 3 rounds of 2 changes, want the 6 changes alone", n)
+	}
+	s.Close()
+
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, ok, err := s.storedMeta(0)
+	if err != nil || !ok || m.Offset != 12 || m.Chain == nil || m.Chain.Commands() != 2 {
+		t.Fatalf("partition 0's copy covers %+v (%v, %v), want offset 12 and the last round's trailer", m, ok, err)
+	}
+	if book := m.Chain.Book(); len(book.Owed()) != 1 || string(book.Owed()[0].Value) != "credit" {
+		t.Fatalf("partition 0's copy owes %+v, want the forward of credit", book.Owed())
+	}
+	if m, ok, err := s.storedMeta(1); err != nil || !ok || m.Offset != 22 {
+		t.Fatalf("partition 1's copy covers %+v (%v, %v), want offset 22", m, ok, err)
+	}
+}
+
+// A round that cannot be added to the pending batch drops the pending
+// rounds with their metas: the copy stays at its last committed state,
+// and no later round moves it on past the rounds lost.
+func TestFailedRoundDropsThePendingMetas(t *testing.T) {
+	s := openRestored(t, t.TempDir(), 1)
+	defer s.Close()
+	s.commitAt = 1 << 30
+	countRound(t, s, "a", "1", 5)
+	bad := kafkalog.Output{Kind: kafkalog.Change, Partition: 0, Key: []byte("b"), Value: []byte{'?'}}
+	if err := s.CommitChain([]kafkalog.Output{bad}, map[int32]kafkalog.ChainState{0: {Offset: 7}}); err == nil {
+		t.Fatal("a record of unknown kind was taken")
+	}
+	out := kafkalog.Output{Kind: kafkalog.Change, Partition: 0, Key: []byte("c"), Value: []byte{opSet, '3'}}
+	if err := s.CommitChain([]kafkalog.Output{out}, map[int32]kafkalog.ChainState{0: {Offset: 9}}); err == nil {
+		t.Fatal("a round after lost rounds was taken")
+	}
+	m, ok, err := s.meta(0)
+	if err != nil || !ok || m.Offset != 0 {
+		t.Fatalf("the copy covers %+v (%v, %v), want the restore's offset 0", m, ok, err)
+	}
+	if ups, err := s.Restate(0, []byte("a")); err != nil || updatesString(ups) != "[a=<nil>]" {
+		t.Fatalf("the copy holds %s (%v), want no a", updatesString(ups), err)
+	}
+}
+
 // BenchmarkCommitChain commits rounds of 100 changes of random keys
 // across 8 partitions, as a node's counted rounds, and reports the
 // process's CPU per round (cpu-ns/op), Pebble's flushes and compactions
-// included, up to the copy's close.
+// included, up to the copy's close. In owing, each partition's chain
+// state owes forwards, as a partition of a node that forwards to others'
+// does.
 func BenchmarkCommitChain(b *testing.B) {
+	for _, owed := range []int{0, 32} {
+		name := "plain"
+		if owed > 0 {
+			name = "owing"
+		}
+		b.Run(name, func(b *testing.B) { benchCommitChain(b, owed) })
+	}
+}
+
+func benchCommitChain(b *testing.B, owed int) {
 	const parts, perRound = 8, 100
 	s := openRestored(b, b.TempDir(), parts)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -139,6 +221,10 @@ func BenchmarkCommitChain(b *testing.B) {
 	for i := range outs {
 		outs[i] = kafkalog.Output{Kind: kafkalog.Change, Partition: int32(i % parts), Key: make([]byte, 24), Value: make([]byte, 1+96)}
 		outs[i].Value[0] = opSet
+	}
+	var book kafkalog.Book
+	for i := range owed {
+		book.Owe(int32(i%parts), make([]byte, 24), make([]byte, 64))
 	}
 	states := map[int32]kafkalog.ChainState{}
 	cpu0 := measure.ProcessCPU()
@@ -148,7 +234,11 @@ func BenchmarkCommitChain(b *testing.B) {
 			binary.BigEndian.PutUint64(outs[j].Key, rng.Uint64N(1<<22))
 		}
 		for p := range int32(parts) {
-			states[p] = kafkalog.ChainState{Offset: int64(i + 1)}
+			st := kafkalog.ChainState{Offset: int64(i + 1)}
+			if owed > 0 {
+				st.Last = &kafkalog.Trailer{Commands: int64(i), Book: book.Clone()}
+			}
+			states[p] = st
 		}
 		if err := s.CommitChain(outs, states); err != nil {
 			b.Fatal(err)

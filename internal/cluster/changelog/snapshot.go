@@ -42,12 +42,17 @@ import (
 // in one pending batch (Snapshots.pending), committed once it holds half
 // the copy's memtable, which Pebble then applies as a flushable batch,
 // sorted once, instead of inserting each record into the memtable's
-// skiplist. Everything that reads or replaces the copy (meta, Restate,
-// Load, a take's restore, Close) commits the pending batch first, so it
-// reads every counted round. The pending batch holds only writes that
-// counted, each round's changes with the metas they move, so a kill -9
-// loses at most a suffix of the counted rounds whole: the copy is then
-// an older consistent state, and a take reads the changelog on from it.
+// skiplist. The metas the pending rounds move stay in memory
+// (Snapshots.pendingMeta) and are written once, the last of each
+// partition, at the end of the pending batch when it is committed: a
+// round moves every partition it writes, and its chain state owes
+// forwards that would be encoded again each round. Everything that reads
+// or replaces the copy (meta, Restate, Load, a take's restore, Close)
+// commits the pending batch first, so it reads every counted round. The
+// pending batch holds only writes that counted, its metas the state its
+// last round ends at, so a kill -9 loses at most a suffix of the counted
+// rounds whole: the copy is then an older consistent state, and a take
+// reads the changelog on from it.
 
 const (
 	snapData byte = 'd'
@@ -65,8 +70,9 @@ type Snapshots struct {
 	// wmu orders the copy's writes: the pending batch's commit before
 	// any other batch's.
 	wmu sync.Mutex
-	// pending are the counted rounds not yet committed (commit), and
-	// pendingMeta the metas they move, which the next round's fill reads.
+	// pending are the counted rounds' changes not yet committed (commit),
+	// and pendingMeta the metas they move, which the next round's fill
+	// reads and flushLocked writes at pending's end.
 	pending     *pebble.Batch
 	pendingMeta map[int32]kafkalog.Snapshot
 	// commitAt is how many bytes pending holds before it is committed.
@@ -116,6 +122,11 @@ var snapOptions = store.Options{NoSync: true, UncompressedL0: true}
 // flushable one (a batch's size in the memtable exceeds its Len).
 const pendingBytes = 32 << 20
 
+// pendingRoom is what a pending batch is allocated beyond commitAt, for
+// the round that passes it and the metas: a batch that grows copies what
+// it holds into an array twice as large.
+const pendingRoom = 1 << 20
+
 // Close commits the pending rounds and closes the copy.
 func (s *Snapshots) Close() {
 	if err := s.flush(); err != nil {
@@ -137,10 +148,26 @@ func (s *Snapshots) flushLocked() error {
 	}
 	b := s.pending
 	s.pending = nil
+	err := s.setMetas(b)
 	clear(s.pendingMeta)
-	if err := s.db.CommitNoSync(b); err != nil {
+	if err != nil {
+		_ = b.Close()
+	} else {
+		err = s.db.CommitNoSync(b)
+	}
+	if err != nil {
 		s.lost = fmt.Errorf("changelog: snapshot lost counted rounds: %w", err)
 		return s.lost
+	}
+	return nil
+}
+
+// setMetas adds the pending metas to b.
+func (s *Snapshots) setMetas(b *pebble.Batch) error {
+	for p, m := range s.pendingMeta {
+		if err := setMeta(b, p, m); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -218,9 +245,9 @@ type position struct {
 	chain  *kafkalog.ChainState
 }
 
-// commit adds outs' changes to their partitions' copies, and moves each
-// copy in to to its position, in the pending batch, which it commits once
-// it holds commitAt bytes.
+// commit adds outs' changes to their partitions' copies in the pending
+// batch, and moves each copy in to to its position in the pending metas;
+// it commits the batch once it holds commitAt bytes.
 func (s *Snapshots) commit(outs []kafkalog.Output, to map[int32]position) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -228,7 +255,7 @@ func (s *Snapshots) commit(outs []kafkalog.Output, to map[int32]position) error 
 		return s.lost
 	}
 	if s.pending == nil {
-		s.pending = s.db.NewBatch()
+		s.pending = s.db.NewBatchWithSize(s.commitAt + pendingRoom)
 	}
 	if err := s.fill(s.pending, outs, to); err != nil {
 		// The batch may hold part of the round: drop the pending rounds,
@@ -270,9 +297,6 @@ func (s *Snapshots) fill(b *pebble.Batch, outs []kafkalog.Output, to map[int32]p
 			continue
 		}
 		m.Offset, m.Taken, m.Chain = at.offset, now, at.chain
-		if err := setMeta(b, p, m); err != nil {
-			return err
-		}
 		s.pendingMeta[p] = m
 	}
 	return nil

@@ -131,7 +131,7 @@ func (b *Book) Acknowledge(to int32, seq uint64) error {
 		delete(b.owedBytes, to)
 		return nil
 	}
-	b.owed[to] = slices.Clone(owed[n:])
+	b.owed[to] = owed[n:]
 	return nil
 }
 
@@ -157,12 +157,18 @@ func (b *Book) Accept(from int32, seq uint64) Verdict {
 func (b *Book) Applied(from int32) uint64 { return b.applied[from] }
 
 // Clone returns a copy of b that changes apart from it: a Book copied by
-// value shares its maps.
+// value shares its maps. The copy shares the arrays of b's owed forwards,
+// each slice capped at its length: a Book writes no owed forward in place
+// (keep appends, Acknowledge reslices), so the copy's first Owe to a
+// destination copies its forwards into an array of its own, and b's
+// appends go past the copy's length. A round's book is copied for the
+// owner, the Forwarder and the local copy's state, and most of those
+// copies never owe anything.
 func (b *Book) Clone() Book {
 	c := b.counters()
 	c.owed, c.owedBytes = make(map[int32][]Owed, len(b.owed)), maps.Clone(b.owedBytes)
 	for to, fs := range b.owed {
-		c.owed[to] = slices.Clone(fs)
+		c.owed[to] = slices.Clip(fs)
 	}
 	return c
 }

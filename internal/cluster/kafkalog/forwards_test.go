@@ -52,6 +52,74 @@ func TestBookAcknowledgementDropsWhatWasApplied(t *testing.T) {
 	}
 }
 
+// A Book's copies and the Book itself owe and acknowledge apart, though
+// a copy shares the arrays its forwards were in: none sees another's
+// forwards, whether they owe one after the other or each in a goroutine
+// of its own, as a round's book and the Forwarder's copy do (run with
+// -race).
+func TestBookCopiesOweApart(t *testing.T) {
+	var b Book
+	for range 3 {
+		b.Owe(1, nil, []byte("all"))
+	}
+	c := b.Clone()
+	d := c.Clone()
+	books := map[string]*Book{"b": &b, "c": &c, "d": &d}
+	for _, name := range []string{"b", "c", "d"} {
+		books[name].Owe(1, nil, []byte(name))
+	}
+	for name, book := range books {
+		if owed := book.Owed(); len(owed) != 4 || string(owed[3].Value) != name {
+			t.Errorf("book %s owes %v, its last %q", name, seqsOf(owed), owed[len(owed)-1].Value)
+		}
+	}
+
+	b.Owe(1, nil, []byte("b")) // b's array has room past its length
+	e := b.Clone()
+	owe := func(book *Book, value string) []Owed {
+		book.Owe(1, nil, []byte(value))
+		if err := book.Acknowledge(1, 2); err != nil {
+			t.Error(err)
+		}
+		book.Owe(1, nil, []byte(value))
+		return book.Owed()
+	}
+	got := make(chan []Owed, 1)
+	go func() { got <- owe(&e, "e") }()
+	for name, owed := range map[string][]Owed{"b": owe(&b, "b"), "e": <-got} {
+		want := [][2]uint64{{1, 3}, {1, 4}, {1, 5}, {1, 6}, {1, 7}}
+		if !slices.Equal(seqsOf(owed), want) || string(owed[3].Value) != name || string(owed[4].Value) != name {
+			t.Errorf("book %s owes %v, %q and %q last, want %v", name, seqsOf(owed), owed[3].Value, owed[4].Value, want)
+		}
+	}
+}
+
+// BenchmarkBookRound takes a partition's book through a round as a node
+// does: the round's copy (Owner.Book) owes a forward to each of 4
+// destinations, each acknowledges one, and the settled write's book is
+// copied for the owner, the Forwarder and the local copy's state, with
+// 32 forwards owed to each destination.
+func BenchmarkBookRound(b *testing.B) {
+	var last Book
+	for i := range 4 * 32 {
+		last.Owe(int32(i%4), make([]byte, 24), make([]byte, 64))
+	}
+	key, value := make([]byte, 24), make([]byte, 64)
+	b.ReportAllocs()
+	for range b.N {
+		book := last.Clone()
+		for to := range int32(4) {
+			book.Owe(to, key, value)
+			if err := book.Acknowledge(to, book.Acknowledged(to)+1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		last = book.Clone()
+		fwd, state := book.Clone(), last.Clone()
+		_, _ = fwd, state
+	}
+}
+
 func TestBookAcceptsOnlyTheNextInSequence(t *testing.T) {
 	var b Book
 	steps := []struct {
