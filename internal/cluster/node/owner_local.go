@@ -54,10 +54,12 @@ type localQueue struct {
 	// without growing (a round keeps the array it took).
 	last   int
 	closed bool
-	wake   chan struct{}
+	// wake wakes the round waiting for commands (kafkalog.Local.Wake),
+	// once: the next command queued calls it.
+	wake func()
 }
 
-func newLocalQueue() *localQueue { return &localQueue{wake: make(chan struct{}, 1)} }
+func newLocalQueue() *localQueue { return &localQueue{} }
 
 // add queues c after the others; false if the queue is closed.
 func (q *localQueue) add(c kafkalog.Command) bool {
@@ -70,8 +72,7 @@ func (q *localQueue) add(c kafkalog.Command) bool {
 		q.cmds = make([]kafkalog.Command, 0, max(q.last, 16))
 	}
 	q.cmds = append(q.cmds, c)
-	q.mu.Unlock()
-	q.poke()
+	q.wakeUnlock()
 	return true
 }
 
@@ -83,17 +84,31 @@ func (q *localQueue) addFront(cmds []kafkalog.Command) bool {
 		return false
 	}
 	q.cmds = append(cmds[:len(cmds):len(cmds)], q.cmds...)
-	q.mu.Unlock()
-	q.poke()
+	q.wakeUnlock()
 	return true
 }
 
-// poke wakes the round waiting for commands, if any.
-func (q *localQueue) poke() {
-	select {
-	case q.wake <- struct{}{}:
-	default: // woken already
+// wakeUnlock unlocks the queue, which holds commands, and wakes the round
+// waiting for them, if any.
+func (q *localQueue) wakeUnlock() {
+	wake := q.wake
+	q.wake = nil
+	q.mu.Unlock()
+	if wake != nil {
+		wake()
 	}
+}
+
+// setWake has wake called by the next command queued, or at once if
+// commands wait already (nil: none).
+func (q *localQueue) setWake(wake func()) {
+	q.mu.Lock()
+	q.wake = wake
+	if len(q.cmds) > 0 {
+		q.wakeUnlock()
+		return
+	}
+	q.mu.Unlock()
 }
 
 // take returns up to max of the queued commands.
@@ -154,8 +169,8 @@ type localRound struct {
 	taken []kafkalog.Command
 }
 
-// Waiting implements kafkalog.Local.
-func (r *localRound) Waiting() <-chan struct{} { return r.n.local.wake }
+// Wake implements kafkalog.Local.
+func (r *localRound) Wake(wake func()) { r.n.local.setWake(wake) }
 
 // Take implements kafkalog.Local.
 func (r *localRound) Take(max int) []kafkalog.Command {
