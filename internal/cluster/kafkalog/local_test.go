@@ -15,11 +15,11 @@ import (
 type testLocal struct {
 	mu   sync.Mutex
 	cmds []Command
-	wake chan struct{}
+	wake func()
 }
 
 func newTestLocal(cmds ...Command) *testLocal {
-	l := &testLocal{wake: make(chan struct{}, 1)}
+	l := &testLocal{}
 	l.add(cmds...)
 	return l
 }
@@ -27,14 +27,25 @@ func newTestLocal(cmds ...Command) *testLocal {
 func (l *testLocal) add(cmds ...Command) {
 	l.mu.Lock()
 	l.cmds = append(l.cmds, cmds...)
+	wake := l.wake
+	l.wake = nil
 	l.mu.Unlock()
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	if wake != nil {
+		wake()
 	}
 }
 
-func (l *testLocal) Waiting() <-chan struct{} { return l.wake }
+func (l *testLocal) Wake(wake func()) {
+	l.mu.Lock()
+	if wake != nil && len(l.cmds) > 0 {
+		l.wake = nil
+		l.mu.Unlock()
+		wake()
+		return
+	}
+	l.wake = wake
+	l.mu.Unlock()
+}
 
 func (l *testLocal) Take(max int) []Command {
 	l.mu.Lock()
@@ -136,14 +147,16 @@ func TestRoundTakesLocalAndPolledCommands(t *testing.T) {
 // endlessLocal always has a local command waiting.
 type endlessLocal struct{ n int }
 
-func (l *endlessLocal) Waiting() <-chan struct{} { return closedChan }
+func (l *endlessLocal) Wake(wake func()) {
+	if wake != nil {
+		wake()
+	}
+}
 
 func (l *endlessLocal) Take(int) []Command {
 	l.n++
 	return []Command{localCommand(0, fmt.Sprintf("local-%d", l.n))}
 }
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Local commands never starve polled ones: a round that takes local
 // commands also takes the commands the client holds, even when local

@@ -46,8 +46,9 @@ func (l *Ledger) Submit(ctx context.Context, shard int, cmd engine.Command) (*en
 }
 
 // remoteCurrencies are the currencies of other shards' accounts, as the
-// commands that name them carry them: accounts never change currency, so
-// an answer once given stays true.
+// batches that name them carry them (a transfer's command carries its
+// receiver's, which the shard hands the Book itself: shard.carried):
+// accounts never change currency, so an answer once given stays true.
 type remoteCurrencies struct{ m sync.Map }
 
 func (r *remoteCurrencies) learn(currencies map[string]string) {
@@ -57,7 +58,7 @@ func (r *remoteCurrencies) learn(currencies map[string]string) {
 }
 
 // learnOne notes that account id is in currency c; "" is no news. Most
-// commands name a receiver already known: looking it up allocates
+// batches name receivers already known: looking it up allocates
 // nothing where storing it again would box both strings and replace the
 // map's entry.
 func (r *remoteCurrencies) learnOne(id, c string) {

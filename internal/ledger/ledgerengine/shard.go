@@ -34,7 +34,15 @@ type shard struct {
 	// outbox are the round's commands for other shards and replies of
 	// atomic batches across shards, in a cluster (atomic.go).
 	outbox []engine.Forward
+	// carried is the receiver of the transfer being applied, with the
+	// currency its command carries (the sender's lookup of it), which the
+	// Book's lookup answers before any map: accounts never change
+	// currency, and most transfers in a cluster name another node's.
+	carried carriedCurrency
 }
+
+// carriedCurrency is account id's currency as a command carries it.
+type carriedCurrency struct{ id, currency string }
 
 func newShard(id int, l *Ledger) *shard {
 	s := &shard{id: id, l: l, outgoing: make([][]int32, l.eng.Shards())}
@@ -57,8 +65,9 @@ func (s *shard) apply(c engine.Command, now time.Time) {
 	case *CreateAccount:
 		c.Account, c.Created, c.Err = s.book.CreateAccount(c.Spec, now)
 	case *Transfer:
-		s.l.remote.learnOne(c.Req.To, c.Currency)
+		s.carried = carriedCurrency{id: c.Req.To, currency: c.Currency}
 		c.Transfer, c.Replayed, c.Err = s.book.Transfer(c.Req, now)
+		s.carried = carriedCurrency{}
 		if c.Err == nil && !c.Replayed {
 			s.attached = append(s.attached, c.attached...)
 		}
@@ -229,6 +238,9 @@ func (k lookup) Claim(id string) bool { return !k.s.l.inflight.loadOrStore(id, k
 func (k lookup) Release(id string) { deleteIf(k.s.l.inflight, id, k.s.id) }
 
 func (k lookup) Currency(id string) (string, bool) {
+	if c := k.s.carried; c.currency != "" && c.id == id {
+		return c.currency, true
+	}
 	if c, ok := k.s.l.accounts.currency(id); ok {
 		return c, true
 	}
