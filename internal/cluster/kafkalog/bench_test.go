@@ -14,7 +14,7 @@ import (
 )
 
 // Benchmarks on the real broker (kafkatest), the figures of
-// docs/BENCHMARKS.md:
+// docs/BENCHMARKS.md and of docs/CLUSTER.md's "Measured on this machine":
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./internal/cluster/kafkalog/
 

@@ -92,8 +92,8 @@ func endOffset(ctx context.Context, c Config, topic string, partition int32, com
 
 // lsoPoll bounds the wait between two looks at a partition's last stable
 // offset. A new owner waits there for a dead transactional owner's
-// transaction to be aborted (endOffset); a look costs one request to the leader, and a shorter wait
-// serves the partitions sooner after the abort.
+// transaction to be aborted (endOffset); a look costs one request to the
+// leader, and a shorter wait serves the partitions sooner after the abort.
 const lsoPoll = 100 * time.Millisecond
 
 // listOffset asks list (kadm's ListEndOffsets or ListCommittedOffsets) for
