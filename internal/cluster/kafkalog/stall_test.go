@@ -15,8 +15,8 @@ import (
 // has cmd-0 to read, while kc holds its write, the only produce from its
 // start until the returned release: the round ends with its context, and
 // its partition's outcome is Unknown. release lets kc handle the held
-// produce as usual, or, with fail, answers it with an error and appends
-// nothing; it returns once kc has answered or let the produce go.
+// produce as usual, or, with fail, answers it with an error the client
+// does not retry and appends nothing; it returns once kc has answered or let the produce go.
 func heldRound(t *testing.T, ctx context.Context, kc *kfake.Cluster, a *chainNode) (release func(fail bool)) {
 	t.Helper()
 	held, freed, answered := make(chan struct{}), make(chan bool, 1), make(chan struct{})
@@ -34,7 +34,7 @@ func heldRound(t *testing.T, ctx context.Context, kc *kfake.Cluster, a *chainNod
 		if !fail {
 			return nil, nil, false // handled as usual
 		}
-		return refusedProduce(req.(*kmsg.ProduceRequest)), nil, true
+		return refusedProduce(req.(*kmsg.ProduceRequest), kerr.InvalidRecord.Code), nil, true
 	})
 	roundCtx, endRound := context.WithCancel(ctx)
 	go func() {
@@ -57,39 +57,34 @@ func heldRound(t *testing.T, ctx context.Context, kc *kfake.Cluster, a *chainNod
 	}
 }
 
-// refusedProduce answers req with an error that is not retried for each
-// of its partitions.
-func refusedProduce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	for _, rt := range req.Topics {
-		st := kmsg.NewProduceResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewProduceResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, kerr.InvalidRecord.Code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
+// heldWrite is a member's round of unknown outcome (heldRound) on a
+// one-partition kfake cluster: the member took the partition, then read
+// cmd-0 in the round.
+type heldWrite struct {
+	ctx     context.Context
+	c       Config
+	a       *chainNode
+	adm     *kadm.Client
+	end     int64 // the changelog's end before the round
+	release func(fail bool)
 }
 
-// unknownRoundMember is a member of a one-partition kfake cluster that took
-// the partition, with cmd-0 appended.
-func unknownRoundMember(t *testing.T) (*kfake.Cluster, context.Context, Config, *chainNode) {
+func newHeldWrite(t *testing.T) *heldWrite {
 	t.Helper()
 	kc, ctx, c := fakeCluster(t, 1)
 	a := joinChain(t, c, "a")
 	a.await(t, ctx, func() bool { return a.taken[0] == 1 }, "took 0")
 	appendCommands(t, ctx, c, 0, 1)
-	return kc, ctx, c, a
+	h := &heldWrite{ctx: ctx, c: c, a: a, adm: kadm.NewClient(newClient(t, c))}
+	h.end = h.changelogEnd(t)
+	h.release = heldRound(t, ctx, kc, a)
+	return h
 }
 
-// changelogEnd is the high watermark of partition 0 of c's changelog, as
-// adm lists it.
-func changelogEnd(t *testing.T, ctx context.Context, adm *kadm.Client, c Config) int64 {
+// changelogEnd is the high watermark of the changelog's partition.
+func (h *heldWrite) changelogEnd(t *testing.T) int64 {
 	t.Helper()
-	end, err := listOffset(ctx, adm.ListEndOffsets, c.ChangelogTopic(), 0)
+	end, err := listOffset(h.ctx, h.adm.ListEndOffsets, h.c.ChangelogTopic(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,37 +111,31 @@ func roundsUntilApplied(t *testing.T, ctx context.Context, c Config, a *chainNod
 // on past it without applying cmd-0 again. Each command's change counts
 // once in the log.
 func TestRoundOfUnknownOutcomeIsNotAppliedTwice(t *testing.T) {
-	kc, ctx, c, a := unknownRoundMember(t)
-	adm := kadm.NewClient(newClient(t, c))
-	end := changelogEnd(t, ctx, adm, c)
-	release := heldRound(t, ctx, kc, a)
-	release(false)
+	h := newHeldWrite(t)
+	h.release(false)
 	// The held write is cmd-0's change and its trailer.
-	pollUntil(t, ctx, func() bool { return changelogEnd(t, ctx, adm, c) >= end+2 }, "the held write landed")
+	pollUntil(t, h.ctx, func() bool { return h.changelogEnd(t) >= h.end+2 }, "the held write landed")
 
-	roundsUntilApplied(t, ctx, c, a)
-	if n := a.appliedKeys()["cmd-0"]; n != 0 {
+	roundsUntilApplied(t, h.ctx, h.c, h.a)
+	if n := h.a.appliedKeys()["cmd-0"]; n != 0 {
 		t.Errorf("cmd-0 applied again %d times after its write of unknown outcome counted", n)
 	}
-	restoredOnce(t, ctx, c, 2)
+	restoredOnce(t, h.ctx, h.c, 2)
 }
 
 // A round whose held write the brokers refuse in the end appended
 // nothing: the member's take after it reads no trailer past cmd-0, and its
 // rounds apply cmd-0 once more, in a write that counts.
 func TestRoundOfUnknownOutcomeThatFailedIsAppliedAgain(t *testing.T) {
-	kc, ctx, c, a := unknownRoundMember(t)
-	adm := kadm.NewClient(newClient(t, c))
-	end := changelogEnd(t, ctx, adm, c)
-	release := heldRound(t, ctx, kc, a)
-	release(true)
-	if got := changelogEnd(t, ctx, adm, c); got != end {
-		t.Fatalf("the changelog's end moved from %d to %d with the held write refused", end, got)
+	h := newHeldWrite(t)
+	h.release(true)
+	if got := h.changelogEnd(t); got != h.end {
+		t.Fatalf("the changelog's end moved from %d to %d with the held write refused", h.end, got)
 	}
 
-	roundsUntilApplied(t, ctx, c, a)
-	if n := a.appliedKeys()["cmd-0"]; n != 1 {
+	roundsUntilApplied(t, h.ctx, h.c, h.a)
+	if n := h.a.appliedKeys()["cmd-0"]; n != 1 {
 		t.Errorf("cmd-0 applied %d times after its write was refused, want once", n)
 	}
-	restoredOnce(t, ctx, c, 2)
+	restoredOnce(t, h.ctx, h.c, 2)
 }
