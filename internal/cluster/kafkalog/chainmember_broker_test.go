@@ -195,8 +195,8 @@ func TestChainMemberForwardsThroughTheCommandsTopic(t *testing.T) {
 			t.Errorf("partition 1 applied %s %d times", k, applied[k])
 		}
 	}
-	if b, _ := a.o.Book(0); len(b.Owed()) != 0 || b.Assigned(1) != n {
-		t.Errorf("partition 0's book owes %d, assigned %d, want none of %d", len(b.Owed()), b.Assigned(1), n)
+	if b, _ := a.o.Book(0); len(b.Owed()) != 0 || b.assigned[1] != n {
+		t.Errorf("partition 0's book owes %d, assigned %d, want none of %d", len(b.Owed()), b.assigned[1], n)
 	}
 	last := map[string]string{}
 	for _, r := range forwardRecords(t, ctx, c, 0) {
