@@ -126,7 +126,7 @@ func describe(ctx context.Context, c Config, partition int32, opts []kgo.Opt) (c
 	if st.retention, err = deleteRetention(ctx, adm, topic); err != nil {
 		return st, err
 	}
-	end, err := endOffset(ctx, c, topic, partition, true, opts)
+	end, err := endOffset(ctx, c, topic, partition, opts)
 	if err != nil {
 		return st, err
 	}
