@@ -18,8 +18,8 @@ import (
 // kafkalog.ChainMember's handlers: RestoreChain), and each round's writes
 // that count move it on (CommitChain).
 //
-// A copy without a chain state was kept by transactional rounds. It is
-// restored from the changelog's start: the replay state at its offset
+// A copy without a chain state is a copy kept by transactional rounds (an
+// upgrade). It is restored from the changelog's start: the replay state at its offset
 // would be NoEpoch and no trailer only if no epoch record lies below that
 // offset, which the copy cannot show (a copy brought up to date by a
 // transactional restore reads every record, epoch records and a zombie's

@@ -14,7 +14,7 @@ import (
 )
 
 // Benchmarks on the real broker (kafkatest), the figures of
-// docs/BENCHMARKS.md:
+// docs/BENCHMARKS.md and of docs/CLUSTER.md's "Measured on this machine":
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./internal/cluster/kafkalog/
 
@@ -32,9 +32,9 @@ func BenchmarkRound(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				t0 := time.Now()
-				res := countedRound(b, ctx, a, batch, nil, a.apply)
+				applied := countedRound(b, ctx, a, batch, nil, a.apply)
 				lat = append(lat, time.Since(t0))
-				commands += res.Commands
+				commands += len(applied)
 			}
 			b.StopTimer()
 			report(b, lat)
@@ -130,18 +130,6 @@ func takenOnAll(b *testing.B, ctx context.Context, c Config) *chainNode {
 	a := joinChain(b, c, "bench")
 	a.await(b, ctx, func() bool { return len(a.taken) == int(c.Partitions) }, "took every partition")
 	return a
-}
-
-// countedRound runs one of a's rounds of up to most commands, taking
-// local's, and fails b unless it read some and every partition's write
-// counted.
-func countedRound(b *testing.B, ctx context.Context, a *chainNode, most int, local Local, apply Apply) ChainRound {
-	b.Helper()
-	res, err := a.m.RoundWait(ctx, ctx, most, local, apply)
-	if err != nil || res.Commands == 0 || slices.ContainsFunc(res.Partitions, func(pr PartitionRound) bool { return pr.Result != Counted }) {
-		b.Fatalf("round: %+v, %v", res, err)
-	}
-	return res
 }
 
 // BenchmarkCommandLatency times one command end to end, one at a time: a

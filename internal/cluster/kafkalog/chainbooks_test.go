@@ -131,8 +131,8 @@ func TestChainRoundOwesItsForwardsInTheBook(t *testing.T) {
 		t.Errorf("the round's Send holds %d replies, want 2", replies)
 	}
 	sentNow(t, a, "F 0->1 #1 owe-x")
-	if b, _ := a.o.Book(0); len(b.Owed()) != 1 || b.Assigned(1) != 1 {
-		t.Errorf("partition 0's book after the round owes %+v, assigned %d", b.Owed(), b.Assigned(1))
+	if b, _ := a.o.Book(0); len(b.Owed()) != 1 || b.assigned[1] != 1 {
+		t.Errorf("partition 0's book after the round owes %+v, assigned %d", b.Owed(), b.assigned[1])
 	}
 	if got, want := forwardRecords(t, ctx, c, 0), []string{string(forwardKey(1, 1)) + "=set"}; !slices.Equal(got, want) {
 		t.Errorf("partition 0's forward records %q, want %q", got, want)

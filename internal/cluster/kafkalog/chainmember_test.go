@@ -165,6 +165,24 @@ func (n *chainNode) round(wait, ctx context.Context) (ChainRound, error) {
 	return res, nil
 }
 
+// countedRound runs one of a's rounds of up to most commands, taking
+// local's (nil: none), applying them with apply, and records what it
+// applied (record); it fails tb unless the round read some and every
+// partition's write counted. It returns the commands applied.
+func countedRound(tb testing.TB, ctx context.Context, a *chainNode, most int, local Local, apply Apply) []Command {
+	tb.Helper()
+	var batch []Command
+	res, err := a.m.RoundWait(ctx, ctx, most, local, func(ctx context.Context, b []Command) ([]Output, error) {
+		batch = b
+		return apply(ctx, b)
+	})
+	if err != nil || res.Commands == 0 || !res.Counted() {
+		tb.Fatalf("%s's round: %+v, %v; want commands read and every write counted", a.name, res, err)
+	}
+	a.record(res, batch)
+	return batch
+}
+
 // record counts the commands of batch whose partition's write counted in
 // res as applied.
 func (n *chainNode) record(res ChainRound, batch []Command) {

@@ -55,6 +55,13 @@ type PartitionRound struct {
 	Send []Output
 }
 
+// Counted reports that every partition's write of the round counted: the
+// round's replies and forwards may all go out. A round that wrote no
+// partition counted too.
+func (r ChainRound) Counted() bool {
+	return !slices.ContainsFunc(r.Partitions, func(pr PartitionRound) bool { return pr.Result != Counted })
+}
+
 // RoundWait runs one round: it takes the partitions left to take again
 // (one whose take fails stays untaken, its commands Untaken), notes the
 // take of each partition it writes before it reads (a command is written

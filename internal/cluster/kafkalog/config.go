@@ -88,7 +88,7 @@ func (c Config) SeedsFor(client string) []kgo.Opt {
 // After a broker's death the client learns its partitions' new leaders
 // only at such a refresh: at franz-go's default, 5 s, a round that began
 // just before the leaders moved still writes to the dead broker until its
-// time runs out, and a new owner's restore and offset fetch wait as
+// RoundTimeout (node.Config) ends, and a new owner's restore and offset fetch wait as
 // long. A refresh is one small request, asked only while requests fail.
 const metadataMinAge = 500 * time.Millisecond
 

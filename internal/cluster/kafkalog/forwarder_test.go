@@ -203,7 +203,7 @@ func TestForwarderResendsWhatStaysUnacknowledged(t *testing.T) {
 func TestForwarderNewOwnerSendsEverythingOwedInOrder(t *testing.T) {
 	var book Book
 	for _, to := range []int32{2, 1, 2, 1, 1} {
-		book.Owe(to, nil, []byte("x"+strconv.Itoa(int(book.Assigned(to))+1)))
+		book.Owe(to, nil, []byte("x"+strconv.FormatUint(book.assigned[to]+1, 10)))
 	}
 	if err := book.Acknowledge(1, 1); err != nil {
 		t.Fatal(err)

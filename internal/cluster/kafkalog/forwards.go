@@ -99,10 +99,6 @@ func (b *Book) Owed() []Owed {
 	return out
 }
 
-// Assigned is the last sequence assigned to a forward owed to partition to
-// (0: none).
-func (b *Book) Assigned(to int32) uint64 { return b.assigned[to] }
-
 // Acknowledged is the last sequence partition to acknowledged (0: none).
 func (b *Book) Acknowledged(to int32) uint64 { return b.acked[to] }
 

@@ -3,7 +3,6 @@ package kafkalog
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 )
@@ -55,7 +54,7 @@ func TestPackedRoundsKeepMaxAndOrder(t *testing.T) {
 		}
 		// A round whose poll found only a transient error reads nothing
 		// and writes nothing; every round that read commands counts.
-		if res.Commands > most+PackMax-1 || slices.ContainsFunc(res.Partitions, func(pr PartitionRound) bool { return pr.Result != Counted }) {
+		if res.Commands > most+PackMax-1 || !res.Counted() {
 			t.Fatalf("round %+v after %d commands: want at most %d commands, counted", res, applied, most+PackMax-1)
 		}
 		a.record(res, batch)

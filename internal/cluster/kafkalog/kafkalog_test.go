@@ -15,8 +15,9 @@ import (
 	"github.com/surge-dev/surge/internal/cluster/kafkatest"
 )
 
-// The tests named here run against a real Kafka broker (kafkatest); the
-// others of the package build a kfake cluster of their own (fakeCluster).
+// The package's tests that call newCluster run against the real Kafka
+// broker kafkatest shares; those that call fakeCluster or fakeBrokers run
+// on a kfake cluster of their own.
 
 func TestMain(m *testing.M) { kafkatest.Main(m) }
 

@@ -95,27 +95,6 @@ func takenMember(t *testing.T) (context.Context, *chainNode) {
 	return ctx, a
 }
 
-// localRound runs one of a's rounds taking local's commands, records
-// what it applied, and fails t unless every partition's write counted.
-func localRound(t *testing.T, ctx context.Context, a *chainNode, local Local) []Command {
-	t.Helper()
-	var batch []Command
-	res, err := a.m.RoundWait(ctx, ctx, 10, local, func(ctx context.Context, b []Command) ([]Output, error) {
-		batch = b
-		return a.apply(ctx, b)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pr := range res.Partitions {
-		if pr.Result != Counted {
-			t.Fatalf("partition %d's write: %+v", pr.Partition, pr)
-		}
-	}
-	a.record(res, batch)
-	return batch
-}
-
 // A round takes the local commands beside those it polls, the local ones
 // first, and a local command wakes a round waiting for commands.
 func TestRoundTakesLocalAndPolledCommands(t *testing.T) {
@@ -123,7 +102,7 @@ func TestRoundTakesLocalAndPolledCommands(t *testing.T) {
 	var got []string
 	local := newTestLocal(localCommand(0, "local-0"))
 	for len(got) < 2 {
-		for _, cmd := range localRound(t, ctx, a, local) {
+		for _, cmd := range countedRound(t, ctx, a, 10, local, a.apply) {
 			got = append(got, string(cmd.Key))
 		}
 	}
@@ -135,7 +114,7 @@ func TestRoundTakesLocalAndPolledCommands(t *testing.T) {
 	go woken.add(localCommand(0, "local-1"))
 	got = nil
 	for len(got) == 0 {
-		for _, cmd := range localRound(t, ctx, a, woken) {
+		for _, cmd := range countedRound(t, ctx, a, 10, woken, a.apply) {
 			got = append(got, string(cmd.Key))
 		}
 	}
@@ -165,6 +144,6 @@ func TestLocalCommandsDoNotStarvePolledOnes(t *testing.T) {
 	ctx, a := takenMember(t)
 	local := &endlessLocal{}
 	for a.appliedKeys()["cmd-0"] == 0 {
-		localRound(t, ctx, a, local)
+		countedRound(t, ctx, a, 10, local, a.apply)
 	}
 }

@@ -1,7 +1,6 @@
 package kafkalog
 
 import (
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -78,7 +77,7 @@ func (m *Meter) ChainRound(res ChainRound) {
 		return
 	}
 	outcome := "committed"
-	if slices.ContainsFunc(res.Partitions, func(pr PartitionRound) bool { return pr.Result != Counted }) {
+	if !res.Counted() {
 		outcome = "not_committed"
 	}
 	m.rounds.WithLabelValues(outcome).Inc()

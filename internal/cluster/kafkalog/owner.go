@@ -178,7 +178,7 @@ func (e *StaleClaimError) Is(target error) bool { return target == ErrStaleClaim
 // one in force, and fails if its claim did not take.
 func (o *Owner) claimRestored(ctx context.Context, r *chainReplay, who Claim) (Epoch, error) {
 	for attempt := 1; ; attempt++ {
-		end, err := endOffset(ctx, o.c, o.c.ChangelogTopic(), r.partition, true, nil)
+		end, err := endOffset(ctx, o.c, o.c.ChangelogTopic(), r.partition, nil)
 		if err != nil {
 			return NoEpoch, err
 		}

@@ -9,10 +9,10 @@ import (
 
 // Commands travel packed: one record of the commands topic carries the
 // commands a producer had for its partition when it sent (Producer), up
-// to PackMax of them, not one record each. The brokers' cost is per request, per partition in a
-// request and per record, and a record read costs the reading member its
-// decoding; so does a record of the replies topic, which nodes pack the
-// same way (calls.PackReplies).
+// to PackMax of them, not one record each. The brokers' cost is per
+// request, per partition in a request and per record, and a record read
+// costs the reading member its decoding; so does a record of the replies
+// topic, which nodes pack the same way (calls.PackReplies).
 //
 // A packed record has no key, the header packedHeader, and as its value,
 // for each entry in order, its key and its value, each prefixed with its

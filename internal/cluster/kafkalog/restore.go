@@ -58,15 +58,15 @@ func readRange(ctx context.Context, c Config, topic string, partition int32, fro
 	}
 }
 
-// endOffset is the partition's high watermark as of the call. With
-// committed it first waits until the partition's last stable offset reaches
-// that mark: every transaction that wrote below it has ended (committed,
-// aborted, or aborted by the coordinator once its producer was fenced or
-// timed out), so a read_committed reader sees all that was committed there.
+// endOffset is the partition's high watermark as of the call, once the
+// partition's last stable offset reaches that mark: every transaction
+// that wrote below it has ended (committed, aborted, or aborted by the
+// coordinator once its producer was fenced or timed out), so a
+// read_committed reader sees all that was committed there.
 // Rounds write no transaction, but a changelog of a cluster whose rounds
 // were transactions (the upgrade) may hold one a node of older surge left
 // open when it died, which the coordinator aborts once it times out.
-func endOffset(ctx context.Context, c Config, topic string, partition int32, committed bool, opts []kgo.Opt) (int64, error) {
+func endOffset(ctx context.Context, c Config, topic string, partition int32, opts []kgo.Opt) (int64, error) {
 	cl, err := kgo.NewClient(append(c.Seeds(), opts...)...)
 	if err != nil {
 		return 0, fmt.Errorf("kafkalog: end of %s: %w", topic, err)
@@ -74,8 +74,8 @@ func endOffset(ctx context.Context, c Config, topic string, partition int32, com
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	hw, err := listOffset(ctx, adm.ListEndOffsets, topic, partition)
-	if err != nil || !committed {
-		return hw, err
+	if err != nil {
+		return 0, err
 	}
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, lsoPoll) {
 		lso, err := listOffset(ctx, adm.ListCommittedOffsets, topic, partition)
@@ -92,8 +92,8 @@ func endOffset(ctx context.Context, c Config, topic string, partition int32, com
 
 // lsoPoll bounds the wait between two looks at a partition's last stable
 // offset. A new owner waits there for a dead transactional owner's
-// transaction to be aborted (endOffset); a look costs one request to the leader, and a shorter wait
-// serves the partitions sooner after the abort.
+// transaction to be aborted (endOffset); a look costs one request to the
+// leader, and a shorter wait serves the partitions sooner after the abort.
 const lsoPoll = 100 * time.Millisecond
 
 // listOffset asks list (kadm's ListEndOffsets or ListCommittedOffsets) for

@@ -15,8 +15,9 @@ type Kind uint8
 
 // The kinds of a round's outputs.
 const (
-	// Reply goes to the node that holds the client's connection: the
-	// round hands it back to its caller (PartitionRound.Send).
+	// Reply goes to the node that holds the client's connection, to the
+	// partition of the replies topic that is its inbox (Output.Partition):
+	// the round hands it back to its caller (PartitionRound.Send).
 	Reply Kind = iota
 	// Change goes to the changelog topic, to the shard's own partition.
 	Change
@@ -28,7 +29,10 @@ const (
 
 // Output is one record a round produces.
 type Output struct {
-	Kind      Kind
+	Kind Kind
+	// Partition is a Change's commands partition, whose changelog
+	// partition it goes to; a Reply's inbox, the replies topic's
+	// partition of the node that waits for it; a Forward's destination.
 	Partition int32
 	Key       []byte
 	Value     []byte

@@ -22,12 +22,13 @@ import (
 //     compaction never removes one: the replay rule needs every epoch
 //     record that follows a change it keeps.
 //   - a change (changeHeader, valued by the writer's Epoch, uvarint): a
-//     key of the shard's state and its new value, as the transactional
-//     rounds write it, plus the epoch the replay rule judges it by (Chain).
-//     A transactional round's change has no header at all. A forward the
-//     partition owes is a change too, of a key of its own (forwardKey),
-//     so that the replay rule, a writer's reading of foreign records and
-//     the repairs treat it as they treat the shard's keys.
+//     key of the shard's state and its new value, as a transactional round
+//     of a cluster being upgraded wrote it, plus the epoch the replay rule
+//     judges it by (Chain). A transactional round's change has no header
+//     at all. A forward the partition owes is a change too, of a key of
+//     its own (forwardKey), so that the replay rule, a writer's reading of
+//     foreign records and the repairs treat it as they treat the shard's
+//     keys.
 //   - a trailer (trailerHeader): the last record of a round's batch
 //     (Trailer). Its key is per epoch: compaction keeps the last trailer
 //     of each epoch, and a zombie's late trailer replaces only its own

@@ -16,8 +16,9 @@ import (
 // Snapshot is what a node's local copy of one changelog partition covers:
 // the copy holds the effect of every committed record of the partition
 // below Offset, and nothing else. A node restores such a partition from its
-// copy and the records from Offset on (RestoreFrom), once CheckSnapshot
-// finds nothing to doubt.
+// copy and the records from Offset on, once CheckSnapshot finds nothing to
+// doubt: RestoreChain from the copy's Chain state. A copy without one is
+// read from the log's start (changelog.ChainFrom).
 type Snapshot struct {
 	// Topic is the changelog topic's id: a topic deleted and created again
 	// under the same name has another.
@@ -125,7 +126,7 @@ func describe(ctx context.Context, c Config, partition int32, opts []kgo.Opt) (c
 	if st.retention, err = deleteRetention(ctx, adm, topic); err != nil {
 		return st, err
 	}
-	end, err := endOffset(ctx, c, topic, partition, true, opts)
+	end, err := endOffset(ctx, c, topic, partition, opts)
 	if err != nil {
 		return st, err
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -74,7 +75,7 @@ func (f *fetchBatches) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32,
 // records of each record batch.
 func readChangelog(t *testing.T, ctx context.Context, c Config, p int32) (entries []Entry, counts []bool, batches []int) {
 	t.Helper()
-	end, err := endOffset(ctx, c, c.ChangelogTopic(), p, false, nil)
+	end, err := listOffset(ctx, kadm.NewClient(newClient(t, c)).ListEndOffsets, c.ChangelogTopic(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
