@@ -354,10 +354,17 @@ func (k *Caller) read() {
 	}
 }
 
-// Deliver hands reply to the call waiting for request rid, if any. The
-// request id is bytes, as the replies and the peer links carry it: looking
-// it up copies nothing.
-func (k *Caller) Deliver(rid, reply []byte) { k.answer(rid, answer{reply: reply}) }
+// Deliver hands reply to the call waiting for request rid, if any; an
+// empty reply (Refusal) fails the call with ErrOverloaded. The request id
+// is bytes, as the replies and the peer links carry it: looking it up
+// copies nothing.
+func (k *Caller) Deliver(rid, reply []byte) {
+	if len(reply) == 0 {
+		k.answer(rid, answer{err: ErrOverloaded})
+		return
+	}
+	k.answer(rid, answer{reply: reply})
+}
 
 // Fail ends the call waiting for request rid, if any, with err: its
 // command was not applied, or was applied by a round that did not commit.

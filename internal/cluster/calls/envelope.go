@@ -51,10 +51,24 @@ func ReplyAddress(key []byte) (int32, []byte, bool) {
 	return int32(p), key[i+1:], true
 }
 
+// ErrOverloaded fails a call whose command its partition's owner refused,
+// not applied, because the partition owes another too many forwards
+// (kafkalog.ErrOwesTooMuch): the client retries later.
+var ErrOverloaded = errors.New("cluster: the partition owes another too many forwards; retry later")
+
 // Reply is the output carrying value, the reply to request rid, to inbox.
+// A reply is never empty (every workload's outcome begins with its
+// operation's byte): an empty one is a Refusal.
 func Reply(inbox int32, rid, value []byte) kafkalog.Output {
 	return kafkalog.Output{Kind: kafkalog.Reply, Partition: inbox, Key: rid, Value: value}
 }
+
+// Refusal is the output answering request rid, at inbox, as refused
+// (ErrOverloaded): an empty reply, so that it goes the ways replies go,
+// back to the node's own call, over the peer link the request came on or
+// packed to the replies topic, and its call fails at once rather than
+// wait out its Timeout.
+func Refusal(inbox int32, rid []byte) kafkalog.Output { return Reply(inbox, rid, nil) }
 
 // Append appends value, a command no one waits for, to partition.
 func (k *Caller) Append(ctx context.Context, partition int32, value []byte) error {

@@ -17,7 +17,7 @@ import (
 // as a take's restore leaves them, so that counted rounds move them.
 func openRestored(t testing.TB, dir string, n int32) *Snapshots {
 	t.Helper()
-	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler))
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestUncommittedRoundsLeaveTheLastCommittedState(t *testing.T) {
 	s.pending = nil
 	_ = s.db.Close()
 
-	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler))
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestPendingMetasAreWrittenAtCommit(t *testing.T) {
 	}
 	s.Close()
 
-	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler))
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

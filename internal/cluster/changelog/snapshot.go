@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/store"
@@ -90,10 +91,14 @@ type Snapshots struct {
 // OpenSnapshots opens the copy in dir/snapshot. A copy damaged by a crash
 // of the machine (a WAL cut in its middle, a corrupt file) is dropped:
 // every partition is then read from the changelog. Other errors (another
-// process holds the directory, a failing disk) are returned.
-func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snapshots, error) {
+// process holds the directory, a failing disk) are returned. fs is the
+// file system under the copy (nil: the operating system's), through which
+// tests inject faults.
+func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger, fs vfs.FS) (*Snapshots, error) {
 	path := filepath.Join(dir, "snapshot")
-	db, err := store.Open(path, snapOptions)
+	opts := snapOptions
+	opts.FS = fs
+	db, err := store.Open(path, opts)
 	var damage *store.WALDamage
 	if err != nil && !errors.As(err, &damage) && !errors.Is(err, pebble.ErrCorruption) {
 		return nil, err
@@ -103,13 +108,19 @@ func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger) (*Snaps
 		if err := os.RemoveAll(path); err != nil {
 			return nil, err
 		}
-		if db, err = store.Open(path, snapOptions); err != nil {
+		if db, err = store.Open(path, opts); err != nil {
 			return nil, err
 		}
 	}
 	return &Snapshots{db: db, cfg: cfg, logger: logger, commitAt: pendingBytes,
 		pendingMeta: map[int32]kafkalog.Snapshot{}, restoring: map[int32]*ChainRestore{}}, nil
 }
+
+// ErrLost is wrapped by the errors of a copy that dropped counted rounds
+// it could not write (a failing disk): it misses writes that counted, and
+// takes no more until the node restarts, when a take's restore reads the
+// changelog from where the copy stands.
+var ErrLost = errors.New("changelog: the local snapshot lost counted rounds")
 
 // snapOptions are the copy's store's: like the engine's cache, it leaves
 // the files its flushes write uncompressed (store.Options.UncompressedL0),
@@ -142,6 +153,7 @@ func (s *Snapshots) flush() error {
 	return s.flushLocked()
 }
 
+// flushLocked commits the pending rounds, if any.
 func (s *Snapshots) flushLocked() error {
 	if s.pending == nil {
 		return nil
@@ -156,7 +168,7 @@ func (s *Snapshots) flushLocked() error {
 		err = s.db.CommitNoSync(b)
 	}
 	if err != nil {
-		s.lost = fmt.Errorf("changelog: snapshot lost counted rounds: %w", err)
+		s.lost = fmt.Errorf("%w: %w", ErrLost, err)
 		return s.lost
 	}
 	return nil
@@ -263,7 +275,7 @@ func (s *Snapshots) commit(outs []kafkalog.Output, to map[int32]position) error 
 		_ = s.pending.Close()
 		s.pending = nil
 		clear(s.pendingMeta)
-		s.lost = fmt.Errorf("changelog: snapshot lost counted rounds: %w", err)
+		s.lost = fmt.Errorf("%w: %w", ErrLost, err)
 		return s.lost
 	}
 	if s.pending.Len() < s.commitAt {

@@ -17,7 +17,7 @@ import (
 func TestDamagedSnapshotIsDropped(t *testing.T) {
 	dir := t.TempDir()
 	logger := slog.New(slog.DiscardHandler)
-	s, err := OpenSnapshots(dir, kafkalog.Config{}, logger)
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, logger, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestDamagedSnapshotIsDropped(t *testing.T) {
 	if err := s.flush(); err != nil { // the rounds reach the WAL
 		t.Fatal(err)
 	}
-	if _, err := OpenSnapshots(dir, kafkalog.Config{}, logger); err == nil {
+	if _, err := OpenSnapshots(dir, kafkalog.Config{}, logger, nil); err == nil {
 		t.Fatal("a second process opened a held snapshot")
 	}
 	if v, ok, err := s.db.Get(snapKey(snapData, 0, []byte("k0"))); err != nil || !ok || len(v) != 4096 {
@@ -49,7 +49,7 @@ func TestDamagedSnapshotIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	s, err = OpenSnapshots(dir, kafkalog.Config{}, logger)
+	s, err = OpenSnapshots(dir, kafkalog.Config{}, logger, nil)
 	if err != nil {
 		t.Fatalf("a damaged snapshot is not dropped: %v", err)
 	}

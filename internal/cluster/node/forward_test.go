@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/engine"
 )
 
@@ -37,24 +39,12 @@ func TestTransferBetweenOwnPartitionsIsAppliedOnceAcrossARebuild(t *testing.T) {
 	ps, pd := int32(engine.ShardIndex(src, fakePartitions)), int32(engine.ShardIndex(dst, fakePartitions))
 	owesNothing(t, a)
 
-	release, held := make(chan struct{}), make(chan struct{})
+	held := make(chan struct{})
 	var once sync.Once
-	released := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(released)
-	changelog := topicID(t, k, k.ChangelogTopic())
-	kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		kc.KeepControl()
-		for _, topic := range req.(*kmsg.ProduceRequest).Topics {
-			for _, part := range topic.Partitions {
-				if (topic.Topic == k.ChangelogTopic() || topic.TopicID == changelog) && part.Partition == pd {
-					once.Do(func() { // the credit's write
-						close(held)
-						kc.SleepControl(func() { <-release })
-					})
-				}
-			}
-		}
-		return nil, nil, false
+	released := holdWrites(t, kc, k, pd, func() bool { // the credit's write
+		first := false
+		once.Do(func() { close(held); first = true })
+		return first
 	})
 	gen := a.gen.Load()
 	transfer(t, a, "across", src, dst, 5)
@@ -82,4 +72,36 @@ func owesNothing(t *testing.T, n *testNode) {
 		}
 		return len(owed) == 0 && len(n.Owned()) == fakePartitions
 	}, func() string { return fmt.Sprintf("partitions %v owe forwards", owed) })
+}
+
+// holdWrites holds each produce request that writes partition p of k's
+// changelog, if hold says so, until the returned release is called (at
+// the latest as the test ends).
+func holdWrites(t *testing.T, kc *kfake.Cluster, k kafkalog.Config, p int32, hold func() bool) (release func()) {
+	t.Helper()
+	released := make(chan struct{})
+	release = sync.OnceFunc(func() { close(released) })
+	t.Cleanup(release)
+	changelog := topicID(t, k, k.ChangelogTopic())
+	kc.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		if producesTo(req, k.ChangelogTopic(), changelog, p) && hold() {
+			kc.SleepControl(func() { <-released })
+		}
+		return nil, nil, false
+	})
+	return release
+}
+
+// producesTo reports whether produce request req writes partition p of
+// topic, named or by its id.
+func producesTo(req kmsg.Request, topic string, id [16]byte, p int32) bool {
+	for _, rt := range req.(*kmsg.ProduceRequest).Topics {
+		for _, part := range rt.Partitions {
+			if (rt.Topic == topic || rt.TopicID == id) && part.Partition == p {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -76,8 +76,8 @@ func TestUncommittedLocalCommandsAreRetakenOrFailed(t *testing.T) {
 	refused := transferVia("refused")
 	c = <-held
 	(&localRound{n: a.Node, taken: []kafkalog.Command{c}}).settle(map[int32]kafkalog.Result{c.Partition: kafkalog.Counted}, nil, []kafkalog.Command{c})
-	if err := <-refused; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errOverloaded.Error()) {
-		t.Fatalf("call of a refused command: %v, want %s: %v", err, ledger.CodeOverloaded, errOverloaded)
+	if err := <-refused; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), calls.ErrOverloaded.Error()) {
+		t.Fatalf("call of a refused command: %v, want %s: %v", err, ledger.CodeOverloaded, calls.ErrOverloaded)
 	}
 
 	void := transferVia("void")
@@ -127,8 +127,8 @@ func TestPolledRefusalFailsOnlyOnceItsWriteCounts(t *testing.T) {
 	}
 	c, _, done = polled("counted")
 	(&localRound{n: a.Node}).settle(map[int32]kafkalog.Result{c.Partition: kafkalog.Counted}, nil, []kafkalog.Command{c})
-	if err := <-done; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), errOverloaded.Error()) {
-		t.Fatalf("call of a polled refusal whose write counted: %v, want %s: %v", err, ledger.CodeOverloaded, errOverloaded)
+	if err := <-done; ledger.CodeOf(err) != ledger.CodeOverloaded || !strings.Contains(err.Error(), calls.ErrOverloaded.Error()) {
+		t.Fatalf("call of a polled refusal whose write counted: %v, want %s: %v", err, ledger.CodeOverloaded, calls.ErrOverloaded)
 	}
 	a.caller.SetLocal(a.route)
 }

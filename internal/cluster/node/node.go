@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -41,6 +42,9 @@ type Config struct {
 	// Dir is the node's data directory: its id, its cache of the owned
 	// partitions' state and its local snapshot of the changelog.
 	Dir string
+	// SnapshotFS is the file system under the node's local snapshot (nil:
+	// the operating system's); tests inject faults through it.
+	SnapshotFS vfs.FS
 	// Currency is the currency of @world when the ledger is first created.
 	Currency string
 	// MaxBatch bounds the commands a round reads (0: 4096).
@@ -81,9 +85,12 @@ type Node struct {
 	// group's first callbacks, and the forwards they send, may come
 	// before.
 	member atomic.Pointer[kafkalog.ChainMember]
-	writer *kafkalog.Writer
-	owner  *kafkalog.Owner
-	fwd    *kafkalog.Forwarder
+	// leaveGroup closes the member once: when the node stops, or when its
+	// local copy breaks (leave).
+	leaveGroup func()
+	writer     *kafkalog.Writer
+	owner      *kafkalog.Owner
+	fwd        *kafkalog.Forwarder
 	// replies produces the replies to other nodes' requests that no peer
 	// link carries (owner_replies.go).
 	replies *replySender
@@ -140,7 +147,7 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 		}
 		return nil, err
 	}
-	if n.snaps, err = changelog.OpenSnapshots(cfg.Dir, cfg.Kafka, cfg.Logger); err != nil {
+	if n.snaps, err = changelog.OpenSnapshots(cfg.Dir, cfg.Kafka, cfg.Logger, cfg.SnapshotFS); err != nil {
 		return nil, err
 	}
 	closers = append(closers, n.snaps.Close)
@@ -163,7 +170,8 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 		return fail(err)
 	}
 	n.member.Store(m)
-	closers = append(closers, m.Close)
+	n.leaveGroup = sync.OnceFunc(m.Close)
+	closers = append(closers, n.leaveGroup)
 	if cfg.Peer != nil {
 		if n.peers, err = startPeers(ctx, cfg, id, n); err != nil {
 			return fail(err)
@@ -275,7 +283,7 @@ func (n *Node) Close() {
 	if n.peers != nil {
 		n.peers.Close()
 	}
-	n.member.Load().Close()
+	n.leaveGroup()
 	n.writer.Close()
 	n.replies.close()
 	n.caller.Close()

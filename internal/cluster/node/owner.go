@@ -96,6 +96,10 @@ func (n *Node) own(ctx context.Context) {
 	}()
 	checked := time.Now()
 	for ctx.Err() == nil {
+		if n.takes.lost.Load() {
+			n.leave()
+			return
+		}
 		if st == nil || st.gen != n.gen.Load() {
 			st.close()
 			st = n.build(ctx)
@@ -175,7 +179,8 @@ func (n *Node) settle(local *localRound, res kafkalog.ChainRound, outs []kafkalo
 }
 
 // build rebuilds the owner's state for the partitions owned now, retrying
-// until it succeeds or ctx ends; nil if ctx ended.
+// until it succeeds or ctx ends; nil if ctx ended, or if the node's disk
+// failed it for good (brokenBy), which breaks the local copy.
 func (n *Node) build(ctx context.Context) *state {
 	for ctx.Err() == nil {
 		gen := n.gen.Load()
@@ -188,6 +193,11 @@ func (n *Node) build(ctx context.Context) *state {
 			n.cfg.Logger.Info("cluster: partitions loaded", "owned", owned, "elapsed", time.Since(began).Round(time.Millisecond))
 			return st
 		}
+		if brokenBy(err) {
+			n.takes.breaks(owned...)
+			n.cfg.Logger.Error("cluster: loading partitions", "err", err)
+			return nil
+		}
 		n.cfg.Logger.Warn("cluster: loading partitions", "err", err)
 		select {
 		case <-ctx.Done():
@@ -195,6 +205,14 @@ func (n *Node) build(ctx context.Context) *state {
 		}
 	}
 	return nil
+}
+
+// brokenBy reports whether err, a build's, lasts until the node restarts:
+// the local copy lost counted rounds (changelog.ErrLost), or a store's
+// disk failed a write (store.Fault), after which the store takes none.
+func brokenBy(err error) bool {
+	var fault *store.Fault
+	return errors.Is(err, changelog.ErrLost) || errors.As(err, &fault)
 }
 
 // restore loads the copies of the owned partitions into a fresh cache and

@@ -31,15 +31,11 @@ import (
 // A command the round did not apply (its partition not taken when the
 // round began, or the round ended before it applied) is handed on in the
 // same way; one the round refused because its partition owes another
-// too much fails (errOverloaded).
+// too much is answered as overloaded (refuse).
 
 // errUnknownOutcome fails the calls of local commands whose write's
 // outcome is unknown.
 var errUnknownOutcome = errors.New("node: the outcome of the round applying the command is unknown")
-
-// errOverloaded fails the calls of local commands refused because their
-// partition owes another too many forwards (kafkalog.ErrOwesTooMuch).
-var errOverloaded = errors.New("node: the partition owes another too much; retry later")
 
 // errClosed fails the calls of the node's own local commands left when
 // it stops (those of peers go on to the commands topic: handOff).
@@ -221,27 +217,16 @@ func (r *localRound) Take(max int) []kafkalog.Command {
 }
 
 // settle ends the round's local commands by what became of their
-// partitions' writes (results): refused ones fail, as do the node's own
-// requests refused when read from the commands topic once their
-// partition's write counted; those of a write that
-// counted are answered (their held replies went out with the partition's
-// replies; a peer's whose reply a later round or another partition gives
-// comes through the inbox, and the front node is told so); those of a
-// fenced write, of a partition not taken when the round began (untaken)
-// or not applied at all are handed on; those of a write of unknown
-// outcome fail.
+// partitions' writes (results): refused commands, local or read from
+// the commands topic, are answered as overloaded (refuse); those of a
+// write that counted are answered (their held replies went out with the
+// partition's replies; a peer's whose reply a later round or another
+// partition gives comes through the inbox, and the front node is told
+// so); those of a fenced write, of a partition not taken when the round
+// began (untaken) or not applied at all are handed on; those of a write
+// of unknown outcome fail.
 func (r *localRound) settle(results map[int32]kafkalog.Result, untaken, refused []kafkalog.Command) {
-	skip := map[string]bool{}
-	for _, c := range refused {
-		_, rid, ok := calls.ReplyAddress(c.Key)
-		// One read from the commands topic is read again, and may be
-		// applied, if its partition's write does not count.
-		polled := c.Offset >= 0
-		if ok && (!polled || (results[c.Partition] == kafkalog.Counted && r.n.caller.Mine(rid))) {
-			skip[string(rid)] = true
-			r.n.failCall(rid, errOverloaded)
-		}
-	}
+	skip := r.n.refuse(results, refused)
 	if len(r.taken) == 0 {
 		return
 	}
@@ -267,6 +252,31 @@ func (r *localRound) settle(results map[int32]kafkalog.Result, untaken, refused 
 	}
 	r.n.requeue(again)
 	r.n.fail(unknown, errUnknownOutcome)
+}
+
+// refuse answers the round's refused commands (kafkalog.ChainRound.Refused),
+// whichever node's requests they are, with a Refusal, which goes the way
+// their replies would (deliver) and fails their calls with
+// calls.ErrOverloaded, and returns the request ids it answered. One read
+// from the commands topic is answered only once its partition's write
+// counts: after a write that does not count it is read again, and may be
+// applied.
+func (n *Node) refuse(results map[int32]kafkalog.Result, refused []kafkalog.Command) map[string]bool {
+	if len(refused) == 0 {
+		return nil
+	}
+	answered := map[string]bool{}
+	var outs []kafkalog.Output
+	for _, c := range refused {
+		inbox, rid, ok := calls.ReplyAddress(c.Key)
+		if !ok || (c.Offset >= 0 && results[c.Partition] != kafkalog.Counted) {
+			continue
+		}
+		answered[string(rid)] = true
+		outs = append(outs, calls.Refusal(inbox, rid))
+	}
+	n.deliver(outs)
+	return answered
 }
 
 // requeue puts commands no write counted for back at the queue's front,

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/surge-dev/surge/internal/cluster/changelog"
@@ -36,6 +37,9 @@ type takes struct {
 	// local write failed. The node cannot load them until it restarts,
 	// when their restore reads the changelog from where their copy stands.
 	broken map[int32]bool
+	// lost is set once the copy misses a write that counted: the node
+	// leaves the group (Node.leave).
+	lost atomic.Bool
 }
 
 // begin keeps r as partition p's restore, closing any left before it.
@@ -65,13 +69,15 @@ func (t *takes) get(p int32) *changelog.ChainRestore {
 	return t.restores[p]
 }
 
-// breaks marks ps as broken.
+// breaks marks ps as broken, and the copy as missing writes that
+// counted.
 func (t *takes) breaks(ps ...int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, p := range ps {
 		t.broken[p] = true
 	}
+	t.lost.Store(true)
 }
 
 // check fails if one of ps is broken, or its take's restore is under
@@ -163,6 +169,21 @@ func (n *Node) commitCopies(outs []kafkalog.Output, counted []int32) {
 		n.cfg.Logger.Error("cluster: recording a round in the local copy", "err", err)
 		n.moved()
 	}
+}
+
+// leave takes the node out of the group once its local copy misses
+// writes that counted (takes.breaks): it cannot load its partitions
+// until it restarts, when their restores read the changelog from where
+// the copy stands, so it lets the others take them rather than hold them
+// unserved. It stays unready and goes on as a front node only, sending
+// every command to its partition's owner (its queue is closed once the
+// owner's loop returns); its peers' entry lists no partition, so that
+// the others send it none.
+func (n *Node) leave() {
+	n.cfg.Logger.Error("cluster: the local copy misses writes that counted; leaving the group until the node restarts")
+	n.setReady(false)
+	n.leaveGroup()
+	n.peers.Publish(nil)
 }
 
 // sendForward is the Forwarder's Send: a forward or an answer for

@@ -72,8 +72,8 @@ type Take func(partition int32, key, value []byte) bool
 // ErrLinkDown fails the calls in flight on a link that broke.
 var ErrLinkDown = fmt.Errorf("peer: the link to the partition's owner broke: %w", calls.ErrLost)
 
-// errFailed fails a call its owner failed: it refused the command, or
-// the round applying it ended with its outcome unknown.
+// errFailed fails a call its owner failed: its link refused the command,
+// or the round applying it ended with its outcome unknown.
 var errFailed = fmt.Errorf("peer: the partition's owner refused the command or cannot tell whether it applied it: %w", calls.ErrLost)
 
 // retryAfter is how long a front node sends through Kafka to a peer it

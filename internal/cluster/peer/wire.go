@@ -24,9 +24,11 @@ import (
 
 // The kinds of answer an owner sends back for a command.
 const (
-	// answerReply carries the reply of a committed round.
+	// answerReply carries the reply of a committed round, or the owner's
+	// refusal of an overloaded partition (calls.Refusal, an empty reply).
 	answerReply uint64 = iota
-	// answerFailed: the command's outcome is unknown, or it was refused.
+	// answerFailed: the command's outcome is unknown, or the link refused
+	// it (over its budget, or not the front node's request).
 	answerFailed
 	// answerKafka: the reply comes through the front node's inbox (the
 	// command went on to the commands topic, or a later round replies).
