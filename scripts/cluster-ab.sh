@@ -28,8 +28,9 @@
 #   one of the broker(s) to DIR/LABEL-NODESnodes-broker-PID.jfr (jfr print --stack-depth 64
 #   --events jdk.ExecutionSample).
 #   CPU_CAP=F (root, cgroup v1) caps every node at F CPUs (e.g. 0.25) with a cgroup of its own
-#   (cpu.cfs_quota_us), so that nodes behave like separate small machines; the broker(s) and the
-#   load generator are not capped. scripts/cluster-scale.sh uses it.
+#   (cpu.cfs_quota_us) and runs it with GOMAXPROCS at F rounded up (NODE_GOMAXPROCS to set
+#   another), so that nodes behave like separate small machines; the broker(s) and the load
+#   generator are not capped. scripts/cluster-scale.sh uses it.
 set -euo pipefail
 secs=$1; shift
 : "${KAFKA:?KAFKA=host:port of the brokers}" "${KAFKA_DIR:?KAFKA_DIR=the dir given to scripts/kafka.sh start -d}"

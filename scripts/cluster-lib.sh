@@ -21,7 +21,11 @@ jvm_ticks() {
       END {print jit + 0, gc + 0}'
 }
 
-# capped NAME CMD...: runs CMD in a cgroup of its own capped at CPU_CAP CPUs, or as is without one
+# capped NAME CMD...: runs CMD in a cgroup of its own capped at CPU_CAP CPUs, or as is without one.
+# A capped process stands for a machine of that many CPUs, rounded up: its GOMAXPROCS is that
+# count (NODE_GOMAXPROCS to set another). Go's own default under a cgroup's limit is at least 2,
+# so a node capped below one CPU would otherwise run two processors on a quota that a one-CPU
+# machine runs with one.
 capped() {
   local name=$1; shift
   [ -n "${CPU_CAP:-}" ] || exec "$@"
@@ -30,7 +34,7 @@ capped() {
   echo 100000 > "$g/cpu.cfs_period_us"
   awk -v f="$CPU_CAP" 'BEGIN {printf "%d\n", f * 100000}' > "$g/cpu.cfs_quota_us"
   echo "$BASHPID" > "$g/cgroup.procs"
-  exec "$@"
+  GOMAXPROCS=${NODE_GOMAXPROCS:-$(awk -v f="$CPU_CAP" 'BEGIN {n = int(f); if (n < f) n++; print n}')} exec "$@"
 }
 
 pids=() targets=() cgroups=()
