@@ -42,10 +42,12 @@ var errUnknownOutcome = errors.New("node: the outcome of the round applying the 
 var errClosed = errors.New("node: stopped")
 
 // forwardsBound is how many rounds' batches (Config.MaxBatch) of
-// forwards and answers from peers the local queue holds at most: enough
-// to fill the next rounds while their sources keep sending, and a bound
-// on what a peer's flood costs, since forwards take no part of a link's
-// budget. One past it is dropped; its source's Forwarder sends it again.
+// forwards and answers the local queue may hold when it takes one from a
+// peer: enough to fill the next rounds while their sources keep sending,
+// and a bound on what a peer's flood costs, since forwards take no part of
+// a link's budget. The node's own count towards it but are never refused
+// (Limits bound what a source owes). A peer's one past it is dropped; its
+// source's Forwarder sends it again.
 const forwardsBound = 4
 
 // localQueue holds the commands taken locally until a round takes them.
@@ -269,7 +271,8 @@ func (n *Node) refuse(results map[int32]kafkalog.Result, refused []kafkalog.Comm
 	var outs []kafkalog.Output
 	for _, c := range refused {
 		inbox, rid, ok := calls.ReplyAddress(c.Key)
-		if !ok || (c.Offset >= 0 && results[c.Partition] != kafkalog.Counted) {
+		res, known := results[c.Partition]
+		if !ok || (c.Offset >= 0 && (!known || res != kafkalog.Counted)) {
 			continue
 		}
 		answered[string(rid)] = true

@@ -91,7 +91,7 @@ func (t *takes) check(ps []int32) error {
 		}
 	}
 	if bad := slices.DeleteFunc(slices.Clone(ps), func(p int32) bool { return !t.broken[p] }); len(bad) > 0 {
-		return fmt.Errorf("node: the local copy of partitions %v misses writes that counted; restart the node", bad)
+		return fmt.Errorf("node: the local copy of partitions %v misses writes that counted: %w", bad, changelog.ErrLost)
 	}
 	return nil
 }

@@ -237,12 +237,14 @@ func (k lookup) Claim(id string) bool { return !k.s.l.inflight.loadOrStore(id, k
 
 func (k lookup) Release(id string) { deleteIf(k.s.l.inflight, id, k.s.id) }
 
+// Currency is the currency of account id: the node's own accounts' first,
+// then the one the applied transfer carries, then those learnt before.
 func (k lookup) Currency(id string) (string, bool) {
-	if c := k.s.carried; c.currency != "" && c.id == id {
-		return c.currency, true
-	}
 	if c, ok := k.s.l.accounts.currency(id); ok {
 		return c, true
+	}
+	if c := k.s.carried; c.currency != "" && c.id == id {
+		return c.currency, true
 	}
 	return k.s.l.remote.currency(id)
 }
