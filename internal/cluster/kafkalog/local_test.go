@@ -15,11 +15,11 @@ import (
 type testLocal struct {
 	mu   sync.Mutex
 	cmds []Command
-	wake func()
+	wake chan struct{}
 }
 
 func newTestLocal(cmds ...Command) *testLocal {
-	l := &testLocal{}
+	l := &testLocal{wake: make(chan struct{}, 1)}
 	l.add(cmds...)
 	return l
 }
@@ -27,25 +27,14 @@ func newTestLocal(cmds ...Command) *testLocal {
 func (l *testLocal) add(cmds ...Command) {
 	l.mu.Lock()
 	l.cmds = append(l.cmds, cmds...)
-	wake := l.wake
-	l.wake = nil
 	l.mu.Unlock()
-	if wake != nil {
-		wake()
+	select {
+	case l.wake <- struct{}{}:
+	default:
 	}
 }
 
-func (l *testLocal) Wake(wake func()) {
-	l.mu.Lock()
-	if wake != nil && len(l.cmds) > 0 {
-		l.wake = nil
-		l.mu.Unlock()
-		wake()
-		return
-	}
-	l.wake = wake
-	l.mu.Unlock()
-}
+func (l *testLocal) Waiting() <-chan struct{} { return l.wake }
 
 func (l *testLocal) Take(max int) []Command {
 	l.mu.Lock()
@@ -126,16 +115,14 @@ func TestRoundTakesLocalAndPolledCommands(t *testing.T) {
 // endlessLocal always has a local command waiting.
 type endlessLocal struct{ n int }
 
-func (l *endlessLocal) Wake(wake func()) {
-	if wake != nil {
-		wake()
-	}
-}
+func (l *endlessLocal) Waiting() <-chan struct{} { return closedChan }
 
 func (l *endlessLocal) Take(int) []Command {
 	l.n++
 	return []Command{localCommand(0, fmt.Sprintf("local-%d", l.n))}
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Local commands never starve polled ones: a round that takes local
 // commands also takes the commands the client holds, even when local

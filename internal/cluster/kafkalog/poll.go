@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -95,17 +95,19 @@ func (g *poller) next(ctx context.Context, want int) ([]Command, error) {
 // wait (woken).
 func (g *poller) pollWoken(ctx context.Context, want int) (polled []Command, woken bool, err error) {
 	wctx, cancel := context.WithCancel(ctx)
-	var wake atomic.Bool
-	// The flag is set before the poll is cancelled: a poll that ended
-	// for the wake finds it set.
-	g.local.Wake(func() {
-		wake.Store(true)
-		cancel()
+	var wake sync.WaitGroup
+	wake.Go(func() {
+		select {
+		case <-g.local.Waiting():
+			woken = true
+			cancel()
+		case <-wctx.Done():
+		}
 	})
 	polled, err = g.poll(wctx, want)
-	g.local.Wake(nil)
 	cancel()
-	return polled, wake.Load() && ctx.Err() == nil, err
+	wake.Wait()
+	return polled, woken && ctx.Err() == nil, err
 }
 
 // poll reads commands, waiting until some come or ctx ends, and stops

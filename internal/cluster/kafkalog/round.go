@@ -53,12 +53,8 @@ type Apply func(ctx context.Context, batch []Command) ([]Output, error)
 // beside the commands it polls, and applies and writes them the same way,
 // with no offset of their own (ChainMember.Takes).
 type Local interface {
-	// Wake has wake called, once, when commands may wait to be taken: at
-	// once if some may wait already, else by the next command queued.
-	// Wake(nil) drops a wake not called yet; one being called may still
-	// run. A round waiting for commands is woken so, on the goroutine
-	// that queues one, with no goroutine of its own watching for them.
-	Wake(wake func())
+	// Waiting receives when commands may wait to be taken.
+	Waiting() <-chan struct{}
 	// Take returns up to max of the waiting commands, in order.
 	Take(max int) []Command
 }

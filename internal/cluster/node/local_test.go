@@ -157,38 +157,3 @@ func holdingNode(t *testing.T) (*testNode, []string, chan kafkalog.Command, func
 	}
 	return a, ids, held, transferVia
 }
-
-// A round waiting for local commands is woken once, by the first command
-// queued after it asked (or at once if some wait already), and not by any
-// after it stopped waiting; a command put back at the queue's front wakes
-// it too.
-func TestLocalQueueWakesTheWaitingRoundOnce(t *testing.T) {
-	q := newLocalQueue(16)
-	var woken atomic.Int32
-	wake := func() { woken.Add(1) }
-	cmd := kafkalog.Command{Partition: 0, Offset: -1, Key: []byte("k"), Value: []byte("v")}
-
-	q.setWake(wake)
-	q.add(cmd)
-	q.add(cmd)
-	if n := woken.Load(); n != 1 {
-		t.Fatalf("two commands queued for a waiting round woke it %d times, want 1", n)
-	}
-	q.setWake(wake) // two wait: woken at once
-	if n := woken.Load(); n != 2 {
-		t.Fatalf("a round asking while commands wait was woken %d times in all, want 2", n)
-	}
-	q.take(10)
-	q.setWake(wake)
-	q.setWake(nil)
-	q.add(cmd)
-	if n := woken.Load(); n != 2 {
-		t.Fatalf("a round no longer waiting was woken (%d in all, want 2)", n)
-	}
-	q.take(10)
-	q.setWake(wake)
-	q.addFront([]kafkalog.Command{cmd})
-	if n := woken.Load(); n != 3 {
-		t.Fatalf("a command put back did not wake the waiting round (%d in all, want 3)", n)
-	}
-}

@@ -62,15 +62,13 @@ type localQueue struct {
 	// without growing (a round keeps the array it took).
 	last   int
 	closed bool
-	// wake wakes the round waiting for commands (kafkalog.Local.Wake),
-	// once: the next command queued calls it.
-	wake func()
+	wake   chan struct{}
 }
 
 // newLocalQueue returns a queue holding up to maxForwards forwards and
 // answers.
 func newLocalQueue(maxForwards int) *localQueue {
-	return &localQueue{maxForwards: maxForwards}
+	return &localQueue{maxForwards: maxForwards, wake: make(chan struct{}, 1)}
 }
 
 // add queues c after the others; false if the queue is closed.
@@ -97,7 +95,8 @@ func (q *localQueue) addUnless(c kafkalog.Command, bounded bool) bool {
 		q.cmds = make([]kafkalog.Command, 0, max(q.last, 16))
 	}
 	q.cmds = append(q.cmds, c)
-	q.wakeUnlock()
+	q.mu.Unlock()
+	q.poke()
 	return true
 }
 
@@ -110,31 +109,17 @@ func (q *localQueue) addFront(cmds []kafkalog.Command) bool {
 	}
 	q.cmds = append(cmds[:len(cmds):len(cmds)], q.cmds...)
 	q.forwards += forwardsIn(cmds)
-	q.wakeUnlock()
+	q.mu.Unlock()
+	q.poke()
 	return true
 }
 
-// wakeUnlock unlocks the queue, which holds commands, and wakes the round
-// waiting for them, if any.
-func (q *localQueue) wakeUnlock() {
-	wake := q.wake
-	q.wake = nil
-	q.mu.Unlock()
-	if wake != nil {
-		wake()
+// poke wakes the round waiting for commands, if any.
+func (q *localQueue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default: // woken already
 	}
-}
-
-// setWake has wake called by the next command queued, or at once if
-// commands wait already (nil: none).
-func (q *localQueue) setWake(wake func()) {
-	q.mu.Lock()
-	q.wake = wake
-	if len(q.cmds) > 0 {
-		q.wakeUnlock()
-		return
-	}
-	q.mu.Unlock()
 }
 
 // take returns up to max of the queued commands.
@@ -208,8 +193,8 @@ type localRound struct {
 	taken []kafkalog.Command
 }
 
-// Wake implements kafkalog.Local.
-func (r *localRound) Wake(wake func()) { r.n.local.setWake(wake) }
+// Waiting implements kafkalog.Local.
+func (r *localRound) Waiting() <-chan struct{} { return r.n.local.wake }
 
 // Take implements kafkalog.Local.
 func (r *localRound) Take(max int) []kafkalog.Command {
