@@ -77,17 +77,21 @@ func TestHTTP2StreamsPastMaxRequestsWaitUnread(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = io.WriteString(w, "served")
 	})
-	t.Cleanup(releaseAll) // before the server's shutdown, which waits for the handlers
+	var clients sync.WaitGroup
+	t.Cleanup(func() { // before the server's shutdown, which waits for the handlers
+		releaseAll()
+		clients.Wait() // their errors are reported while the test runs
+	})
 	c := h2cClient(t)
 	statuses := make(chan int, requests)
 	for range requests {
-		go func() {
+		clients.Go(func() {
 			st, err := post(c, "http://"+addr+"/reserve")
 			if err != nil {
 				t.Error(err)
 			}
 			statuses <- st
-		}()
+		})
 	}
 	for range places {
 		<-started
