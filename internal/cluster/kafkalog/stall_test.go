@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkatest"
 )
 
 // heldRound runs a round of a, which took partition 0 of kc's cluster and
@@ -34,7 +36,7 @@ func heldRound(t *testing.T, ctx context.Context, kc *kfake.Cluster, a *chainNod
 		if !fail {
 			return nil, nil, false // handled as usual
 		}
-		return refusedProduce(req.(*kmsg.ProduceRequest), kerr.InvalidRecord.Code), nil, true
+		return kafkatest.RefusedProduce(req.(*kmsg.ProduceRequest), kerr.InvalidRecord.Code), nil, true
 	})
 	roundCtx, endRound := context.WithCancel(ctx)
 	go func() {

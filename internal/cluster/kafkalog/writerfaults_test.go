@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/surge-dev/surge/internal/cluster/kafkatest"
 )
 
 // appendRaw appends records to the changelog as they are, on a client of
@@ -66,23 +68,6 @@ func TestWriterGapOfItsOwnRecordsIsUnknown(t *testing.T) {
 	}
 }
 
-// refusedProduce answers every partition req produces to with the error
-// code.
-func refusedProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
-	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	for _, rt := range req.Topics {
-		st := kmsg.NewProduceResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewProduceResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
-	}
-	return resp
-}
-
 // Answered OUT_OF_ORDER_SEQUENCE_NUMBER, franz-go would take a new
 // producer epoch and send the batch again, which may have landed already:
 // the writer stops instead, the write's outcome unknown, and goes on with
@@ -92,7 +77,7 @@ func TestWriterStopsOnDataLoss(t *testing.T) {
 	w := newWriter(t, c)
 	claimOn(t, ctx, w, 0, "a")
 	kc.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		return refusedProduce(kreq.(*kmsg.ProduceRequest), kerr.OutOfOrderSequenceNumber.Code), nil, true
+		return kafkatest.RefusedProduce(kreq.(*kmsg.ProduceRequest), kerr.OutOfOrderSequenceNumber.Code), nil, true
 	})
 	out, err := w.Write(ctx, []Batch{batchOf(0, "lost", 1)})
 	if err != nil {

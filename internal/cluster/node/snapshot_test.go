@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
+	"github.com/surge-dev/surge/internal/cluster/kafkatest"
 	"github.com/surge-dev/surge/internal/engine"
 	"github.com/surge-dev/surge/internal/ledger"
 )
@@ -319,18 +320,6 @@ func refuseWrite(n *atomic.Int32, topic string, id [16]byte) func(kmsg.Request) 
 		if len(r.Topics) == 0 || (r.Topics[0].Topic != topic && r.Topics[0].TopicID != id) || !n.CompareAndSwap(0, 1) {
 			return nil, nil, false
 		}
-		resp := r.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.InvalidRecord.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return kafkatest.RefusedProduce(r, kerr.InvalidRecord.Code), nil, true
 	}
 }
