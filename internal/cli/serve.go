@@ -137,7 +137,7 @@ trace and read surge.`,
 	f.BoolVar(&c.noSync, "no-sync", false, "acknowledge writes (ledger and key-value) before fsync: faster, but a crash loses the latest acknowledged writes")
 	f.BoolVar(&c.walLoss, "accept-wal-loss", false, "start even though a WAL is damaged with valid records after the damage, dropping everything in it from the damage on (without it, surge refuses to start and names the file and offset)")
 	f.StringVar(&c.recProf, "recovery-profile", "", "write a CPU profile of recovery, from start until ready, to this file (for go tool pprof)")
-	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default)")
+	f.IntVar(&c.memtable, "memtable-mb", 0, "storage memtable size in MiB (0: default); with --kafka, the local snapshot's")
 	f.IntVar(&c.gcPct, "gc-percent", 400, "Go GC target (GOGC) unless GOGC is set: the heap is mostly long-lived accounts, which Go's default of 100 marks again and again")
 	f.IntVar(&c.kvValue, "kv-max-value", kv.DefaultMaxValueBytes, fmt.Sprintf("largest value a key-value PUT may store, in bytes (at most %d; in cluster mode %d, what a Kafka record carries, which is also the default there); larger ones get 413", kv.MaxValueLimit, kvstore.MaxClusterValueBytes))
 	f.IntVar(&c.memLimit, "memory-limit-mb", 768, "soft limit of the Go heap in MiB (GOMEMLIMIT) unless GOMEMLIMIT is set; 0: none. With --gc-percent 400 the heap may grow to 5x what is live; near this limit the GC runs more often instead, which bounds a flash sale's RSS")

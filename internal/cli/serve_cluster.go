@@ -117,6 +117,7 @@ func serveCluster(ctx context.Context, c serveConfig, out io.Writer) error {
 	n, err := node.Start(ctx, node.Config{
 		Kafka: kc, Peer: pc,
 		Dir: dir, Currency: c.currency, MaxBatch: c.maxBatch, Logger: logger,
+		SnapshotMemTable: uint64(c.memtable) << 20,
 	}, func(ready bool) {
 		if api != nil {
 			api.SetReady(ready)

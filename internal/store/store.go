@@ -141,8 +141,9 @@ func Open(dir string, o Options) (*Store, error) {
 	return s, nil
 }
 
-// Close flushes nothing extra (every commit is already in the WAL) and
-// releases the database. A faulted store closes only its read-only
+// Close flushes nothing extra (every commit is already in the WAL; a
+// store without one, NoWAL, keeps only what its flushes wrote: see Flush)
+// and releases the database. A faulted store closes only its read-only
 // instance: the fenced one can write nothing, and the process keeps its
 // lock on the directory until it exits.
 func (s *Store) Close() error {
@@ -150,6 +151,18 @@ func (s *Store) Close() error {
 		return r.Close()
 	}
 	return s.db.Close()
+}
+
+// Flush writes the memtables to table files and waits until they are on
+// disk: what a store without a WAL (NoWAL) needs for its commits so far
+// to outlive the process. A fault while it waits ends the wait with the
+// fault (await).
+func (s *Store) Flush() error {
+	if f := s.reported(); f != nil {
+		return f
+	}
+	_, err := s.await(s.db.Flush)
+	return err
 }
 
 // Dir returns the directory the store lives in.

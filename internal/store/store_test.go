@@ -143,3 +143,39 @@ func TestNoWAL(t *testing.T) {
 		t.Fatalf("an unflushed write survived the close: %v, %v", ok, err)
 	}
 }
+
+// Flush writes a store's commits to table files: a store without a WAL
+// keeps across a close what it committed before a Flush, not what it
+// committed after.
+func TestFlushKeepsTheCommitsOfAStoreWithoutAWAL(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{NoWAL: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(k string) {
+		b := s.NewBatch()
+		_ = b.Set([]byte(k), []byte(k), nil)
+		if err := s.CommitNoSync(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("flushed")
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	set("after")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir, Options{NoWAL: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok, err := s.Get([]byte("flushed")); err != nil || !ok {
+		t.Fatalf("a flushed write is gone after a close: %v, %v", ok, err)
+	}
+	if _, ok, err := s.Get([]byte("after")); err != nil || ok {
+		t.Fatalf("a write after the flush survived the close: %v, %v", ok, err)
+	}
+}

@@ -109,19 +109,30 @@ func TestClusterSurvivesANodesKill(t *testing.T) {
 	}
 }
 
-// survivesANodesKill kills node 3 with kill -9 halfway through
-// loseNothing's load, then restarts it: it serves the ledger again.
+// survivesANodesKill stops node 3 halfway through loseNothing's load and
+// starts it again: a clean stop writes its local copy to disk whole, so
+// the copy holds the state of that moment. Once the node serves again,
+// the load still running, it is killed with kill -9, which loses what its
+// copy took since (the copy keeps no WAL), and restarted: its takes
+// restore its partitions from the copy and the changelog's tail. Every
+// acknowledged write then reads back through every node, the restarted
+// one included, whose balances are what the changelog makes them.
 func (c *clusterNodes) survivesANodesKill(t *testing.T) {
-	c.loseNothing(t, func() {
+	check := c.loseNothing(t, func() {
 		c.alive[2].Store(false)
-		c.nodes[2].kill()
-	})
+		c.nodes[2].stop()
+		c.nodes[2] = start(t, c.dirs[2], c.args...)
+	}, func() { c.nodes[2].kill() }) // the node prepare started
 	c.nodes[2] = start(t, c.dirs[2], c.args...)
 	c.alive[2].Store(true)
 	if _, r, err := c.nodes[2].c.Stats(); err != nil || r.Status != http.StatusOK {
 		t.Fatalf("the restarted node does not serve the ledger: %v %v", r, err)
 	}
+	for _, s := range c.nodes { // node 3 took partitions back
+		s.pollReady(s.name + " ready with its partitions")
+	}
 	logRestores(t, c.nodes[2], 0)
+	check()
 }
 
 // A broker's kill -9 under load, with 3 brokers (replication factor 3,
@@ -129,7 +140,7 @@ func (c *clusterNodes) survivesANodesKill(t *testing.T) {
 // which CI runs: about 3 minutes here).
 func TestClusterSurvivesABrokersKill(t *testing.T) {
 	c := startCluster(t, 3, 3)
-	c.loseNothing(t, func() {
+	c.loseNothing(t, nil, func() {
 		if err := c.kafka.Kill(2); err != nil {
 			t.Fatal(err)
 		}
@@ -137,9 +148,10 @@ func TestClusterSurvivesABrokersKill(t *testing.T) {
 }
 
 // loseNothing opens and funds accounts, runs transfers and key-value
-// writes through every node, calls kill halfway, then checks every
-// acknowledged write.
-func (c *clusterNodes) loseNothing(t *testing.T, kill func()) {
+// writes through every node, calls prepare, if set, then kill halfway,
+// then checks every acknowledged write. It returns a check of the
+// acknowledged transfers and key-value writes to run again later.
+func (c *clusterNodes) loseNothing(t *testing.T, prepare, kill func()) (check func()) {
 	const accounts, fund = 12, 1_000_000
 	for a := range accounts {
 		id := fmt.Sprint("acct-", a)
@@ -157,20 +169,28 @@ func (c *clusterNodes) loseNothing(t *testing.T, kill func()) {
 	kvDone, seatsDone := make(chan map[string]string, 1), make(chan []string, 1)
 	go func() { kvDone <- c.putEntries(t, 3, 60) }()
 	go func() { seatsDone <- c.reserveSeats(t, 3, 40) }()
-	acked := c.load(t, accounts, 6, 60, kill)
+	acked := c.load(t, accounts, 6, 60, prepare, kill)
 	entries, reservations := <-kvDone, <-seatsDone
-	c.checkTransfers(t, acked, accounts, fund)
-	c.checkEntries(t, entries)
+	check = func() {
+		c.checkTransfers(t, acked, accounts, fund)
+		c.checkEntries(t, entries)
+	}
+	check()
 	c.checkSeats(t, reservations, 120)
+	return check
 }
 
 // load runs workers on every node, each making transfers between random
-// accounts, and calls kill halfway; it returns the acknowledged transfers
-// and logs how long after the kill every partition served again.
-func (c *clusterNodes) load(t *testing.T, accounts, workers, each int, kill func()) map[string]TransferReq {
+// accounts, and calls prepare, if set, then kill halfway; it returns the
+// acknowledged transfers and logs how long after the kill every partition
+// served again.
+func (c *clusterNodes) load(t *testing.T, accounts, workers, each int, prepare, kill func()) map[string]TransferReq {
 	var mu sync.Mutex
 	acked := map[string]TransferReq{}
 	halfwayKill(workers, each, 7, func() {
+		if prepare != nil {
+			prepare()
+		}
 		marks := make([]int, len(c.nodes))
 		for i, s := range c.nodes {
 			marks[i] = len(s.out.String())
@@ -300,12 +320,18 @@ func (c *clusterNodes) putEntry(i int, key, value string) bool {
 	return ok
 }
 
-// checkEntries reads every acknowledged entry back, each from a surviving
-// node.
+// checkEntries reads every acknowledged entry back, each from a live
+// node, in turn.
 func (c *clusterNodes) checkEntries(t *testing.T, acked map[string]string) {
+	var live []*server
+	for j, s := range c.nodes {
+		if c.alive[j].Load() {
+			live = append(live, s)
+		}
+	}
 	i := 0
 	for key, value := range acked {
-		r, err := c.nodes[i%2].c.raw(http.MethodGet, "/v0/entity?id="+key, "", nil)
+		r, err := live[i%len(live)].c.raw(http.MethodGet, "/v0/entity?id="+key, "", nil)
 		if err != nil || r.Status != http.StatusOK || string(r.Body) != value {
 			t.Errorf("acknowledged entry %s: %v %v, want %q", key, r, err, value)
 		}

@@ -86,7 +86,7 @@ func takeInto(t *testing.T, ctx context.Context, s *Snapshots, o *kafkalog.Owner
 // from the changelog's start.
 func TestCopyKeepsTheChainState(t *testing.T) {
 	ctx, c := chainCluster(t)
-	s, err := OpenSnapshots(t.TempDir(), c, slog.New(slog.DiscardHandler), nil)
+	s, err := OpenSnapshots(t.TempDir(), c, slog.New(slog.DiscardHandler), SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/surge-dev/surge/internal/bench/measure"
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/store"
@@ -17,7 +19,7 @@ import (
 // as a take's restore leaves them, so that counted rounds move them.
 func openRestored(t testing.TB, dir string, n int32) *Snapshots {
 	t.Helper()
-	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler), nil)
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler), SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,38 +92,42 @@ func TestReadersSeeThePendingRounds(t *testing.T) {
 	}
 }
 
-// A pending batch that is never committed (the process killed) leaves
-// the copy at the last committed rounds: their changes with the metas
-// they moved, none of the pending rounds' changes nor metas.
-func TestUncommittedRoundsLeaveTheLastCommittedState(t *testing.T) {
-	dir := t.TempDir()
-	s := openRestored(t, dir, 1)
-	s.commitAt = 1 // the first round is committed at once
-	countRound(t, s, "a", "1", 5)
-	if s.pending != nil {
-		t.Fatal("a round past commitAt is pending")
-	}
-	s.commitAt = 1 << 30
-	countRound(t, s, "b", "2", 7)
-	countRound(t, s, "a", "3", 9)
-	if s.pending == nil {
-		t.Fatal("no round is pending")
-	}
-	_ = s.pending.Close() // the kill: the pending batch never reaches Pebble
-	s.pending = nil
-	_ = s.db.Close()
-
-	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler), nil)
+// A kill -9 leaves the copy as its last flush wrote it: the rounds
+// committed and flushed, with the metas they moved; neither the changes
+// nor the metas of the rounds committed since (the copy keeps no WAL) nor
+// of the pending ones.
+func TestUncommittedRoundsLeaveTheLastFlushedState(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s, err := OpenSnapshots("/node", kafkalog.Config{}, slog.New(slog.DiscardHandler), SnapshotOptions{FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	m, ok, err := s.meta(0)
+	restoreParts(t, s, 1)
+	s.commitAt = 1 // each round is committed at once
+	countRound(t, s, "a", "1", 5)
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	countRound(t, s, "b", "2", 7)
+	s.commitAt = 1 << 30
+	countRound(t, s, "a", "3", 9)
+	if s.pending == nil {
+		t.Fatal("no round is pending")
+	}
+	killed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))}) // every write the process made
+
+	k, err := OpenSnapshots("/node", kafkalog.Config{}, slog.New(slog.DiscardHandler), SnapshotOptions{FS: killed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	m, ok, err := k.meta(0)
 	if err != nil || !ok || m.Offset != 5 || m.Chain == nil || m.Chain.Offset != 5 {
 		t.Fatalf("the copy covers %+v (%v, %v), want offset 5 with its chain state", m, ok, err)
 	}
 	for key, want := range map[string]string{"a": "[a=s1]", "b": "[b=<nil>]"} {
-		if ups, err := s.Restate(0, []byte(key)); err != nil || updatesString(ups) != want {
+		if ups, err := k.Restate(0, []byte(key)); err != nil || updatesString(ups) != want {
 			t.Errorf("the copy holds %s (%v), want %s", updatesString(ups), err, want)
 		}
 	}
@@ -155,7 +161,7 @@ func TestPendingMetasAreWrittenAtCommit(t *testing.T) {
 	}
 	s.Close()
 
-	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler), nil)
+	s, err := OpenSnapshots(dir, kafkalog.Config{}, slog.New(slog.DiscardHandler), SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +206,7 @@ func TestFailedRoundDropsThePendingMetas(t *testing.T) {
 // BenchmarkCommitChain commits rounds of 100 changes of random keys
 // across 8 partitions, as a node's counted rounds, and reports the
 // process's CPU per round (cpu-ns/op), Pebble's flushes and compactions
-// included, up to the copy's close. In owing, each partition's chain
+// included, up to the copy's close, the flush of its last memtable too. In owing, each partition's chain
 // state owes forwards, as a partition of a node that forwards to others'
 // does.
 func BenchmarkCommitChain(b *testing.B) {
@@ -243,6 +249,12 @@ func benchCommitChain(b *testing.B, owed int) {
 		if err := s.CommitChain(outs, states); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if err := s.flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.db.Flush(); err != nil { // what a copy with a WAL defers
+		b.Fatal(err)
 	}
 	s.Close()
 	b.StopTimer()

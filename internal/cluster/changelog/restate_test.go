@@ -16,7 +16,7 @@ import (
 // of another partition nor past the range's end. A take's restore under
 // way is read too, since the take's first write repairs what it read.
 func TestRestateWritesTheCopysStateAgain(t *testing.T) {
-	s, err := OpenSnapshots(t.TempDir(), kafkalog.Config{}, slog.New(slog.DiscardHandler), nil)
+	s, err := OpenSnapshots(t.TempDir(), kafkalog.Config{}, slog.New(slog.DiscardHandler), SnapshotOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

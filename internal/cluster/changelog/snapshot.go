@@ -1,11 +1,11 @@
 package changelog
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -54,6 +54,20 @@ import (
 // last round ends at, so a kill -9 loses at most a suffix of the counted
 // rounds whole: the copy is then an older consistent state, and a take
 // reads the changelog on from it.
+//
+// No WAL: the copy keeps no write-ahead log (store.Options.NoWAL), since
+// what makes a round durable is the changelog (acks=all). On disk it is
+// what Pebble's flushes wrote, and a kill -9 loses the memtables with the
+// pending batch. What remains is still a prefix of the copy's commits,
+// each whole: Pebble applies a batch to one memtable whole, or queues a
+// large one whole as a flushable batch; a flush writes the oldest
+// memtables once their writers are done, syncs the table files and
+// installs them in one MANIFEST edit; and every meta is written in the
+// batch of the changes it covers (flushLocked; a restore's, in its last
+// batch: ChainRestore.Done). So the copy still holds, per partition, a
+// prefix of the counted writes with the state that prefix ends at. A
+// clean Close flushes the memtables, so that a clean restart reads no
+// changelog record.
 
 const (
 	snapData byte = 'd'
@@ -88,32 +102,67 @@ type Snapshots struct {
 	restoring map[int32]*ChainRestore
 }
 
-// OpenSnapshots opens the copy in dir/snapshot. A copy damaged by a crash
-// of the machine (a WAL cut in its middle, a corrupt file) is dropped:
-// every partition is then read from the changelog. Other errors (another
-// process holds the directory, a failing disk) are returned. fs is the
-// file system under the copy (nil: the operating system's), through which
-// tests inject faults.
-func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger, fs vfs.FS) (*Snapshots, error) {
+// SnapshotOptions tune the local copy's store.
+type SnapshotOptions struct {
+	// FS is the file system under the copy (nil: the operating system's),
+	// through which tests inject faults and crashes.
+	FS vfs.FS
+	// MemTableBytes is the copy's memtable size (0: the store's default,
+	// 64 MiB). The copy keeps no WAL, so its memtables are what a kill -9
+	// loses; the pending batch is committed at half of it (pendingBytes).
+	MemTableBytes uint64
+}
+
+// OpenSnapshots opens the copy in dir/snapshot. A damaged copy (a table
+// file failing its checksums, or a WAL of a copy kept with one, cut in
+// its middle) is dropped: every partition is then read from the
+// changelog. Other errors (another process holds the directory, a
+// failing disk) are returned.
+func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger, o SnapshotOptions) (*Snapshots, error) {
 	path := filepath.Join(dir, "snapshot")
 	opts := snapOptions
-	opts.FS = fs
-	db, err := store.Open(path, opts)
+	opts.FS, opts.MemTableBytes = o.FS, o.MemTableBytes
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	db, err := openCopy(path, opts)
 	var damage *store.WALDamage
-	if err != nil && !errors.As(err, &damage) && !errors.Is(err, pebble.ErrCorruption) {
+	var tables *store.TableDamage
+	if err != nil && !errors.As(err, &damage) && !errors.As(err, &tables) && !errors.Is(err, pebble.ErrCorruption) {
 		return nil, err
 	}
 	if err != nil {
 		logger.Warn("cluster: dropping the local snapshot", "err", err)
-		if err := os.RemoveAll(path); err != nil {
+		if err := opts.FS.RemoveAll(path); err != nil {
 			return nil, err
 		}
 		if db, err = store.Open(path, opts); err != nil {
 			return nil, err
 		}
 	}
-	return &Snapshots{db: db, cfg: cfg, logger: logger, commitAt: pendingBytes,
+	commitAt := pendingBytes
+	if o.MemTableBytes != 0 {
+		commitAt = int(o.MemTableBytes / 2)
+	}
+	return &Snapshots{db: db, cfg: cfg, logger: logger, commitAt: commitAt,
 		pendingMeta: map[int32]kafkalog.Snapshot{}, restoring: map[int32]*ChainRestore{}}, nil
+}
+
+// openCopy opens the copy's store and checks every block of its table
+// files: Pebble checks a block only when a read needs it, and a copy read
+// in part would restore partitions from damaged state, or fail the reads
+// of a partition after its take had begun from the copy. The check reads
+// what a restart's load of the copies (Load) reads again.
+func openCopy(path string, opts store.Options) (*store.Store, error) {
+	db, err := store.Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.VerifyTables(context.Background()); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // ErrLost is wrapped by the errors of a copy that dropped counted rounds
@@ -122,15 +171,17 @@ func OpenSnapshots(dir string, cfg kafkalog.Config, logger *slog.Logger, fs vfs.
 // changelog from where the copy stands.
 var ErrLost = errors.New("changelog: the local snapshot lost counted rounds")
 
-// snapOptions are the copy's store's: like the engine's cache, it leaves
-// the files its flushes write uncompressed (store.Options.UncompressedL0),
-// which compactions soon rewrite compressed. Its memtable, the store's
-// default, sets the pending batch's size (pendingBytes).
-var snapOptions = store.Options{NoSync: true, UncompressedL0: true}
+// snapOptions are the copy's store's. It keeps no WAL (see "No WAL"
+// above). Like the engine's cache, it leaves the files its flushes write
+// uncompressed (store.Options.UncompressedL0), which compactions soon
+// rewrite compressed. Its memtable, by default the store's, sets the
+// pending batch's size (pendingBytes).
+var snapOptions = store.Options{NoWAL: true, UncompressedL0: true}
 
 // pendingBytes is the pending batch's size at which it is committed: half
 // the store's default memtable, from which Pebble applies a batch as a
-// flushable one (a batch's size in the memtable exceeds its Len).
+// flushable one (a batch's size in the memtable exceeds its Len), which
+// it queues for a flush at once.
 const pendingBytes = 32 << 20
 
 // pendingRoom is what a pending batch is allocated beyond commitAt, for
@@ -138,9 +189,15 @@ const pendingBytes = 32 << 20
 // it holds into an array twice as large.
 const pendingRoom = 1 << 20
 
-// Close commits the pending rounds and closes the copy.
+// Close commits the pending rounds, writes the copy's memtables to disk
+// (it keeps no WAL), and closes it: a clean restart restores from all of
+// it.
 func (s *Snapshots) Close() {
-	if err := s.flush(); err != nil {
+	err := s.flush()
+	if err == nil {
+		err = s.db.Flush()
+	}
+	if err != nil {
 		s.logger.Warn("cluster: the local snapshot lost its last rounds", "err", err)
 	}
 	_ = s.db.Close()

@@ -14,14 +14,15 @@ import (
 	"github.com/surge-dev/surge/internal/ledger"
 )
 
-// copyFault fails the writes of the local snapshot's WAL while on, as a
-// failing disk does.
+// copyFault fails the writes of the local snapshot's table files while
+// on, as a failing disk does: the copy keeps no WAL, so its flushes are
+// what writes it.
 type copyFault struct{ on atomic.Bool }
 
 func (f *copyFault) String() string { return "copyFault" }
 
 func (f *copyFault) MaybeError(op errorfs.Op) error {
-	if f.on.Load() && op.Kind == errorfs.OpFileWrite && strings.HasSuffix(op.Path, ".log") {
+	if f.on.Load() && op.Kind == errorfs.OpFileWrite && strings.HasSuffix(op.Path, ".sst") {
 		return syscall.EIO
 	}
 	return nil
@@ -30,13 +31,18 @@ func (f *copyFault) MaybeError(op errorfs.Op) error {
 // A node whose local copy cannot take the writes that counted leaves the
 // group rather than hold partitions it cannot load: the other node takes
 // them, restored from the changelog with every write that counted, and
-// the node stays unready, serving as a front node only. Each rebuild
-// commits the copy's pending rounds first (changelog.Snapshots.Load): on
-// a failing disk one of them finds the copy lost counted rounds.
+// the node stays unready, serving as a front node only. The copy's
+// memtable is small, so that its pending rounds are committed, and
+// flushed, every few transfers: a flush's failed write fences the copy's
+// store, and the next commit of its pending rounds (at its size, or a
+// rebuild's: changelog.Snapshots.Load) finds the copy lost counted
+// rounds.
 func TestNodeWithABrokenCopyLeavesTheGroup(t *testing.T) {
 	_, k := fakeKafka(t)
 	fault := &copyFault{}
-	a := startNode(t, k, t.TempDir(), func(c *Config) { c.SnapshotFS = errorfs.Wrap(vfs.Default, fault) })
+	a := startNode(t, k, t.TempDir(), func(c *Config) {
+		c.SnapshotFS, c.SnapshotMemTable = errorfs.Wrap(vfs.Default, fault), 64<<10
+	})
 	settled(t, a)
 	ids := accounts(t, a, 12)
 	b := joinNode(t, k, a)

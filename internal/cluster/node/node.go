@@ -45,6 +45,11 @@ type Config struct {
 	// SnapshotFS is the file system under the node's local snapshot (nil:
 	// the operating system's); tests inject faults through it.
 	SnapshotFS vfs.FS
+	// SnapshotMemTable is the local snapshot's memtable size (0: 64 MiB).
+	// The snapshot keeps no WAL: a kill -9 loses its memtables, whose
+	// records a take reads again from the changelog
+	// (changelog.SnapshotOptions).
+	SnapshotMemTable uint64
 	// Currency is the currency of @world when the ledger is first created.
 	Currency string
 	// MaxBatch bounds the commands a round reads (0: 4096).
@@ -147,7 +152,7 @@ func Start(ctx context.Context, cfg Config, onReady func(bool)) (*Node, error) {
 		}
 		return nil, err
 	}
-	if n.snaps, err = changelog.OpenSnapshots(cfg.Dir, cfg.Kafka, cfg.Logger, cfg.SnapshotFS); err != nil {
+	if n.snaps, err = changelog.OpenSnapshots(cfg.Dir, cfg.Kafka, cfg.Logger, changelog.SnapshotOptions{FS: cfg.SnapshotFS, MemTableBytes: cfg.SnapshotMemTable}); err != nil {
 		return nil, err
 	}
 	closers = append(closers, n.snaps.Close)
