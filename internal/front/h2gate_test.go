@@ -1,7 +1,9 @@
 package front
 
 import (
+	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // gatedServer serves handler under limits on net/http, its gate's waits
@@ -154,5 +158,67 @@ func TestHTTP2GateWaitEnds(t *testing.T) {
 	adm.g.gate.mu.Unlock()
 	if stalled {
 		t.Error("a place given back does not end the stall")
+	}
+}
+
+// TestHTTP2StreamBehindABodyWaitsUnread: a client may send a stream's
+// HEADERS before the body of one the server has read, as Go's client
+// does when it writes its requests' bodies after their headers. With
+// room for one request, the first stream is served, and the second,
+// whose HEADERS come between the first's headers and its body, waits
+// unread while the first holds the place.
+func TestHTTP2StreamBehindABodyWaitsUnread(t *testing.T) {
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	var entered atomic.Int32
+	addr, adm := gatedServer(t, Limits{MaxRequests: 1}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+		entered.Add(1)
+		<-release
+		_, _ = io.Copy(io.Discard, r.Body)
+	})
+	t.Cleanup(releaseAll)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	var out bytes.Buffer
+	out.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&out, nil)
+	enc := newRequestEncoder()
+	_ = fr.WriteSettings()
+	for _, id := range []uint32{1, 3} {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc.encode("POST", "/reserve", "6"), EndHeaders: true})
+	}
+	for _, id := range []uint32{1, 3} {
+		_ = fr.WriteData(id, true, []byte("a body"))
+	}
+	if _, err := c.Write(out.Bytes()); err != nil { // in one write: the server reads them together
+		t.Fatal(err)
+	}
+	gate := adm.g.gate
+	settled := func() bool { // the first served, and the second unread or read
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		return entered.Load() > 0 && (gate.waiting > 0 || gate.blocked > 0 && gate.pending == 0)
+	}
+	for !settled() {
+		runtime.Gosched()
+	}
+	gate.mu.Lock()
+	blocked, pending, waiting := gate.blocked, gate.pending, gate.waiting
+	gate.mu.Unlock()
+	if n := entered.Load(); n != 1 || blocked == 0 || pending != 0 || waiting != 0 {
+		t.Fatalf("with the place held: %d handlers, %d blocked at the gate, %d pending, %d waiting; want 1, 1, 0, 0",
+			n, blocked, pending, waiting)
+	}
+	releaseAll()
+	in := http2.NewFramer(c, c)
+	in.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	for id, st := range awaitEnds(t, in, 1, 3) {
+		if st != "200" {
+			t.Errorf("stream %d: status %s, want 200", id, st)
+		}
 	}
 }
