@@ -117,6 +117,12 @@ func TestHTTP2StreamsPastMaxRequestsWaitUnread(t *testing.T) {
 	if n := testutil.ToFloat64(adm.g.rejected.WithLabelValues(reasonRequests)); n != 0 {
 		t.Errorf("%v requests refused max_requests, want none", n)
 	}
+	adm.g.gate.mu.Lock()
+	pending = adm.g.gate.pending
+	adm.g.gate.mu.Unlock()
+	if pending != 0 {
+		t.Errorf("every request served: %d streams still pending, want 0", pending)
+	}
 }
 
 // TestHTTP2GateWaitEnds: a stream the server has no room for, while no
