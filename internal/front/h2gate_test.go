@@ -228,3 +228,76 @@ func TestHTTP2StreamBehindABodyWaitsUnread(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTP2ParkedFramesBounded: a client that sends a parked stream more
+// DATA than its windows allow, and then a PING, does not make the front
+// hold it all: once the parked frames fill maxParked, nothing more of the
+// connection is read (the PING stays unanswered) until the gate lets the
+// stream in.
+func TestHTTP2ParkedFramesBounded(t *testing.T) {
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	var watch atomic.Pointer[resetWatch]
+	addr, adm := gatedServer(t, Limits{MaxRequests: 1}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			watch.Store(r.Context().Value(h2Conn{}).(*resetWatch))
+			<-release
+		}
+	})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done sync.WaitGroup
+	t.Cleanup(func() {
+		releaseOnce.Do(func() { close(release) })
+		_ = c.Close()
+		done.Wait()
+	})
+	var out bytes.Buffer
+	out.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&out, nil)
+	enc := newRequestEncoder()
+	_ = fr.WriteSettings()
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc.encode("GET", "/hold", ""), EndHeaders: true, EndStream: true})
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: enc.encode("POST", "/flood", ""), EndHeaders: true})
+	chunk := make([]byte, defaultMaxFrameSize)
+	for range 2 * maxParked / len(chunk) {
+		_ = fr.WriteData(3, false, chunk)
+	}
+	_ = fr.WritePing(false, [8]byte{'f', 'l', 'o', 'o', 'd'})
+	done.Go(func() { _, _ = c.Write(out.Bytes()) }) // blocks once the server stops reading
+	acked := make(chan struct{})
+	done.Go(func() {
+		in := http2.NewFramer(nil, c)
+		for {
+			f, err := in.ReadFrame()
+			if err != nil {
+				return
+			}
+			if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
+				close(acked)
+				return
+			}
+		}
+	})
+	gate := adm.g.gate
+	for {
+		gate.mu.Lock()
+		if gate.unread > 0 && watch.Load() != nil {
+			break // held: the reader waits in enter, and parks nothing meanwhile
+		}
+		gate.mu.Unlock()
+		select {
+		case <-acked:
+			t.Fatal("the PING behind twice maxParked of a parked stream's DATA was read and answered")
+		default:
+			runtime.Gosched()
+		}
+	}
+	parked := watch.Load().gr.parkedBytes
+	gate.mu.Unlock()
+	if parked > maxParked {
+		t.Fatalf("%d bytes parked, want at most %d", parked, maxParked)
+	}
+}
