@@ -17,14 +17,14 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// gatedServer serves handler under limits on net/http, its gate's waits
-// ending after stall without progress, and returns its address and
-// admission.
-func gatedServer(t *testing.T, l Limits, stall time.Duration, handler http.HandlerFunc) (string, *Admission) {
+// gatedServer serves handler under limits on net/http, over HTTP/2 on
+// server, its gate's waits ending after stall without progress, and
+// returns its address and admission.
+func gatedServer(t *testing.T, server HTTP2Server, l Limits, stall time.Duration, handler http.HandlerFunc) (string, *Admission) {
 	t.Helper()
 	adm := NewAdmission(l, nil)
 	adm.g.gate.stall = stall
-	srv := New(Options{Net: handler, Admission: adm, MaxRequestBodyBytes: 1 << 10, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})
+	srv := New(Options{Net: handler, Admission: adm, MaxRequestBodyBytes: 1 << 10, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, HTTP2: server})
 	return serveFront(t, srv), adm
 }
 
@@ -66,15 +66,26 @@ func gateBlocked(h *h2gate, givenUp func() bool) {
 // more requests in flight than MaxRequests has each of them served, none
 // refused, and the server reads no stream past those it has room for:
 // while the handlers hold every place, the next stream waits unread (for
-// as long as the stall allows, here an hour).
+// as long as the stall allows, here an hour). On either HTTP/2 server.
 func TestHTTP2StreamsPastMaxRequestsWaitUnread(t *testing.T) {
+	onBothServers(t, streamsPastMaxRequestsWaitUnread)
+}
+
+// onBothServers runs test on each of the front's HTTP/2 servers.
+func onBothServers(t *testing.T, test func(*testing.T, HTTP2Server)) {
+	for _, server := range []HTTP2Server{HTTP2Surge, HTTP2Net} {
+		t.Run(string(server), func(t *testing.T) { test(t, server) })
+	}
+}
+
+func streamsPastMaxRequestsWaitUnread(t *testing.T, server HTTP2Server) {
 	const requests, places = 12, 2
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
 	var entered atomic.Int32
 	started := make(chan struct{}, requests)
-	addr, adm := gatedServer(t, Limits{MaxRequests: places}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+	addr, adm := gatedServer(t, server, Limits{MaxRequests: places}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
 		entered.Add(1)
 		started <- struct{}{}
 		<-release
@@ -132,7 +143,7 @@ func TestHTTP2GateWaitEnds(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	held := make(chan struct{})
-	addr, adm := gatedServer(t, Limits{MaxRequests: 1}, 50*time.Millisecond, func(w http.ResponseWriter, r *http.Request) {
+	addr, adm := gatedServer(t, HTTP2Surge, Limits{MaxRequests: 1}, 50*time.Millisecond, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
 			close(held)
 			<-release
@@ -172,13 +183,17 @@ func TestHTTP2GateWaitEnds(t *testing.T) {
 // does when it writes its requests' bodies after their headers. With
 // room for one request, the first stream is served, and the second,
 // whose HEADERS come between the first's headers and its body, waits
-// unread while the first holds the place.
+// unread while the first holds the place. On either HTTP/2 server.
 func TestHTTP2StreamBehindABodyWaitsUnread(t *testing.T) {
+	onBothServers(t, streamBehindABodyWaitsUnread)
+}
+
+func streamBehindABodyWaitsUnread(t *testing.T, server HTTP2Server) {
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
 	var entered atomic.Int32
-	addr, adm := gatedServer(t, Limits{MaxRequests: 1}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+	addr, adm := gatedServer(t, server, Limits{MaxRequests: 1}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
 		entered.Add(1)
 		<-release
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -238,7 +253,7 @@ func TestHTTP2ParkedFramesBounded(t *testing.T) {
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	var watch atomic.Pointer[resetWatch]
-	addr, adm := gatedServer(t, Limits{MaxRequests: 1}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+	addr, adm := gatedServer(t, HTTP2Surge, Limits{MaxRequests: 1}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
 			watch.Store(r.Context().Value(h2Conn{}).(*resetWatch))
 			<-release
