@@ -82,12 +82,18 @@ func (h *h2gate) roomLocked() bool {
 }
 
 // tryEnter counts a new stream pending if its request fits, or while the
-// gate is stalled, and reports whether it did.
-func (h *h2gate) tryEnter() bool {
+// gate is stalled, or once its wait, if it began one at begun, has ended
+// (endLocked), and reports whether it did.
+func (h *h2gate) tryEnter(begun time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.roomLocked() && !h.stalled {
-		return false
+		if begun.IsZero() {
+			return false
+		}
+		if _, ended := h.endLocked(begun); !ended {
+			return false
+		}
 	}
 	h.pending++
 	return true
@@ -145,16 +151,11 @@ func (h *h2gate) waitLocked(c *sync.Cond, begun time.Time, ok func() bool) bool 
 		if h.stalled {
 			return false
 		}
-		now := time.Now()
-		end, stall := h.waitEnd(begun)
-		if !now.Before(end) {
-			if stall {
-				h.stalled = true
-				h.attention.Add(1)
-			}
+		end, ended := h.endLocked(begun)
+		if ended {
 			return false
 		}
-		t := time.AfterFunc(end.Sub(now), func() {
+		t := time.AfterFunc(time.Until(end), func() {
 			h.mu.Lock()
 			c.Broadcast()
 			h.mu.Unlock()
@@ -165,6 +166,21 @@ func (h *h2gate) waitLocked(c *sync.Cond, begun time.Time, ok func() bool) bool 
 		t.Stop()
 	}
 	return true
+}
+
+// endLocked is when a wait begun then ends if no place comes, and
+// whether it has; a wait that has ended for want of a place given back
+// stalls the gate.
+func (h *h2gate) endLocked(begun time.Time) (time.Time, bool) {
+	end, stall := h.waitEnd(begun)
+	if time.Now().Before(end) {
+		return end, false
+	}
+	if stall && !h.stalled {
+		h.stalled = true
+		h.attention.Add(1)
+	}
+	return end, true
 }
 
 // waitEnd is when a wait begun then ends if no place comes, and whether

@@ -166,7 +166,7 @@ func (r *gatedReader) parks(w *resetWatch, h frameHead) bool {
 		return false
 	case len(r.park) == 0:
 		if h.typ == frameHeaders && h.stream > r.admitted {
-			if !w.gate.tryEnter() {
+			if !w.gate.tryEnter(time.Time{}) {
 				return true
 			}
 			r.admit(w, h.stream)
@@ -216,8 +216,11 @@ func (r *gatedReader) await(w *resetWatch, reads chan sockRead) error {
 // lets the first parked stream in (see above); counted says it has. It
 // reports whether the stream went.
 func (r *gatedReader) release(w *resetWatch, counted bool) bool {
-	if !counted && !w.gate.tryEnter() {
-		return false // the first parked frame is a new stream's HEADERS
+	// The first parked frame is a new stream's HEADERS, which waits since
+	// r.since: its wait ends on time even while the reader has other
+	// frames to give and does not wait at the gate.
+	if !counted && !w.gate.tryEnter(r.since) {
+		return false
 	}
 	counted = true
 	kept := r.park[:0]
@@ -227,7 +230,7 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 		var let bool
 		switch {
 		case !blocked && f.h.typ == frameHeaders && f.h.stream > r.admitted:
-			if let = counted || w.gate.tryEnter(); let {
+			if let = counted || w.gate.tryEnter(time.Time{}); let {
 				counted = false
 				r.admit(w, f.h.stream)
 			}
