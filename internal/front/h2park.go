@@ -95,9 +95,9 @@ type gatedReader struct {
 	// since is when the first parked stream began to wait.
 	since time.Time
 	// rel holds released frames, whole, given to the server before
-	// anything read after them.
-	rel    []byte
-	relOff int
+	// anything read after them: rel[relNext] from its byte relOff on.
+	rel             [][]byte
+	relNext, relOff int
 
 	// While frames are parked the reader waits at the gate and reads the
 	// connection at once: a read under way, into buf, ends in reads.
@@ -115,12 +115,8 @@ func (r *gatedReader) read(w *resetWatch, p []byte) (int, error) {
 		switch {
 		case r.pass > 0:
 			return r.passOn(w.Conn, p)
-		case r.relOff < len(r.rel):
-			n := copy(p, r.rel[r.relOff:])
-			if r.relOff += n; r.relOff == len(r.rel) {
-				r.rel, r.relOff = nil, 0
-			}
-			return n, nil
+		case r.relNext < len(r.rel):
+			return r.giveReleased(p), nil
 		case len(r.park) > 0 && r.release(w, false):
 			continue
 		}
@@ -241,7 +237,7 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 			let = !headerBlock(f.h.typ) && f.h.stream <= r.admitted && r.on[f.h.stream] == 0
 		}
 		if let {
-			r.rel = append(r.rel, f.b...)
+			r.rel = append(r.rel, f.b)
 			r.parkedBytes -= f.cost()
 			continue
 		}
@@ -252,6 +248,21 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 	r.park = kept
 	r.since = time.Now() // the next parked stream's wait begins
 	return true
+}
+
+// giveReleased gives p what it takes of the released frames.
+func (r *gatedReader) giveReleased(p []byte) int {
+	f := r.rel[r.relNext]
+	n := copy(p, f[r.relOff:])
+	if r.relOff += n; r.relOff < len(f) {
+		return n
+	}
+	r.rel[r.relNext] = nil
+	r.relNext, r.relOff = r.relNext+1, 0
+	if r.relNext == len(r.rel) {
+		r.rel, r.relNext = r.rel[:0], 0
+	}
+	return n
 }
 
 // parkFrame reads the frame with header h whole, from pos on, into the
