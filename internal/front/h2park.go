@@ -29,15 +29,16 @@ import (
 //
 // When the gate lets the first parked stream in, its frames go on, with
 // every header block after it up to the next new stream and every frame
-// whose stream is then let in. A parked stream costs the server nothing
-// but its frames' bytes: no stream state, no handler, no body buffer.
+// whose stream is then let in. A parked stream costs nothing but its
+// frames' bytes, held here: no stream state, handler or body buffer in
+// the server.
 //
 // A client that keeps to flow control parks at most a connection window
 // of DATA (1 MiB on either server) and its header blocks; maxParked
 // bounds what a client that does not may make the reader hold. Past it
-// the reader stops reading the connection, as for a stream with no room
-// before parking: it waits at the gate until the first parked stream is
-// let in, which the gate's own bounds (h2Stall, BodyTimeout) bring.
+// the reader stops reading the connection and waits at the gate until
+// the first parked stream is let in, which the gate's own bounds
+// (h2Stall, BodyTimeout) bring at the latest.
 //
 // A stream's trailers parked behind a new stream wait with it: a request
 // with trailers, sent while the server has no room for the next stream,
