@@ -52,6 +52,10 @@ type h2gate struct {
 	// attention counts the goroutines in waitLocked, and one more while
 	// stalled: while it is 0 a place given back needs no lock.
 	attention atomic.Int64
+	// gen grows whenever room may have come (a place given back, a stream
+	// decided, a request's wait ended, a stall), so that a reader whose
+	// parked stream found none asks again only then (tryEnter).
+	gen atomic.Uint64
 	// freedAt is when a place was last given back.
 	freedAt time.Time
 	// stall is how long a wait lasts without a place given back: h2Stall.
@@ -83,20 +87,21 @@ func (h *h2gate) roomLocked() bool {
 
 // tryEnter counts a new stream pending if its request fits, or while the
 // gate is stalled, or once its wait, if it began one at begun, has ended
-// (endLocked), and reports whether it did.
-func (h *h2gate) tryEnter(begun time.Time) bool {
+// (endLocked), and reports whether it did; if not, until is when the wait
+// ends unless gen grows first (zero for a stream not waiting).
+func (h *h2gate) tryEnter(begun time.Time) (entered bool, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.roomLocked() && !h.stalled {
 		if begun.IsZero() {
-			return false
+			return false, until
 		}
-		if _, ended := h.endLocked(begun); !ended {
-			return false
+		if end, ended := h.endLocked(begun); !ended {
+			return false, end
 		}
 	}
 	h.pending++
-	return true
+	return true, until
 }
 
 // enter waits, for a reader whose wakes come on wake, until its first
@@ -134,6 +139,7 @@ func (h *h2gate) decided(n int64) {
 	}
 	h.mu.Lock()
 	h.pending -= n
+	h.gen.Add(1)
 	h.wakeLocked()
 	h.mu.Unlock()
 }
@@ -179,6 +185,7 @@ func (h *h2gate) endLocked(begun time.Time) (time.Time, bool) {
 	if stall && !h.stalled {
 		h.stalled = true
 		h.attention.Add(1)
+		h.gen.Add(1)
 	}
 	return end, true
 }
@@ -208,6 +215,7 @@ func (h *h2gate) leave(wake *sync.Cond) {
 // freed wakes a waiter once a request's place is given back: a request
 // waiting for a place first, else a reader whose stream waits.
 func (h *h2gate) freed() {
+	h.gen.Add(1)
 	if h.attention.Load() == 0 {
 		return
 	}
@@ -264,6 +272,7 @@ func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (ho
 	defer h.mu.Unlock()
 	defer func() {
 		h.waiting--
+		h.gen.Add(1)
 		h.wakeLocked()
 	}()
 	for {

@@ -93,8 +93,12 @@ type gatedReader struct {
 	park        []parkedFrame
 	parkedBytes int            // the park's cost
 	on          map[uint32]int // parked frames by stream
-	// since is when the first parked stream began to wait.
-	since time.Time
+	// since is when the first parked stream began to wait; seen, the
+	// gate's gen when it last found no room, and retryAt when its wait
+	// ends unless gen grows first.
+	since   time.Time
+	seen    uint64
+	retryAt time.Time
 	// rel holds released frames, whole, given to the server before
 	// anything read after them: rel[relNext] from its byte relOff on.
 	rel             [][]byte
@@ -118,7 +122,7 @@ func (r *gatedReader) read(w *resetWatch, p []byte) (int, error) {
 			return r.passOn(w.Conn, p)
 		case r.relNext < len(r.rel):
 			return r.giveReleased(p), nil
-		case len(r.park) > 0 && r.release(w, false):
+		case len(r.park) > 0 && r.releaseDue(w) && r.release(w, false):
 			continue
 		}
 		if err := r.next(w); err != nil {
@@ -163,7 +167,7 @@ func (r *gatedReader) parks(w *resetWatch, h frameHead) bool {
 		return false
 	case len(r.park) == 0:
 		if h.typ == frameHeaders && h.stream > r.admitted {
-			if !w.gate.tryEnter(time.Time{}) {
+			if entered, _ := w.gate.tryEnter(time.Time{}); !entered {
 				return true
 			}
 			r.admit(w, h.stream)
@@ -216,8 +220,13 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 	// The first parked frame is a new stream's HEADERS, which waits since
 	// r.since: its wait ends on time even while the reader has other
 	// frames to give and does not wait at the gate.
-	if !counted && !w.gate.tryEnter(r.since) {
-		return false
+	if !counted {
+		seen := w.gate.gen.Load()
+		entered, until := w.gate.tryEnter(r.since)
+		if !entered {
+			r.seen, r.retryAt = seen, until
+			return false
+		}
 	}
 	counted = true
 	kept := r.park[:0]
@@ -227,8 +236,10 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 		var let bool
 		switch {
 		case !blocked && f.h.typ == frameHeaders && f.h.stream > r.admitted:
-			if let = counted || w.gate.tryEnter(time.Time{}); let {
-				counted = false
+			if let = counted; !let {
+				let, _ = w.gate.tryEnter(time.Time{})
+			}
+			if counted = false; let {
 				r.admit(w, f.h.stream)
 			}
 			blocked = !let
@@ -264,6 +275,13 @@ func (r *gatedReader) giveReleased(p []byte) int {
 		r.rel, r.relNext = r.rel[:0], 0
 	}
 	return n
+}
+
+// releaseDue reports whether the gate may let the first parked stream in
+// now that it would not before: room may have come, or its wait ended.
+// Asking only then keeps a busy reader off the gate's lock.
+func (r *gatedReader) releaseDue(w *resetWatch) bool {
+	return w.gate.gen.Load() != r.seen || !time.Now().Before(r.retryAt)
 }
 
 // parkFrame reads the frame with header h whole, from pos on, into the
