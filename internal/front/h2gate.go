@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,40 +14,48 @@ import (
 // An HTTP/2 client may queue far more requests than the server takes at
 // once (Limits.MaxRequests), and Go's client does not wait at a
 // connection's stream limit: it opens another connection. Every stream
-// the server reads costs it a handler's goroutine and net/http's
+// the server reads costs it a handler's goroutine and the server's
 // per-stream state before admission can refuse it, and a refused request
-// comes back after its Retry-After at the same cost. So the front
-// reads a new stream's HEADERS only while the server has room for its
-// request: requests in progress, streams whose requests have come whole
-// and not yet been admitted, and HTTP/2 requests waiting for a place stay
-// within MaxRequests. Until then the stream, and what follows it on its
-// connection, waits unread in the client and the socket: the stream limit
-// and TCP's flow control are the back-pressure, as a keep-alive
-// connection's next request is for HTTP/1.1.
+// comes back after its Retry-After at the same cost. So the front gives
+// the server a new stream's HEADERS only while the server has room for
+// its request: requests in progress, streams the server has been given
+// and admission has not decided on, and HTTP/2 requests waiting for a
+// place stay within MaxRequests. A stream counts from its HEADERS, its
+// body still to come. Until there is room the stream waits parked in the
+// front (h2park.go), and the streams after it in the client and the
+// socket: the stream limit and TCP's flow control are the back-pressure,
+// as a keep-alive connection's next request is for HTTP/1.1.
 //
-// A stream waits to be read while the server gives places back: once
-// none has come back for h2Stall since the wait began (requests that hold
-// their places and do not end), or after Limits.BodyTimeout in all, it is
-// read and its request admitted or refused as any other, 503 with
+// A stream waits while the server gives places back: once none has come
+// back for h2Stall since the wait began (requests that hold their places
+// and do not end), or after Limits.BodyTimeout in all, it goes to the
+// server and its request is admitted or refused as any other, 503 with
 // Retry-After. A request that finds no place then waits the same way. So
 // a burst the server works through waits in the client; a server whose
 // places are held refuses within h2Stall, and then, until a place is
 // given back, at once.
 //
-// Only net/http's connections are gated: grpc-go bounds its own streams'
-// handlers.
+// Only the connections of the front's HTTP/2 servers (surge's and
+// net/http's) are gated: grpc-go bounds its own streams' handlers.
 type h2gate struct {
-	g       *guard
-	mu      sync.Mutex
-	readers sync.Cond // new streams waiting to be read
+	g  *guard
+	mu sync.Mutex
+	// readers are the wakes of the connections' readers that wait for
+	// room for a parked stream, the next to wake first.
+	readers []*sync.Cond
 	ready   sync.Cond // admitted HTTP/2 requests waiting for a place
-	// pending counts streams whose requests have come whole and that
-	// admission has not decided on; waiting, requests waiting for a place;
-	// blocked, goroutines in Wait.
-	pending, waiting, blocked int64
+	// pending counts streams the server has been given and admission has
+	// not decided on; waiting, requests waiting for a place; blocked,
+	// goroutines in Wait; unread, readers that wait without reading their
+	// connections (their parked frames fill maxParked).
+	pending, waiting, blocked, unread int64
 	// attention counts the goroutines in waitLocked, and one more while
 	// stalled: while it is 0 a place given back needs no lock.
 	attention atomic.Int64
+	// gen grows whenever room may have come (a place given back, a stream
+	// decided, a request's wait ended, a stall), so that a reader whose
+	// parked stream found none asks again only then (tryEnter).
+	gen atomic.Uint64
 	// freedAt is when a place was last given back.
 	freedAt time.Time
 	// stall is how long a wait lasts without a place given back: h2Stall.
@@ -63,7 +72,6 @@ const h2Stall = time.Second
 
 func newH2Gate(g *guard) *h2gate {
 	h := &h2gate{g: g, stall: h2Stall}
-	h.readers.L = &h.mu
 	h.ready.L = &h.mu
 	return h
 }
@@ -77,22 +85,50 @@ func (h *h2gate) roomLocked() bool {
 	return h.g.requests.used.Load()+h.pending+h.waiting < h.g.limits.MaxRequests
 }
 
-// enter waits until a new stream's request fits, the wait ends
-// (waitLocked), or closed reports its connection closed.
-func (h *h2gate) enter(closed func() bool) {
+// tryEnter counts a new stream pending if its request fits, or while the
+// gate is stalled, or once its wait, if it began one at begun, has ended
+// (endLocked), and reports whether it did; if not, until is when the wait
+// ends unless gen grows first (zero for a stream not waiting).
+func (h *h2gate) tryEnter(begun time.Time) (entered bool, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.waitLocked(&h.readers, func() bool { return closed() || h.roomLocked() })
+	if !h.roomLocked() && !h.stalled {
+		if begun.IsZero() {
+			return false, until
+		}
+		if end, ended := h.endLocked(begun); !ended {
+			return false, end
+		}
+	}
+	h.pending++
+	return true, until
 }
 
-// whole counts a stream whose request has come whole as pending, until
-// admission decides on it. A stream whose body is still on its way is
-// not counted: its DATA may wait behind another stream's HEADERS that
-// the gate holds, and counting it could hold them both for good.
-func (h *h2gate) whole() {
+// enter waits, for a reader whose wakes come on wake, until its first
+// parked stream, waiting since begun, fits or its wait ends (waitLocked),
+// and counts the stream pending then. It returns false, counting nothing,
+// if other reports true first with no room. unread says that nothing of
+// the reader's connection is read meanwhile.
+func (h *h2gate) enter(wake *sync.Cond, begun time.Time, other func() bool, unread bool) bool {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readers = append(h.readers, wake)
+	if unread {
+		h.unread++
+	}
+	// room is what ended the wait, if ok did: places are taken without
+	// the lock, so asking again could find none.
+	var room bool
+	ok := h.waitLocked(wake, begun, func() bool { room = h.roomLocked(); return room || other() })
+	h.readers = slices.DeleteFunc(h.readers, func(c *sync.Cond) bool { return c == wake })
+	if unread {
+		h.unread--
+	}
+	if ok && !room {
+		return false
+	}
 	h.pending++
-	h.mu.Unlock()
+	return true
 }
 
 // decided ends n streams' pending: admission decided on their requests,
@@ -103,31 +139,29 @@ func (h *h2gate) decided(n int64) {
 	}
 	h.mu.Lock()
 	h.pending -= n
+	h.gen.Add(1)
 	h.wakeLocked()
 	h.mu.Unlock()
 }
 
-// waitLocked waits on c until ok, or until no place has been given back
-// for h.stall since the wait began, or Limits.BodyTimeout has passed. Once
-// a wait has ended for want of a place given back, none waits until one
-// is.
-func (h *h2gate) waitLocked(c *sync.Cond, ok func() bool) {
-	begun := time.Now()
+// waitLocked waits on c until ok, and reports true then; or until no
+// place has been given back for h.stall since the wait began, or
+// Limits.BodyTimeout has passed, and reports false. Once a wait has ended
+// for want of a place given back, none waits until one is.
+func (h *h2gate) waitLocked(c *sync.Cond, begun time.Time, ok func() bool) bool {
 	// Counted before ok is asked: a place given back after this is seen
 	// by ok or wakes the wait.
 	h.attention.Add(1)
 	defer h.attention.Add(-1)
-	for !ok() && !h.stalled {
-		now := time.Now()
-		end, stall := h.waitEnd(begun)
-		if !now.Before(end) {
-			if stall {
-				h.stalled = true
-				h.attention.Add(1)
-			}
-			return
+	for !ok() {
+		if h.stalled {
+			return false
 		}
-		t := time.AfterFunc(end.Sub(now), func() {
+		end, ended := h.endLocked(begun)
+		if ended {
+			return false
+		}
+		t := time.AfterFunc(time.Until(end), func() {
 			h.mu.Lock()
 			c.Broadcast()
 			h.mu.Unlock()
@@ -137,6 +171,23 @@ func (h *h2gate) waitLocked(c *sync.Cond, ok func() bool) {
 		h.blocked--
 		t.Stop()
 	}
+	return true
+}
+
+// endLocked is when a wait begun then ends if no place comes, and
+// whether it has; a wait that has ended for want of a place given back
+// stalls the gate.
+func (h *h2gate) endLocked(begun time.Time) (time.Time, bool) {
+	end, stall := h.waitEnd(begun)
+	if time.Now().Before(end) {
+		return end, false
+	}
+	if stall && !h.stalled {
+		h.stalled = true
+		h.attention.Add(1)
+		h.gen.Add(1)
+	}
+	return end, true
 }
 
 // waitEnd is when a wait begun then ends if no place comes, and whether
@@ -153,17 +204,18 @@ func (h *h2gate) waitEnd(begun time.Time) (time.Time, bool) {
 	return end, true
 }
 
-// leave wakes the streams waiting to be read, so that those of a closed
-// connection stop waiting.
-func (h *h2gate) leave() {
+// leave wakes the reader whose wakes come on wake, so that it stops
+// waiting once its connection is closed.
+func (h *h2gate) leave(wake *sync.Cond) {
 	h.mu.Lock()
-	h.readers.Broadcast()
+	wake.Signal()
 	h.mu.Unlock()
 }
 
 // freed wakes a waiter once a request's place is given back: a request
-// waiting for a place first, else a stream waiting to be read.
+// waiting for a place first, else a reader whose stream waits.
 func (h *h2gate) freed() {
+	h.gen.Add(1)
 	if h.attention.Load() == 0 {
 		return
 	}
@@ -185,12 +237,19 @@ func (h *h2gate) wakeLocked() {
 		h.ready.Signal()
 		return
 	}
-	h.readers.Signal()
+	if len(h.readers) > 0 {
+		// The reader woken goes last: the next place wakes another, even
+		// before this one has run.
+		c := h.readers[0]
+		copy(h.readers, h.readers[1:])
+		h.readers[len(h.readers)-1] = c
+		c.Signal()
+	}
 }
 
 // takeWork takes a place and work for req, of client with units of work.
 // An HTTP/2 request that MaxRequests refuses waits for a place instead,
-// as a stream waits to be read, or until its stream ends.
+// as a parked stream waits, or until its stream ends.
 func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (hold, *refusal) {
 	held, no := h.g.takeWork(client, units)
 	t := ticketOf(req)
@@ -213,11 +272,12 @@ func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (ho
 	defer h.mu.Unlock()
 	defer func() {
 		h.waiting--
+		h.gen.Add(1)
 		h.wakeLocked()
 	}()
 	for {
 		room := func() bool { return h.g.requests.used.Load() < h.g.limits.MaxRequests }
-		h.waitLocked(&h.ready, func() bool { return ctx.Err() != nil || room() })
+		h.waitLocked(&h.ready, time.Now(), func() bool { return ctx.Err() != nil || room() })
 		if ctx.Err() != nil || !room() {
 			return held, no // the stream ended, or the wait did
 		}

@@ -1,7 +1,9 @@
 package front
 
 import (
+	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -11,16 +13,18 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
-// gatedServer serves handler under limits on net/http, its gate's waits
-// ending after stall without progress, and returns its address and
-// admission.
-func gatedServer(t *testing.T, l Limits, stall time.Duration, handler http.HandlerFunc) (string, *Admission) {
+// gatedServer serves handler under limits on net/http, over HTTP/2 on
+// server, its gate's waits ending after stall without progress, and
+// returns its address and admission.
+func gatedServer(t *testing.T, server HTTP2Server, l Limits, stall time.Duration, handler http.HandlerFunc) (string, *Admission) {
 	t.Helper()
 	adm := NewAdmission(l, nil)
 	adm.g.gate.stall = stall
-	srv := New(Options{Net: handler, Admission: adm, MaxRequestBodyBytes: 1 << 10, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute})
+	srv := New(Options{Net: handler, Admission: adm, MaxRequestBodyBytes: 1 << 10, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, HTTP2: server})
 	return serveFront(t, srv), adm
 }
 
@@ -62,15 +66,26 @@ func gateBlocked(h *h2gate, givenUp func() bool) {
 // more requests in flight than MaxRequests has each of them served, none
 // refused, and the server reads no stream past those it has room for:
 // while the handlers hold every place, the next stream waits unread (for
-// as long as the stall allows, here an hour).
+// as long as the stall allows, here an hour). On either HTTP/2 server.
 func TestHTTP2StreamsPastMaxRequestsWaitUnread(t *testing.T) {
+	onBothServers(t, streamsPastMaxRequestsWaitUnread)
+}
+
+// onBothServers runs test on each of the front's HTTP/2 servers.
+func onBothServers(t *testing.T, test func(*testing.T, HTTP2Server)) {
+	for _, server := range []HTTP2Server{HTTP2Surge, HTTP2Net} {
+		t.Run(string(server), func(t *testing.T) { test(t, server) })
+	}
+}
+
+func streamsPastMaxRequestsWaitUnread(t *testing.T, server HTTP2Server) {
 	const requests, places = 12, 2
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
 	var entered atomic.Int32
 	started := make(chan struct{}, requests)
-	addr, adm := gatedServer(t, Limits{MaxRequests: places}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+	addr, adm := gatedServer(t, server, Limits{MaxRequests: places}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
 		entered.Add(1)
 		started <- struct{}{}
 		<-release
@@ -113,6 +128,12 @@ func TestHTTP2StreamsPastMaxRequestsWaitUnread(t *testing.T) {
 	if n := testutil.ToFloat64(adm.g.rejected.WithLabelValues(reasonRequests)); n != 0 {
 		t.Errorf("%v requests refused max_requests, want none", n)
 	}
+	adm.g.gate.mu.Lock()
+	pending = adm.g.gate.pending
+	adm.g.gate.mu.Unlock()
+	if pending != 0 {
+		t.Errorf("every request served: %d streams still pending, want 0", pending)
+	}
 }
 
 // TestHTTP2GateWaitEnds: a stream the server has no room for, while no
@@ -122,7 +143,7 @@ func TestHTTP2GateWaitEnds(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	held := make(chan struct{})
-	addr, adm := gatedServer(t, Limits{MaxRequests: 1}, 50*time.Millisecond, func(w http.ResponseWriter, r *http.Request) {
+	addr, adm := gatedServer(t, HTTP2Surge, Limits{MaxRequests: 1}, 50*time.Millisecond, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
 			close(held)
 			<-release
@@ -154,5 +175,144 @@ func TestHTTP2GateWaitEnds(t *testing.T) {
 	adm.g.gate.mu.Unlock()
 	if stalled {
 		t.Error("a place given back does not end the stall")
+	}
+}
+
+// TestHTTP2StreamBehindABodyWaitsUnread: a client may send a stream's
+// HEADERS before the body of one the server has read, as Go's client
+// does when it writes its requests' bodies after their headers. With
+// room for one request, the first stream is served, and the second,
+// whose HEADERS come between the first's headers and its body, waits
+// unread while the first holds the place. On either HTTP/2 server.
+func TestHTTP2StreamBehindABodyWaitsUnread(t *testing.T) {
+	onBothServers(t, streamBehindABodyWaitsUnread)
+}
+
+func streamBehindABodyWaitsUnread(t *testing.T, server HTTP2Server) {
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	var entered atomic.Int32
+	addr, adm := gatedServer(t, server, Limits{MaxRequests: 1}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+		entered.Add(1)
+		<-release
+		_, _ = io.Copy(io.Discard, r.Body)
+	})
+	t.Cleanup(releaseAll)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	var out bytes.Buffer
+	out.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&out, nil)
+	enc := newRequestEncoder()
+	_ = fr.WriteSettings()
+	for _, id := range []uint32{1, 3} {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc.encode("POST", "/reserve", "6"), EndHeaders: true})
+	}
+	for _, id := range []uint32{1, 3} {
+		_ = fr.WriteData(id, true, []byte("a body"))
+	}
+	if _, err := c.Write(out.Bytes()); err != nil { // in one write: the server reads them together
+		t.Fatal(err)
+	}
+	gate := adm.g.gate
+	settled := func() bool { // the first served, and the second unread or read
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
+		return entered.Load() > 0 && (gate.waiting > 0 || gate.blocked > 0 && gate.pending == 0)
+	}
+	for !settled() {
+		runtime.Gosched()
+	}
+	gate.mu.Lock()
+	blocked, pending, waiting := gate.blocked, gate.pending, gate.waiting
+	gate.mu.Unlock()
+	if n := entered.Load(); n != 1 || blocked == 0 || pending != 0 || waiting != 0 {
+		t.Fatalf("with the place held: %d handlers, %d blocked at the gate, %d pending, %d waiting; want 1, 1, 0, 0",
+			n, blocked, pending, waiting)
+	}
+	releaseAll()
+	in := http2.NewFramer(c, c)
+	in.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	for id, st := range awaitEnds(t, in, 1, 3) {
+		if st != "200" {
+			t.Errorf("stream %d: status %s, want 200", id, st)
+		}
+	}
+}
+
+// TestHTTP2ParkedFramesBounded: a client that sends a parked stream more
+// DATA than its windows allow, and then a PING, does not make the front
+// hold it all: once the parked frames fill maxParked, nothing more of the
+// connection is read (the PING stays unanswered) until the gate lets the
+// stream in.
+func TestHTTP2ParkedFramesBounded(t *testing.T) {
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	var watch atomic.Pointer[resetWatch]
+	addr, adm := gatedServer(t, HTTP2Surge, Limits{MaxRequests: 1}, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			watch.Store(r.Context().Value(h2Conn{}).(*resetWatch))
+			<-release
+		}
+	})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done sync.WaitGroup
+	t.Cleanup(func() {
+		releaseOnce.Do(func() { close(release) })
+		_ = c.Close()
+		done.Wait()
+	})
+	var out bytes.Buffer
+	out.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&out, nil)
+	enc := newRequestEncoder()
+	_ = fr.WriteSettings()
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc.encode("GET", "/hold", ""), EndHeaders: true, EndStream: true})
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: enc.encode("POST", "/flood", ""), EndHeaders: true})
+	chunk := make([]byte, defaultMaxFrameSize)
+	for range 2 * maxParked / len(chunk) {
+		_ = fr.WriteData(3, false, chunk)
+	}
+	_ = fr.WritePing(false, [8]byte{'f', 'l', 'o', 'o', 'd'})
+	done.Go(func() { _, _ = c.Write(out.Bytes()) }) // blocks once the server stops reading
+	acked := make(chan struct{})
+	done.Go(func() {
+		in := http2.NewFramer(nil, c)
+		for {
+			f, err := in.ReadFrame()
+			if err != nil {
+				return
+			}
+			if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
+				close(acked)
+				return
+			}
+		}
+	})
+	gate := adm.g.gate
+	for {
+		gate.mu.Lock()
+		if gate.unread > 0 && watch.Load() != nil {
+			break // held: the reader waits in enter, and parks nothing meanwhile
+		}
+		gate.mu.Unlock()
+		select {
+		case <-acked:
+			t.Fatal("the PING behind twice maxParked of a parked stream's DATA was read and answered")
+		default:
+			runtime.Gosched()
+		}
+	}
+	parked := watch.Load().gr.parkedBytes
+	gate.mu.Unlock()
+	if parked > maxParked {
+		t.Fatalf("%d bytes parked, want at most %d", parked, maxParked)
 	}
 }

@@ -213,31 +213,46 @@ func (e *requestEncoder) encode(method, path, contentLength string) []byte {
 // answer's status; a GOAWAY fails the test.
 func awaitEnd(t *testing.T, fr *http2.Framer, id uint32) (status string) {
 	t.Helper()
-	for {
+	return awaitEnds(t, fr, id)[id]
+}
+
+// awaitEnds reads frames until the server has ended every stream of ids,
+// in any order, and returns their answers' statuses; a GOAWAY fails the
+// test.
+func awaitEnds(t *testing.T, fr *http2.Framer, ids ...uint32) map[uint32]string {
+	t.Helper()
+	status := make(map[uint32]string, len(ids))
+	open := make(map[uint32]bool, len(ids))
+	for _, id := range ids {
+		open[id] = true
+	}
+	for len(open) > 0 {
 		f, err := fr.ReadFrame()
 		if err != nil {
-			t.Fatalf("stream %d: %v", id, err)
+			t.Fatalf("streams %v: %v", ids, err)
 		}
 		switch f := f.(type) {
 		case *http2.GoAwayFrame:
-			t.Fatalf("stream %d: GOAWAY %v %q", id, f.ErrCode, f.DebugData())
+			t.Fatalf("streams %v: GOAWAY %v %q", ids, f.ErrCode, f.DebugData())
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
 				_ = fr.WriteSettingsAck()
 			}
 		case *http2.MetaHeadersFrame:
-			if f.StreamID == id {
-				status = f.PseudoValue("status")
-				if f.StreamEnded() {
-					return status
-				}
+			if open[f.StreamID] {
+				status[f.StreamID] = f.PseudoValue("status")
 			}
-		case *http2.DataFrame:
-			if f.StreamID == id && f.StreamEnded() {
-				return status
+		case *http2.RSTStreamFrame:
+			if open[f.StreamID] {
+				status[f.StreamID] = "RST_STREAM " + f.ErrCode.String()
+				delete(open, f.StreamID)
 			}
 		}
+		if open[f.Header().StreamID] && f.Header().Flags.Has(http2.FlagDataEndStream) {
+			delete(open, f.Header().StreamID)
+		}
 	}
+	return status
 }
 
 // TestHTTP2ErrorsCounted: a stream past the advertised limit is refused

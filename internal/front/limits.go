@@ -186,8 +186,8 @@ type guard struct {
 	requests budget
 	clients  *clients
 	rejected *prometheus.CounterVec
-	// gate keeps HTTP/2 streams unread while requests fill MaxRequests
-	// (h2gate.go).
+	// gate keeps new HTTP/2 streams from the server while requests fill
+	// MaxRequests (h2gate.go).
 	gate *h2gate
 	// retry chooses each refusal's Retry-After (retry.go).
 	retry *retrySpread

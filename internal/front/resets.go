@@ -70,7 +70,8 @@ type resetWatch struct {
 	g      *guard
 	resets *rate.Limiter
 	in     frameSplitter // read by the server's reader only
-	rb     readBuf       // the server's reader's too
+	rb     readBuf       // the server's reader's too, on a connection not gated
+	gr     gatedReader   // and on one gated
 	lastID uint32        // the client's highest stream id, for GOAWAY
 	mu     sync.Mutex    // guards out, and orders writes with Close's GOAWAY
 	out    frameSplitter
@@ -88,9 +89,9 @@ type resetWatch struct {
 	// the reader, which alone asks, applies them before it does (a map's
 	// work, on net/http's writer goroutines, grows their fresh stacks).
 	answered []uint32
-	// gate, on a net/http connection, holds new streams unread while the
-	// server has no room (h2gate.go); pending counts the streams whose
-	// requests have come whole and that admission has not decided on.
+	// gate, on a connection not gRPC's, keeps new streams from the server
+	// while it has no room for them (h2gate.go); pending counts the
+	// streams the server has been given and admission has not decided on.
 	gate    *h2gate
 	pending int64
 	closed  atomic.Bool
@@ -117,53 +118,50 @@ func (w *resetWatch) Read(p []byte) (int, error) {
 	if w.calm.Load() {
 		return 0, errRapidReset
 	}
-	n, err := w.rb.read(w.Conn, p)
-	w.in.split(p[:n], func(h frameHead) {
-		switch h.typ {
-		case frameHeaders:
-			if h.stream > w.lastID && w.gate != nil {
-				w.gate.enter(w.closed.Load)
-			}
-			w.lastID = max(w.lastID, h.stream)
-			w.clientEnds(h.stream, true, h.flags&flagEndStream != 0)
-		case frameData:
-			if h.flags&flagEndStream != 0 {
-				w.clientEnds(h.stream, false, true)
-			}
-		case frameRSTStream:
-			if w.unanswered(h.stream) {
-				w.countReset()
-			}
-		case frameWindowUpdate:
-			if h.stream == 0 && w.window.Add(int64(h.word)) > maxWindow {
-				w.trip(errFlowControl, reasonFlowControl)
-			}
-		}
-	})
+	var n int
+	var err error
+	if w.gate != nil {
+		n, err = w.gr.read(w, p)
+	} else {
+		n, err = w.rb.read(w.Conn, p)
+	}
+	w.in.split(p[:n], w.observe)
 	return n, err
+}
+
+// observe notes a frame the server reads.
+func (w *resetWatch) observe(h frameHead) {
+	switch h.typ {
+	case frameHeaders:
+		w.lastID = max(w.lastID, h.stream)
+		w.clientEnds(h.stream, true, h.flags&flagEndStream != 0)
+	case frameData:
+		if h.flags&flagEndStream != 0 {
+			w.clientEnds(h.stream, false, true)
+		}
+	case frameRSTStream:
+		if w.unanswered(h.stream) {
+			w.countReset()
+		}
+	case frameWindowUpdate:
+		if h.stream == 0 && w.window.Add(int64(h.word)) > maxWindow {
+			w.trip(errFlowControl, reasonFlowControl)
+		}
+	}
 }
 
 // NetConn is the watched connection, for what asks for its TLS state.
 func (w *resetWatch) NetConn() net.Conn { return w.Conn }
 
-// gated makes w hold its client's new streams unread while the server
-// has no room for their requests (h2gate.go).
+// gated makes w park its client's new streams while the server has no
+// room for their requests (h2gate.go, h2park.go).
 func (w *resetWatch) gated() *resetWatch {
 	if w.g.gate.gated() {
 		w.gate = w.g.gate
+		w.gr.pass = clientPrefaceLen
+		w.gr.wake.L = &w.gate.mu
 	}
 	return w
-}
-
-// whole counts stream, whose request has come whole, pending until
-// admission decides on it (h2ticket), unless the server has answered it.
-// streamsMu is held.
-func (w *resetWatch) wholeLocked(e streamEnds) {
-	if w.gate == nil || e.server || w.closed.Load() {
-		return
-	}
-	w.pending++
-	w.gate.whole()
 }
 
 // endPending ends the pending of up to n of w's streams (all if n < 0).
@@ -251,9 +249,6 @@ func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
 	if !ok && !opens {
 		return
 	}
-	if ends && !e.client {
-		w.wholeLocked(e)
-	}
 	e.client = e.client || ends
 	w.keep(stream, e)
 }
@@ -316,7 +311,7 @@ func (w *resetWatch) unanswered(stream uint32) bool {
 // ended on a frame boundary, then closes.
 func (w *resetWatch) Close() error {
 	if w.gate != nil && !w.closed.Swap(true) {
-		w.gate.leave()
+		w.gate.leave(&w.gr.wake)
 	}
 	w.endPending(-1)
 	w.mu.Lock()
@@ -379,6 +374,12 @@ type frameHead struct {
 	word   uint32
 }
 
+// headOf is the frame header b starts with.
+func headOf(b []byte) frameHead {
+	return frameHead{typ: b[3], flags: b[4], stream: binary.BigEndian.Uint32(b[5:]) & 0x7fffffff,
+		length: int(b[0])<<16 | int(b[1])<<8 | int(b[2])}
+}
+
 // frameSplitter finds frame headers in a byte stream fed in pieces.
 type frameSplitter struct {
 	skip int // bytes before the next frame header: a payload, or the preface
@@ -418,8 +419,8 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 			break
 		}
 		s.have = 0
-		s.skip = int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
-		h := frameHead{typ: s.hdr[3], flags: s.hdr[4], stream: binary.BigEndian.Uint32(s.hdr[5:]) & 0x7fffffff, length: s.skip}
+		h := headOf(s.hdr[:])
+		s.skip = h.length
 		if (h.typ == frameWindowUpdate || h.typ == frameRSTStream) && h.length == 4 {
 			s.pending, s.waiting, s.got = h, true, 0
 		} else {

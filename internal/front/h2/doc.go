@@ -108,5 +108,7 @@
 // that a client gone without a word does not hold its parked streams. A
 // failed write ends the connection. What the front adds, the rapid-reset
 // guard and the admission gate, wraps the net.Conn given to ServeConn and
-// sees the same bytes.
+// sees the same bytes; the gate may hold a new stream's frames back and
+// give the server frames that came after them first, in an order the
+// protocol allows (the front's h2park.go).
 package h2
