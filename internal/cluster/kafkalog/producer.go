@@ -2,7 +2,9 @@ package kafkalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -200,12 +202,20 @@ type promised struct {
 	done    chan struct{}
 }
 
-// produceEach produces records and collects their outcomes.
+// produceEach produces records and collects their outcomes. It produces
+// them once cl knows their partitions (knowPartitions); if it cannot
+// learn them, each record fails unsent.
 func produceEach(ctx context.Context, cl *kgo.Client, records []*kgo.Record) *promised {
 	p := &promised{
 		failed:  make(map[*kgo.Record]error, len(records)),
 		pending: make(map[*kgo.Record]bool, len(records)),
 		done:    make(chan struct{}),
+	}
+	if err := knowPartitions(ctx, cl, records); err != nil {
+		for _, r := range records {
+			p.failed[r] = err
+		}
+		records = nil
 	}
 	for _, r := range records {
 		p.pending[r] = true
@@ -227,6 +237,34 @@ func produceEach(ctx context.Context, cl *kgo.Client, records []*kgo.Record) *pr
 		})
 	}
 	return p
+}
+
+// knowPartitions has cl load the partitions of the records' topics before
+// they are produced. franz-go partitions a record produced to a topic it
+// has not loaded on the goroutine that stores the topic's metadata, where
+// the record begins to linger; a Flush under way then may not see its
+// partition yet, and leaves it lingering flushLinger, past its delivery
+// timeout. A record of partition -1 is refused once its topic's
+// partitions load, never sent; Produce partitions a record after that
+// refusal itself, so that the Flush which follows sees it. It returns the
+// error of a refusal that came without the partitions: the context's
+// end, the delivery timeout, or the client's close. cl consumes nothing:
+// PartitionLeader would report a consumer's partitions too.
+func knowPartitions(ctx context.Context, cl *kgo.Client, records []*kgo.Record) error {
+	var probed []string // allocated only for a topic cl has not loaded
+	for _, r := range records {
+		if leader, _, _ := cl.PartitionLeader(r.Topic, r.Partition); leader >= 0 || slices.Contains(probed, r.Topic) {
+			continue
+		}
+		probed = append(probed, r.Topic)
+		refused := make(chan error, 1)
+		cl.Produce(ctx, &kgo.Record{Topic: r.Topic, Partition: -1}, func(_ *kgo.Record, err error) { refused <- err })
+		err := <-refused
+		if ctx.Err() != nil || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrClientClosed) {
+			return err
+		}
+	}
+	return nil
 }
 
 // wait returns the errors of the records that failed once each succeeded

@@ -163,9 +163,10 @@ func (w *Writer) Claim(ctx context.Context, partition int32, c Claim) (Epoch, er
 // for: another partition's trouble does not hold it.
 func (w *Writer) send(ctx context.Context, records []*kgo.Record) map[*kgo.Record]error {
 	p := produceEach(ctx, w.cl, records)
-	// The flush keeps the client from lingering over records whose
-	// partition's metadata comes after they were produced; it ends with
-	// the wait, before the next write produces.
+	// The flush ends the client's linger over the records, which
+	// produceEach produces once the client knows their partitions, so
+	// that it sees each; it ends with the wait, before the next write
+	// produces.
 	flushing, stop := context.WithCancel(ctx)
 	flushed := make(chan struct{})
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -185,5 +186,60 @@ func TestOwnerTakesAgainAfterItsOwnLateClaim(t *testing.T) {
 	take(t, ctx, o, s, 0, LogStart(), "a")
 	if out := round(t, ctx, o, s, Batch{Partition: 0, Updates: []Update{upd("k", "kept")}, Commands: 1}); out.Result != Counted {
 		t.Fatalf("the write after taking the partition again: %+v", out)
+	}
+}
+
+// recordBuffered tells of each record a client's Produce takes.
+type recordBuffered func(r *kgo.Record)
+
+func (f recordBuffered) OnProduceRecordBuffered(r *kgo.Record) { f(r) }
+
+// A writer's client produces a write's records only once it knows their
+// partitions (knowPartitions): franz-go partitions a record produced
+// before its topic's metadata came on the goroutine that stores the
+// metadata, where a flush under way may miss it and leave it lingering
+// flushLinger. A fresh writer's first metadata request is held: no record
+// of its claim is produced meanwhile, and the claim lands once the
+// metadata is answered.
+func TestWriterProducesOnceItKnowsThePartitions(t *testing.T) {
+	kc, ctx, c := fakeCluster(t, 1)
+	var mu sync.Mutex
+	var produced []int32
+	w, err := NewWriter(c, kgo.WithHooks(recordBuffered(func(r *kgo.Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		produced = append(produced, r.Partition)
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	held, release := make(chan struct{}), make(chan struct{})
+	var holding atomic.Bool
+	kc.ControlKey(int16(kmsg.Metadata), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		asks := slices.ContainsFunc(kreq.(*kmsg.MetadataRequest).Topics, func(rt kmsg.MetadataRequestTopic) bool {
+			return rt.Topic != nil && *rt.Topic == c.ChangelogTopic()
+		})
+		if asks && holding.CompareAndSwap(false, true) {
+			kc.SleepControl(func() { close(held); <-release })
+		}
+		return nil, nil, false
+	})
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := w.Claim(ctx, 0, Claim{Generation: 1, Member: "a"})
+		claimed <- err
+	}()
+	awaitClosed(t, ctx, held, "the writer asked for no metadata")
+	mu.Lock()
+	early := slices.DeleteFunc(slices.Clone(produced), func(p int32) bool { return p < 0 })
+	mu.Unlock()
+	close(release)
+	if len(early) > 0 {
+		t.Errorf("the writer produced records to partitions %v before it knew them", early)
+	}
+	if err := <-claimed; err != nil {
+		t.Fatal(err)
 	}
 }
