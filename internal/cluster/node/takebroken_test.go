@@ -114,4 +114,3 @@ func keyOn(p int32) string {
 		}
 	}
 }
-
