@@ -1,7 +1,7 @@
 package node
 
 import (
-	"context"
+	"bytes"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -11,7 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
-	"github.com/surge-dev/surge/internal/engine"
+	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/store"
 )
 
@@ -20,25 +20,26 @@ import (
 // the take meanwhile; once the take ends, the build finds the partition
 // broken, which lasts until the node restarts (brokenBy), so the build
 // gives up rather than retry, and the node leaves: another node takes
-// every partition. The copy's disk fails its WAL writes while the take is
-// held; the node's rounds on its own partitions go on, and loading one of
-// them from the copy commits them, until the copy refuses writes, which
-// its store does from the first write its disk failed.
+// every partition. The copy's disk fails its WAL writes from the moment
+// the take is held, so that the take itself, and every write of the copy
+// before it, lands; a round's changes committed after it fail, and the
+// copy's store refuses every write from then on.
 func TestNodeWhoseCopyBreaksDuringATakeLeavesTheGroup(t *testing.T) {
 	_, k := fakeKafka(t)
 	target := atomic.Int32{}
 	target.Store(-1)
 	var holding atomic.Bool
 	held, release := make(chan struct{}), make(chan struct{})
+	fault := &copyFault{}
 	testHookTaken = func(p int32) {
 		if p == target.Load() && holding.CompareAndSwap(false, true) {
+			fault.on.Store(true)
 			close(held)
 			<-release
 		}
 	}
 	t.Cleanup(func() { testHookTaken = nil })
 	logged := &seenLog{}
-	fault := &copyFault{}
 	a := startNode(t, k, t.TempDir(), func(c *Config) {
 		c.SnapshotFS = errorfs.Wrap(vfs.Default, fault)
 		c.Logger = slog.New(logged)
@@ -51,26 +52,20 @@ func TestNodeWhoseCopyBreaksDuringATakeLeavesTheGroup(t *testing.T) {
 	settled(t, a)
 	b := joinNode(t, k, a)
 	mine, taken := a.Owned(), b.Owned()[0]
-	// a's rounds on its own partition wait in the copy's pending batch,
-	// which the take's restore commits (changelog.Snapshots.RestoreChain)
-	// once the disk fails: the WAL write it makes fails, and the copy's
-	// store refuses every write after it.
-	key := keyOn(mine[0])
-	for i := range 16 {
-		w, err := a.KV().PutNoWait(context.Background(), key, make([]byte, 8<<10))
-		if err == nil {
-			err = w.Wait()
-		}
-		if err != nil {
-			t.Fatalf("put %d on a's partition %d: %v", i, mine[0], err)
-		}
-	}
-	fault.on.Store(true)
 	target.Store(taken)
 	b.Close()
 	until(t, func() bool { return closed(held) }, func() string {
 		return fmt.Sprintf("a has not taken %d: it owns %v %q", taken, a.Owned(), logged.lines)
 	})
+	// A round on a's own partition that deletes keys it never had, as its
+	// settle records it: the copy's pending batch takes its changes, more
+	// than a WAL block, which a load from the copy commits and Pebble
+	// writes to the log at once.
+	var gone []kafkalog.Output
+	for i := range 8 {
+		gone = append(gone, kafkalog.Output{Kind: kafkalog.Change, Partition: mine[0], Key: fmt.Appendf(bytes.Repeat([]byte{'-'}, 8<<10), "%d", i)})
+	}
+	a.commitCopies(gone, mine[:1])
 	scratch, err := store.Open(t.TempDir(), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -103,14 +98,5 @@ func closed(ch chan struct{}) bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// keyOn returns a key of partition p.
-func keyOn(p int32) string {
-	for i := 0; ; i++ {
-		if key := fmt.Sprint("k", i); int32(engine.ShardIndex(key, fakePartitions)) == p {
-			return key
-		}
 	}
 }
