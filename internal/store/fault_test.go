@@ -244,3 +244,25 @@ func TestCommitErrorUnseenByTheGuardFaultsTheStore(t *testing.T) {
 	}
 	checkKV(t, s, "after a commit error the guard did not see")
 }
+
+// A store whose disk fails the WAL write its Close makes (a NoSync
+// store's last commits wait in the WAL writer's buffer until then) closes
+// with the fault: the fence parks the failed instance's close for good,
+// as it parks all its file work, so Close returned nothing, and a node
+// shutting down hung.
+func TestCloseFaultsMidClose(t *testing.T) {
+	fault := &walFault{ops: []errorfs.OpKind{errorfs.OpFileWrite}, err: syscall.EIO}
+	s, err := Open(t.TempDir(), Options{NoSync: true, FS: errorfs.Wrap(vfs.Default, fault)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	_ = b.Set([]byte("unsynced"), []byte("1"), nil)
+	if err := s.CommitNoSync(b); err != nil {
+		t.Fatal(err)
+	}
+	fault.on.Store(true)
+	if err := s.Close(); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Close with its WAL write failing: %v, want %v", err, ErrUnavailable)
+	}
+}

@@ -141,16 +141,22 @@ func Open(dir string, o Options) (*Store, error) {
 	return s, nil
 }
 
-// Close flushes nothing extra (every commit is already in the WAL; a
-// store without one, NoWAL, keeps only what its flushes wrote: see Flush)
-// and releases the database. A faulted store closes only its read-only
-// instance: the fenced one can write nothing, and the process keeps its
-// lock on the directory until it exits.
+// Close writes out the WAL (a NoSync store's last commits may wait in its
+// writer's buffer; a store without one, NoWAL, keeps only what its flushes
+// wrote: see Flush) and releases the database. A faulted store closes only
+// its read-only instance: the fenced one can write nothing, and the
+// process keeps its lock on the directory until it exits. A close whose
+// own write faults the store is left parked, as the fence leaves all the
+// failed instance's file work (await), and Close returns the fault.
 func (s *Store) Close() error {
 	if r := s.reads.Load(); r != s.db {
 		return r.Close()
 	}
-	return s.db.Close()
+	_, err := s.await(s.db.Close)
+	if r := s.reads.Load(); r != s.db {
+		_ = r.Close()
+	}
+	return err
 }
 
 // Flush writes the memtables to table files and waits until they are on

@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -180,7 +181,9 @@ func TestPendingMetasAreWrittenAtCommit(t *testing.T) {
 
 // A round that cannot be added to the pending batch drops the pending
 // rounds with their metas: the copy stays at its last committed state,
-// and no later round moves it on past the rounds lost.
+// which its readers see, and no later round moves it on past the rounds
+// lost; a load into the engine's cache, which would take that state for
+// the current one, fails.
 func TestFailedRoundDropsThePendingMetas(t *testing.T) {
 	s := openRestored(t, t.TempDir(), 1)
 	defer s.Close()
@@ -200,6 +203,14 @@ func TestFailedRoundDropsThePendingMetas(t *testing.T) {
 	}
 	if ups, err := s.Restate(0, []byte("a")); err != nil || updatesString(ups) != "[a=<nil>]" {
 		t.Fatalf("the copy holds %s (%v), want no a", updatesString(ups), err)
+	}
+	cache, err := store.Open(t.TempDir(), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+	if err := s.Load(cache, []int32{0}); !errors.Is(err, ErrLost) {
+		t.Fatalf("loading the copy that lost counted rounds: %v, want %v", err, ErrLost)
 	}
 }
 

@@ -210,6 +210,19 @@ func (s *Snapshots) flush() error {
 	return s.flushLocked()
 }
 
+// whole commits the pending rounds, and fails once the copy lost counted
+// rounds: it then holds the state before them, which readers of what it
+// covers may see (meta, Restate), but a load into the engine's cache,
+// which takes a copy for current, may not.
+func (s *Snapshots) whole() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return err
+	}
+	return s.lost
+}
+
 // flushLocked commits the pending rounds, if any.
 func (s *Snapshots) flushLocked() error {
 	if s.pending == nil {
@@ -392,7 +405,7 @@ func (w *restoreWriter) drop(p int32) error {
 // copy writes the partition's copy, with its pending rounds, into the
 // cache.
 func (w *restoreWriter) copy() error {
-	if err := w.snap.flush(); err != nil {
+	if err := w.snap.whole(); err != nil {
 		return err
 	}
 	upper := store.UpperBound(w.prefix)
