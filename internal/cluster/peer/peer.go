@@ -115,8 +115,9 @@ type Peers struct {
 	links map[string]*link
 	// down holds the peers not to try before the time given.
 	down map[string]time.Time
-	// owed is the link each command taken from a peer is answered on.
-	owed   map[string]*inbound
+	// owed holds the commands taken from peers not answered yet, by
+	// request id.
+	owed   map[string]owed
 	closed bool
 
 	pub publisher
@@ -165,7 +166,7 @@ func newPeers(cfg Config, dir *directory, recv Receiver, take Take) (*Peers, err
 	}
 	p := &Peers{
 		cfg: cfg, cert: cert, fp: fingerprint(cert.Certificate[0]), dir: dir, recv: recv, take: take, ln: ln,
-		pub: publisher{wake: make(chan struct{}, 1)}, met: newMetrics(cfg.Registerer), links: map[string]*link{}, down: map[string]time.Time{}, owed: map[string]*inbound{},
+		pub: publisher{wake: make(chan struct{}, 1)}, met: newMetrics(cfg.Registerer), links: map[string]*link{}, down: map[string]time.Time{}, owed: map[string]owed{},
 	}
 	if p.cfg.Advertise == "" {
 		p.cfg.Advertise = advertised(ln.Addr().(*net.TCPAddr))

@@ -434,3 +434,38 @@ func TestForwardGoesOverTheLinkAndOwesNoAnswer(t *testing.T) {
 		t.Fatal("a command went over the link as a forward")
 	}
 }
+
+// A request id in flight on a link is not taken a second time: the front
+// node refuses to send it again, and an owner sent it again anyway fails
+// the copy and still owes the first.
+func TestARequestInFlightIsNotTakenTwice(t *testing.T) {
+	dir := newDirectory(6)
+	owner := startNode(t, "b", dir, 1)
+	front := startNode(t, "a", dir)
+	front.link(t, 1)
+	if !front.Send(1, []byte("0:a-1"), []byte("cmd")) {
+		t.Fatal("not sent")
+	}
+	if front.Send(1, []byte("0:a-1"), []byte("cmd")) {
+		t.Fatal("the front node sent a request in flight again")
+	}
+	if c := <-owner.taken; c.key != "0:a-1" {
+		t.Fatalf("took %+v", c)
+	}
+	front.mu.Lock()
+	l := front.Peers.links["b"]
+	front.mu.Unlock()
+	l.out.add(1, []byte("0:a-1"), []byte("cmd")) // past the front node's check
+	if !front.Send(1, []byte("0:a-2"), []byte("cmd")) {
+		t.Fatal("not sent")
+	}
+	if c := <-owner.taken; c.key != "0:a-2" {
+		t.Fatalf("took %+v after the copy, want a-2", c)
+	}
+	if a := <-front.answers; a.rid != "a-1" || !errors.Is(a.err, errFailed) {
+		t.Fatalf("answer %+v, want the copy of a-1 failed", a)
+	}
+	if !owner.Owes([]byte("a-1")) {
+		t.Fatal("the owner forgot the first a-1")
+	}
+}

@@ -20,10 +20,17 @@ type inbound struct {
 	// so that no link can take the answer to another node's call.
 	ids string
 	out *batcher
-	// owed counts the link's commands not answered yet; ended is set
-	// once the link ended. Both under Peers.mu.
+	// owed counts the link's commands not answered yet (Peers.owed
+	// holds them); ended is set once the link ended. Both under Peers.mu.
 	owed  budget
 	ended bool
+}
+
+// owed is a command taken from a link and not answered yet: the link its
+// answer goes back on, and its size in that link's budget.
+type owed struct {
+	in   *inbound
+	size int
 }
 
 // accept takes the connections to the peer port until it closes.
@@ -69,7 +76,7 @@ func (p *Peers) link(c net.Conn) {
 // certificate was checked before (serverTLS): an unknown one never gets
 // here.
 func (p *Peers) serve(f *frames, node string) error {
-	in := &inbound{ids: node + "-", out: newBatcher(), owed: newBudget(p.cfg)}
+	in := &inbound{ids: node + "-", out: newBatcher(0), owed: newBudget(p.cfg)}
 	done := make(chan struct{})
 	wrote := make(chan error, 1)
 	go func() {
@@ -146,13 +153,13 @@ func (p *Peers) received(in *inbound, tag uint64, key, value []byte) {
 		p.mu.Unlock()
 		return
 	}
-	_, dup := p.owed[rid]
-	if dup || !in.owed.take(rid, len(key)+len(value)) {
+	size := len(key) + len(value)
+	if _, dup := p.owed[rid]; dup || !in.owed.take(size) {
 		p.mu.Unlock()
 		in.out.add(answerFailed, []byte(rid), nil)
 		return
 	}
-	p.owed[rid] = in
+	p.owed[rid] = owed{in: in, size: size}
 	p.mu.Unlock()
 	p.met.taken.Inc()
 	p.take(int32(tag), key, value)
@@ -165,7 +172,7 @@ func (p *Peers) drop(in *inbound) {
 	defer p.mu.Unlock()
 	in.ended = true
 	for rid, o := range p.owed {
-		if o == in {
+		if o.in == in {
 			delete(p.owed, rid)
 		}
 	}
@@ -203,14 +210,14 @@ func (p *Peers) answer(rid []byte, kind uint64, v []byte) bool {
 		return false
 	}
 	p.mu.Lock()
-	in, ok := p.owed[string(rid)]
+	o, ok := p.owed[string(rid)]
 	if ok {
 		delete(p.owed, string(rid))
-		in.owed.give(rid)
+		o.in.owed.give(o.size)
 	}
 	p.mu.Unlock()
 	if ok {
-		in.out.add(kind, rid, v)
+		o.in.out.add(kind, rid, v)
 	}
 	return ok
 }
