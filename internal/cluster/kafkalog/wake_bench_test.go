@@ -16,18 +16,7 @@ import (
 // brings. cpu-ns/op is the process's CPU per wake, the adding
 // goroutine's included.
 func BenchmarkLocalWake(b *testing.B) {
-	kc, err := kfake.NewCluster(kfake.SeedTopics(1, "commands"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumeTopics("commands"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	local := newTestLocal()
-	g := &poller{cl: cl}
+	g, local := fakePoller(b)
 	g.begin(local)
 	adds := make(chan struct{})
 	defer close(adds)
@@ -54,18 +43,7 @@ func BenchmarkLocalWake(b *testing.B) {
 // included.
 func BenchmarkGather(b *testing.B) {
 	const each = 20
-	kc, err := kfake.NewCluster(kfake.SeedTopics(1, "commands"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumeTopics("commands"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	local := newTestLocal()
-	g := &poller{cl: cl}
+	g, local := fakePoller(b)
 	ctx := context.Background()
 	cpu := measure.ProcessCPU()
 	for b.Loop() {
@@ -86,4 +64,21 @@ func BenchmarkGather(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64((measure.ProcessCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// fakePoller is a poller of a kfake cluster's commands topic, with a local
+// source of its own.
+func fakePoller(b *testing.B) (*poller, *testLocal) {
+	b.Helper()
+	kc, err := kfake.NewCluster(kfake.SeedTopics(1, "commands"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(kc.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumeTopics("commands"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cl.Close)
+	return &poller{cl: cl}, newTestLocal()
 }
