@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -33,7 +34,7 @@ var (
 // client holds. A poll that waits would cost the round a context and
 // goroutines at each burst of commands, more than the burst's commands
 // save. Commands the client fetches are thus taken at the next local
-// wake or gap's end.
+// wake or gap's end; the gap's end ends the round unless it found some.
 func (g *poller) gather(ctx context.Context, batch []Command, max int) []Command {
 	if g.last < busyRound {
 		return batch
@@ -58,13 +59,22 @@ func (g *poller) gather(ctx context.Context, batch []Command, max int) []Command
 		batch = append(batch, more...)
 		left := time.Until(end)
 		switch {
-		case err != nil || left <= 0 || timedOut && len(more) == 0:
+		case err != nil || left <= 0 || timedOut && !polled(more):
 			return batch
 		case len(more) > 0:
 			gap.Reset(min(gapAfter(len(batch)), left))
 		}
 	}
 	return batch
+}
+
+// polled reports whether cmds hold a command read from the commands
+// topic (local ones have no offset). At a gap's end only those say that
+// commands kept coming: a local one then came at the gap's end, its wake
+// not yet taken, and a round that went on for it would go on for as long
+// as a node that falls behind keeps finding some.
+func polled(cmds []Command) bool {
+	return slices.ContainsFunc(cmds, func(c Command) bool { return c.Offset >= 0 })
 }
 
 // arm returns the poller's timer, set to fire after d.
