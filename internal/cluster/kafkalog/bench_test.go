@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/surge-dev/surge/internal/bench/measure"
 	"github.com/surge-dev/surge/internal/cluster/kafkatest"
 )
 
@@ -30,6 +31,7 @@ func BenchmarkRound(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
 			commands := 0
 			b.ResetTimer()
+			cpu := measure.ProcessCPU()
 			for range b.N {
 				t0 := time.Now()
 				applied := countedRound(b, ctx, a, batch, nil, a.apply)
@@ -37,6 +39,7 @@ func BenchmarkRound(b *testing.B) {
 				commands += len(applied)
 			}
 			b.StopTimer()
+			b.ReportMetric(float64((measure.ProcessCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 			report(b, lat)
 			b.ReportMetric(float64(commands)/b.Elapsed().Seconds(), "commands/s")
 		})

@@ -3,6 +3,7 @@ package kafkalog
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -142,6 +143,7 @@ func (r *roundBooks) parts(batch []Command, outs []Output) (map[int32]*part, err
 			pt.batch.Commands = max(pt.batch.Commands, c.Offset+1)
 		}
 	}
+	sizeParts(outs, of)
 	for _, o := range outs {
 		switch o.Kind {
 		case Change:
@@ -157,6 +159,28 @@ func (r *roundBooks) parts(batch []Command, outs []Output) (map[int32]*part, err
 		}
 	}
 	return parts, nil
+}
+
+// sizeParts gives each part (of) the room its changes and replies among
+// outs take, so that a round's appends do not grow them again and again.
+func sizeParts(outs []Output, of func(int32) *part) {
+	changes, replies := map[int32]int{}, map[int32]int{}
+	for _, o := range outs {
+		switch o.Kind {
+		case Change:
+			changes[o.Partition]++
+		case Reply:
+			replies[o.From]++
+		}
+	}
+	for p, n := range changes {
+		pt := of(p)
+		pt.batch.Updates = slices.Grow(pt.batch.Updates, n)
+	}
+	for p, n := range replies {
+		pt := of(p)
+		pt.send = slices.Grow(pt.send, n)
+	}
 }
 
 // settle takes what became of partition p's write in the round: if it

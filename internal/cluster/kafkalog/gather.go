@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -27,23 +28,63 @@ var (
 )
 
 // gather adds to batch the commands that come, as above, until it has
-// max of them (poll), if the previous round was busy.
+// max of them (poll), if the previous round was busy. It waits on a timer
+// the poller keeps and on the local source's wake, and takes, at each,
+// what waits without waiting more: the local commands and those the
+// client holds. A poll that waits would cost the round a context and
+// goroutines at each burst of commands, more than the burst's commands
+// save. Commands the client fetches are thus taken at the next local
+// wake or gap's end; the gap's end ends the round unless it found some.
 func (g *poller) gather(ctx context.Context, batch []Command, max int) []Command {
 	if g.last < busyRound {
 		return batch
 	}
-	linger, cancel := context.WithTimeout(ctx, roundLinger)
-	defer cancel()
+	var wake <-chan struct{}
+	if g.local != nil {
+		wake = g.local.Waiting()
+	}
+	end := time.Now().Add(roundLinger)
+	gap := g.arm(min(gapAfter(len(batch)), roundLinger))
+	defer gap.Stop()
 	for len(batch) < max {
-		gap, cancelGap := context.WithTimeout(linger, gapAfter(len(batch)))
-		more, err := g.next(gap, max-len(batch))
-		cancelGap()
+		timedOut := false
+		select {
+		case <-ctx.Done():
+			return batch
+		case <-wake:
+		case <-gap.C:
+			timedOut = true
+		}
+		more, err := g.next(heldOnly, max-len(batch))
 		batch = append(batch, more...)
-		if err != nil || len(more) == 0 {
-			break
+		left := time.Until(end)
+		switch {
+		case err != nil || left <= 0 || timedOut && !polled(more):
+			return batch
+		case len(more) > 0:
+			gap.Reset(min(gapAfter(len(batch)), left))
 		}
 	}
 	return batch
+}
+
+// polled reports whether cmds hold a command read from the commands
+// topic (local ones have no offset). At a gap's end only those say that
+// commands kept coming: a local one then came at the gap's end, its wake
+// not yet taken, and a round that went on for it would go on for as long
+// as a node that falls behind keeps finding some.
+func polled(cmds []Command) bool {
+	return slices.ContainsFunc(cmds, func(c Command) bool { return c.Offset >= 0 })
+}
+
+// arm returns the poller's timer, set to fire after d.
+func (g *poller) arm(d time.Duration) *time.Timer {
+	if g.timer == nil {
+		g.timer = time.NewTimer(d)
+	} else {
+		g.timer.Reset(d)
+	}
+	return g.timer
 }
 
 // gapAfter is how long a round holding n commands waits for the next.

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Commands appended at once travel packed, and rounds read them: never
@@ -63,4 +66,61 @@ func TestPackedRoundsKeepMaxAndOrder(t *testing.T) {
 		t.Error("no record carried several commands")
 	}
 	exactlyOnceApplied(t, appenders*each, a)
+}
+
+// tellingLocal is a testLocal that tells took of each take that took
+// commands.
+type tellingLocal struct {
+	*testLocal
+	took chan struct{}
+}
+
+func (l tellingLocal) Take(max int) []Command {
+	taken := l.testLocal.Take(max)
+	if len(taken) > 0 {
+		l.took <- struct{}{}
+	}
+	return taken
+}
+
+// A busy round gathers the local commands that come while it gathers,
+// each taken at the wake its adding gives, until it has its max. The
+// gaps and the linger outlast the test: only the wakes bring them.
+func TestBusyRoundGathersTheCommandsEachWakeBrings(t *testing.T) {
+	const most = 4
+	gaps, linger := []time.Duration{smallGap, gatherGap}, roundLinger
+	smallGap, gatherGap, roundLinger = time.Hour, time.Hour, time.Hour
+	t.Cleanup(func() { smallGap, gatherGap, roundLinger = gaps[0], gaps[1], linger })
+	_, ctx, c := fakeCluster(t, 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ConsumeTopics(c.CommandsTopic()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	g := &poller{cl: cl}
+	local := tellingLocal{newTestLocal(localCommand(0, "c-0")), make(chan struct{}, most)}
+	adder := make(chan struct{})
+	go func() {
+		defer close(adder)
+		for i := 1; i < most; i++ {
+			select {
+			case <-local.took:
+				local.add(localCommand(0, fmt.Sprintf("c-%d", i)))
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	g.last = busyRound
+	g.begin(local)
+	got, err := g.commands(ctx, ctx, most)
+	<-adder
+	if err != nil || len(got) != most {
+		t.Fatalf("the busy round got %d commands, %v; want %d", len(got), err, most)
+	}
+	for i, cmd := range got {
+		if want := fmt.Sprintf("c-%d", i); string(cmd.Key) != want {
+			t.Errorf("command %d is %s, want %s", i, cmd.Key, want)
+		}
+	}
 }

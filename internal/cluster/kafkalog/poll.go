@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,6 +23,8 @@ type poller struct {
 	// start.
 	local Local
 	took  map[int32]bool
+	// timer times a gathering round's gaps (gather).
+	timer *time.Timer
 }
 
 // consuming are the options of a member's client as a consumer of the
@@ -71,6 +74,7 @@ func (g *poller) commands(wait, ctx context.Context, max int) ([]Command, error)
 // partitions or taken from the round's local source, and returns up to
 // want of them, the local ones first. Commands taken locally are never
 // waited past: with some, the poll returns only what the client holds.
+// Under heldOnly it waits for none.
 func (g *poller) next(ctx context.Context, want int) ([]Command, error) {
 	if g.local == nil {
 		return g.poll(ctx, want)
@@ -80,7 +84,7 @@ func (g *poller) next(ctx context.Context, want int) ([]Command, error) {
 		for _, c := range taken {
 			g.took[c.Partition] = true
 		}
-		if len(taken) > 0 {
+		if len(taken) > 0 || ctx == heldOnly {
 			polled, err := g.poll(heldOnly, want-len(taken))
 			return append(taken, polled...), err
 		}

@@ -3,6 +3,7 @@ package kafkalog
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,18 +16,7 @@ import (
 // brings. cpu-ns/op is the process's CPU per wake, the adding
 // goroutine's included.
 func BenchmarkLocalWake(b *testing.B) {
-	kc, err := kfake.NewCluster(kfake.SeedTopics(1, "commands"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumeTopics("commands"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	local := newTestLocal()
-	g := &poller{cl: cl}
+	g, local := fakePoller(b)
 	g.begin(local)
 	adds := make(chan struct{})
 	defer close(adds)
@@ -44,4 +34,51 @@ func BenchmarkLocalWake(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64((measure.ProcessCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkGather: a busy round (its predecessor read busyRound commands)
+// gathers local commands that come one at a time, 200 µs apart, as an
+// owner's do from its peers' links, until a gap passes without any.
+// cpu-µs/op is the process's CPU per round, the adding goroutine's
+// included.
+func BenchmarkGather(b *testing.B) {
+	const each = 20
+	g, local := fakePoller(b)
+	ctx := context.Background()
+	cpu := measure.ProcessCPU()
+	for b.Loop() {
+		g.last = busyRound
+		g.begin(local)
+		added := make(chan struct{})
+		go func() {
+			defer close(added)
+			for range each {
+				local.add(localCommand(0, "c"))
+				time.Sleep(200 * time.Microsecond)
+			}
+		}()
+		got, err := g.commands(ctx, ctx, 10*each)
+		<-added
+		if rest := local.Take(each); err != nil || len(got)+len(rest) != each {
+			b.Fatalf("round got %d commands (%d left), %v", len(got), len(rest), err)
+		}
+	}
+	b.ReportMetric(float64((measure.ProcessCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// fakePoller is a poller of a kfake cluster's commands topic, with a local
+// source of its own.
+func fakePoller(b *testing.B) (*poller, *testLocal) {
+	b.Helper()
+	kc, err := kfake.NewCluster(kfake.SeedTopics(1, "commands"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(kc.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumeTopics("commands"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cl.Close)
+	return &poller{cl: cl}, newTestLocal()
 }

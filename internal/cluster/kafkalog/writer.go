@@ -157,26 +157,19 @@ func (w *Writer) Claim(ctx context.Context, partition int32, c Claim) (Epoch, er
 	return Epoch(r.Offset), nil
 }
 
-// send produces records, flushes the client while it waits, and returns
-// the errors of those that failed once each settled, or when ctx ends
-// (then with ctx's error for those not settled). Only records is waited
-// for: another partition's trouble does not hold it.
+// send produces records, flushes the client, and returns the errors of
+// those that failed once each settled, or when ctx ends (then with ctx's
+// error for those not settled). The flush ends the client's linger over
+// the records, which produceEach produces once the client knows their
+// partitions, so that it sees each; and it is the wait: the client holds
+// no records but these (one write at a time, and a write that leaves any
+// unsettled renews it), and franz-go calls a record's promise before the
+// flush can see it settled.
 func (w *Writer) send(ctx context.Context, records []*kgo.Record) map[*kgo.Record]error {
 	p := produceEach(ctx, w.cl, records)
-	// The flush ends the client's linger over the records, which
-	// produceEach produces once the client knows their partitions, so
-	// that it sees each; it ends with the wait, before the next write
-	// produces.
-	flushing, stop := context.WithCancel(ctx)
-	flushed := make(chan struct{})
-	go func() {
-		defer close(flushed)
-		// Its error is its context's end, which the wait reports.
-		_ = w.cl.Flush(flushing)
-	}()
+	// Its error is ctx's end, which the wait reports.
+	_ = w.cl.Flush(ctx)
 	failed, settled := p.wait(ctx)
-	stop()
-	<-flushed
 	if !settled || len(failed) > 0 {
 		w.renew()
 	}
