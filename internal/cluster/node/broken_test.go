@@ -28,6 +28,17 @@ func (f *copyFault) MaybeError(op errorfs.Op) error {
 	return nil
 }
 
+// copyMemTable is the memtable of a local copy whose disk a test fails:
+// small, so that a few rounds, or one round of copyMemTable bytes, reach
+// its table files.
+const copyMemTable = 64 << 10
+
+// under puts a node's local copy on f's failing disk, with a memtable of
+// copyMemTable bytes.
+func (f *copyFault) under(c *Config) {
+	c.SnapshotFS, c.SnapshotMemTable = errorfs.Wrap(vfs.Default, f), copyMemTable
+}
+
 // A node whose local copy cannot take the writes that counted leaves the
 // group rather than hold partitions it cannot load: the other node takes
 // them, restored from the changelog with every write that counted, and
@@ -40,9 +51,7 @@ func (f *copyFault) MaybeError(op errorfs.Op) error {
 func TestNodeWithABrokenCopyLeavesTheGroup(t *testing.T) {
 	_, k := fakeKafka(t)
 	fault := &copyFault{}
-	a := startNode(t, k, t.TempDir(), func(c *Config) {
-		c.SnapshotFS, c.SnapshotMemTable = errorfs.Wrap(vfs.Default, fault), 64<<10
-	})
+	a := startNode(t, k, t.TempDir(), fault.under)
 	settled(t, a)
 	ids := accounts(t, a, 12)
 	b := joinNode(t, k, a)

@@ -8,9 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
-
 	"github.com/surge-dev/surge/internal/cluster/kafkalog"
 	"github.com/surge-dev/surge/internal/store"
 )
@@ -20,10 +17,11 @@ import (
 // the take meanwhile; once the take ends, the build finds the partition
 // broken, which lasts until the node restarts (brokenBy), so the build
 // gives up rather than retry, and the node leaves: another node takes
-// every partition. The copy's disk fails its WAL writes from the moment
-// the take is held, so that the take itself, and every write of the copy
-// before it, lands; a round's changes committed after it fail, and the
-// copy's store refuses every write from then on.
+// every partition. The copy's disk fails its table-file writes from the
+// moment the take is held (copyFault), so that the take itself, and every
+// write of the copy before it, lands in its store; a round's changes
+// committed after it are flushed at once, the flush's write fails, and
+// the copy's store refuses every write from then on.
 func TestNodeWhoseCopyBreaksDuringATakeLeavesTheGroup(t *testing.T) {
 	_, k := fakeKafka(t)
 	target := atomic.Int32{}
@@ -40,10 +38,7 @@ func TestNodeWhoseCopyBreaksDuringATakeLeavesTheGroup(t *testing.T) {
 	}
 	t.Cleanup(func() { testHookTaken = nil })
 	logged := &seenLog{}
-	a := startNode(t, k, t.TempDir(), func(c *Config) {
-		c.SnapshotFS = errorfs.Wrap(vfs.Default, fault)
-		c.Logger = slog.New(logged)
-	})
+	a := startNode(t, k, t.TempDir(), fault.under, func(c *Config) { c.Logger = slog.New(logged) })
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
 	// Cleanups run last first: a failing test frees the take before a
@@ -58,12 +53,15 @@ func TestNodeWhoseCopyBreaksDuringATakeLeavesTheGroup(t *testing.T) {
 		return fmt.Sprintf("a has not taken %d: it owns %v %q", taken, a.Owned(), logged.lines)
 	})
 	// A round on a's own partition that deletes keys it never had, as its
-	// settle records it: the copy's pending batch takes its changes, more
-	// than a WAL block, which a load from the copy commits and Pebble
-	// writes to the log at once.
+	// settle records it: its changes, as large as the copy's memtable,
+	// pass the size at which the copy commits its pending rounds, and
+	// Pebble applies the commit as a flushable batch, which it flushes at
+	// once. The flush fails in the background; a load from the copy, which
+	// writes to it, then finds its store fenced.
 	var gone []kafkalog.Output
 	for i := range 8 {
-		gone = append(gone, kafkalog.Output{Kind: kafkalog.Change, Partition: mine[0], Key: fmt.Appendf(bytes.Repeat([]byte{'-'}, 8<<10), "%d", i)})
+		key := fmt.Appendf(bytes.Repeat([]byte{'-'}, copyMemTable/8), "%d", i)
+		gone = append(gone, kafkalog.Output{Kind: kafkalog.Change, Partition: mine[0], Key: key})
 	}
 	a.commitCopies(gone, mine[:1])
 	scratch, err := store.Open(t.TempDir(), store.Options{NoSync: true})
