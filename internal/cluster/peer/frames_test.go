@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // A command and its reply cost a link one TLS record each way: no
@@ -116,10 +115,18 @@ func (r *recordCounter) Write(p []byte) (int, error) {
 func TestALinkPacksTheEntriesQueuedAtOnce(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	const n = 20
-	b := newBatcher(0)
+	b := newBatcher()
+	sent := make(chan int, n)
 	done := make(chan struct{})
 	defer close(done)
-	sent := counting(b, done)
+	go func() {
+		_ = b.run(done, func(m []byte) error {
+			k := 0
+			_ = eachEntry(m, func(uint64, []byte, []byte) { k++ })
+			sent <- k
+			return nil
+		}, 0)
+	}()
 	for i := range n {
 		go b.add(1, []byte(fmt.Sprintf("0:a-%d", i)), []byte("cmd"))
 	}
@@ -130,65 +137,4 @@ func TestALinkPacksTheEntriesQueuedAtOnce(t *testing.T) {
 	if msgs > n/2 {
 		t.Errorf("%d entries queued at once went in %d messages", n, msgs)
 	}
-}
-
-// A busy link's writer, whose previous message carried busyEntries
-// entries or more, waits the batcher's linger before it takes the
-// entries queued: those queued meanwhile share the message. One
-// whose previous message carried fewer sends at once.
-func TestABusyLinkWaitsForMoreEntriesBeforeItSends(t *testing.T) {
-	b := newBatcher(time.Hour)
-	asked, fire := make(chan time.Duration, 1), make(chan time.Time)
-	b.after = func(d time.Duration) <-chan time.Time {
-		asked <- d
-		return fire
-	}
-	done := make(chan struct{})
-	defer close(done)
-	add := func(i int) { b.add(1, fmt.Appendf(nil, "0:a-%d", i), []byte("cmd")) }
-	for i := range busyEntries {
-		add(i)
-	}
-	sent := counting(b, done)
-	if k := <-sent; k != busyEntries {
-		t.Fatalf("the first message carried %d entries, want the %d queued", k, busyEntries)
-	}
-	add(busyEntries)
-	select {
-	case k := <-sent:
-		t.Fatalf("the busy link sent %d entry at once", k)
-	case d := <-asked:
-		if d != time.Hour {
-			t.Fatalf("the busy link waits %v, want its linger", d)
-		}
-	}
-	add(busyEntries + 1)
-	fire <- time.Time{}
-	if k := <-sent; k != 2 {
-		t.Fatalf("the busy link sent %d entries after its wait, want 2", k)
-	}
-	add(busyEntries + 2) // after a message of 2: the link is not busy
-	select {
-	case k := <-sent:
-		if k != 1 {
-			t.Fatalf("the link sent %d entries, want 1", k)
-		}
-	case <-asked:
-		t.Fatal("a link whose previous message carried 2 entries waits")
-	}
-}
-
-// counting runs b's writer until done closes, sending the number of
-// entries of each message it writes.
-func counting(b *batcher, done <-chan struct{}) <-chan int {
-	sent := make(chan int, 64)
-	go func() {
-		_ = b.run(done, func(m []byte) error {
-			k := 0
-			_ = eachEntry(m, func(uint64, []byte, []byte) { k++ })
-			sent <- k
-			return nil
-		}, 0)
-	}()
-	return sent
 }

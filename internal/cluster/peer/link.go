@@ -124,15 +124,8 @@ func (p *Peers) dial(node string, e entry) (*link, error) {
 		_ = tc.Close()
 		return nil, err
 	}
-	return &link{p: p, node: node, e: e, f: f, out: newBatcher(commandLinger), calls: map[string]int{}, inflight: newBudget(p.cfg), done: make(chan struct{})}, nil
+	return &link{p: p, node: node, e: e, f: f, out: newBatcher(), calls: map[string]int{}, inflight: newBudget(p.cfg), done: make(chan struct{})}, nil
 }
-
-// commandLinger is how long a busy link's writer waits for more entries
-// before it sends (batcher.run). A command waits at its owner for the
-// owner's next round anyway, so a wait much shorter than a round costs
-// the command little: at most one round, the few times it makes it miss
-// one. A variable for benchmarks of the link's own cost.
-var commandLinger = 2 * time.Millisecond
 
 // link is a front node's link to one owner.
 type link struct {

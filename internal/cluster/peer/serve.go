@@ -76,7 +76,7 @@ func (p *Peers) link(c net.Conn) {
 // certificate was checked before (serverTLS): an unknown one never gets
 // here.
 func (p *Peers) serve(f *frames, node string) error {
-	in := &inbound{ids: node + "-", out: newBatcher(0), owed: newBudget(p.cfg)}
+	in := &inbound{ids: node + "-", out: newBatcher(), owed: newBudget(p.cfg)}
 	done := make(chan struct{})
 	wrote := make(chan error, 1)
 	go func() {

@@ -79,23 +79,12 @@ type batcher struct {
 	scratch []byte
 	cur     []byte
 	full    [][]byte
-	// entries counts the entries queued since the writer's last take.
-	entries int
 	// spare is a message's buffer the writer is done with, for the next.
 	spare []byte
 	wake  chan struct{}
-	// linger is how long a busy writer waits before it takes (run).
-	linger time.Duration
-	// after, if set, stands for the timer a busy writer waits on
-	// (tests).
-	after func(time.Duration) <-chan time.Time
 }
 
-// newBatcher returns a batcher whose writer, when busy, waits linger
-// before it takes the entries queued (0: it never waits).
-func newBatcher(linger time.Duration) *batcher {
-	return &batcher{wake: make(chan struct{}, 1), linger: linger}
-}
+func newBatcher() *batcher { return &batcher{wake: make(chan struct{}, 1)} }
 
 // add queues an entry.
 func (b *batcher) add(tag uint64, key, value []byte) {
@@ -112,7 +101,6 @@ func (b *batcher) add(tag uint64, key, value []byte) {
 		b.cur = make([]byte, 0, max(4<<10, size))
 	}
 	b.cur, b.scratch = appendEntry(b.cur, b.scratch, tag, key, value)
-	b.entries++
 	b.mu.Unlock()
 	select {
 	case b.wake <- struct{}{}:
@@ -120,18 +108,16 @@ func (b *batcher) add(tag uint64, key, value []byte) {
 	}
 }
 
-// take returns the messages queued, the open one last, and how many
-// entries they carry.
-func (b *batcher) take() ([][]byte, int) {
+// take returns the messages queued, the open one last.
+func (b *batcher) take() [][]byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	msgs := b.full
 	if len(b.cur) > 0 {
 		msgs = append(msgs, b.cur)
 	}
-	n := b.entries
-	b.full, b.cur, b.entries = nil, nil, 0
-	return msgs, n
+	b.full, b.cur = nil, nil
+	return msgs
 }
 
 // reuse keeps the buffer of a message sent for the next, unless it is
@@ -147,24 +133,9 @@ func (b *batcher) reuse(m []byte) {
 	b.mu.Unlock()
 }
 
-// busyEntries is the entries of a take from which the writer is busy:
-// woken for its next take, it waits the batcher's linger first.
-const busyEntries = 4
-
 // run sends the queued messages with send, which is done with each once
 // it returns, until done closes or a send fails; and a ping, an empty
 // message, each period of ping in which it sent nothing (0: none).
-//
-// Woken by an entry, the writer yields once before it takes: the
-// goroutine that woke it has usually just queued the one entry, and
-// yielding lets the goroutines runnable now (other requests' handlers, a
-// round settling) queue theirs, which then share the message. A busy
-// writer, whose previous take carried busyEntries or more, first waits
-// the batcher's linger: under load the entries come in bursts spread
-// over a while (the clients an owner's round sets free send their next
-// requests as each one's answer reaches it), and a message costs a
-// write, a TLS record and the peer's read and wake-ups, whatever its
-// entries. An idle link sends at once.
 func (b *batcher) run(done <-chan struct{}, send func([]byte) error, ping time.Duration) error {
 	var tick <-chan time.Time
 	if ping > 0 {
@@ -172,9 +143,7 @@ func (b *batcher) run(done <-chan struct{}, send func([]byte) error, ping time.D
 		defer t.Stop()
 		tick = t.C
 	}
-	wait := time.NewTimer(0)
-	wait.Stop()
-	sent, busy := false, false
+	sent := false
 	for {
 		select {
 		case <-b.wake:
@@ -189,39 +158,19 @@ func (b *batcher) run(done <-chan struct{}, send func([]byte) error, ping time.D
 		case <-done:
 			return nil
 		}
-		if busy && !b.lingered(wait, b.linger, done) {
-			return nil
-		}
+		// The goroutine that woke the writer has usually just queued the
+		// one entry; yielding once lets the goroutines runnable now (other
+		// requests' handlers, a round settling) queue theirs, which then
+		// share the message. A message costs a write, a TLS record and
+		// the peer's read and wake-ups, whatever its entries.
 		runtime.Gosched()
-		msgs, n := b.take()
-		busy = n >= busyEntries
-		for _, m := range msgs {
+		for _, m := range b.take() {
 			if err := send(m); err != nil {
 				return err
 			}
 			b.reuse(m)
 			sent = true
 		}
-	}
-}
-
-// lingered waits d, if positive, on timer t (or after's); false if done
-// closed first.
-func (b *batcher) lingered(t *time.Timer, d time.Duration, done <-chan struct{}) bool {
-	if d <= 0 {
-		return true
-	}
-	c := t.C
-	if b.after != nil {
-		c = b.after(d)
-	} else {
-		t.Reset(d)
-	}
-	select {
-	case <-c:
-		return true
-	case <-done:
-		return false
 	}
 }
 
