@@ -24,7 +24,7 @@ func gatedServer(t *testing.T, server HTTP2Server, l Limits, stall time.Duration
 	t.Helper()
 	adm := NewAdmission(l, nil)
 	adm.g.gate.stall = stall
-	srv := New(Options{Net: handler, Admission: adm, MaxRequestBodyBytes: 1 << 10, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, HTTP2: server})
+	srv := New(Options{Net: handler, Admission: adm, MaxRequestBodyBytes: 1 << 17, HeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, HTTP2: server})
 	return serveFront(t, srv), adm
 }
 

@@ -1,0 +1,126 @@
+package front
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// TestHTTP2FullParkKeepsBodiesComing: a client that keeps to flow control
+// can fill maxParked, since a parked frame costs more than its payload
+// and header blocks are not flow-controlled. With room for one request,
+// it opens stream 1 and streams 3 to 33 without their bodies, sends each
+// of 3 to 33 a whole stream window of DATA, and then stream 1's body,
+// all within the connection's window. Stream 1's body comes after more
+// parked frames than maxParked holds; it still reaches stream 1's
+// request, which holds the one place, and every stream is served in turn
+// (waits end only after an hour). On either HTTP/2 server.
+func TestHTTP2FullParkKeepsBodiesComing(t *testing.T) {
+	onBothServers(t, fullParkKeepsBodiesComing)
+}
+
+func fullParkKeepsBodiesComing(t *testing.T, server HTTP2Server) {
+	const last, window, firstBody = 33, initialWindow, 10
+	l := Limits{MaxRequests: 1, BodyTimeout: time.Hour}
+	var mu sync.Mutex
+	read := make(map[string]int64) // body bytes each request read, by path
+	addr, adm := gatedServer(t, server, l, time.Hour, func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			t.Errorf("%s: %v", r.URL.Path, err)
+		}
+		mu.Lock()
+		read[r.URL.Path] = n
+		mu.Unlock()
+	})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	var out bytes.Buffer
+	out.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&out, nil)
+	enc := newRequestEncoder()
+	_ = fr.WriteSettings()
+	ids := []uint32{1}
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc.encode("POST", "/1", strconv.Itoa(firstBody)), EndHeaders: true})
+	for id := uint32(3); id <= last; id += 2 {
+		ids = append(ids, id)
+		path := "/" + strconv.Itoa(int(id))
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc.encode("POST", path, strconv.Itoa(window)), EndHeaders: true})
+	}
+	if _, err := c.Write(out.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	in := http2.NewFramer(c, c)
+	in.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	awaitConnWindow(t, in, (len(ids)-1)*window+firstBody)
+	out.Reset()
+	chunk := make([]byte, window)
+	for _, id := range ids[1:] {
+		for b := chunk; len(b) > 0; b = b[min(len(b), 16<<10):] {
+			_ = fr.WriteData(id, len(b) <= 16<<10, b[:min(len(b), 16<<10)])
+		}
+	}
+	_ = fr.WriteData(1, true, make([]byte, firstBody))
+	var wrote sync.WaitGroup
+	wrote.Go(func() {
+		if _, err := c.Write(out.Bytes()); err != nil {
+			t.Error(err)
+		}
+	})
+	defer wrote.Wait()
+	for id, st := range awaitEnds(t, in, ids...) {
+		if st != "200" {
+			t.Errorf("stream %d: status %s, want 200", id, st)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		path, want := "/"+strconv.Itoa(int(id)), int64(window)
+		if id == 1 {
+			want = firstBody
+		}
+		if read[path] != want {
+			t.Errorf("%s read %d bytes of its body, want %d", path, read[path], want)
+		}
+	}
+	if n := testutil.ToFloat64(adm.g.rejected.WithLabelValues(reasonRequests)); n != 0 {
+		t.Errorf("%v requests refused max_requests, want none", n)
+	}
+}
+
+// awaitConnWindow reads the server's frames, acknowledging its SETTINGS,
+// until its connection window, RFC 9113's initial one widened by its
+// WINDOW_UPDATEs, holds n bytes: a client that keeps to flow control
+// sends no more before.
+func awaitConnWindow(t *testing.T, in *http2.Framer, n int) {
+	t.Helper()
+	for w := initialWindow; w < n; {
+		f, err := in.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = in.WriteSettingsAck()
+			}
+		case *http2.WindowUpdateFrame:
+			if f.StreamID == 0 {
+				w += int(f.Increment)
+			}
+		}
+	}
+}
