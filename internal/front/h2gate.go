@@ -46,9 +46,8 @@ type h2gate struct {
 	ready   sync.Cond // admitted HTTP/2 requests waiting for a place
 	// pending counts streams the server has been given and admission has
 	// not decided on; waiting, requests waiting for a place; blocked,
-	// goroutines in Wait; unread, readers that wait without reading their
-	// connections (their parked frames fill maxParked).
-	pending, waiting, blocked, unread int64
+	// goroutines in Wait.
+	pending, waiting, blocked int64
 	// attention counts the goroutines in waitLocked, and one more while
 	// stalled: while it is 0 a place given back needs no lock.
 	attention atomic.Int64
@@ -104,26 +103,28 @@ func (h *h2gate) tryEnter(begun time.Time) (entered bool, until time.Time) {
 	return true, until
 }
 
+// force counts a new stream pending whether or not its request fits: a
+// reader whose parked frames fill maxParked lets its first parked stream
+// in, and the request waits for a place in takeWork.
+func (h *h2gate) force() {
+	h.mu.Lock()
+	h.pending++
+	h.mu.Unlock()
+}
+
 // enter waits, for a reader whose wakes come on wake, until its first
 // parked stream, waiting since begun, fits or its wait ends (waitLocked),
 // and counts the stream pending then. It returns false, counting nothing,
-// if other reports true first with no room. unread says that nothing of
-// the reader's connection is read meanwhile.
-func (h *h2gate) enter(wake *sync.Cond, begun time.Time, other func() bool, unread bool) bool {
+// if other reports true first with no room.
+func (h *h2gate) enter(wake *sync.Cond, begun time.Time, other func() bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.readers = append(h.readers, wake)
-	if unread {
-		h.unread++
-	}
 	// room is what ended the wait, if ok did: places are taken without
 	// the lock, so asking again could find none.
 	var room bool
 	ok := h.waitLocked(wake, begun, func() bool { room = h.roomLocked(); return room || other() })
 	h.readers = slices.DeleteFunc(h.readers, func(c *sync.Cond) bool { return c == wake })
-	if unread {
-		h.unread--
-	}
 	if ok && !room {
 		return false
 	}

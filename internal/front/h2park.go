@@ -33,12 +33,20 @@ import (
 // frames' bytes, held here: no stream state, handler or body buffer in
 // the server.
 //
-// A client that keeps to flow control parks at most a connection window
-// of DATA (1 MiB on either server) and its header blocks; maxParked
-// bounds what a client that does not may make the reader hold. Past it
-// the reader stops reading the connection and waits at the gate until
-// the first parked stream is let in, which the gate's own bounds
-// (h2Stall, BodyTimeout) bring at the latest.
+// A client that keeps to flow control may still fill maxParked: a parked
+// frame costs more than its payload, and header blocks are not
+// flow-controlled. The reader does not stop reading there, since the
+// body of a stream already let in may come after what fills it, and that
+// stream's request holds a place the gate waits for. Instead the first
+// parked stream goes to the server at once, counted pending as a stream
+// whose wait has ended: its request waits for a place in takeWork, on
+// its own handler's goroutine, as any request refused by MaxRequests
+// does, and is refused once that wait ends. So the work past MaxRequests
+// is never done; what a client gains by filling the bound is a handler
+// waiting for a place, which the server's stream limit bounds per
+// connection, as for a connection not gated. A client that does not keep
+// to flow control makes the server end the stream or the connection once
+// the stream's frames reach it.
 //
 // A stream's trailers parked behind a new stream wait with it: a request
 // with trailers, sent while the server has no room for the next stream,
@@ -151,9 +159,11 @@ func (r *gatedReader) next(w *resetWatch) error {
 		return nil
 	}
 	if r.parkedBytes+frameHeaderLen+h.length+parkedFrameCost > maxParked {
-		return r.await(w, nil) // nothing more is read until a stream is let in
+		w.gate.force()
+		r.release(w, true)
+		return nil
 	}
-	return r.parkFrame(w.Conn, h)
+	return r.parkFrame(w, h)
 }
 
 // parks reports whether a frame with header h waits: a new stream's
@@ -196,16 +206,16 @@ func (r *gatedReader) admit(w *resetWatch, id uint32) {
 }
 
 // await waits at the gate for the first parked stream to be let in, and
-// releases it then; or, with reads (a read under way), for that read to
+// releases it then; or for the read under way, which ends in reads, to
 // end first, and takes what it brought.
 func (r *gatedReader) await(w *resetWatch, reads chan sockRead) error {
 	other := func() bool { return w.closed.Load() || len(reads) > 0 }
-	if w.gate.enter(&r.wake, r.since, other, reads == nil) {
+	if w.gate.enter(&r.wake, r.since, other) {
 		r.release(w, true)
 		return nil
 	}
 	select {
-	case res := <-reads: // nil: none under way, and none comes
+	case res := <-reads:
 		r.took(res)
 		return nil
 	default:
@@ -286,7 +296,8 @@ func (r *gatedReader) releaseDue(w *resetWatch) bool {
 
 // parkFrame reads the frame with header h whole, from pos on, into the
 // park.
-func (r *gatedReader) parkFrame(c net.Conn, h frameHead) error {
+func (r *gatedReader) parkFrame(w *resetWatch, h frameHead) error {
+	c := w.Conn
 	f := parkedFrame{h: h, b: make([]byte, 0, frameHeaderLen+h.length)}
 	for len(f.b) < cap(f.b) {
 		if r.pos == r.end {
