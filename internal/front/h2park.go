@@ -2,6 +2,7 @@ package front
 
 import (
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -57,9 +58,10 @@ const (
 	// maxParked bounds the bytes a connection's parked frames cost.
 	maxParked = 1 << 20
 	// parkedFrameCost is what a parked frame costs besides its bytes: its
-	// place in the list and its allocation, so that a flood of empty
-	// frames fills the bound too.
-	parkedFrameCost = 64
+	// places in the park, the count of its stream's frames and the list
+	// of released frames, and its allocation's rounding, so that a flood
+	// of empty frames fills the bound too.
+	parkedFrameCost = 128
 )
 
 // frameContinuation continues a header block (RFC 9113 §6.10).
@@ -240,7 +242,11 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 	}
 	counted = true
 	kept := r.park[:0]
-	clear(r.on)
+	if len(r.park) > shrinkAbove {
+		r.on = make(map[uint32]int) // not the buckets of the most frames parked
+	} else {
+		clear(r.on)
+	}
 	blocked := false
 	for _, f := range r.park {
 		var let bool
@@ -267,9 +273,29 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 		r.on[f.h.stream]++
 	}
 	clear(r.park[len(kept):])
-	r.park = kept
+	r.park = shrunk(kept)
+	if len(r.park) == 0 {
+		r.on = nil
+	}
 	r.since = time.Now() // the next parked stream's wait begins
 	return true
+}
+
+// shrinkAbove is the length past which a list that holds far fewer is
+// moved into a smaller one (shrunk).
+const shrinkAbove = 64
+
+// shrunk is s, or nil if it is empty, or a copy once its array is far
+// larger than it: parked frames are what a client chooses to send, and a
+// flood of them once parked is not to be held for the connection's life.
+func shrunk[E any](s []E) []E {
+	switch {
+	case len(s) == 0:
+		return nil
+	case cap(s) > shrinkAbove && cap(s) > 4*len(s):
+		return slices.Clone(s)
+	}
+	return s
 }
 
 // giveReleased gives p what it takes of the released frames.
@@ -282,7 +308,7 @@ func (r *gatedReader) giveReleased(p []byte) int {
 	r.rel[r.relNext] = nil
 	r.relNext, r.relOff = r.relNext+1, 0
 	if r.relNext == len(r.rel) {
-		r.rel, r.relNext = r.rel[:0], 0
+		r.rel, r.relNext = nil, 0 // see shrunk
 	}
 	return n
 }

@@ -124,3 +124,71 @@ func awaitConnWindow(t *testing.T, in *http2.Framer, n int) {
 		}
 	}
 }
+
+// gatedPipe is a gated watch over one end of a pipe, read by the test
+// itself, under limits l, and the pipe's other end, the client's.
+func gatedPipe(t *testing.T, l Limits) (*resetWatch, net.Conn) {
+	t.Helper()
+	adm := NewAdmission(l, nil)
+	server, client := net.Pipe()
+	w := newResetWatch(server, adm.g).gated()
+	t.Cleanup(func() {
+		_ = w.Close()
+		_ = client.Close()
+	})
+	return w, client
+}
+
+// send writes b to c, off the test's goroutine: the pipe's write ends
+// once the watch has read it all.
+func send(t *testing.T, c net.Conn, b []byte) {
+	t.Helper()
+	var wrote sync.WaitGroup
+	wrote.Go(func() { _, _ = c.Write(b) })
+	t.Cleanup(wrote.Wait) // after the pipe's close, which ends the write
+}
+
+// readN reads n bytes from w, as the server's reader does.
+func readN(t *testing.T, w *resetWatch, n int) {
+	t.Helper()
+	p := make([]byte, 4<<10)
+	for n > 0 {
+		k, err := w.Read(p[:min(len(p), n)])
+		if err != nil {
+			t.Fatalf("%d bytes still to read: %v", n, err)
+		}
+		n -= k
+	}
+}
+
+// openingFrames is a client's preface, SETTINGS, and the HEADERS of
+// stream 1, which the gate, with room for one request, lets in.
+func openingFrames() (*bytes.Buffer, *http2.Framer) {
+	var out bytes.Buffer
+	out.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(&out, nil)
+	_ = fr.WriteSettings()
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: newRequestEncoder().encode("GET", "/", ""), EndHeaders: true, EndStream: true})
+	return &out, fr
+}
+
+// TestParkReleasedKeepsNothing: a flood of tiny frames parked behind a
+// new stream fills maxParked, and the stream is let in with them all;
+// once they are given to the server, the reader holds none of the lists
+// the flood grew (the park, its count by stream, the released frames).
+func TestParkReleasedKeepsNothing(t *testing.T) {
+	w, c := gatedPipe(t, Limits{MaxRequests: 1})
+	out, fr := openingFrames()
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: newRequestEncoder().encode("GET", "/", ""), EndHeaders: true, EndStream: true})
+	const frames = maxParked/(frameHeaderLen+4) + 1 // past maxParked whatever a frame costs besides its bytes
+	for range frames {
+		_ = fr.WriteWindowUpdate(3, 1)
+	}
+	send(t, c, out.Bytes())
+	readN(t, w, out.Len())
+	r := &w.gr
+	if cap(r.park) != 0 || r.on != nil || cap(r.rel) != 0 {
+		t.Fatalf("%d parked frames all given: the park keeps room for %d, the count by stream is kept (%v), the released list keeps room for %d; want none",
+			frames, cap(r.park), r.on != nil, cap(r.rel))
+	}
+}
