@@ -52,9 +52,12 @@ type h2gate struct {
 	// stalled: while it is 0 a place given back needs no lock.
 	attention atomic.Int64
 	// gen grows whenever room may have come (a place given back, a stream
-	// decided, a request's wait ended, a stall), so that a reader whose
-	// parked stream found none asks again only then (tryEnter).
-	gen atomic.Uint64
+	// decided, a request's wait ended, a stall) while parked counts a
+	// reader with parked frames, so that such a reader whose stream found
+	// no room asks again only then (tryEnter). With none parked, a place
+	// given back writes nothing shared.
+	gen    atomic.Uint64
+	parked atomic.Int64
 	// freedAt is when a place was last given back.
 	freedAt time.Time
 	// stall is how long a wait lasts without a place given back: h2Stall.
@@ -140,7 +143,7 @@ func (h *h2gate) decided(n int64) {
 	}
 	h.mu.Lock()
 	h.pending -= n
-	h.gen.Add(1)
+	h.roomMayCome()
 	h.wakeLocked()
 	h.mu.Unlock()
 }
@@ -186,7 +189,7 @@ func (h *h2gate) endLocked(begun time.Time) (time.Time, bool) {
 	if stall && !h.stalled {
 		h.stalled = true
 		h.attention.Add(1)
-		h.gen.Add(1)
+		h.roomMayCome()
 	}
 	return end, true
 }
@@ -216,7 +219,7 @@ func (h *h2gate) leave(wake *sync.Cond) {
 // freed wakes a waiter once a request's place is given back: a request
 // waiting for a place first, else a reader whose stream waits.
 func (h *h2gate) freed() {
-	h.gen.Add(1)
+	h.roomMayCome()
 	if h.attention.Load() == 0 {
 		return
 	}
@@ -228,6 +231,14 @@ func (h *h2gate) freed() {
 	}
 	h.wakeLocked()
 	h.mu.Unlock()
+}
+
+// roomMayCome tells the readers with parked frames that room may have
+// come (gen), if there are any.
+func (h *h2gate) roomMayCome() {
+	if h.parked.Load() > 0 {
+		h.gen.Add(1)
+	}
 }
 
 func (h *h2gate) wakeLocked() {
@@ -273,7 +284,7 @@ func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (ho
 	defer h.mu.Unlock()
 	defer func() {
 		h.waiting--
-		h.gen.Add(1)
+		h.roomMayCome()
 		h.wakeLocked()
 	}()
 	for {

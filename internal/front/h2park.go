@@ -4,6 +4,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -84,8 +85,8 @@ type sockRead struct {
 
 // gatedReader is the server's reader's side of a gated connection: it
 // splits what it reads into frames and gives the server those that may
-// go, parking the rest. All but wake and the read under way are the
-// reader's alone.
+// go, parking the rest. All but wake, listed and the read under way are
+// the reader's alone.
 type gatedReader struct {
 	// buf holds what was read and not yet given or parked, [pos, end). It
 	// is pooled (readBufs), and held while it holds bytes or a read into
@@ -109,6 +110,10 @@ type gatedReader struct {
 	since   time.Time
 	seen    uint64
 	retryAt time.Time
+	// listed says the gate counts the reader among those with parked
+	// frames (h2gate.parked): set by the reader, and ended once by the
+	// reader when its park empties, or by Close.
+	listed atomic.Bool
 	// rel holds released frames, whole, given to the server before
 	// anything read after them: rel[relNext] from its byte relOff on.
 	rel             [][]byte
@@ -276,6 +281,7 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 	r.park = shrunk(kept)
 	if len(r.park) == 0 {
 		r.on = nil
+		r.unlist(w.gate)
 	}
 	r.since = time.Now() // the next parked stream's wait begins
 	return true
@@ -296,6 +302,24 @@ func shrunk[E any](s []E) []E {
 		return slices.Clone(s)
 	}
 	return s
+}
+
+// list counts the reader, whose park is no longer empty, among the gate's
+// readers with parked frames, unless its connection is closed.
+func (r *gatedReader) list(w *resetWatch) {
+	w.gate.parked.Add(1) // before listed: the count never falls short of the readers listed
+	r.listed.Store(true)
+	if w.closed.Load() { // Close may have come before listed
+		r.unlist(w.gate)
+	}
+}
+
+// unlist ends the reader's count among the readers with parked frames,
+// once.
+func (r *gatedReader) unlist(g *h2gate) {
+	if r.listed.CompareAndSwap(true, false) {
+		g.parked.Add(-1)
+	}
 }
 
 // giveReleased gives p what it takes of the released frames.
@@ -340,6 +364,10 @@ func (r *gatedReader) parkFrame(w *resetWatch, h frameHead) error {
 	r.drop()
 	if len(r.park) == 0 {
 		r.since = time.Now()
+		r.list(w)
+		// Room given back before the reader was listed grew no gen: the
+		// reader asks the gate once, now that it is listed.
+		r.retryAt = time.Time{}
 	}
 	if r.on == nil {
 		r.on = make(map[uint32]int)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"testing"
@@ -188,7 +189,42 @@ func TestParkReleasedKeepsNothing(t *testing.T) {
 	readN(t, w, out.Len())
 	r := &w.gr
 	if cap(r.park) != 0 || r.on != nil || cap(r.rel) != 0 {
-		t.Fatalf("%d parked frames all given: the park keeps room for %d, the count by stream is kept (%v), the released list keeps room for %d; want none",
+		t.Fatalf("a flood of %d frames parked until maxParked and given: the park keeps room for %d, the count by stream is kept (%v), the released list keeps room for %d; want none",
 			frames, cap(r.park), r.on != nil, cap(r.rel))
+	}
+}
+
+// TestGateGenOnlyWhileParked: a place given back grows the gate's gen,
+// which every reader with parked frames watches, only while there is
+// such a reader: not before one parks, and not once its connection has
+// closed with its frames still parked.
+func TestGateGenOnlyWhileParked(t *testing.T) {
+	w, c := gatedPipe(t, Limits{MaxRequests: 1})
+	g := w.g
+	giveBack := func() uint64 {
+		held, no := g.takeWork(netip.Addr{}, 1)
+		if no != nil {
+			t.Fatalf("no place: %v", no)
+		}
+		before := g.gate.gen.Load()
+		g.release(held)
+		return g.gate.gen.Load() - before
+	}
+	if n := giveBack(); n != 0 {
+		t.Errorf("no reader parked: a place given back grew gen by %d, want 0", n)
+	}
+	out, fr := openingFrames()
+	opening := out.Len()
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: newRequestEncoder().encode("GET", "/", ""), EndHeaders: true, EndStream: true})
+	parked := out.Len() - opening
+	_ = fr.WritePing(false, [8]byte{}) // given to the server past the parked stream
+	send(t, c, out.Bytes())
+	readN(t, w, out.Len()-parked)
+	if n := giveBack(); n == 0 {
+		t.Error("a reader parked: a place given back did not grow gen")
+	}
+	_ = w.Close()
+	if n := giveBack(); n != 0 {
+		t.Errorf("the parked reader's connection closed: a place given back grew gen by %d, want 0", n)
 	}
 }
