@@ -1,9 +1,7 @@
 package front
 
 import (
-	"bytes"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -199,16 +197,9 @@ func streamBehindABodyWaitsUnread(t *testing.T, server HTTP2Server) {
 		_, _ = io.Copy(io.Discard, r.Body)
 	})
 	t.Cleanup(releaseAll)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	var out bytes.Buffer
-	out.WriteString(http2.ClientPreface)
-	fr := http2.NewFramer(&out, nil)
+	c := dialRaw(t, addr)
+	out, fr := clientOpening()
 	enc := newRequestEncoder()
-	_ = fr.WriteSettings()
 	for _, id := range []uint32{1, 3} {
 		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: enc.encode("POST", "/reserve", "6"), EndHeaders: true})
 	}
@@ -261,21 +252,15 @@ func parkedFramesBounded(t *testing.T, server HTTP2Server) {
 			<-release
 		}
 	})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialRaw(t, addr)
 	var done sync.WaitGroup
 	t.Cleanup(func() {
 		releaseOnce.Do(func() { close(release) })
 		_ = c.Close()
 		done.Wait()
 	})
-	var out bytes.Buffer
-	out.WriteString(http2.ClientPreface)
-	fr := http2.NewFramer(&out, nil)
+	out, fr := clientOpening()
 	enc := newRequestEncoder()
-	_ = fr.WriteSettings()
 	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc.encode("GET", "/hold", ""), EndHeaders: true, EndStream: true})
 	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: enc.encode("POST", "/flood", ""), EndHeaders: true})
 	chunk := make([]byte, defaultMaxFrameSize)

@@ -43,16 +43,9 @@ func fullParkKeepsBodiesComing(t *testing.T, server HTTP2Server) {
 		read[r.URL.Path] = n
 		mu.Unlock()
 	})
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	var out bytes.Buffer
-	out.WriteString(http2.ClientPreface)
-	fr := http2.NewFramer(&out, nil)
+	c := dialRaw(t, addr)
+	out, fr := clientOpening()
 	enc := newRequestEncoder()
-	_ = fr.WriteSettings()
 	ids := []uint32{1}
 	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: enc.encode("POST", "/1", strconv.Itoa(firstBody)), EndHeaders: true})
 	for id := uint32(3); id <= last; id += 2 {
@@ -165,12 +158,31 @@ func readN(t *testing.T, w *resetWatch, n int) {
 // openingFrames is a client's preface, SETTINGS, and the HEADERS of
 // stream 1, which the gate, with room for one request, lets in.
 func openingFrames() (*bytes.Buffer, *http2.Framer) {
-	var out bytes.Buffer
-	out.WriteString(http2.ClientPreface)
-	fr := http2.NewFramer(&out, nil)
-	_ = fr.WriteSettings()
+	out, fr := clientOpening()
 	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: newRequestEncoder().encode("GET", "/", ""), EndHeaders: true, EndStream: true})
-	return &out, fr
+	return out, fr
+}
+
+// clientOpening is a client's preface and SETTINGS, in a buffer, and a
+// framer that writes the client's next frames after them.
+func clientOpening() (*bytes.Buffer, *http2.Framer) {
+	out := new(bytes.Buffer)
+	out.WriteString(http2.ClientPreface)
+	fr := http2.NewFramer(out, nil)
+	_ = fr.WriteSettings()
+	return out, fr
+}
+
+// dialRaw is a connection to addr for a test's own frames, closed at the
+// test's end.
+func dialRaw(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // TestParkReleasedKeepsNothing: a flood of tiny frames parked behind a
