@@ -247,11 +247,7 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 	}
 	counted = true
 	kept := r.park[:0]
-	if len(r.park) > shrinkAbove {
-		r.on = make(map[uint32]int) // not the buckets of the most frames parked
-	} else {
-		clear(r.on)
-	}
+	clear(r.on)
 	blocked := false
 	for _, f := range r.park {
 		var let bool
@@ -278,30 +274,49 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 		r.on[f.h.stream]++
 	}
 	clear(r.park[len(kept):])
-	r.park = shrunk(kept)
-	if len(r.park) == 0 {
-		r.on = nil
-		r.unlist(w.gate)
-	}
+	r.keep(w.gate, kept, len(r.park))
 	r.since = time.Now() // the next parked stream's wait begins
 	return true
 }
 
-// shrinkAbove is the length past which a list that holds far fewer is
-// moved into a smaller one (shrunk).
+// keep makes kept, what a release left of a park of before frames, the
+// park, in lists sized to it (shrunk): a map keeps the buckets of the
+// most it has held, so the count by stream is made afresh once the park
+// is far smaller.
+func (r *gatedReader) keep(g *h2gate, kept []parkedFrame, before int) {
+	r.park = shrunk(kept)
+	if len(kept) == 0 {
+		r.unlist(g)
+	}
+	if before <= shrinkAbove || before <= 4*len(kept) {
+		return
+	}
+	var on map[uint32]int
+	if len(kept) > 0 {
+		on = make(map[uint32]int, len(r.on))
+		for id, n := range r.on {
+			on[id] = n
+		}
+	}
+	r.on = on
+}
+
+// shrinkAbove is the capacity up to which a list of parked or released
+// frames is kept for reuse whatever it holds (shrunk).
 const shrinkAbove = 64
 
-// shrunk is s, or nil if it is empty, or a copy once its array is far
-// larger than it: parked frames are what a client chooses to send, and a
-// flood of them once parked is not to be held for the connection's life.
+// shrunk is s, or, once its array is large and far larger than it, a copy
+// (nil if s is empty): parked frames are what a client chooses to send,
+// and a flood of them once parked is not to be held for the connection's
+// life, while a small list is kept for the next frames.
 func shrunk[E any](s []E) []E {
 	switch {
+	case cap(s) <= shrinkAbove || cap(s) <= 4*len(s):
+		return s
 	case len(s) == 0:
-		return nil
-	case cap(s) > shrinkAbove && cap(s) > 4*len(s):
-		return slices.Clone(s)
+		return nil // not s[:0:0], which holds the array
 	}
-	return s
+	return slices.Clone(s)
 }
 
 // list counts the reader, whose park is no longer empty, among the gate's
@@ -332,7 +347,7 @@ func (r *gatedReader) giveReleased(p []byte) int {
 	r.rel[r.relNext] = nil
 	r.relNext, r.relOff = r.relNext+1, 0
 	if r.relNext == len(r.rel) {
-		r.rel, r.relNext = nil, 0 // see shrunk
+		r.rel, r.relNext = shrunk(r.rel[:0]), 0
 	}
 	return n
 }
