@@ -45,8 +45,9 @@ import (
 // its own handler's goroutine, as any request refused by MaxRequests
 // does, and is refused once that wait ends. So the work past MaxRequests
 // is never done; what a client gains by filling the bound is a handler
-// waiting for a place, which the server's stream limit bounds per
-// connection, as for a connection not gated. A client that does not keep
+// waiting for a place, its body read within the body budget, which the
+// server's stream limit bounds per connection, as for a connection not
+// gated. A client that does not keep
 // to flow control makes the server end the stream or the connection once
 // the stream's frames reach it.
 //
