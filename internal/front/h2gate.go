@@ -46,16 +46,18 @@ type h2gate struct {
 	ready   sync.Cond // admitted HTTP/2 requests waiting for a place
 	// pending counts streams the server has been given and admission has
 	// not decided on; waiting, requests waiting for a place; blocked,
-	// goroutines in Wait; unread, readers that wait without reading their
-	// connections (their parked frames fill maxParked).
-	pending, waiting, blocked, unread int64
+	// goroutines in Wait.
+	pending, waiting, blocked int64
 	// attention counts the goroutines in waitLocked, and one more while
 	// stalled: while it is 0 a place given back needs no lock.
 	attention atomic.Int64
 	// gen grows whenever room may have come (a place given back, a stream
-	// decided, a request's wait ended, a stall), so that a reader whose
-	// parked stream found none asks again only then (tryEnter).
-	gen atomic.Uint64
+	// decided, a request's wait ended, a stall) while parked counts a
+	// reader with parked frames, so that such a reader whose stream found
+	// no room asks again only then (tryEnter). With none parked, a place
+	// given back writes nothing shared.
+	gen    atomic.Uint64
+	parked atomic.Int64
 	// freedAt is when a place was last given back.
 	freedAt time.Time
 	// stall is how long a wait lasts without a place given back: h2Stall.
@@ -104,26 +106,28 @@ func (h *h2gate) tryEnter(begun time.Time) (entered bool, until time.Time) {
 	return true, until
 }
 
+// force counts a new stream pending whether or not its request fits: a
+// reader whose parked frames fill maxParked lets its first parked stream
+// in, and the request waits for a place in takeWork.
+func (h *h2gate) force() {
+	h.mu.Lock()
+	h.pending++
+	h.mu.Unlock()
+}
+
 // enter waits, for a reader whose wakes come on wake, until its first
 // parked stream, waiting since begun, fits or its wait ends (waitLocked),
 // and counts the stream pending then. It returns false, counting nothing,
-// if other reports true first with no room. unread says that nothing of
-// the reader's connection is read meanwhile.
-func (h *h2gate) enter(wake *sync.Cond, begun time.Time, other func() bool, unread bool) bool {
+// if other reports true first with no room.
+func (h *h2gate) enter(wake *sync.Cond, begun time.Time, other func() bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.readers = append(h.readers, wake)
-	if unread {
-		h.unread++
-	}
 	// room is what ended the wait, if ok did: places are taken without
 	// the lock, so asking again could find none.
 	var room bool
 	ok := h.waitLocked(wake, begun, func() bool { room = h.roomLocked(); return room || other() })
 	h.readers = slices.DeleteFunc(h.readers, func(c *sync.Cond) bool { return c == wake })
-	if unread {
-		h.unread--
-	}
 	if ok && !room {
 		return false
 	}
@@ -139,7 +143,7 @@ func (h *h2gate) decided(n int64) {
 	}
 	h.mu.Lock()
 	h.pending -= n
-	h.gen.Add(1)
+	h.roomMayCome()
 	h.wakeLocked()
 	h.mu.Unlock()
 }
@@ -185,7 +189,7 @@ func (h *h2gate) endLocked(begun time.Time) (time.Time, bool) {
 	if stall && !h.stalled {
 		h.stalled = true
 		h.attention.Add(1)
-		h.gen.Add(1)
+		h.roomMayCome()
 	}
 	return end, true
 }
@@ -215,7 +219,7 @@ func (h *h2gate) leave(wake *sync.Cond) {
 // freed wakes a waiter once a request's place is given back: a request
 // waiting for a place first, else a reader whose stream waits.
 func (h *h2gate) freed() {
-	h.gen.Add(1)
+	h.roomMayCome()
 	if h.attention.Load() == 0 {
 		return
 	}
@@ -227,6 +231,14 @@ func (h *h2gate) freed() {
 	}
 	h.wakeLocked()
 	h.mu.Unlock()
+}
+
+// roomMayCome tells the readers with parked frames that room may have
+// come (gen), if there are any.
+func (h *h2gate) roomMayCome() {
+	if h.parked.Load() > 0 {
+		h.gen.Add(1)
+	}
 }
 
 func (h *h2gate) wakeLocked() {
@@ -272,7 +284,7 @@ func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (ho
 	defer h.mu.Unlock()
 	defer func() {
 		h.waiting--
-		h.gen.Add(1)
+		h.roomMayCome()
 		h.wakeLocked()
 	}()
 	for {

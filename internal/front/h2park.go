@@ -2,7 +2,9 @@ package front
 
 import (
 	"net"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,12 +35,21 @@ import (
 // frames' bytes, held here: no stream state, handler or body buffer in
 // the server.
 //
-// A client that keeps to flow control parks at most a connection window
-// of DATA (1 MiB on either server) and its header blocks; maxParked
-// bounds what a client that does not may make the reader hold. Past it
-// the reader stops reading the connection and waits at the gate until
-// the first parked stream is let in, which the gate's own bounds
-// (h2Stall, BodyTimeout) bring at the latest.
+// A client that keeps to flow control may still fill maxParked: a parked
+// frame costs more than its payload, and header blocks are not
+// flow-controlled. The reader does not stop reading there, since the
+// body of a stream already let in may come after what fills it, and that
+// stream's request holds a place the gate waits for. Instead the first
+// parked stream goes to the server at once, counted pending as a stream
+// whose wait has ended: its request waits for a place in takeWork, on
+// its own handler's goroutine, as any request refused by MaxRequests
+// does, and is refused once that wait ends. So the work past MaxRequests
+// is never done; what a client gains by filling the bound is a handler
+// waiting for a place, its body read within the body budget, which the
+// server's stream limit bounds per connection, as for a connection not
+// gated. A client that does not keep
+// to flow control makes the server end the stream or the connection once
+// the stream's frames reach it.
 //
 // A stream's trailers parked behind a new stream wait with it: a request
 // with trailers, sent while the server has no room for the next stream,
@@ -49,9 +60,10 @@ const (
 	// maxParked bounds the bytes a connection's parked frames cost.
 	maxParked = 1 << 20
 	// parkedFrameCost is what a parked frame costs besides its bytes: its
-	// place in the list and its allocation, so that a flood of empty
-	// frames fills the bound too.
-	parkedFrameCost = 64
+	// places in the park, the count of its stream's frames and the list
+	// of released frames, and its allocation's rounding, so that a flood
+	// of empty frames fills the bound too.
+	parkedFrameCost = 128
 )
 
 // frameContinuation continues a header block (RFC 9113 §6.10).
@@ -74,8 +86,8 @@ type sockRead struct {
 
 // gatedReader is the server's reader's side of a gated connection: it
 // splits what it reads into frames and gives the server those that may
-// go, parking the rest. All but wake and the read under way are the
-// reader's alone.
+// go, parking the rest. All but wake, listed and the read under way are
+// the reader's alone.
 type gatedReader struct {
 	// buf holds what was read and not yet given or parked, [pos, end). It
 	// is pooled (readBufs), and held while it holds bytes or a read into
@@ -99,6 +111,10 @@ type gatedReader struct {
 	since   time.Time
 	seen    uint64
 	retryAt time.Time
+	// listed says the gate counts the reader among those with parked
+	// frames (h2gate.parked): set by the reader, and ended once by the
+	// reader when its park empties, or by Close.
+	listed atomic.Bool
 	// rel holds released frames, whole, given to the server before
 	// anything read after them: rel[relNext] from its byte relOff on.
 	rel             [][]byte
@@ -151,9 +167,11 @@ func (r *gatedReader) next(w *resetWatch) error {
 		return nil
 	}
 	if r.parkedBytes+frameHeaderLen+h.length+parkedFrameCost > maxParked {
-		return r.await(w, nil) // nothing more is read until a stream is let in
+		w.gate.force()
+		r.release(w, true)
+		return nil
 	}
-	return r.parkFrame(w.Conn, h)
+	return r.parkFrame(w, h)
 }
 
 // parks reports whether a frame with header h waits: a new stream's
@@ -196,16 +214,16 @@ func (r *gatedReader) admit(w *resetWatch, id uint32) {
 }
 
 // await waits at the gate for the first parked stream to be let in, and
-// releases it then; or, with reads (a read under way), for that read to
+// releases it then; or for the read under way, which ends in reads, to
 // end first, and takes what it brought.
 func (r *gatedReader) await(w *resetWatch, reads chan sockRead) error {
 	other := func() bool { return w.closed.Load() || len(reads) > 0 }
-	if w.gate.enter(&r.wake, r.since, other, reads == nil) {
+	if w.gate.enter(&r.wake, r.since, other) {
 		r.release(w, true)
 		return nil
 	}
 	select {
-	case res := <-reads: // nil: none under way, and none comes
+	case res := <-reads:
 		r.took(res)
 		return nil
 	default:
@@ -257,9 +275,67 @@ func (r *gatedReader) release(w *resetWatch, counted bool) bool {
 		r.on[f.h.stream]++
 	}
 	clear(r.park[len(kept):])
-	r.park = kept
+	r.keep(w.gate, kept, len(r.park))
 	r.since = time.Now() // the next parked stream's wait begins
 	return true
+}
+
+// keep makes kept, what a release left of a park of before frames, the
+// park, in lists sized to it (shrunk): a map keeps the buckets of the
+// most it has held, so the count by stream is made afresh once the park
+// is far smaller.
+func (r *gatedReader) keep(g *h2gate, kept []parkedFrame, before int) {
+	r.park = shrunk(kept)
+	if len(kept) == 0 {
+		r.unlist(g)
+	}
+	if before <= shrinkAbove || before <= 4*len(kept) {
+		return
+	}
+	var on map[uint32]int
+	if len(kept) > 0 {
+		on = make(map[uint32]int, len(r.on))
+		for id, n := range r.on {
+			on[id] = n
+		}
+	}
+	r.on = on
+}
+
+// shrinkAbove is the capacity up to which a list of parked or released
+// frames is kept for reuse whatever it holds (shrunk).
+const shrinkAbove = 64
+
+// shrunk is s, or, once its array is large and far larger than it, a copy
+// (nil if s is empty): parked frames are what a client chooses to send,
+// and a flood of them once parked is not to be held for the connection's
+// life, while a small list is kept for the next frames.
+func shrunk[E any](s []E) []E {
+	switch {
+	case cap(s) <= shrinkAbove || cap(s) <= 4*len(s):
+		return s
+	case len(s) == 0:
+		return nil // not s[:0:0], which holds the array
+	}
+	return slices.Clone(s)
+}
+
+// list counts the reader, whose park is no longer empty, among the gate's
+// readers with parked frames, unless its connection is closed.
+func (r *gatedReader) list(w *resetWatch) {
+	w.gate.parked.Add(1) // before listed: the count never falls short of the readers listed
+	r.listed.Store(true)
+	if w.closed.Load() { // Close may have come before listed
+		r.unlist(w.gate)
+	}
+}
+
+// unlist ends the reader's count among the readers with parked frames,
+// once.
+func (r *gatedReader) unlist(g *h2gate) {
+	if r.listed.CompareAndSwap(true, false) {
+		g.parked.Add(-1)
+	}
 }
 
 // giveReleased gives p what it takes of the released frames.
@@ -272,7 +348,7 @@ func (r *gatedReader) giveReleased(p []byte) int {
 	r.rel[r.relNext] = nil
 	r.relNext, r.relOff = r.relNext+1, 0
 	if r.relNext == len(r.rel) {
-		r.rel, r.relNext = r.rel[:0], 0
+		r.rel, r.relNext = shrunk(r.rel[:0]), 0
 	}
 	return n
 }
@@ -286,7 +362,8 @@ func (r *gatedReader) releaseDue(w *resetWatch) bool {
 
 // parkFrame reads the frame with header h whole, from pos on, into the
 // park.
-func (r *gatedReader) parkFrame(c net.Conn, h frameHead) error {
+func (r *gatedReader) parkFrame(w *resetWatch, h frameHead) error {
+	c := w.Conn
 	f := parkedFrame{h: h, b: make([]byte, 0, frameHeaderLen+h.length)}
 	for len(f.b) < cap(f.b) {
 		if r.pos == r.end {
@@ -303,6 +380,10 @@ func (r *gatedReader) parkFrame(c net.Conn, h frameHead) error {
 	r.drop()
 	if len(r.park) == 0 {
 		r.since = time.Now()
+		r.list(w)
+		// Room given back before the reader was listed grew no gen: the
+		// reader asks the gate once, now that it is listed.
+		r.retryAt = time.Time{}
 	}
 	if r.on == nil {
 		r.on = make(map[uint32]int)

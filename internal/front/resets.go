@@ -311,6 +311,7 @@ func (w *resetWatch) unanswered(stream uint32) bool {
 // ended on a frame boundary, then closes.
 func (w *resetWatch) Close() error {
 	if w.gate != nil && !w.closed.Swap(true) {
+		w.gr.unlist(w.gate)
 		w.gate.leave(&w.gr.wake)
 	}
 	w.endPending(-1)
