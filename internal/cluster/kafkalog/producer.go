@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -248,8 +249,10 @@ func produceEach(ctx context.Context, cl *kgo.Client, records []*kgo.Record) *pr
 // partitions load, never sent; Produce partitions a record after that
 // refusal itself, so that the Flush which follows sees it. It returns the
 // error of a refusal that came without the partitions: the context's
-// end, the delivery timeout, or the client's close. cl consumes nothing:
-// PartitionLeader would report a consumer's partitions too.
+// end, the delivery timeout, the client's close, or the brokers' own
+// error (a topic that does not exist, a denied one), which producing the
+// records would only meet again. cl consumes nothing: PartitionLeader
+// would report a consumer's partitions too.
 func knowPartitions(ctx context.Context, cl *kgo.Client, records []*kgo.Record) error {
 	var probed []string // allocated only for a topic cl has not loaded
 	for _, r := range records {
@@ -260,7 +263,11 @@ func knowPartitions(ctx context.Context, cl *kgo.Client, records []*kgo.Record) 
 		refused := make(chan error, 1)
 		cl.Produce(ctx, &kgo.Record{Topic: r.Topic, Partition: -1}, func(_ *kgo.Record, err error) { refused <- err })
 		err := <-refused
-		if ctx.Err() != nil || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrClientClosed) {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		var brokers *kerr.Error
+		if errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrClientClosed) || errors.As(err, &brokers) {
 			return err
 		}
 	}

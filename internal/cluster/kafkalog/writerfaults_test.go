@@ -243,3 +243,19 @@ func TestWriterProducesOnceItKnowsThePartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A write to a topic the brokers do not have fails with their error at
+// the probe that learns the partitions, rather than producing its
+// records into a second wait for the same topic.
+func TestProbeOfAMissingTopicReportsTheBrokersError(t *testing.T) {
+	_, ctx, c := fakeCluster(t, 1)
+	cl, err := kgo.NewClient(append(producing(), kgo.SeedBrokers(c.Brokers...))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	err = knowPartitions(ctx, cl, []*kgo.Record{{Topic: "local.missing", Partition: 0}})
+	if !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("probe of a missing topic: %v, want %v", err, kerr.UnknownTopicOrPartition)
+	}
+}
