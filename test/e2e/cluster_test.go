@@ -257,7 +257,7 @@ func (c *clusterNodes) logRestores(t *testing.T, marks []int) {
 // bytes of its output.
 func logRestores(t *testing.T, s *server, mark int) {
 	for line := range strings.Lines(s.out.String()[mark:]) {
-		if strings.Contains(line, "cluster: partitions restored") || strings.Contains(line, "round not committed") || strings.Contains(line, "whole changelog") {
+		if strings.Contains(line, "cluster: restoring a partition") || strings.Contains(line, "round not committed") || strings.Contains(line, "whole changelog") {
 			t.Logf("%s: %s", s.name, strings.TrimSpace(line))
 		}
 	}

@@ -102,12 +102,14 @@ func (n *Node) handlers() kafkalog.ChainHandlers {
 }
 
 // restoreTake is the member's Restore: partition p is restored into its
-// copy.
+// copy. It logs where the changelog is read from (0: its start, the copy
+// had nothing to give), which tells an operator what a take cost.
 func (n *Node) restoreTake(ctx context.Context, p int32) (kafkalog.ChainState, func(key, value []byte) error, error) {
 	from, r, err := n.snaps.RestoreChain(ctx, p)
 	if err != nil {
 		return from, nil, err
 	}
+	n.cfg.Logger.Info("cluster: restoring a partition", "partition", p, "changelog_from", from.Offset)
 	n.takes.begin(p, r)
 	return from, r.Apply, nil
 }
