@@ -47,9 +47,8 @@ import (
 // is never done; what a client gains by filling the bound is a handler
 // waiting for a place, its body read within the body budget, which the
 // server's stream limit bounds per connection, as for a connection not
-// gated. A client that does not keep
-// to flow control makes the server end the stream or the connection once
-// the stream's frames reach it.
+// gated. A client that does not keep to flow control makes the server end
+// the stream or the connection once the stream's frames reach it.
 //
 // A stream's trailers parked behind a new stream wait with it: a request
 // with trailers, sent while the server has no room for the next stream,
