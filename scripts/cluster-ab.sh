@@ -3,11 +3,12 @@
 # start NODES nodes of BINARY (`surge serve --kafka`, fresh data directories, a cluster name of its
 # own so that no run reads another's topics) on the broker(s) KAFKA, set up the accounts and warm
 # up (every node learns the receivers), then run `surge bench transfer` for SECS seconds against
-# all the nodes and print the rate, p99, and the CPU per transfer of each node, of the broker(s)
-# and of the load generator, read from /proc/PID/stat around the measured run only (the broker's
-# JIT compiler and garbage collector threads' share beside it: "broker 80 (JIT 9 GC 7)"), and the nodes'
-# Kafka requests per 1,000 transfers by client and kind (their surge_cluster_kafka_requests_total,
-# on builds that export it) on a second line. Give the
+# all the nodes and print the rate of transfers the nodes accepted, p99, and the CPU per accepted
+# transfer of each node, of the broker(s) and of the load generator, read from /proc/PID/stat
+# around the measured run only (the broker's JIT compiler and garbage collector threads' share
+# beside it: "broker 80 (JIT 9 GC 7)"), and the requests refused (503, overloaded), which count in
+# neither; then the nodes' Kafka requests per 1,000 transfers by client and kind (their
+# surge_cluster_kafka_requests_total, on builds that export it) on a second line. Give the
 # binaries in ABBA order: on a shared machine only back-to-back pairs compare.
 #
 # NODES 0 runs one embedded node (no Kafka) the same way, to compare with. A fourth field gives
@@ -94,14 +95,18 @@ for spec in "$@"; do
   read -r jit1 gc1 < <(jvm_ticks $(brokers))
   rq1=$(requests)
   [ -n "${prof:-}" ] && wait "$prof"
-  n=$(echo "$res" | awk '/http_reqs/ {print $2}')
-  [ "${n:-0}" -gt 0 ] || { echo "$label: no transfer done: $res" | tail -5 >&2; stop_nodes; continue; }
+  # n: the transfers the nodes accepted; a refused one (503) is not a transfer done
+  all=$(echo "$res" | awk '/http_reqs/ {print $2}')
+  failed=$(echo "$res" | awk '/http_req_failed/ {print $4}')
+  n=$(( ${all:-0} - ${failed:-0} ))
+  [ "$n" -gt 0 ] || { echo "$label: no transfer done: $res" | tail -5 >&2; stop_nodes; continue; }
+  rate=$(echo "$res" | awk -v ok="$n" -v all="$all" '/http_reqs/ {sub(/\/s$/, "", $3); printf "%.1f/s", $3 * ok / all}')
   per() { echo $(( $1 * 1000000 / hz / n )); }
   nodecpu=""; i=0
   for p in "${pids[@]}"; do nodecpu+=" n$((i + 1)) $(per $(( $(ticks "$p") - n0[i] )))"; i=$((i + 1)); done
   lg=$(echo "$res" | awk '/^lg / {printf "%d", ($2+$3)*1e6}')
   machine=$(machine_share "$st0" "$st1")
-  echo "$label ${nodes}n: $(echo "$res" | awk '/http_reqs/ {print $3}') | $(echo "$res" | grep http_req_duration | grep -oE 'p\(99\)=[^ ]+') | µs CPU per transfer:$nodecpu broker $(per $(( $(sum_ticks $(brokers)) - b0 ))) (JIT $(per $((jit1 - jit0))) GC $(per $((gc1 - gc0)))) loadgen $((lg / n)) | $machine"
+  echo "$label ${nodes}n: $rate | $(echo "$res" | grep http_req_duration | grep -oE 'p\(99\)=[^ ]+') | µs CPU per transfer:$nodecpu broker $(per $(( $(sum_ticks $(brokers)) - b0 ))) (JIT $(per $((jit1 - jit0))) GC $(per $((gc1 - gc0)))) loadgen $((lg / n)) | $machine | refused ${failed:-0}"
   [ -z "$rq1" ] || echo "  $(per_thousand "$rq0" "$rq1" "$n")"
   stop_nodes
 done
