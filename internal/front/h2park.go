@@ -197,14 +197,14 @@ func (r *gatedReader) parks(w *resetWatch, h frameHead) bool {
 func headerBlock(typ byte) bool { return typ == frameHeaders || typ == frameContinuation }
 
 // admit notes that the server is given stream id's HEADERS, which the
-// gate has counted pending; the watch counts it too, until admission
-// decides on its request (h2ticket) or the connection closes.
+// gate has counted pending; the watch keeps the stream's id until its
+// pending ends (resetWatch.release).
 func (r *gatedReader) admit(w *resetWatch, id uint32) {
 	r.admitted = id
 	w.streamsMu.Lock()
 	counted := !w.closed.Load() // else Close has ended the watch's pending
 	if counted {
-		w.pending++
+		w.pending = append(w.pending, id) // ids only grow: in order
 	}
 	w.streamsMu.Unlock()
 	if !counted {
