@@ -21,16 +21,19 @@ import (
 // its request: requests in progress, streams the server has been given
 // and admission has not decided on, and HTTP/2 requests waiting for a
 // place stay within MaxRequests. A stream counts from its HEADERS, its
-// body still to come. Until there is room the stream waits parked in the
-// front (h2park.go), and the streams after it in the client and the
-// socket: the stream limit and TCP's flow control are the back-pressure,
-// as a keep-alive connection's next request is for HTTP/1.1.
+// body still to come, until admission decides on its request or the
+// stream ends, once (resetWatch.release). Until there is room the
+// stream waits parked in the front (h2park.go), and the streams after it
+// in the client and the socket: the stream limit and TCP's flow control
+// are the back-pressure, as a keep-alive connection's next request is
+// for HTTP/1.1.
 //
 // A stream waits while the server gives places back: once none has come
 // back for h2Stall since the wait began (requests that hold their places
 // and do not end), or after Limits.BodyTimeout in all, it goes to the
 // server and its request is admitted or refused as any other, 503 with
-// Retry-After. A request that finds no place then waits the same way. So
+// Retry-After. A request that finds no place then waits the same way,
+// up to maxConnWaiting of a connection's at once. So
 // a burst the server works through waits in the client; a server whose
 // places are held refuses within h2Stall, and then, until a place is
 // given back, at once.

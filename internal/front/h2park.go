@@ -44,10 +44,11 @@ import (
 // whose wait has ended: its request waits for a place in takeWork, on
 // its own handler's goroutine, as any request refused by MaxRequests
 // does, and is refused once that wait ends. So the work past MaxRequests
-// is never done; what a client gains by filling the bound is a handler
-// waiting for a place, its body read within the body budget, which the
-// server's stream limit bounds per connection, as for a connection not
-// gated. A client that does not keep to flow control makes the server end
+// is never done; what a client gains by filling the bound over and over
+// is a few handlers waiting for a place, their bodies read within the
+// body budget: at most maxConnWaiting of a connection's requests wait
+// (h2gate.go), and past them a forced stream's request is refused at
+// once, as on a connection not gated. A client that does not keep to flow control makes the server end
 // the stream or the connection once the stream's frames reach it.
 //
 // A stream's trailers parked behind a new stream wait with it: a request
