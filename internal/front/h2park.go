@@ -203,7 +203,9 @@ func headerBlock(typ byte) bool { return typ == frameHeaders || typ == frameCont
 func (r *gatedReader) admit(w *resetWatch, id uint32) {
 	r.admitted = id
 	w.streamsMu.Lock()
-	counted := !w.closed.Load() // else Close has ended the watch's pending
+	// Close has ended the watch's pending, and a server's GOAWAY that of
+	// every stream past its last: the server ignores them.
+	counted := !w.closed.Load() && (!w.away || id <= w.last)
 	if counted {
 		w.pending = append(w.pending, id) // ids only grow: in order
 	}

@@ -1,7 +1,9 @@
 package front
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -270,4 +272,36 @@ func TestStreamIDOfBothServers(t *testing.T) {
 			t.Fatalf("tickets of streams 1 and 3 name streams %v", got)
 		}
 	})
+}
+
+// TestServerGoAwayGivesPendingBack: the streams past the last one a
+// server's GOAWAY names are never served (RFC 9113 §6.8: the server
+// ignores them), so their pending ends with the GOAWAY, and a stream the
+// client opens after it counts none.
+func TestServerGoAwayGivesPendingBack(t *testing.T) {
+	w, c := gatedPipe(t, Limits{MaxRequests: 10})
+	go func() { _, _ = io.Copy(io.Discard, c) }() // what the server writes; ends with the pipe
+	out, fr := openingFrames()
+	e := newRequestEncoder()
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: e.encode("GET", "/", ""), EndHeaders: true, EndStream: true})
+	send(t, c, out.Bytes())
+	readN(t, w, out.Len())
+	if n := gatePending(w.gate); n != 2 {
+		t.Fatalf("streams 1 and 3 given: %d pending, want 2", n)
+	}
+	var away bytes.Buffer
+	_ = http2.NewFramer(&away, nil).WriteGoAway(1, http2.ErrCodeNo, nil)
+	if _, err := w.Write(away.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if n := gatePending(w.gate); n != 1 {
+		t.Fatalf("GOAWAY naming stream 1 last: %d pending, want 1", n)
+	}
+	out.Reset()
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 5, BlockFragment: e.encode("GET", "/", ""), EndHeaders: true, EndStream: true})
+	send(t, c, out.Bytes())
+	readN(t, w, out.Len())
+	if n := gatePending(w.gate); n != 1 {
+		t.Fatalf("stream 5 opened after the GOAWAY: %d pending, want 1", n)
+	}
 }

@@ -85,6 +85,10 @@ type resetWatch struct {
 
 	streamsMu sync.Mutex // the reader's and the writer's
 	streams   map[uint32]streamEnds
+	// away is set once the server has sent GOAWAY, and last is the last
+	// stream it names: the server serves none past it.
+	away bool
+	last uint32
 	// answered holds the streams the server has ended with END_STREAM
 	// that streams does not show yet: the writer only notes them, and
 	// the reader, which alone asks, applies them before it does (a map's
@@ -203,10 +207,34 @@ func (w *resetWatch) decided(ended bool) {
 }
 
 // releaseAll ends the pending of every stream of the connection.
-func (w *resetWatch) releaseAll() {
+func (w *resetWatch) releaseAll() { w.releaseAfter(0) }
+
+// releaseAfter ends the pending of the connection's streams past last.
+func (w *resetWatch) releaseAfter(last uint32) {
 	w.streamsMu.Lock()
-	n := len(w.pending)
-	w.pending = nil
+	n := w.releaseAfterLocked(last)
+	w.streamsMu.Unlock()
+	if n > 0 {
+		w.gate.decided(int64(n))
+	}
+}
+
+func (w *resetWatch) releaseAfterLocked(last uint32) int {
+	i, _ := slices.BinarySearch(w.pending, last+1)
+	n := len(w.pending) - i
+	w.pending = w.pending[:i]
+	return n
+}
+
+// goneAway notes the server's GOAWAY naming last as the last stream it
+// serves: it ignores the streams past it (RFC 9113 §6.8), whose pending
+// ends now, and counts none the client opens after.
+func (w *resetWatch) goneAway(last uint32) {
+	w.streamsMu.Lock()
+	if !w.away || last < w.last {
+		w.away, w.last = true, last
+	}
+	n := w.releaseAfterLocked(w.last)
 	w.streamsMu.Unlock()
 	if n > 0 {
 		w.gate.decided(int64(n))
@@ -249,6 +277,8 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 			if h.flags&flagEndStream != 0 {
 				w.answer(h.stream)
 			}
+		case frameGoAway:
+			w.goneAway(h.word)
 		case frameRSTStream:
 			w.serverResets(h.stream)
 			if h.word != errNoError { // a reset the client made the server send
@@ -403,9 +433,9 @@ func goAway(lastStream, code uint32, debug string) []byte {
 	return append(b, debug...)
 }
 
-// frameHead is a frame's header, and for a WINDOW_UPDATE or a RST_STREAM
-// the one 31- or 32-bit word of its payload: the increment, or the error
-// code.
+// frameHead is a frame's header, and for a WINDOW_UPDATE, a RST_STREAM
+// or a GOAWAY the 31- or 32-bit word its payload starts with: the
+// increment, the error code, or the last stream.
 type frameHead struct {
 	typ    byte
 	flags  byte
@@ -425,17 +455,18 @@ type frameSplitter struct {
 	skip int // bytes before the next frame header: a payload, or the preface
 	hdr  [frameHeaderLen]byte
 	have int // bytes of hdr read
-	// A WINDOW_UPDATE's or RST_STREAM's header waits here while its word
-	// is read (waiting), got bytes of it so far.
+	// A WINDOW_UPDATE's, RST_STREAM's or GOAWAY's header waits here while
+	// its word is read (waiting), got bytes of it so far.
 	pending frameHead
 	waiting bool
 	got     int
 }
 
 // split feeds p and calls f with each complete frame's header (a
-// WINDOW_UPDATE's or RST_STREAM's once its word is read). It returns where in p the
-// last frame that p completes ends (0 if p starts on a boundary and
-// completes none), or -1 if p neither starts nor ends on a boundary.
+// WINDOW_UPDATE's, RST_STREAM's or GOAWAY's once its word is read). It
+// returns where in p the last frame that p completes ends (0 if p starts
+// on a boundary and completes none), or -1 if p neither starts nor ends
+// on a boundary.
 func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 	end, i := -1, 0
 	if s.atBoundary() {
@@ -461,7 +492,7 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 		s.have = 0
 		h := headOf(s.hdr[:])
 		s.skip = h.length
-		if (h.typ == frameWindowUpdate || h.typ == frameRSTStream) && h.length == 4 {
+		if (h.typ == frameWindowUpdate || h.typ == frameRSTStream) && h.length == 4 || h.typ == frameGoAway && h.length >= 8 {
 			s.pending, s.waiting, s.got = h, true, 0
 		} else {
 			f(h)
@@ -485,7 +516,7 @@ func (s *frameSplitter) readWord(b []byte, f func(frameHead)) {
 	}
 	if s.got == 4 {
 		h := s.pending
-		if h.typ == frameWindowUpdate {
+		if h.typ != frameRSTStream {
 			h.word &= 0x7fffffff // the reserved bit
 		}
 		s.waiting = false
