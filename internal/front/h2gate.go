@@ -33,10 +33,10 @@ import (
 // and do not end), or after Limits.BodyTimeout in all, it goes to the
 // server and its request is admitted or refused as any other, 503 with
 // Retry-After. A request that finds no place then waits the same way,
-// up to maxConnWaiting of a connection's at once. So
-// a burst the server works through waits in the client; a server whose
-// places are held refuses within h2Stall, and then, until a place is
-// given back, at once.
+// up to maxConnWaiting of a connection's at once. So a burst the server
+// works through waits in the client; a server whose places are held
+// refuses within h2Stall, and then, until a place is given back, at
+// once.
 //
 // Only the connections of the front's HTTP/2 servers (surge's and
 // net/http's) are gated: grpc-go bounds its own streams' handlers.

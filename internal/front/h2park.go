@@ -48,8 +48,9 @@ import (
 // is a few handlers waiting for a place, their bodies read within the
 // body budget: at most maxConnWaiting of a connection's requests wait
 // (h2gate.go), and past them a forced stream's request is refused at
-// once, as on a connection not gated. A client that does not keep to flow control makes the server end
-// the stream or the connection once the stream's frames reach it.
+// once, as on a connection not gated. A client that does not keep to
+// flow control makes the server end the stream or the connection once
+// the stream's frames reach it.
 //
 // A stream's trailers parked behind a new stream wait with it: a request
 // with trailers, sent while the server has no room for the next stream,
