@@ -245,8 +245,8 @@ func (h *h2gate) freed() {
 // gives room counts itself out first and then asks, so the last of
 // several at once sees the room they make together.
 func (h *h2gate) roomMayCome() {
-	if h.room() {
-		h.wakeParked()
+	if h.parked.Load() > 0 && h.room() {
+		h.gen.Add(1)
 	}
 }
 
