@@ -21,19 +21,22 @@ import (
 // its request: requests in progress, streams the server has been given
 // and admission has not decided on, and HTTP/2 requests waiting for a
 // place stay within MaxRequests. A stream counts from its HEADERS, its
-// body still to come. Until there is room the stream waits parked in the
-// front (h2park.go), and the streams after it in the client and the
-// socket: the stream limit and TCP's flow control are the back-pressure,
-// as a keep-alive connection's next request is for HTTP/1.1.
+// body still to come, until admission decides on its request or the
+// stream ends, once (resetWatch.release). Until there is room the
+// stream waits parked in the front (h2park.go), and the streams after it
+// in the client and the socket: the stream limit and TCP's flow control
+// are the back-pressure, as a keep-alive connection's next request is
+// for HTTP/1.1.
 //
 // A stream waits while the server gives places back: once none has come
 // back for h2Stall since the wait began (requests that hold their places
 // and do not end), or after Limits.BodyTimeout in all, it goes to the
 // server and its request is admitted or refused as any other, 503 with
-// Retry-After. A request that finds no place then waits the same way. So
-// a burst the server works through waits in the client; a server whose
-// places are held refuses within h2Stall, and then, until a place is
-// given back, at once.
+// Retry-After. A request that finds no place then waits the same way,
+// up to maxConnWaiting of a connection's at once. So a burst the server
+// works through waits in the client; a server whose places are held
+// refuses within h2Stall, and then, until a place is given back, at
+// once.
 //
 // Only the connections of the front's HTTP/2 servers (surge's and
 // net/http's) are gated: grpc-go bounds its own streams' handlers.
@@ -45,17 +48,19 @@ type h2gate struct {
 	readers []*sync.Cond
 	ready   sync.Cond // admitted HTTP/2 requests waiting for a place
 	// pending counts streams the server has been given and admission has
-	// not decided on; waiting, requests waiting for a place; blocked,
-	// goroutines in Wait.
-	pending, waiting, blocked int64
+	// not decided on; waiting, requests waiting for a place: both change
+	// under mu, and are read without it by a place given back (room).
+	pending, waiting atomic.Int64
+	// blocked counts goroutines in Wait.
+	blocked int64
 	// attention counts the goroutines in waitLocked, and one more while
 	// stalled: while it is 0 a place given back needs no lock.
 	attention atomic.Int64
-	// gen grows whenever room may have come (a place given back, a stream
-	// decided, a request's wait ended, a stall) while parked counts a
-	// reader with parked frames, so that such a reader whose stream found
-	// no room asks again only then (tryEnter). With none parked, a place
-	// given back writes nothing shared.
+	// gen grows whenever room has come (a place given back, a stream
+	// decided, a request's wait ended, each once it leaves room; a stall)
+	// while parked counts a reader with parked frames, so that such a
+	// reader whose stream found no room asks again only then (tryEnter).
+	// With none parked, a place given back writes nothing shared.
 	gen    atomic.Uint64
 	parked atomic.Int64
 	// freedAt is when a place was last given back.
@@ -82,9 +87,9 @@ func newH2Gate(g *guard) *h2gate {
 // keeps to.
 func (h *h2gate) gated() bool { return h.g.limits.MaxRequests > 0 }
 
-// roomLocked reports whether one more request fits.
-func (h *h2gate) roomLocked() bool {
-	return h.g.requests.used.Load()+h.pending+h.waiting < h.g.limits.MaxRequests
+// room reports whether one more request fits.
+func (h *h2gate) room() bool {
+	return h.g.requests.used.Load()+h.pending.Load()+h.waiting.Load() < h.g.limits.MaxRequests
 }
 
 // tryEnter counts a new stream pending if its request fits, or while the
@@ -94,7 +99,7 @@ func (h *h2gate) roomLocked() bool {
 func (h *h2gate) tryEnter(begun time.Time) (entered bool, until time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.roomLocked() && !h.stalled {
+	if !h.room() && !h.stalled {
 		if begun.IsZero() {
 			return false, until
 		}
@@ -102,7 +107,7 @@ func (h *h2gate) tryEnter(begun time.Time) (entered bool, until time.Time) {
 			return false, end
 		}
 	}
-	h.pending++
+	h.pending.Add(1)
 	return true, until
 }
 
@@ -111,7 +116,7 @@ func (h *h2gate) tryEnter(begun time.Time) (entered bool, until time.Time) {
 // in, and the request waits for a place in takeWork.
 func (h *h2gate) force() {
 	h.mu.Lock()
-	h.pending++
+	h.pending.Add(1)
 	h.mu.Unlock()
 }
 
@@ -126,12 +131,12 @@ func (h *h2gate) enter(wake *sync.Cond, begun time.Time, other func() bool) bool
 	// room is what ended the wait, if ok did: places are taken without
 	// the lock, so asking again could find none.
 	var room bool
-	ok := h.waitLocked(wake, begun, func() bool { room = h.roomLocked(); return room || other() })
+	ok := h.waitLocked(wake, begun, func() bool { room = h.room(); return room || other() })
 	h.readers = slices.DeleteFunc(h.readers, func(c *sync.Cond) bool { return c == wake })
 	if ok && !room {
 		return false
 	}
-	h.pending++
+	h.pending.Add(1)
 	return true
 }
 
@@ -142,7 +147,7 @@ func (h *h2gate) decided(n int64) {
 		return
 	}
 	h.mu.Lock()
-	h.pending -= n
+	h.pending.Add(-n)
 	h.roomMayCome()
 	h.wakeLocked()
 	h.mu.Unlock()
@@ -189,7 +194,7 @@ func (h *h2gate) endLocked(begun time.Time) (time.Time, bool) {
 	if stall && !h.stalled {
 		h.stalled = true
 		h.attention.Add(1)
-		h.roomMayCome()
+		h.wakeParked() // a stalled gate lets streams in without room
 	}
 	return end, true
 }
@@ -233,9 +238,21 @@ func (h *h2gate) freed() {
 	h.mu.Unlock()
 }
 
-// roomMayCome tells the readers with parked frames that room may have
-// come (gen), if there are any.
+// roomMayCome tells the readers with parked frames that room has come,
+// if it has: a place given back, or a stream or request counted no more,
+// while requests and streams still fill MaxRequests lets no parked
+// stream in, and asking the gate then would only take its lock. Whatever
+// gives room counts itself out first and then asks, so the last of
+// several at once sees the room they make together.
 func (h *h2gate) roomMayCome() {
+	if h.parked.Load() > 0 && h.room() {
+		h.gen.Add(1)
+	}
+}
+
+// wakeParked grows gen, which the readers with parked frames watch, if
+// there are any.
+func (h *h2gate) wakeParked() {
 	if h.parked.Load() > 0 {
 		h.gen.Add(1)
 	}
@@ -245,7 +262,7 @@ func (h *h2gate) wakeLocked() {
 	if h.blocked == 0 {
 		return
 	}
-	if h.waiting > 0 {
+	if h.waiting.Load() > 0 {
 		h.ready.Signal()
 		return
 	}
@@ -261,14 +278,16 @@ func (h *h2gate) wakeLocked() {
 
 // takeWork takes a place and work for req, of client with units of work.
 // An HTTP/2 request that MaxRequests refuses waits for a place instead,
-// as a parked stream waits, or until its stream ends.
+// as a parked stream waits, or until its stream ends; unless
+// maxConnWaiting of its connection's requests wait already.
 func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (hold, *refusal) {
 	held, no := h.g.takeWork(client, units)
 	t := ticketOf(req)
-	if no != refuseRequests || req.ProtoMajor != 2 || !h.gated() {
+	if no != refuseRequests || req.ProtoMajor != 2 || !h.gated() || !t.wait() {
 		t.decide() // after the place is taken: counted twice a moment, never none
 		return held, no
 	}
+	defer t.waited()
 	ctx := req.Context()
 	stop := context.AfterFunc(ctx, func() {
 		h.mu.Lock()
@@ -277,13 +296,13 @@ func (h *h2gate) takeWork(req *http.Request, client netip.Addr, units int64) (ho
 	})
 	defer stop()
 	h.mu.Lock()
-	h.waiting++
+	h.waiting.Add(1)
 	h.mu.Unlock()
 	t.decide() // now waiting
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer func() {
-		h.waiting--
+		h.waiting.Add(-1)
 		h.roomMayCome()
 		h.wakeLocked()
 	}()
@@ -317,18 +336,54 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 // h2ticket is a gated stream's request until admission decides on it:
-// the stream, once its request has come whole, counts as pending until
-// then, and the ticket ends that once, at admission or at the handler's
-// end. A ticket without w is none: its stream was not gated.
+// the stream counts as pending from its HEADERS until then, and the
+// ticket ends that, at admission or at the handler's end, unless the
+// stream's end or the connection's close has (resetWatch.release). A
+// ticket without w is none: its stream was not gated. A ticket whose id
+// is 0 does not know its stream (a server that names it nowhere the
+// front can read): its stream's pending then ends with the stream.
 type h2ticket struct {
 	w       *resetWatch
+	id      uint32
 	decided atomic.Bool
 }
 
 // decide ends the ticket's stream's pending, once.
 func (t *h2ticket) decide() {
 	if t != nil && t.w != nil && t.decided.CompareAndSwap(false, true) {
-		t.w.endPending(1)
+		t.w.release(t.id)
+	}
+}
+
+// maxConnWaiting bounds the requests of one connection that wait for a
+// place (takeWork). A request waits, its handler's goroutine held, only
+// once the gate has let its stream in with no place for it: a stream a
+// full park forces in (h2park.go), or one that lost a place taken
+// without the gate's lock. A client that fills its park over and over
+// can force in a stream per parked frame up to the server's stream
+// limit; past this bound its requests are refused at once, as on a
+// connection not gated, so that what it holds waiting is a few handlers
+// per connection rather than the stream limit's.
+const maxConnWaiting = 4
+
+// wait counts the ticket's request among its connection's waiting for a
+// place and reports true, or, with maxConnWaiting already waiting, counts
+// nothing and reports false. A request without a ticket may wait.
+func (t *h2ticket) wait() bool {
+	if t == nil {
+		return true
+	}
+	if t.w.waiting.Add(1) > maxConnWaiting {
+		t.w.waiting.Add(-1)
+		return false
+	}
+	return true
+}
+
+// waited ends the count that wait began.
+func (t *h2ticket) waited() {
+	if t != nil {
+		t.w.waiting.Add(-1)
 	}
 }
 

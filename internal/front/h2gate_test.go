@@ -111,7 +111,7 @@ func streamsPastMaxRequestsWaitUnread(t *testing.T, server HTTP2Server) {
 	}
 	gateBlocked(adm.g.gate, func() bool { return entered.Load() > places || len(statuses) > 0 })
 	adm.g.gate.mu.Lock()
-	pending, waiting := adm.g.gate.pending, adm.g.gate.waiting
+	pending, waiting := adm.g.gate.pending.Load(), adm.g.gate.waiting.Load()
 	adm.g.gate.mu.Unlock()
 	if n := entered.Load(); n != places || pending != 0 || waiting != 0 || len(statuses) > 0 {
 		t.Fatalf("with every place held: %d handlers, %d streams pending, %d waiting, %d answered; want %d, 0, 0, 0",
@@ -127,7 +127,7 @@ func streamsPastMaxRequestsWaitUnread(t *testing.T, server HTTP2Server) {
 		t.Errorf("%v requests refused max_requests, want none", n)
 	}
 	adm.g.gate.mu.Lock()
-	pending = adm.g.gate.pending
+	pending = adm.g.gate.pending.Load()
 	adm.g.gate.mu.Unlock()
 	if pending != 0 {
 		t.Errorf("every request served: %d streams still pending, want 0", pending)
@@ -213,13 +213,13 @@ func streamBehindABodyWaitsUnread(t *testing.T, server HTTP2Server) {
 	settled := func() bool { // the first served, and the second unread or read
 		gate.mu.Lock()
 		defer gate.mu.Unlock()
-		return entered.Load() > 0 && (gate.waiting > 0 || gate.blocked > 0 && gate.pending == 0)
+		return entered.Load() > 0 && (gate.waiting.Load() > 0 || gate.blocked > 0 && gate.pending.Load() == 0)
 	}
 	for !settled() {
 		runtime.Gosched()
 	}
 	gate.mu.Lock()
-	blocked, pending, waiting := gate.blocked, gate.pending, gate.waiting
+	blocked, pending, waiting := gate.blocked, gate.pending.Load(), gate.waiting.Load()
 	gate.mu.Unlock()
 	if n := entered.Load(); n != 1 || blocked == 0 || pending != 0 || waiting != 0 {
 		t.Fatalf("with the place held: %d handlers, %d blocked at the gate, %d pending, %d waiting; want 1, 1, 0, 0",

@@ -44,11 +44,13 @@ import (
 // whose wait has ended: its request waits for a place in takeWork, on
 // its own handler's goroutine, as any request refused by MaxRequests
 // does, and is refused once that wait ends. So the work past MaxRequests
-// is never done; what a client gains by filling the bound is a handler
-// waiting for a place, its body read within the body budget, which the
-// server's stream limit bounds per connection, as for a connection not
-// gated. A client that does not keep to flow control makes the server end
-// the stream or the connection once the stream's frames reach it.
+// is never done; what a client gains by filling the bound over and over
+// is a few handlers waiting for a place, their bodies read within the
+// body budget: at most maxConnWaiting of a connection's requests wait
+// (h2gate.go), and past them a forced stream's request is refused at
+// once, as on a connection not gated. A client that does not keep to
+// flow control makes the server end the stream or the connection once
+// the stream's frames reach it.
 //
 // A stream's trailers parked behind a new stream wait with it: a request
 // with trailers, sent while the server has no room for the next stream,
@@ -197,14 +199,16 @@ func (r *gatedReader) parks(w *resetWatch, h frameHead) bool {
 func headerBlock(typ byte) bool { return typ == frameHeaders || typ == frameContinuation }
 
 // admit notes that the server is given stream id's HEADERS, which the
-// gate has counted pending; the watch counts it too, until admission
-// decides on its request (h2ticket) or the connection closes.
+// gate has counted pending; the watch keeps the stream's id until its
+// pending ends (resetWatch.release).
 func (r *gatedReader) admit(w *resetWatch, id uint32) {
 	r.admitted = id
 	w.streamsMu.Lock()
-	counted := !w.closed.Load() // else Close has ended the watch's pending
+	// Close has ended the watch's pending, and a server's GOAWAY that of
+	// every stream past its last: the server ignores them.
+	counted := !w.closed.Load() && (!w.away || id <= w.last)
 	if counted {
-		w.pending++
+		w.pending = append(w.pending, id) // ids only grow: in order
 	}
 	w.streamsMu.Unlock()
 	if !counted {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"reflect"
 )
 
 // A request net/http serves carries what the front keeps for it in one
@@ -44,18 +45,45 @@ func (c *netRequestCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// entered gives r its netRequest, with a ticket if its stream was gated;
-// the caller decides the ticket, if admission has not, once the handler
-// returns.
-func entered(r *http.Request) (*http.Request, *netRequest) {
+// entered gives r, answered by rw, its netRequest, with a ticket if its
+// stream was gated; the caller decides the ticket, if admission has not,
+// once the handler returns.
+func entered(rw http.ResponseWriter, r *http.Request) (*http.Request, *netRequest) {
 	c := &netRequestCtx{Context: r.Context()}
 	if w, ok := r.Context().Value(h2Conn{}).(*resetWatch); ok {
 		c.r.watch = w
 		if w.gate != nil && r.ProtoMajor == 2 {
-			c.r.ticket.w = w
+			c.r.ticket.w, c.r.ticket.id = w, streamID(rw)
 		}
 	}
 	return r.WithContext(c), &c.r
+}
+
+// streamID is the id of the HTTP/2 stream rw answers, or 0 if it is not
+// known: surge's server names it (h2's StreamID); net/http's names it
+// nowhere but its writer's state, rws.stream.id, which a test holds to
+// the toolchain's net/http (TestStreamIDOfBothServers).
+func streamID(rw http.ResponseWriter) uint32 {
+	if s, ok := rw.(interface{ StreamID() uint32 }); ok {
+		return s.StreamID()
+	}
+	v := reflect.ValueOf(rw)
+	for _, name := range [...]string{"rws", "stream", "id"} {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return 0
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return 0
+		}
+		v = v.FieldByName(name)
+	}
+	if v.Kind() != reflect.Uint32 {
+		return 0
+	}
+	return uint32(v.Uint())
 }
 
 // netRequestOf is ctx's netRequest, or nil.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,16 +85,23 @@ type resetWatch struct {
 
 	streamsMu sync.Mutex // the reader's and the writer's
 	streams   map[uint32]streamEnds
+	// away is set once the server has sent GOAWAY, and last is the last
+	// stream it names: the server serves none past it.
+	away bool
+	last uint32
 	// answered holds the streams the server has ended with END_STREAM
 	// that streams does not show yet: the writer only notes them, and
 	// the reader, which alone asks, applies them before it does (a map's
 	// work, on net/http's writer goroutines, grows their fresh stacks).
 	answered []uint32
 	// gate, on a connection not gRPC's, keeps new streams from the server
-	// while it has no room for them (h2gate.go); pending counts the
-	// streams the server has been given and admission has not decided on.
+	// while it has no room for them (h2gate.go); pending holds the ids,
+	// in order, of the streams the server has been given that count
+	// pending at the gate (release); waiting counts the connection's
+	// requests that wait for a place (h2ticket.wait).
 	gate    *h2gate
-	pending int64
+	pending []uint32
+	waiting atomic.Int32
 	closed  atomic.Bool
 	// peer is the client's address, for every stream's admission.
 	peer netip.Addr
@@ -140,7 +148,7 @@ func (w *resetWatch) observe(h frameHead) {
 			w.clientEnds(h.stream, false, true)
 		}
 	case frameRSTStream:
-		if w.unanswered(h.stream) {
+		if w.clientResets(h.stream) {
 			w.countReset()
 		}
 	case frameWindowUpdate:
@@ -164,20 +172,73 @@ func (w *resetWatch) gated() *resetWatch {
 	return w
 }
 
-// endPending ends the pending of up to n of w's streams (all if n < 0).
-// A stream the server resets is counted ended, and so may its handler's
-// start be, later: the count errs low, never high.
-func (w *resetWatch) endPending(n int64) {
-	if w.gate == nil {
-		return
-	}
+// release ends the pending of stream id, if it has not ended yet. Each
+// of these ends it, whichever comes first: admission's decision on its
+// request (h2ticket), the stream's end by either side (the server's
+// answer with END_STREAM or its RST_STREAM, the client's RST_STREAM),
+// and the connection's close. So a stream ends its pending once, whether
+// or not the front's handler ever sees it: a server answers some streams
+// itself (431 for a header list past its bound, net/http's 400 for a
+// connection-specific field) or refuses them with RST_STREAM, and
+// net/http runs no handler for a stream reset while its handler waits to
+// start.
+func (w *resetWatch) release(id uint32) {
 	w.streamsMu.Lock()
-	if n < 0 || n > w.pending {
-		n = w.pending
-	}
-	w.pending -= n
+	ended := w.releaseLocked(id)
 	w.streamsMu.Unlock()
-	w.gate.decided(n)
+	w.decided(ended)
+}
+
+// releaseLocked ends stream id's pending, if it has not ended, and
+// reports whether it did; streamsMu is held.
+func (w *resetWatch) releaseLocked(id uint32) bool {
+	i, found := slices.BinarySearch(w.pending, id)
+	if found {
+		w.pending = slices.Delete(w.pending, i, i+1)
+	}
+	return found
+}
+
+// decided tells the gate that a stream's pending ended, if it did.
+func (w *resetWatch) decided(ended bool) {
+	if ended {
+		w.gate.decided(1)
+	}
+}
+
+// releaseAll ends the pending of every stream of the connection.
+func (w *resetWatch) releaseAll() { w.releaseAfter(0) }
+
+// releaseAfter ends the pending of the connection's streams past last.
+func (w *resetWatch) releaseAfter(last uint32) {
+	w.streamsMu.Lock()
+	n := w.releaseAfterLocked(last)
+	w.streamsMu.Unlock()
+	if n > 0 {
+		w.gate.decided(int64(n))
+	}
+}
+
+func (w *resetWatch) releaseAfterLocked(last uint32) int {
+	i, _ := slices.BinarySearch(w.pending, last+1)
+	n := len(w.pending) - i
+	w.pending = w.pending[:i]
+	return n
+}
+
+// goneAway notes the server's GOAWAY naming last as the last stream it
+// serves: it ignores the streams past it (RFC 9113 §6.8), whose pending
+// ends now, and counts none the client opens after.
+func (w *resetWatch) goneAway(last uint32) {
+	w.streamsMu.Lock()
+	if !w.away || last < w.last {
+		w.away, w.last = true, last
+	}
+	n := w.releaseAfterLocked(w.last)
+	w.streamsMu.Unlock()
+	if n > 0 {
+		w.gate.decided(int64(n))
+	}
 }
 
 // countReset counts a stream reset, the client's or one the client made
@@ -216,11 +277,12 @@ func (w *resetWatch) Write(p []byte) (int, error) {
 			if h.flags&flagEndStream != 0 {
 				w.answer(h.stream)
 			}
+		case frameGoAway:
+			w.goneAway(h.word)
 		case frameRSTStream:
-			w.serverEnds(h.stream, true)
+			w.serverResets(h.stream)
 			if h.word != errNoError { // a reset the client made the server send
 				w.countReset()
-				w.endPending(1) // net/http refuses a stream without a handler
 			}
 		}
 	})
@@ -254,11 +316,13 @@ func (w *resetWatch) clientEnds(stream uint32, opens, ends bool) {
 }
 
 // answer notes that the server ended stream with END_STREAM, for the
-// reader (applyAnsweredLocked).
+// reader (applyAnsweredLocked), and ends its pending.
 func (w *resetWatch) answer(stream uint32) {
 	w.streamsMu.Lock()
 	w.answered = append(w.answered, stream)
+	ended := w.releaseLocked(stream)
 	w.streamsMu.Unlock()
+	w.decided(ended)
 }
 
 // applyAnsweredLocked ends the server's side of the streams answered
@@ -270,12 +334,14 @@ func (w *resetWatch) applyAnsweredLocked() {
 	w.answered = w.answered[:0]
 }
 
-// serverEnds notes that the server ended stream: with END_STREAM, or
-// with RST_STREAM (reset), which closes it on both sides.
-func (w *resetWatch) serverEnds(stream uint32, reset bool) {
+// serverResets notes that the server reset stream, which closes it on
+// both sides, and ends its pending.
+func (w *resetWatch) serverResets(stream uint32) {
 	w.streamsMu.Lock()
-	defer w.streamsMu.Unlock()
-	w.serverEndsLocked(stream, reset)
+	w.serverEndsLocked(stream, true)
+	ended := w.releaseLocked(stream)
+	w.streamsMu.Unlock()
+	w.decided(ended)
 }
 
 func (w *resetWatch) serverEndsLocked(stream uint32, reset bool) {
@@ -296,14 +362,17 @@ func (w *resetWatch) keep(stream uint32, e streamEnds) {
 	w.streams[stream] = e
 }
 
-// unanswered reports whether the client resets a stream it opened and
-// the server has not ended, and forgets the stream.
-func (w *resetWatch) unanswered(stream uint32) bool {
+// clientResets notes the client's reset of stream: it forgets the
+// stream, ends its pending, and reports whether the client opened it and
+// the server had not ended it.
+func (w *resetWatch) clientResets(stream uint32) (unanswered bool) {
 	w.streamsMu.Lock()
-	defer w.streamsMu.Unlock()
 	w.applyAnsweredLocked()
 	e, ok := w.streams[stream]
 	delete(w.streams, stream)
+	ended := w.releaseLocked(stream)
+	w.streamsMu.Unlock()
+	w.decided(ended)
 	return ok && !e.server
 }
 
@@ -314,7 +383,7 @@ func (w *resetWatch) Close() error {
 		w.gr.unlist(w.gate)
 		w.gate.leave(&w.gr.wake)
 	}
-	w.endPending(-1)
+	w.releaseAll()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.calm.Load() {
@@ -364,9 +433,9 @@ func goAway(lastStream, code uint32, debug string) []byte {
 	return append(b, debug...)
 }
 
-// frameHead is a frame's header, and for a WINDOW_UPDATE or a RST_STREAM
-// the one 31- or 32-bit word of its payload: the increment, or the error
-// code.
+// frameHead is a frame's header, and for a WINDOW_UPDATE, a RST_STREAM
+// or a GOAWAY the 31- or 32-bit word its payload starts with: the
+// increment, the error code, or the last stream.
 type frameHead struct {
 	typ    byte
 	flags  byte
@@ -386,17 +455,18 @@ type frameSplitter struct {
 	skip int // bytes before the next frame header: a payload, or the preface
 	hdr  [frameHeaderLen]byte
 	have int // bytes of hdr read
-	// A WINDOW_UPDATE's or RST_STREAM's header waits here while its word
-	// is read (waiting), got bytes of it so far.
+	// A WINDOW_UPDATE's, RST_STREAM's or GOAWAY's header waits here while
+	// its word is read (waiting), got bytes of it so far.
 	pending frameHead
 	waiting bool
 	got     int
 }
 
 // split feeds p and calls f with each complete frame's header (a
-// WINDOW_UPDATE's or RST_STREAM's once its word is read). It returns where in p the
-// last frame that p completes ends (0 if p starts on a boundary and
-// completes none), or -1 if p neither starts nor ends on a boundary.
+// WINDOW_UPDATE's, RST_STREAM's or GOAWAY's once its word is read). It
+// returns where in p the last frame that p completes ends (0 if p starts
+// on a boundary and completes none), or -1 if p neither starts nor ends
+// on a boundary.
 func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 	end, i := -1, 0
 	if s.atBoundary() {
@@ -422,7 +492,7 @@ func (s *frameSplitter) split(p []byte, f func(frameHead)) int {
 		s.have = 0
 		h := headOf(s.hdr[:])
 		s.skip = h.length
-		if (h.typ == frameWindowUpdate || h.typ == frameRSTStream) && h.length == 4 {
+		if (h.typ == frameWindowUpdate || h.typ == frameRSTStream) && h.length == 4 || h.typ == frameGoAway && h.length >= 8 {
 			s.pending, s.waiting, s.got = h, true, 0
 		} else {
 			f(h)
@@ -446,7 +516,7 @@ func (s *frameSplitter) readWord(b []byte, f func(frameHead)) {
 	}
 	if s.got == 4 {
 		h := s.pending
-		if h.typ == frameWindowUpdate {
+		if h.typ != frameRSTStream {
 			h.word &= 0x7fffffff // the reserved bit
 		}
 		s.waiting = false

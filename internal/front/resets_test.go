@@ -169,8 +169,8 @@ func TestAnsweredStreamResetNotCounted(t *testing.T) {
 		}
 	}
 	read()
-	if w.pending != 2 || g.gate.pending != 2 {
-		t.Fatalf("streams pending: watch %d, gate %d; want 2, both streams from their HEADERS", w.pending, g.gate.pending)
+	if len(w.pending) != 2 || g.gate.pending.Load() != 2 {
+		t.Fatalf("streams pending: watch %d, gate %d; want 2, both streams from their HEADERS", len(w.pending), g.gate.pending.Load())
 	}
 	if err := server.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x88}, EndHeaders: true, EndStream: true}); err != nil {
 		t.Fatal(err)

@@ -78,7 +78,7 @@ func (p *handlerWorkers) work() {
 // it, and decides its ticket, if admission has not, once h returns.
 func entering(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, nr := entered(r)
+		r, nr := entered(w, r)
 		defer nr.ticket.decide() // a request refused or served outside admission
 		h.ServeHTTP(w, r)
 	})

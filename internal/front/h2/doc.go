@@ -96,7 +96,9 @@
 // END_STREAM. The header gets a Date, and a sniffed Content-Type if the
 // handler set none; trailers the handler declared (the Trailer header, or
 // http.TrailerPrefix) end the stream in a last HEADERS. A handler that
-// panics has its stream reset with INTERNAL_ERROR.
+// panics has its stream reset with INTERNAL_ERROR. The ResponseWriter's
+// StreamID names the stream, for a handler that keeps count of streams
+// (the front's gate ends a stream's count by its id).
 //
 // Ending. A connection error queues GOAWAY with the highest stream id
 // seen, resets every stream, and reads on, discarding, for at most a

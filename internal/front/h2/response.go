@@ -29,6 +29,10 @@ type responseWriter struct {
 	err        error
 }
 
+// StreamID is the id of the stream w answers: a handler that keeps
+// count of streams by id (the front's gate) learns its own.
+func (w *responseWriter) StreamID() uint32 { return w.st.id }
+
 // run serves the stream's request and ends the stream.
 func (st *stream) run() {
 	rw := &responseWriter{st: st, head: st.req.Method == http.MethodHead}
