@@ -341,7 +341,9 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 // stream's end or the connection's close has (resetWatch.release). A
 // ticket without w is none: its stream was not gated. A ticket whose id
 // is 0 does not know its stream (a server that names it nowhere the
-// front can read): its stream's pending then ends with the stream.
+// front can read): its stream's pending then ends with the stream, so
+// while its handler runs the request counts twice, as a request and as
+// pending, and a long response keeps its pending until it ends.
 type h2ticket struct {
 	w       *resetWatch
 	id      uint32

@@ -160,13 +160,20 @@ type budget struct {
 	used  atomic.Int64
 }
 
-// take holds n if the limit allows it.
+// take holds n if the limit allows it. The count never passes the limit,
+// not even for a refused take: a place given back while one is refused
+// sees the room it leaves, and wakes the HTTP/2 gate's parked readers
+// (h2gate.roomMayCome).
 func (b *budget) take(n int64) bool {
-	if b.used.Add(n) > b.limit {
-		b.used.Add(-n)
-		return false
+	for {
+		u := b.used.Load()
+		if u+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
 	}
-	return true
 }
 
 func (b *budget) give(n int64) { b.used.Add(-n) }

@@ -2,6 +2,8 @@ package front
 
 import (
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -65,5 +67,38 @@ func TestMaxRequestsNegativeBoundsNothing(t *testing.T) {
 	}
 	for _, h := range held {
 		g.release(h)
+	}
+}
+
+// A budget's count never passes its limit, not even for a moment while a
+// take is refused: a place given back in that moment would see no room,
+// and a parked HTTP/2 stream would wait for its reader's retry though the
+// place is free. Whoever holds the only place looks at the count while
+// the others are refused.
+func TestBudgetNeverPassesItsLimit(t *testing.T) {
+	b := &budget{limit: 1}
+	var over atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 20_000 {
+				if !b.take(1) {
+					continue
+				}
+				for range 32 {
+					if b.used.Load() > b.limit {
+						over.Add(1)
+					}
+				}
+				b.give(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := over.Load(); n > 0 {
+		t.Fatalf("the count passed the limit %d times", n)
+	}
+	if u := b.used.Load(); u != 0 {
+		t.Fatalf("%d held after every take was given back", u)
 	}
 }

@@ -78,7 +78,14 @@ func streamID(rw http.ResponseWriter) uint32 {
 		if v.Kind() != reflect.Struct {
 			return 0
 		}
-		v = v.FieldByName(name)
+		// Direct fields only: a field promoted from an embedded struct
+		// is another writer's, and reaching it through a nil embedded
+		// pointer panics.
+		f, ok := v.Type().FieldByName(name)
+		if !ok || len(f.Index) != 1 {
+			return 0
+		}
+		v = v.Field(f.Index[0])
 	}
 	if v.Kind() != reflect.Uint32 {
 		return 0

@@ -212,18 +212,20 @@ func (w *resetWatch) releaseAll() { w.releaseAfter(0) }
 // releaseAfter ends the pending of the connection's streams past last.
 func (w *resetWatch) releaseAfter(last uint32) {
 	w.streamsMu.Lock()
-	n := w.releaseAfterLocked(last)
+	w.releaseAfterAndUnlock(last)
+}
+
+// releaseAfterAndUnlock, called with streamsMu held, ends the pending of
+// the streams past last and unlocks streamsMu before it tells the gate:
+// the gate's lock is never taken under streamsMu.
+func (w *resetWatch) releaseAfterAndUnlock(last uint32) {
+	i, _ := slices.BinarySearch(w.pending, last+1)
+	n := len(w.pending) - i
+	w.pending = w.pending[:i]
 	w.streamsMu.Unlock()
 	if n > 0 {
 		w.gate.decided(int64(n))
 	}
-}
-
-func (w *resetWatch) releaseAfterLocked(last uint32) int {
-	i, _ := slices.BinarySearch(w.pending, last+1)
-	n := len(w.pending) - i
-	w.pending = w.pending[:i]
-	return n
 }
 
 // goneAway notes the server's GOAWAY naming last as the last stream it
@@ -234,11 +236,7 @@ func (w *resetWatch) goneAway(last uint32) {
 	if !w.away || last < w.last {
 		w.away, w.last = true, last
 	}
-	n := w.releaseAfterLocked(w.last)
-	w.streamsMu.Unlock()
-	if n > 0 {
-		w.gate.decided(int64(n))
-	}
+	w.releaseAfterAndUnlock(w.last)
 }
 
 // countReset counts a stream reset, the client's or one the client made
