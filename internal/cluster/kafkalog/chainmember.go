@@ -114,6 +114,7 @@ func JoinChain(c Config, o *Owner, f *Forwarder, h ChainHandlers, opts ...kgo.Op
 		kgo.OnPartitionsRevoked(m.onRevoked),
 		kgo.OnPartitionsLost(m.onRevoked),
 		kgo.AdjustFetchOffsetsFn(m.positions),
+		m.g.fetchWakes(),
 	)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {

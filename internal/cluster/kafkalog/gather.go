@@ -2,8 +2,10 @@ package kafkalog
 
 import (
 	"context"
-	"slices"
+	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // A busy member gathers bigger rounds. Every round has a fixed cost at the
@@ -29,12 +31,15 @@ var (
 
 // gather adds to batch the commands that come, as above, until it has
 // max of them (poll), if the previous round was busy. It waits on a timer
-// the poller keeps and on the local source's wake, and takes, at each,
-// what waits without waiting more: the local commands and those the
-// client holds. A poll that waits would cost the round a context and
-// goroutines at each burst of commands, more than the burst's commands
-// save. Commands the client fetches are thus taken at the next local
-// wake or gap's end; the gap's end ends the round unless it found some.
+// the poller keeps, on the local source's wake and on the client's wake
+// for fetched records (fetched), and takes, at each, what waits without
+// waiting more: the local commands and those the client holds. A poll
+// that waits would cost the round a context and goroutines at each burst
+// of commands, more than the burst's commands save. A gap's end takes
+// what waits and ends the round: both kinds of command announce
+// themselves by a wake, and one that comes as the gap ends, its wake not
+// yet taken, would otherwise keep a node that falls behind gathering
+// until the linger.
 func (g *poller) gather(ctx context.Context, batch []Command, max int) []Command {
 	if g.last < busyRound {
 		return batch
@@ -44,38 +49,99 @@ func (g *poller) gather(ctx context.Context, batch []Command, max int) []Command
 		wake = g.local.Waiting()
 	}
 	end := time.Now().Add(roundLinger)
-	gap := g.arm(min(gapAfter(len(batch)), roundLinger))
+	gapEnd := time.Now().Add(min(gapAfter(len(batch)), roundLinger))
+	gap := g.arm(time.Until(gapEnd))
 	defer gap.Stop()
 	for len(batch) < max {
-		timedOut := false
+		fetched, timedOut := false, false
 		select {
 		case <-ctx.Done():
 			return batch
 		case <-wake:
+		case <-g.fetched.waiting():
+			fetched = true
 		case <-gap.C:
 			timedOut = true
 		}
-		more, err := g.next(heldOnly, max-len(batch))
+		want := max - len(batch)
+		more, err := g.next(heldOnly, want)
+		if fetched && err == nil && len(more) < want && g.fetched.unpolled() {
+			var late []Command
+			late, err = g.nextUntil(ctx, gapEnd, want-len(more))
+			more = append(more, late...)
+		}
 		batch = append(batch, more...)
 		left := time.Until(end)
 		switch {
-		case err != nil || left <= 0 || timedOut && !polled(more):
+		case err != nil || left <= 0 || timedOut:
 			return batch
 		case len(more) > 0:
-			gap.Reset(min(gapAfter(len(batch)), left))
+			d := min(gapAfter(len(batch)), left)
+			gapEnd = time.Now().Add(d)
+			gap.Reset(d)
 		}
 	}
 	return batch
 }
 
-// polled reports whether cmds hold a command read from the commands
-// topic (local ones have no offset). At a gap's end only those say that
-// commands kept coming: a local one then came at the gap's end, its wake
-// not yet taken, and a round that went on for it would go on for as long
-// as a node that falls behind keeps finding some.
-func polled(cmds []Command) bool {
-	return slices.ContainsFunc(cmds, func(c Command) bool { return c.Offset >= 0 })
+// nextUntil is next, waiting until the gap's end at most. A round takes
+// it after a wake for fetched records that found none to poll: the
+// client calls its hook just before the records it tells of can be
+// polled, and a round that ran in between would otherwise miss them until
+// its next wake or its gap's end. It waits only then, not at each wake,
+// for the cost of a poll that waits (gather).
+func (g *poller) nextUntil(ctx context.Context, gapEnd time.Time, want int) ([]Command, error) {
+	wait, cancel := context.WithDeadline(ctx, gapEnd)
+	defer cancel()
+	return g.next(wait, want)
 }
+
+// fetchWake is a client hook that wakes a gathering round when the client
+// buffers records it fetched: the commands topic's counterpart of the
+// local source's wake. It counts the records buffered that no poll has
+// taken and the client has not dropped yet.
+type fetchWake struct {
+	wake chan struct{}
+	held atomic.Int64
+}
+
+// fetchWakes returns the option that hooks a wake for fetched records
+// (fetched) into g's client.
+func (g *poller) fetchWakes() kgo.Opt {
+	g.fetched = &fetchWake{wake: make(chan struct{}, 1)}
+	return kgo.WithHooks(g.fetched)
+}
+
+// OnFetchRecordBuffered implements kgo.HookFetchRecordBuffered. It runs on
+// the client's fetch goroutine once per record: a send that finds the
+// wake full takes no lock.
+func (w *fetchWake) OnFetchRecordBuffered(*kgo.Record) {
+	w.held.Add(1)
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// OnFetchRecordUnbuffered implements kgo.HookFetchRecordUnbuffered: a
+// poll runs it, before it returns, for the records it takes and for those
+// the client dropped since the previous poll (a partition revoked).
+func (w *fetchWake) OnFetchRecordUnbuffered(*kgo.Record, bool) { w.held.Add(-1) }
+
+// waiting is the wake: it holds a value once records were buffered since
+// a round last took it (nil without the hook, which never wakes).
+func (w *fetchWake) waiting() <-chan struct{} {
+	if w == nil {
+		return nil
+	}
+	return w.wake
+}
+
+// unpolled reports records buffered that no poll has taken nor the
+// client dropped: after a poll of what the client holds that took fewer
+// than it wanted, and so found it empty, records the client is about to
+// hand over.
+func (w *fetchWake) unpolled() bool { return w != nil && w.held.Load() > 0 }
 
 // arm returns the poller's timer, set to fire after d.
 func (g *poller) arm(d time.Duration) *time.Timer {

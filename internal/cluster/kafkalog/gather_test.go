@@ -88,9 +88,7 @@ func (l tellingLocal) Take(max int) []Command {
 // gaps and the linger outlast the test: only the wakes bring them.
 func TestBusyRoundGathersTheCommandsEachWakeBrings(t *testing.T) {
 	const most = 4
-	gaps, linger := []time.Duration{smallGap, gatherGap}, roundLinger
-	smallGap, gatherGap, roundLinger = time.Hour, time.Hour, time.Hour
-	t.Cleanup(func() { smallGap, gatherGap, roundLinger = gaps[0], gaps[1], linger })
+	endlessGaps(t)
 	_, ctx, c := fakeCluster(t, 1)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ConsumeTopics(c.CommandsTopic()))
 	if err != nil {
@@ -121,6 +119,81 @@ func TestBusyRoundGathersTheCommandsEachWakeBrings(t *testing.T) {
 	for i, cmd := range got {
 		if want := fmt.Sprintf("c-%d", i); string(cmd.Key) != want {
 			t.Errorf("command %d is %s, want %s", i, cmd.Key, want)
+		}
+	}
+}
+
+// endlessGaps makes the gaps and the linger of t's rounds outlast it: only
+// wakes or a round's max end their gathering.
+func endlessGaps(t *testing.T) {
+	gaps, linger := []time.Duration{smallGap, gatherGap}, roundLinger
+	smallGap, gatherGap, roundLinger = time.Hour, time.Hour, time.Hour
+	t.Cleanup(func() { smallGap, gatherGap, roundLinger = gaps[0], gaps[1], linger })
+}
+
+// tellingPolls is a client hook that sends on itself for each record a
+// poll returns.
+type tellingPolls chan struct{}
+
+func (h tellingPolls) OnFetchRecordUnbuffered(_ *kgo.Record, polled bool) {
+	if polled {
+		h <- struct{}{}
+	}
+}
+
+// A busy round gathers the commands the commands topic brings while it
+// gathers, each taken once the client has fetched it, until it has its
+// max, as it does local ones: its local source stays empty, and the gaps
+// and the linger outlast the test.
+func TestBusyRoundGathersTheCommandsEachFetchBrings(t *testing.T) {
+	const most = 4
+	endlessGaps(t)
+	_, ctx, c := fakeCluster(t, 1)
+	g := &poller{}
+	took := make(tellingPolls, most)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ConsumeTopics(c.CommandsTopic()),
+		g.fetchWakes(), kgo.WithHooks(took))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	g.cl = cl
+	producer := newClient(t, c)
+	produce := func(key string) error {
+		r := &kgo.Record{Topic: c.CommandsTopic(), Key: []byte(key), Value: []byte(key)}
+		return producer.ProduceSync(ctx, r).FirstErr()
+	}
+	if err := produce("c-0"); err != nil {
+		t.Fatal(err)
+	}
+	adder := make(chan error, 1)
+	go func() {
+		for i := 1; i < most; i++ {
+			select {
+			case <-took:
+				if err := produce(fmt.Sprintf("c-%d", i)); err != nil {
+					adder <- err
+					return
+				}
+			case <-ctx.Done():
+				adder <- ctx.Err()
+				return
+			}
+		}
+		adder <- nil
+	}()
+	g.last = busyRound
+	g.begin(newTestLocal())
+	got, err := g.commands(ctx, ctx, most)
+	if err != nil || len(got) != most {
+		t.Fatalf("the busy round got %d commands, %v; want %d", len(got), err, most)
+	}
+	if err := <-adder; err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range got {
+		if want := fmt.Sprintf("c-%d", i); string(cmd.Key) != want || cmd.Offset != int64(i) {
+			t.Errorf("command %d is %s at offset %d, want %s at %d", i, cmd.Key, cmd.Offset, want, i)
 		}
 	}
 }

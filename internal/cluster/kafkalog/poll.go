@@ -25,6 +25,9 @@ type poller struct {
 	took  map[int32]bool
 	// timer times a gathering round's gaps (gather).
 	timer *time.Timer
+	// fetched wakes a gathering round for the records the client
+	// fetches (fetchWakes); nil without its hook.
+	fetched *fetchWake
 }
 
 // consuming are the options of a member's client as a consumer of the

@@ -16,7 +16,7 @@ import (
 // brings. cpu-ns/op is the process's CPU per wake, the adding
 // goroutine's included.
 func BenchmarkLocalWake(b *testing.B) {
-	g, local := fakePoller(b)
+	g, local, _ := fakePoller(b)
 	g.begin(local)
 	adds := make(chan struct{})
 	defer close(adds)
@@ -43,7 +43,7 @@ func BenchmarkLocalWake(b *testing.B) {
 // included.
 func BenchmarkGather(b *testing.B) {
 	const each = 20
-	g, local := fakePoller(b)
+	g, local, _ := fakePoller(b)
 	ctx := context.Background()
 	cpu := measure.ProcessCPU()
 	for b.Loop() {
@@ -66,19 +66,63 @@ func BenchmarkGather(b *testing.B) {
 	b.ReportMetric(float64((measure.ProcessCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
-// fakePoller is a poller of a kfake cluster's commands topic, with a local
-// source of its own.
-func fakePoller(b *testing.B) (*poller, *testLocal) {
+// fakePoller is a poller of a kfake cluster's commands topic, hooked as a
+// member's is (fetchWakes), with a local source of its own and a client
+// that produces to the topic at once.
+func fakePoller(b *testing.B) (*poller, *testLocal, *kgo.Client) {
 	b.Helper()
 	kc, err := kfake.NewCluster(kfake.SeedTopics(1, "commands"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(kc.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumeTopics("commands"))
+	g := &poller{}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.ConsumeTopics("commands"), g.fetchWakes())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(cl.Close)
-	return &poller{cl: cl}, newTestLocal()
+	g.cl = cl
+	producer, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic("commands"), kgo.ProducerLinger(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(producer.Close)
+	return g, newTestLocal(), producer
+}
+
+// BenchmarkGatherTopic: BenchmarkGather with commands that come through
+// the commands topic, as a node's do with its peer links off, into rounds
+// whose max is the commands of an op: a round ends when it has them all.
+// cpu-µs/op is the process's CPU per op, the producing goroutine's and the
+// in-process fake broker's included; ns/op is mostly the producer's
+// pauses.
+func BenchmarkGatherTopic(b *testing.B) {
+	const each = 20
+	g, local, producer := fakePoller(b)
+	ctx := context.Background()
+	rounds := 0
+	cpu := measure.ProcessCPU()
+	for b.Loop() {
+		added := make(chan struct{})
+		go func() {
+			defer close(added)
+			for range each {
+				producer.Produce(ctx, &kgo.Record{Value: []byte("c")}, nil)
+				time.Sleep(200 * time.Microsecond)
+			}
+		}()
+		for n := 0; n < each; rounds++ {
+			g.last = busyRound
+			g.begin(local)
+			got, err := g.commands(ctx, ctx, each-n)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(got)
+		}
+		<-added
+	}
+	b.ReportMetric(float64((measure.ProcessCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(rounds)/float64(b.N), "rounds/op")
 }
