@@ -11,8 +11,9 @@
 #   every node (--peer=false: no peer links; --peer for builds where they are off by default). The
 #   broker(s) and the load generator are not
 #   capped: give the machine room for them (their CPU per transfer is printed). BENCHFLAGS and
-#   PARTITIONS as for cluster-ab.sh (default here --vus 300 --accounts 1000: enough clients to keep
-#   three capped nodes busy). e.g.
+#   PARTITIONS as for cluster-ab.sh (default here --vus 1000 --accounts 1000: enough clients that
+#   each of three capped nodes always has requests waiting, as a node at its capacity has; one
+#   node alone refuses some of them, 503, which count in neither its rate nor its CPU). e.g.
 #     d=/tmp/k; k=$(scripts/kafka.sh start -d $d)
 #     KAFKA=$k KAFKA_DIR=$d scripts/cluster-scale.sh 20 bin/surge
 #     scripts/kafka.sh stop $d
@@ -21,7 +22,7 @@ secs=$1 bin=$2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 [ "$(id -u)" = 0 ] || { echo "cluster-scale.sh: needs root for the cgroups" >&2; exit 1; }
 [ -w /sys/fs/cgroup/cpu ] || { echo "cluster-scale.sh: no cgroup v1 cpu controller at /sys/fs/cgroup/cpu" >&2; exit 1; }
-export CPU_CAP=${CPU_CAP:-0.25} BENCHFLAGS=${BENCHFLAGS:---vus 300 --accounts 1000}
+export CPU_CAP=${CPU_CAP:-0.25} BENCHFLAGS=${BENCHFLAGS:---vus 1000 --accounts 1000}
 echo "every node capped at $CPU_CAP CPUs; load: $BENCHFLAGS; $secs s per run"
 runs=()
 for n in 1 2 3 3 2 1; do runs+=("scale:$bin:$n:${NODE_FLAGS:-}"); done
