@@ -124,8 +124,12 @@ func (w *fetchWake) OnFetchRecordBuffered(*kgo.Record) {
 }
 
 // OnFetchRecordUnbuffered implements kgo.HookFetchRecordUnbuffered: a
-// poll runs it, before it returns, for the records it takes and for those
-// the client dropped since the previous poll (a partition revoked).
+// poll runs it, before it returns, for the records it takes or strips
+// (a paused partition's). The records the client drops on an assignment's
+// change (a revoke, a seek) come off on a goroutine of the client's own,
+// a little later: until then the count holds records no poll can take,
+// and a wake that finds none spends one waiting poll, bounded by the
+// gap's end, when the round ends anyway.
 func (w *fetchWake) OnFetchRecordUnbuffered(*kgo.Record, bool) { w.held.Add(-1) }
 
 // waiting is the wake: it holds a value once records were buffered since

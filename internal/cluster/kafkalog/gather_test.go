@@ -197,3 +197,73 @@ func TestBusyRoundGathersTheCommandsEachFetchBrings(t *testing.T) {
 		}
 	}
 }
+
+// heldBeforePollable holds the client's fetch goroutine once the round
+// has been woken for record c-1 and until a poll that waits starts: the
+// client calls its buffered hook before the record can be polled, so a
+// round woken then finds nothing, and must wait for the record rather
+// than for its next wake or its gap's end.
+type heldBeforePollable struct {
+	ctx   context.Context
+	polls chan context.Context
+}
+
+func (h heldBeforePollable) OnPollStart(ctx context.Context) {
+	select {
+	case h.polls <- ctx:
+	default:
+	}
+}
+
+func (h heldBeforePollable) OnFetchRecordBuffered(r *kgo.Record) {
+	if string(r.Key) != "c-1" {
+		return
+	}
+	for {
+		select {
+		case ctx := <-h.polls:
+			if ctx != nil {
+				return
+			}
+		case <-h.ctx.Done():
+			return
+		}
+	}
+}
+
+// A round woken for fetched records that are not yet pollable waits for
+// them (nextUntil): with endless gaps, only that ends the round with both.
+func TestRoundWokenBeforeItsRecordsArePollableWaitsForThem(t *testing.T) {
+	endlessGaps(t)
+	_, ctx, c := fakeCluster(t, 1)
+	g := &poller{}
+	h := heldBeforePollable{ctx: ctx, polls: make(chan context.Context, 64)}
+	took := make(tellingPolls, 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Brokers...), kgo.ConsumeTopics(c.CommandsTopic()),
+		g.fetchWakes(), kgo.WithHooks(h, took))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	g.cl = cl
+	producer := newClient(t, c)
+	rec := func(k string) *kgo.Record {
+		return &kgo.Record{Topic: c.CommandsTopic(), Key: []byte(k), Value: []byte(k)}
+	}
+	if err := producer.ProduceSync(ctx, rec("c-0")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-took
+		for len(h.polls) > 0 {
+			<-h.polls
+		}
+		producer.ProduceSync(ctx, rec("c-1"))
+	}()
+	g.last = busyRound
+	g.begin(newTestLocal())
+	got, err := g.commands(ctx, ctx, 2)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("got %d commands, %v; want 2", len(got), err)
+	}
+}
