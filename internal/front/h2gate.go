@@ -48,7 +48,7 @@ type h2gate struct {
 	readers []*sync.Cond
 	ready   sync.Cond // admitted HTTP/2 requests waiting for a place
 	// pending counts streams the server has been given and admission has
-	// not decided on; waiting, requests waiting for a place: both change
+	// not decided on; waiting, requests waiting for a place: both grow
 	// under mu, and are read without it by a place given back (room).
 	pending, waiting atomic.Int64
 	// blocked counts goroutines in Wait.
@@ -141,14 +141,20 @@ func (h *h2gate) enter(wake *sync.Cond, begun time.Time, other func() bool) bool
 }
 
 // decided ends n streams' pending: admission decided on their requests,
-// or the server ended them without one.
+// or the server ended them without one. As a place given back (freed),
+// it takes the lock only while something waits in waitLocked: a waiter
+// counts itself before it asks for room, so it sees the count lowered
+// here or is woken.
 func (h *h2gate) decided(n int64) {
 	if n == 0 {
 		return
 	}
-	h.mu.Lock()
 	h.pending.Add(-n)
 	h.roomMayCome()
+	if h.attention.Load() == 0 {
+		return
+	}
+	h.mu.Lock()
 	h.wakeLocked()
 	h.mu.Unlock()
 }
@@ -375,17 +381,13 @@ func (t *h2ticket) wait() bool {
 	if t == nil {
 		return true
 	}
-	if t.w.waiting.Add(1) > maxConnWaiting {
-		t.w.waiting.Add(-1)
-		return false
-	}
-	return true
+	return t.w.waiting.take(1)
 }
 
 // waited ends the count that wait began.
 func (t *h2ticket) waited() {
 	if t != nil {
-		t.w.waiting.Add(-1)
+		t.w.waiting.give(1)
 	}
 }
 

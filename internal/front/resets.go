@@ -97,11 +97,11 @@ type resetWatch struct {
 	// gate, on a connection not gRPC's, keeps new streams from the server
 	// while it has no room for them (h2gate.go); pending holds the ids,
 	// in order, of the streams the server has been given that count
-	// pending at the gate (release); waiting counts the connection's
-	// requests that wait for a place (h2ticket.wait).
+	// pending at the gate (release); waiting holds the connection's
+	// requests that wait for a place, up to maxConnWaiting (h2ticket.wait).
 	gate    *h2gate
 	pending []uint32
-	waiting atomic.Int32
+	waiting budget
 	closed  atomic.Bool
 	// peer is the client's address, for every stream's admission.
 	peer netip.Addr
@@ -117,6 +117,7 @@ func newResetWatch(c net.Conn, g *guard) *resetWatch {
 		resets:  rate.NewLimiter(rate.Limit(perSec), 4*int(g.limits.MaxStreams)),
 		in:      frameSplitter{skip: clientPrefaceLen},
 		streams: make(map[uint32]streamEnds),
+		waiting: budget{limit: maxConnWaiting},
 	}
 	w.window.Store(initialWindow)
 	return w
@@ -207,12 +208,9 @@ func (w *resetWatch) decided(ended bool) {
 }
 
 // releaseAll ends the pending of every stream of the connection.
-func (w *resetWatch) releaseAll() { w.releaseAfter(0) }
-
-// releaseAfter ends the pending of the connection's streams past last.
-func (w *resetWatch) releaseAfter(last uint32) {
+func (w *resetWatch) releaseAll() {
 	w.streamsMu.Lock()
-	w.releaseAfterAndUnlock(last)
+	w.releaseAfterAndUnlock(0)
 }
 
 // releaseAfterAndUnlock, called with streamsMu held, ends the pending of
