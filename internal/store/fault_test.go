@@ -248,8 +248,8 @@ func TestCommitErrorUnseenByTheGuardFaultsTheStore(t *testing.T) {
 // A store whose disk fails the WAL write its Close makes (a NoSync
 // store's last commits wait in the WAL writer's buffer until then) closes
 // with the fault: the fence parks the failed instance's close for good,
-// as it parks all its file work, so Close returned nothing, and a node
-// shutting down hung.
+// as it parks all its file work, so a Close that waited for it would
+// never return, and a node shutting down would hang.
 func TestCloseFaultsMidClose(t *testing.T) {
 	fault := &walFault{ops: []errorfs.OpKind{errorfs.OpFileWrite}, err: syscall.EIO}
 	s, err := Open(t.TempDir(), Options{NoSync: true, FS: errorfs.Wrap(vfs.Default, fault)})

@@ -27,10 +27,11 @@ type Options struct {
 	// NoSync acknowledges writes before they reach the disk. Faster, but a
 	// power cut or kill -9 can lose the last acknowledged writes.
 	NoSync bool
-	// NoWAL keeps no write-ahead log, for a store that is a cache some
-	// other log rebuilds (a cluster node's engine): writes are applied to
-	// the memtable only, those not yet flushed are lost when the process
-	// ends, and SyncWAL has nothing to wait for. It implies NoSync.
+	// NoWAL keeps no write-ahead log, for a store some other log rebuilds
+	// (a cluster node's engine cache, and its local copy, which flushes
+	// on a clean stop): writes are applied to the memtable only, those not
+	// yet flushed are lost when the process ends, and SyncWAL has nothing
+	// to wait for. It implies NoSync.
 	NoWAL bool
 	// OnSync, if set, observes how long each durable commit took.
 	OnSync func(time.Duration)

@@ -95,7 +95,7 @@ func TestKilledCopyIsAConsistentPrefix(t *testing.T) {
 		}
 		if i%100 == 0 {
 			pct := []int{0, 100, rng.IntN(100)}[i/100%3]
-			checked += checkCrashed(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rng}), o, history)
+			checked += checkCrashed(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: pct, RNG: rng}), o, history, parts)
 		}
 	}
 	if checked == 0 {
@@ -142,7 +142,7 @@ func randomRound(rng *rand.Rand, i, parts, keys, n int) []kafkalog.Output {
 // checkCrashed opens the copy on fs, a crash's clone, and checks each
 // partition with a meta against the rounds of history up to its offset;
 // it returns how many partitions are past their restore.
-func checkCrashed(t *testing.T, fs vfs.FS, o SnapshotOptions, history [][]kafkalog.Output) int {
+func checkCrashed(t *testing.T, fs vfs.FS, o SnapshotOptions, history [][]kafkalog.Output, parts int) int {
 	t.Helper()
 	o.FS = fs
 	s, err := OpenSnapshots("/node", kafkalog.Config{}, slog.New(slog.DiscardHandler), o)
@@ -151,7 +151,7 @@ func checkCrashed(t *testing.T, fs vfs.FS, o SnapshotOptions, history [][]kafkal
 	}
 	defer s.Close()
 	past := 0
-	for p := range int32(4) {
+	for p := range int32(parts) {
 		m, ok, err := s.storedMeta(p)
 		if err != nil {
 			t.Fatal(err)

@@ -253,16 +253,20 @@ func TestRoundWokenBeforeItsRecordsArePollableWaitsForThem(t *testing.T) {
 	if err := producer.ProduceSync(ctx, rec("c-0")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	produced := make(chan error, 1)
 	go func() {
 		<-took
 		for len(h.polls) > 0 {
 			<-h.polls
 		}
-		producer.ProduceSync(ctx, rec("c-1"))
+		produced <- producer.ProduceSync(ctx, rec("c-1")).FirstErr()
 	}()
 	g.last = busyRound
 	g.begin(newTestLocal())
 	got, err := g.commands(ctx, ctx, 2)
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
 	if err != nil || len(got) != 2 {
 		t.Fatalf("got %d commands, %v; want 2", len(got), err)
 	}

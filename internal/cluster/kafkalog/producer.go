@@ -167,7 +167,7 @@ func (p *Producer) flush(ctx context.Context, cmds []*pending) {
 	for i, c := range cmds {
 		carried[i] = pk.add(c.partition, c.key, c.value)
 	}
-	failed := produceAll(ctx, p.cl, pk.records)
+	failed, _ := produceAll(ctx, p.cl, pk.records)
 	for i, c := range cmds {
 		if c.err = failed[carried[i]]; c.err == nil {
 			c.offset = carried[i].Offset
@@ -183,16 +183,18 @@ func (p *Producer) flush(ctx context.Context, cmds []*pending) {
 const flushLinger = time.Minute
 
 // produceAll writes records, on a client lingering flushLinger, in one
-// request per broker, and returns the errors of those that failed. It
-// returns when each record succeeded or failed, or when ctx ends: a
-// record still in flight then (its request sent, its answer not come)
-// fails with ctx's error, though the brokers may yet write it.
-func produceAll(ctx context.Context, cl *kgo.Client, records []*kgo.Record) map[*kgo.Record]error {
+// request per broker, and returns the errors of those that failed, and
+// whether every record settled. It returns when each record succeeded or
+// failed, or when ctx ends: a record still in flight then (its request
+// sent, its answer not come) fails with ctx's error, though the brokers
+// may yet write it. The flush ends the client's linger over the records,
+// which produceEach produces once the client knows their partitions, so
+// that it sees each.
+func produceAll(ctx context.Context, cl *kgo.Client, records []*kgo.Record) (failed map[*kgo.Record]error, settled bool) {
 	p := produceEach(ctx, cl, records)
 	// An error here is ctx's end, which fails every record not sent.
 	_ = cl.Flush(ctx)
-	failed, _ := p.wait(ctx)
-	return failed
+	return p.wait(ctx)
 }
 
 // promised are records produced and the outcomes franz-go promises them.
@@ -252,14 +254,18 @@ func produceEach(ctx context.Context, cl *kgo.Client, records []*kgo.Record) *pr
 // end, the delivery timeout, the client's close, or the brokers' own
 // error (a topic that does not exist, a denied one), which producing the
 // records would only meet again. cl consumes nothing: PartitionLeader
-// would report a consumer's partitions too.
+// would report a consumer's partitions too. A topic's partitions load
+// together, so it asks once per topic.
 func knowPartitions(ctx context.Context, cl *kgo.Client, records []*kgo.Record) error {
-	var probed []string // allocated only for a topic cl has not loaded
+	var asked []string
 	for _, r := range records {
-		if leader, _, _ := cl.PartitionLeader(r.Topic, r.Partition); leader >= 0 || slices.Contains(probed, r.Topic) {
+		if slices.Contains(asked, r.Topic) {
 			continue
 		}
-		probed = append(probed, r.Topic)
+		asked = append(asked, r.Topic)
+		if leader, _, _ := cl.PartitionLeader(r.Topic, r.Partition); leader >= 0 {
+			continue
+		}
 		refused := make(chan error, 1)
 		cl.Produce(ctx, &kgo.Record{Topic: r.Topic, Partition: -1}, func(_ *kgo.Record, err error) { refused <- err })
 		err := <-refused

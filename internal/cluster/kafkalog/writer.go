@@ -157,19 +157,11 @@ func (w *Writer) Claim(ctx context.Context, partition int32, c Claim) (Epoch, er
 	return Epoch(r.Offset), nil
 }
 
-// send produces records, flushes the client, and returns the errors of
-// those that failed once each settled, or when ctx ends (then with ctx's
-// error for those not settled). The flush ends the client's linger over
-// the records, which produceEach produces once the client knows their
-// partitions, so that it sees each; and it is the wait: the client holds
-// no records but these (one write at a time, and a write that leaves any
-// unsettled renews it), and franz-go calls a record's promise before the
-// flush can see it settled.
+// send produces records (produceAll) and returns the errors of those
+// that failed. The client holds no records but these: one write at a
+// time, and a write that leaves any unsettled, or any failed, renews it.
 func (w *Writer) send(ctx context.Context, records []*kgo.Record) map[*kgo.Record]error {
-	p := produceEach(ctx, w.cl, records)
-	// Its error is ctx's end, which the wait reports.
-	_ = w.cl.Flush(ctx)
-	failed, settled := p.wait(ctx)
+	failed, settled := produceAll(ctx, w.cl, records)
 	if !settled || len(failed) > 0 {
 		w.renew()
 	}
