@@ -6,8 +6,8 @@
 # all the nodes and print the rate of transfers the nodes accepted, p99, and the CPU per accepted
 # transfer of each node, of the broker(s) and of the load generator, read from /proc/PID/stat
 # around the measured run only (the broker's JIT compiler and garbage collector threads' share
-# beside it: "broker 80 (JIT 9 GC 7)"), and the requests refused (503, overloaded), which count in
-# neither; then the nodes' Kafka requests per 1,000 transfers by client and kind (their
+# beside it: "broker 80 (JIT 9 GC 7)"), and the requests that failed, which count in neither (the
+# load's http_req_failed: refusals, 503, under overload; any other error too); then the nodes' Kafka requests per 1,000 transfers by client and kind (their
 # surge_cluster_kafka_requests_total, on builds that export it) on a second line. Give the
 # binaries in ABBA order: on a shared machine only back-to-back pairs compare.
 #
